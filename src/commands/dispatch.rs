@@ -1,0 +1,136 @@
+//! `vf dispatch`: run one unit of work on an engine.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::cli::DispatchArgs;
+use crate::engine::{Engine, Invocation, Request};
+use crate::error::{Result, VfError};
+use crate::{names, state};
+
+/// Resolved, validated inputs of a dispatch (flags turned into config).
+pub struct Resolved {
+    pub engine: &'static dyn Engine,
+    pub unit: String,
+    pub prompt: String,
+    pub session: Option<String>,
+    pub cwd: PathBuf,
+    pub state_dir: PathBuf,
+    pub skip_permissions: bool,
+}
+
+pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
+    let engine = args.engine.engine();
+    let cwd = match &args.cwd {
+        Some(d) => state::absolute(d)?,
+        None => std::env::current_dir()?,
+    };
+    if !cwd.is_dir() {
+        return Err(VfError::usage(format!(
+            "--cwd {} is not a directory",
+            cwd.display()
+        )));
+    }
+    let unit = match &args.unit {
+        Some(u) => u.clone(),
+        None => default_unit_name(args.engine.as_str()),
+    };
+    names::check("unit name", &unit)?;
+    let prompt = super::prompt::read(&args.prompt)?;
+    let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
+    Ok(Resolved {
+        engine,
+        unit,
+        prompt,
+        session: args.session.clone(),
+        cwd,
+        state_dir,
+        skip_permissions: args.skip_permissions,
+    })
+}
+
+/// `<engine>-<unix seconds>-<pid>`: unique enough for ad-hoc runs.
+fn default_unit_name(engine: &str) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("{engine}-{secs}-{}", std::process::id())
+}
+
+pub fn build_invocation(
+    r: &Resolved,
+    version: Option<&crate::version::Version>,
+) -> Result<Invocation> {
+    r.engine.build(&Request {
+        prompt: &r.prompt,
+        session: r.session.as_deref(),
+        skip_permissions: r.skip_permissions,
+        cwd: &r.cwd,
+        in_git_repo: state::in_git_work_tree(&r.cwd),
+        attachments: &[],
+        unit: &r.unit,
+        state_dir: &r.state_dir,
+        version,
+        read_only: false,
+    })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRun<'a> {
+    engine: &'static str,
+    unit: &'a str,
+    #[serde(flatten)]
+    invocation: &'a Invocation,
+}
+
+pub fn run(args: &DispatchArgs) -> Result<i32> {
+    let r = resolve(args)?;
+    if !args.dry_run {
+        return Err(VfError::usage("only --dry-run is available in this build"));
+    }
+    let inv = build_invocation(&r, None)?;
+    for w in &inv.warnings {
+        eprintln!("vf: warning: {w}");
+    }
+    if args.json {
+        super::print_json(&DryRun {
+            engine: r.engine.spec().id.as_str(),
+            unit: &r.unit,
+            invocation: &inv,
+        })?;
+    } else {
+        let mut line = shell_quote(&inv.program);
+        for a in &inv.args {
+            line.push(' ');
+            line.push_str(&shell_quote(a));
+        }
+        println!(
+            "cd {} && {}",
+            shell_quote(&inv.cwd.display().to_string()),
+            line
+        );
+        match &inv.stdin {
+            Some(s) => println!("# stdin: {} bytes, then closed", s.len()),
+            None => println!("# stdin: /dev/null"),
+        }
+        if let Some(p) = &inv.prompt_file {
+            println!("# prompt file: {}", p.display());
+        }
+    }
+    Ok(0)
+}
+
+/// Single-quotes `s` for a POSIX shell when it holds anything special.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,109 @@
+//! Antigravity (`agy`).
+//!
+//! `agy -p <prompt>`: plain-text output; the fenced json is parsed when
+//! present. No exact resume. A UTF-8 prompt at or above 30 KiB is refused
+//! before spawn.
+
+use super::{
+    Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport, PromptTransport, Request,
+    Spec, Tracker, check_request,
+};
+use crate::error::Result;
+use crate::version::Version;
+
+pub struct Agy;
+
+static SPEC: Spec = Spec {
+    id: EngineId::Agy,
+    binary: "agy",
+    verified_versions: &[],
+    prompt_transport: PromptTransport::Argv,
+    output_transport: OutputTransport::Text,
+    attachment_kinds: &[],
+    attachment_flag: None,
+    skip_permissions_flag: None,
+    prompt_limit_bytes: Some(30 * 1024),
+    required_flags: &[FlagCheck {
+        help_args: &["--help"],
+        flag: "-p",
+        label: "-p",
+    }],
+    install_hint: "install Antigravity and put `agy` on PATH",
+};
+
+impl Engine for Agy {
+    fn spec(&self) -> &'static Spec {
+        &SPEC
+    }
+
+    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
+        check_request(self, req)?;
+        let mut warnings = Vec::new();
+        if req.skip_permissions {
+            warnings.push(
+                "agy: no verified permission-skip flag; --skip-permissions was ignored".into(),
+            );
+        }
+        Ok(Invocation {
+            program: SPEC.binary.into(),
+            args: vec!["-p".into(), req.prompt.to_string()],
+            stdin: None,
+            cwd: req.cwd.to_path_buf(),
+            prompt_file: None,
+            prompt_file_contents: None,
+            warnings,
+        })
+    }
+
+    fn valid_session_id(&self, _id: &str) -> bool {
+        false
+    }
+
+    fn exact_resume(&self, _version: Option<&Version>) -> bool {
+        false
+    }
+
+    fn tracker(&self) -> Box<dyn Tracker> {
+        Box::<AgyTracker>::default()
+    }
+}
+
+#[derive(Default)]
+struct AgyTracker {
+    text: String,
+    saw_text: bool,
+}
+
+impl Tracker for AgyTracker {
+    // Plain-text engine: a JSON-looking line is part of the answer too.
+    fn observe(&mut self, frame: &serde_json::Value) {
+        self.observe_text(&frame.to_string());
+    }
+
+    fn observe_text(&mut self, line: &str) {
+        if self.saw_text {
+            self.text.push('\n');
+        }
+        self.text.push_str(line);
+        self.saw_text = true;
+    }
+
+    fn session_id(&self) -> Option<&str> {
+        None
+    }
+
+    fn finish(&self, exit_code: Option<i32>) -> Outcome {
+        let error = match exit_code {
+            Some(0) => None,
+            Some(c) => Some(format!("agy exited with status {c}")),
+            None => Some("agy was killed".into()),
+        };
+        Outcome {
+            session_id: None,
+            answer: self.saw_text.then(|| self.text.clone()),
+            failed: error.is_some(),
+            error,
+            usage: None,
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The engine contract: one module per coding-agent CLI.
+//!
+//! Everything vf knows about a CLI (binary name, verified versions, argv for a
+//! fresh run and for a resume, prompt transport, session-id shape, how to read
+//! the final answer and decide success) lives in that engine's file. Code
+//! outside `engine/` asks through [`Engine`] and never matches on an engine's
+//! strings.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Result, VfError};
+use crate::version::Version;
+
+pub mod agy;
+pub mod claude;
+pub mod codex;
+pub mod copilot;
+pub mod gemini;
+pub mod opencode;
+
+/// The six engines vf drives.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineId {
+    Claude,
+    Codex,
+    Copilot,
+    Opencode,
+    Gemini,
+    Agy,
+}
+
+impl EngineId {
+    pub const ALL: [EngineId; 6] = [
+        EngineId::Claude,
+        EngineId::Codex,
+        EngineId::Copilot,
+        EngineId::Opencode,
+        EngineId::Gemini,
+        EngineId::Agy,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineId::Claude => "claude",
+            EngineId::Codex => "codex",
+            EngineId::Copilot => "copilot",
+            EngineId::Opencode => "opencode",
+            EngineId::Gemini => "gemini",
+            EngineId::Agy => "agy",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EngineId> {
+        EngineId::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// The engine's implementation of the contract.
+    pub fn engine(self) -> &'static dyn Engine {
+        match self {
+            EngineId::Claude => &claude::Claude,
+            EngineId::Codex => &codex::Codex,
+            EngineId::Copilot => &copilot::Copilot,
+            EngineId::Opencode => &opencode::Opencode,
+            EngineId::Gemini => &gemini::Gemini,
+            EngineId::Agy => &agy::Agy,
+        }
+    }
+
+    /// `VF_<ENGINE>_BIN`: overrides where the binary is found.
+    pub fn bin_env_var(self) -> String {
+        format!("VF_{}_BIN", self.as_str().to_ascii_uppercase())
+    }
+}
+
+impl fmt::Display for EngineId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the prompt reaches the CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptTransport {
+    /// Written to the child's stdin, which is then closed.
+    Stdin,
+    /// Passed as an argv value; stdin is `/dev/null`.
+    Argv,
+}
+
+/// How the CLI's stdout is framed in the mode vf runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputTransport {
+    /// One JSON object per line.
+    Jsonl,
+    /// One JSON document (possibly pretty-printed over many lines).
+    Json,
+    /// Plain text.
+    Text,
+}
+
+impl OutputTransport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputTransport::Jsonl => "jsonl",
+            OutputTransport::Json => "json",
+            OutputTransport::Text => "text",
+        }
+    }
+}
+
+/// Attachment classes (see `vf attach`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentKind {
+    Text,
+    Image,
+    Document,
+}
+
+impl AttachmentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachmentKind::Text => "text",
+            AttachmentKind::Image => "image",
+            AttachmentKind::Document => "document",
+        }
+    }
+}
+
+/// A flag vf relies on, checked by `vf doctor` against the CLI's own help.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FlagCheck {
+    /// Arguments that print the help text holding the flag, e.g. `["exec", "--help"]`.
+    pub help_args: &'static [&'static str],
+    /// The text that must appear in that help output, e.g. `--json`.
+    pub flag: &'static str,
+    /// How a user would name it, e.g. `exec --json`.
+    pub label: &'static str,
+}
+
+/// Static facts about an engine.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    pub id: EngineId,
+    /// Executable name looked up on PATH.
+    pub binary: &'static str,
+    /// Versions verified against real output, newest first.
+    pub verified_versions: &'static [&'static str],
+    pub prompt_transport: PromptTransport,
+    /// How stdout is framed in the mode vf runs it.
+    pub output_transport: OutputTransport,
+    /// Attachment kinds the engine accepts, and the flag that passes them.
+    pub attachment_kinds: &'static [AttachmentKind],
+    pub attachment_flag: Option<&'static str>,
+    /// The flag that lets the engine act without asking.
+    pub skip_permissions_flag: Option<&'static str>,
+    /// Hard limit on the UTF-8 prompt size, if the engine has one.
+    pub prompt_limit_bytes: Option<usize>,
+    /// Flags `vf doctor` checks for in the CLI's help.
+    pub required_flags: &'static [FlagCheck],
+    /// The package the CLI installs from, for messages (`npm i -g ...`).
+    pub install_hint: &'static str,
+}
+
+/// A file handed to the engine.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub kind: AttachmentKind,
+    /// Path as it is passed to the engine (relative to the working dir where possible).
+    pub path: PathBuf,
+}
+
+/// Everything needed to build an invocation.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub prompt: &'a str,
+    /// Exact native session to resume (already validated by the caller or by `build`).
+    pub session: Option<&'a str>,
+    pub skip_permissions: bool,
+    pub cwd: &'a Path,
+    /// Whether `cwd` is inside a git work tree (codex refuses otherwise without a flag).
+    pub in_git_repo: bool,
+    pub attachments: &'a [Attachment],
+    /// The work unit's name (used for prompt files).
+    pub unit: &'a str,
+    /// vf's state directory (`.vibeflow/`).
+    pub state_dir: &'a Path,
+    /// The installed CLI's version when known.
+    pub version: Option<&'a Version>,
+    /// The caller asked for a read-only run.
+    pub read_only: bool,
+}
+
+/// The exact process vf will spawn.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Invocation {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Bytes written to stdin before closing it; `None` means stdin is `/dev/null`.
+    pub stdin: Option<String>,
+    pub cwd: PathBuf,
+    /// A prompt too large for argv goes to this file; the runner writes it before
+    /// spawning and removes it once the child has exited.
+    pub prompt_file: Option<PathBuf>,
+    #[serde(skip)]
+    pub prompt_file_contents: Option<String>,
+    /// Things the user should know (e.g. a dropped unsupported option).
+    pub warnings: Vec<String>,
+}
+
+/// What a finished run amounts to, as the engine contract reads it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub session_id: Option<String>,
+    /// The final answer text (the summary is extracted from it).
+    pub answer: Option<String>,
+    pub failed: bool,
+    /// Why it failed, in the engine's words.
+    pub error: Option<String>,
+    pub usage: Option<Value>,
+}
+
+/// Reads an engine's frames in order and keeps what the contract cares about.
+///
+/// The projector feeds every parsed frame here, once; the dispatch runtime
+/// reads session id and outcome from it without re-parsing output.
+pub trait Tracker: Send {
+    /// One parsed JSON frame, in stream order.
+    fn observe(&mut self, frame: &Value);
+    /// One non-JSON line (text-mode engines).
+    fn observe_text(&mut self, _line: &str) {}
+    /// The validated session id, as soon as it is known.
+    fn session_id(&self) -> Option<&str>;
+    /// The outcome once the process has exited with `exit_code` (`None`: killed).
+    fn finish(&self, exit_code: Option<i32>) -> Outcome;
+}
+
+/// The per-engine contract.
+pub trait Engine: Sync {
+    fn spec(&self) -> &'static Spec;
+
+    /// Builds the exact argv/stdin for a fresh run or an exact resume.
+    fn build(&self, req: &Request<'_>) -> Result<Invocation>;
+
+    /// True when `id` has the shape of this engine's native session ids.
+    fn valid_session_id(&self, id: &str) -> bool;
+
+    /// Whether `--session ID` can resume exactly that native session.
+    fn exact_resume(&self, _version: Option<&Version>) -> bool;
+
+    fn tracker(&self) -> Box<dyn Tracker>;
+
+    /// The output transport for a given installed version (defaults to the spec's).
+    fn output_transport(&self, _version: Option<&Version>) -> OutputTransport {
+        self.spec().output_transport
+    }
+}
+
+/// Shared checks every `build` applies before engine-specific work.
+pub fn check_request(engine: &dyn Engine, req: &Request<'_>) -> Result<()> {
+    let spec = engine.spec();
+    if let Some(limit) = spec.prompt_limit_bytes
+        && req.prompt.len() >= limit
+    {
+        return Err(VfError::usage(format!(
+            "{}: the prompt is {} bytes; {} accepts prompts under {} bytes (shorten it or use another engine)",
+            spec.id,
+            req.prompt.len(),
+            spec.id,
+            limit
+        )));
+    }
+    if let Some(id) = req.session {
+        if !engine.exact_resume(req.version) {
+            return Err(VfError::usage(format!(
+                "{}: exact resume by session id is not supported for this engine",
+                spec.id
+            )));
+        }
+        if !engine.valid_session_id(id) {
+            return Err(VfError::usage(format!(
+                "{}: {:?} is not a valid {} session id",
+                spec.id, id, spec.id
+            )));
+        }
+    }
+    for a in req.attachments {
+        if !spec.attachment_kinds.contains(&a.kind) {
+            let accepting: Vec<&str> = EngineId::ALL
+                .iter()
+                .filter(|e| e.engine().spec().attachment_kinds.contains(&a.kind))
+                .map(|e| e.as_str())
+                .collect();
+            return Err(VfError::usage(format!(
+                "{}: {} attachments are not supported (engines that accept them: {})",
+                spec.id,
+                a.kind.as_str(),
+                if accepting.is_empty() {
+                    "none".to_string()
+                } else {
+                    accepting.join(", ")
+                }
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Canonical UUID text: 8-4-4-4-12 hex digits.
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Lossy string access into a JSON object path.
+pub fn str_at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
+    let mut cur = v;
+    for k in path {
+        cur = cur.get(k)?;
+    }
+    cur.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_shape() {
+        assert!(is_uuid("01a229e6-b739-7472-9ac7-c8fe37200f9b"));
+        assert!(!is_uuid("01a229e6-b739-7472-9ac7-c8fe37200f9"));
+        assert!(!is_uuid("--dangerously-skip-permissions"));
+        assert!(!is_uuid("../x"));
+        assert!(!is_uuid("01a229e6-b739-7472-9ac7-c8fe37200f9g"));
+        assert!(!is_uuid(" 1a229e6-b739-7472-9ac7-c8fe37200f9b"));
+    }
+
+    #[test]
+    fn engine_ids_round_trip() {
+        for e in EngineId::ALL {
+            assert_eq!(EngineId::parse(e.as_str()), Some(e));
+            assert_eq!(e.engine().spec().id, e);
+        }
+        assert_eq!(EngineId::parse("Claude"), None);
+    }
+}

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod frames;
 pub mod names;
 pub mod state;
 pub mod summary;

@@ -29,6 +29,10 @@ pub enum Command {
     Engines(EnginesArgs),
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
     Dispatch(DispatchArgs),
+    /// Resume a unit's exact native session after a failure or crash.
+    Resume(ResumeArgs),
+    /// Show every unit's state, engine, session id, summary and last error.
+    Status(StatusArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -75,7 +79,65 @@ pub struct DispatchArgs {
     /// Print the exact invocation without spawning anything.
     #[arg(long)]
     pub dry_run: bool,
-    /// With --dry-run: print JSON.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Options shared by everything that runs an engine.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Use this engine executable instead of searching PATH (also `VF_<ENGINE>_BIN`).
+    #[arg(long, value_name = "PATH")]
+    pub engine_bin: Option<PathBuf>,
+    /// End the engine when it prints nothing for this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub stall_timeout: Option<f64>,
+    /// End the engine after this many seconds in all.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Output format (default: human on a terminal, jsonl otherwise).
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
+    /// Shorthand for `--output json`.
+    #[arg(long, conflicts_with = "output")]
+    pub json: bool,
+    /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
+    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Readable live rendering.
+    Human,
+    /// Only the final result object.
+    Json,
+    /// One event per line, then the result line.
+    Jsonl,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The unit to resume (its marker must hold an exact session id).
+    pub unit: String,
+    /// The prompt for the resumed turn (default: a short "continue" instruction).
+    #[arg(long, conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the prompt for the resumed turn from a file.
+    #[arg(long, value_name = "FILE")]
+    pub prompt_file: Option<PathBuf>,
+    /// Let the engine act without asking for permission.
+    #[arg(long)]
+    pub skip_permissions: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Only this unit.
+    pub unit: Option<String>,
+    /// Print JSON.
     #[arg(long)]
     pub json: bool,
     /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).

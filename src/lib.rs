@@ -3,12 +3,17 @@
 //! Layers: `cli` (clap definitions) → `commands` (one file per subcommand) →
 //! core modules (`engine`, `summary`, `state`, ...).
 
+pub mod binary;
 pub mod cli;
 pub mod commands;
+pub mod dispatch;
 pub mod engine;
 pub mod error;
 pub mod frames;
+pub mod fsutil;
+pub mod marker;
 pub mod names;
+pub mod procinfo;
 pub mod state;
 pub mod summary;
 pub mod version;

@@ -4,7 +4,11 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::cli::DispatchArgs;
+use std::time::Duration;
+
+use super::output::StdoutSink;
+use crate::cli::{DispatchArgs, OutputFormat};
+use crate::dispatch::UnitSpec;
 use crate::engine::{Engine, Invocation, Request};
 use crate::error::{Result, VfError};
 use crate::{names, state};
@@ -38,7 +42,7 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
     };
     names::check("unit name", &unit)?;
     let prompt = super::prompt::read(&args.prompt)?;
-    let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
+    let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
     Ok(Resolved {
         engine,
         unit,
@@ -89,13 +93,29 @@ struct DryRun<'a> {
 pub fn run(args: &DispatchArgs) -> Result<i32> {
     let r = resolve(args)?;
     if !args.dry_run {
-        return Err(VfError::usage("only --dry-run is available in this build"));
+        let format = super::output::format(&args.run);
+        let spec = UnitSpec {
+            engine: r.engine.spec().id,
+            unit: r.unit,
+            prompt: r.prompt,
+            session: r.session,
+            cwd: r.cwd,
+            state_dir: r.state_dir,
+            skip_permissions: r.skip_permissions,
+            engine_bin: args.run.engine_bin.clone(),
+            attachments: Vec::new(),
+            stall_timeout: seconds("--stall-timeout", args.run.stall_timeout)?,
+            timeout: seconds("--timeout", args.run.timeout)?,
+            kill_grace: UnitSpec::default_kill_grace(),
+            warnings: Vec::new(),
+        };
+        return run_unit(spec, format);
     }
     let inv = build_invocation(&r, None)?;
     for w in &inv.warnings {
         eprintln!("vf: warning: {w}");
     }
-    if args.json {
+    if args.run.json || args.run.output == Some(crate::cli::OutputFormat::Json) {
         super::print_json(&DryRun {
             engine: r.engine.spec().id.as_str(),
             unit: &r.unit,
@@ -121,6 +141,30 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Runs one unit and prints it in `format`; returns vf's exit code.
+pub fn run_unit(spec: UnitSpec, format: OutputFormat) -> Result<i32> {
+    let mut sink = StdoutSink::new(format);
+    let result = super::block_on(crate::dispatch::run(spec, &mut sink))??;
+    sink.result(&result);
+    if format == OutputFormat::Human
+        && let Some(e) = &result.error
+    {
+        eprintln!("vf: {}: {e}", result.unit);
+    }
+    Ok(result.vf_exit)
+}
+
+/// A positive, finite number of seconds.
+pub fn seconds(flag: &str, v: Option<f64>) -> Result<Option<Duration>> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(VfError::usage(format!(
+            "{flag} must be a positive number of seconds, not {s}"
+        ))),
+    }
 }
 
 /// Single-quotes `s` for a POSIX shell when it holds anything special.

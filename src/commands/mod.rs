@@ -6,12 +6,17 @@ use crate::error::Result;
 pub mod completions;
 pub mod dispatch;
 pub mod engines;
+pub mod output;
 pub mod prompt;
+pub mod resume;
+pub mod status;
 
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Engines(a) => engines::run(&a),
         Command::Dispatch(a) => dispatch::run(&a),
+        Command::Resume(a) => resume::run(&a),
+        Command::Status(a) => status::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }
@@ -24,4 +29,13 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
     serde_json::to_writer(&mut out, value).map_err(anyhow::Error::from)?;
     writeln!(out)?;
     Ok(())
+}
+
+/// Runs a future on a fresh runtime (only commands that spawn engines need one).
+pub fn block_on<F: std::future::Future>(fut: F) -> Result<F::Output> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?;
+    Ok(rt.block_on(fut))
 }

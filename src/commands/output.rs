@@ -1,0 +1,184 @@
+//! Rendering dispatch events and results: human, jsonl, json.
+
+use std::io::{IsTerminal, Write};
+
+use crate::cli::{OutputFormat, RunArgs};
+use crate::dispatch::{DispatchResult, EventSink};
+use crate::frames::{ConversationEvent, Level};
+
+pub fn format(args: &RunArgs) -> OutputFormat {
+    if args.json {
+        return OutputFormat::Json;
+    }
+    args.output.unwrap_or_else(|| {
+        if std::io::stdout().is_terminal() {
+            OutputFormat::Human
+        } else {
+            OutputFormat::Jsonl
+        }
+    })
+}
+
+/// Writes events to stdout as they arrive. A closed stdout (`| head`) stops
+/// the printing, never the unit: the run still completes and its marker is kept.
+pub struct StdoutSink {
+    format: OutputFormat,
+    closed: bool,
+    /// Extra key/values for every JSONL line (orchestrate tags lines with the unit).
+    pub tag: Option<(String, String)>,
+}
+
+impl StdoutSink {
+    pub fn new(format: OutputFormat) -> Self {
+        StdoutSink {
+            format,
+            closed: false,
+            tag: None,
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if self.closed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if out.write_all(bytes).and_then(|_| out.flush()).is_err() {
+            self.closed = true;
+        }
+    }
+
+    fn json_line(&mut self, value: &impl serde::Serialize) {
+        let mut v = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
+        if let (Some((k, val)), Some(obj)) = (&self.tag, v.as_object_mut()) {
+            obj.insert(k.clone(), serde_json::Value::String(val.clone()));
+        }
+        let mut line = serde_json::to_vec(&v).unwrap_or_default();
+        line.push(b'\n');
+        self.write(&line);
+    }
+
+    /// The final result: the last JSONL line, the whole JSON output, or a human summary.
+    pub fn result(&mut self, r: &DispatchResult) {
+        match self.format {
+            OutputFormat::Jsonl => {
+                let mut v = serde_json::to_value(r).unwrap_or_default();
+                if let Some(obj) = v.as_object_mut() {
+                    let mut tagged = serde_json::Map::new();
+                    tagged.insert("kind".into(), "dispatch.result".into());
+                    tagged.extend(std::mem::take(obj));
+                    *obj = tagged;
+                }
+                self.json_line(&v);
+            }
+            OutputFormat::Json => self.json_line(r),
+            OutputFormat::Human => {
+                let mut s = String::new();
+                s.push_str(&format!(
+                    "\n── {} · {} {} · {}",
+                    r.unit,
+                    r.engine,
+                    r.engine_version.as_deref().unwrap_or("(version unknown)"),
+                    r.state.as_str()
+                ));
+                if let Some(code) = r.exit_code {
+                    s.push_str(&format!(" · exit {code}"));
+                }
+                s.push_str(&format!(" · {:.1}s\n", r.duration_ms as f64 / 1000.0));
+                if let Some(id) = &r.session_id {
+                    s.push_str(&format!("session: {id}\n"));
+                }
+                match (&r.summary, &r.summary_error) {
+                    (Some(v), _) => s.push_str(&format!("summary: {v}\n")),
+                    (None, Some(e)) => s.push_str(&format!("summary: invalid ({e})\n")),
+                    _ => s.push_str("summary: none\n"),
+                }
+                if r.unknown_frames > 0 {
+                    s.push_str(&format!(
+                        "protocol drift: {} unknown frame(s)\n",
+                        r.unknown_frames
+                    ));
+                }
+                if let Some(e) = &r.error {
+                    s.push_str(&format!("error: {e}\n"));
+                }
+                if let Some(p) = &r.stdout_log {
+                    s.push_str(&format!("raw log: {}\n", p.display()));
+                }
+                self.write(s.as_bytes());
+            }
+        }
+    }
+}
+
+impl EventSink for StdoutSink {
+    fn event(&mut self, event: &ConversationEvent) {
+        match self.format {
+            OutputFormat::Jsonl => self.json_line(event),
+            OutputFormat::Json => {}
+            OutputFormat::Human => {
+                let mut s = human_line(event);
+                s.push('\n');
+                self.write(s.as_bytes());
+            }
+        }
+    }
+
+    fn warning(&mut self, message: &str) {
+        // Warnings go to stderr in every format; they are in the result object too.
+        let _ = writeln!(std::io::stderr(), "vf: warning: {message}");
+    }
+}
+
+/// One readable row per event, with its trace reference.
+pub fn human_line(ev: &ConversationEvent) -> String {
+    let trace = |r: &crate::frames::RawRange| {
+        if r.start == r.end {
+            format!("[line {}]", r.start)
+        } else {
+            format!("[lines {}-{}]", r.start, r.end)
+        }
+    };
+    match ev {
+        ConversationEvent::TaskAgent { text, raw_range } => {
+            format!("{}\n  {}", text.trim_end(), trace(raw_range))
+        }
+        ConversationEvent::User { text, raw_range } => {
+            format!("> {} {}", text.trim_end(), trace(raw_range))
+        }
+        ConversationEvent::ToolBurst { tools, raw_range } => {
+            let parts: Vec<String> = tools
+                .iter()
+                .map(|t| {
+                    let mut p = format!("⚙ {} {} → {}", t.name, t.input_summary, t.status);
+                    if let Some(c) = t.exit_code {
+                        p.push_str(&format!(" (exit {c})"));
+                    }
+                    p
+                })
+                .collect();
+            format!("{} {}", parts.join("\n"), trace(raw_range))
+        }
+        ConversationEvent::Status {
+            level,
+            label,
+            detail,
+            raw_range,
+            ..
+        } => {
+            let tag = match level {
+                Level::Info => "·",
+                Level::Warning => "⚠",
+                Level::Error => "✖",
+            };
+            match detail {
+                Some(d) => format!("{tag} {label}: {d} {}", trace(raw_range)),
+                None => format!("{tag} {label} {}", trace(raw_range)),
+            }
+        }
+        ConversationEvent::UnknownFrame {
+            message, raw_range, ..
+        } => {
+            format!("⚠ Protocol drift: {message} {}", trace(raw_range))
+        }
+    }
+}

@@ -258,6 +258,7 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     let (mut stdout_open, mut stderr_open) = (true, true);
     let mut session_mismatch: Option<String> = None;
     let mut lines_seen: u64 = 0;
+    let mut channel_open = true;
 
     loop {
         if exit_status.is_some() && !stdout_open && !stderr_open {
@@ -269,8 +270,9 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
         let drain_until = exited_at.map(|t| t + Duration::from_secs(3));
         tokio::select! {
             biased;
-            msg = rx.recv() => {
-                let Some(msg) = msg else { stdout_open = false; stderr_open = false; continue };
+            msg = rx.recv(), if channel_open => {
+                // Both readers gone: stop polling the channel, or `biased` would starve the other arms.
+                let Some(msg) = msg else { channel_open = false; stdout_open = false; stderr_open = false; continue };
                 last_activity = tokio::time::Instant::now();
                 let events = match msg {
                     Msg::Line(raw) => { lines_seen += 1; projector.push_line(&raw) }

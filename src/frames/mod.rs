@@ -106,7 +106,14 @@ impl Projector {
         match serde_json::from_slice::<Value>(raw) {
             Ok(v) => {
                 self.tracker.observe(&v);
-                vec![]
+                vec![ConversationEvent::Status {
+                    level: Level::Info,
+                    label: "frame".into(),
+                    detail: None,
+                    session_id: self.tracker.session_id().map(str::to_string),
+                    usage: None,
+                    raw_range: range,
+                }]
             }
             Err(_) => {
                 self.tracker.observe_text(&String::from_utf8_lossy(raw));

@@ -1,0 +1,812 @@
+//! Integration tests of `vf dispatch` / `vf resume` / `vf status` against a
+//! fake engine executable that replays genuine captures.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn vf() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_vf"))
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fake() -> PathBuf {
+    root().join("tests/fake/fake-engine")
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    root().join("fixtures").join(rel)
+}
+
+/// The engine's session id as the capture itself states it, read independently of vf.
+fn capture_session_id(rel: &str) -> String {
+    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        for key in ["thread_id", "session_id", "sessionID", "sessionId"] {
+            if let Some(id) = v.get(key).and_then(Value::as_str) {
+                return id.to_string();
+            }
+        }
+    }
+    panic!("no session id in {rel}");
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(vf());
+        c.args(args)
+            .current_dir(self.path())
+            .env("VF_STATE_DIR", self.path().join("state"))
+            .env("VF_KILL_GRACE_MS", "500")
+            .env_remove("FAKE_MODE")
+            .stdin(Stdio::null());
+        c
+    }
+    fn dispatch(
+        &self,
+        engine: &str,
+        unit: &str,
+        envs: &[(&str, String)],
+        extra: &[&str],
+    ) -> Output {
+        let mut args = vec![
+            "dispatch",
+            "--engine",
+            engine,
+            "--unit",
+            unit,
+            "--prompt",
+            "do the thing",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let bin = fake();
+        args.extend_from_slice(&["--engine-bin", bin.to_str().unwrap()]);
+        let mut c = self.cmd(&args);
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        run_bounded(c, Duration::from_secs(60))
+    }
+    fn marker(&self, unit: &str) -> Value {
+        let p = self.path().join("state/units").join(format!("{unit}.json"));
+        serde_json::from_slice(
+            &std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
+        )
+        .unwrap()
+    }
+}
+
+/// Runs a command but never lets a test hang on it.
+fn run_bounded(mut c: Command, limit: Duration) -> Output {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("command did not finish within {limit:?}: {c:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn result_json(out: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_else(|| {
+        panic!(
+            "no output; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {last}"))
+}
+
+fn version_of(engine: &str) -> &'static str {
+    match engine {
+        "codex" => "0.171.0",
+        "claude" => "2.1.332",
+        "gemini" => "0.61.0",
+        "opencode" => "1.18.33",
+        "copilot" => "1.0.102",
+        _ => "1.0.0",
+    }
+}
+
+const SUCCESS: &[(&str, &str)] = &[
+    ("codex", "codex/0.171.0/a_json.stdout.jsonl"),
+    ("codex", "codex/0.171.0/b_tool.stdout.jsonl"),
+    ("claude", "claude/2.1.332/a_json_stream.stdout.jsonl"),
+    ("claude", "claude/2.1.332/b_tool.stdout.jsonl"),
+    ("gemini", "gemini/0.61.0/a_json_stream.stdout.jsonl"),
+    ("gemini", "gemini/0.61.0/b_tool.stdout.jsonl"),
+    ("opencode", "opencode/1.18.33/a_json.stdout.jsonl"),
+    ("opencode", "opencode/1.18.33/b_tool.stdout.jsonl"),
+    ("copilot", "copilot/1.0.102/a_json.stdout.jsonl"),
+    ("copilot", "copilot/1.0.102/b_tool.stdout.jsonl"),
+];
+
+#[test]
+fn every_engine_success_shape() {
+    let env = Env::new();
+    for (i, (engine, cap)) in SUCCESS.iter().enumerate() {
+        let unit = format!("ok{i}");
+        let out = env.dispatch(
+            engine,
+            &unit,
+            &[
+                ("FAKE_STDOUT", fixture(cap).display().to_string()),
+                ("FAKE_VERSION", version_of(engine).into()),
+            ],
+            &[],
+        );
+        let r = result_json(&out);
+        assert_eq!(out.status.code(), Some(0), "{cap}: {r}");
+        assert_eq!(r["state"], "done", "{cap}: {r}");
+        assert_eq!(r["sessionId"], capture_session_id(cap), "{cap}");
+        assert_eq!(r["engineVersion"], version_of(engine));
+        assert!(r["summary"]["confidence"].is_number(), "{cap}: {r}");
+        assert_eq!(r["summaryError"], Value::Null);
+        let m = env.marker(&unit);
+        assert_eq!(m["state"], "done");
+        assert_eq!(m["engineSessionId"], capture_session_id(cap));
+        // The raw log is byte-for-byte what the engine printed.
+        let log = PathBuf::from(r["stdoutLog"].as_str().unwrap());
+        assert_eq!(
+            std::fs::read(log).unwrap(),
+            std::fs::read(fixture(cap)).unwrap()
+        );
+    }
+}
+
+#[test]
+fn every_engine_failure_shape() {
+    let env = Env::new();
+    for engine in ["codex", "claude", "gemini", "opencode", "copilot"] {
+        let dir = format!("{engine}/{}", version_of(engine));
+        let cmd = std::fs::read_to_string(fixture(&format!("{dir}/d_error500.cmd.txt"))).unwrap();
+        let code = cmd
+            .lines()
+            .find_map(|l| l.strip_prefix("# exit_code: "))
+            .unwrap()
+            .trim()
+            .to_string();
+        let unit = format!("fail-{engine}");
+        let out = env.dispatch(
+            engine,
+            &unit,
+            &[
+                (
+                    "FAKE_STDOUT",
+                    fixture(&format!("{dir}/d_error500.stdout.jsonl"))
+                        .display()
+                        .to_string(),
+                ),
+                ("FAKE_VERSION", version_of(engine).into()),
+                ("FAKE_EXIT", code),
+            ],
+            &[],
+        );
+        let r = result_json(&out);
+        assert_eq!(out.status.code(), Some(1), "{engine}: {r}");
+        assert_eq!(r["state"], "failed", "{engine}");
+        assert_eq!(r["reason"], "engine", "{engine}");
+        assert!(
+            r["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{engine}: {r}"
+        );
+        assert_eq!(env.marker(&unit)["state"], "failed");
+    }
+}
+
+#[test]
+fn gemini_in_stream_error_with_exit_zero_is_failure() {
+    let env = Env::new();
+    let p = env.path().join("gem.jsonl");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"type":"init","timestamp":"t","session_id":"3e94d0ea-b8f4-4335-834c-590cbe21b4aa","model":"auto"}"#,
+            "\n",
+            r#"{"type":"error","timestamp":"t","severity":"error","message":"Model stream ended without a finish reason"}"#,
+            "\n",
+            r#"{"type":"result","timestamp":"t","status":"error","error":{"type":"unknown","message":"[API Error: Model stream ended]"},"stats":{}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let out = env.dispatch(
+        "gemini",
+        "g",
+        &[
+            ("FAKE_STDOUT", p.display().to_string()),
+            ("FAKE_VERSION", "0.61.0".into()),
+        ],
+        &[],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["state"], "failed");
+    assert_eq!(r["exitCode"], 0);
+    assert_eq!(r["sessionId"], "3e94d0ea-b8f4-4335-834c-590cbe21b4aa");
+}
+
+#[test]
+fn nonzero_exit_after_good_output_is_failure() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "codex",
+        "nz",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/a_json.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_EXIT", "3".into()),
+        ],
+        &[],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["state"], "failed");
+    assert_eq!(r["exitCode"], 3);
+}
+
+#[test]
+fn missing_binary_exits_3_with_marker() {
+    let env = Env::new();
+    let out = run_bounded(
+        env.cmd(&[
+            "dispatch",
+            "--engine",
+            "codex",
+            "--unit",
+            "m",
+            "--prompt",
+            "x",
+            "--engine-bin",
+            "/nonexistent/codex",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("/nonexistent/codex"), "{err}");
+    let m = env.marker("m");
+    assert_eq!(m["state"], "failed");
+    assert_eq!(m["reason"], "missing");
+
+    // Not on PATH either: the message names the engine and how to install it.
+    let mut c = env.cmd(&[
+        "dispatch", "--engine", "opencode", "--unit", "m2", "--prompt", "x",
+    ]);
+    c.env("PATH", env.path()).env_remove("VF_OPENCODE_BIN");
+    let out = run_bounded(c, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("opencode") && err.contains("npm install"),
+        "{err}"
+    );
+}
+
+#[test]
+fn prompt_goes_to_stdin_and_stdin_is_closed() {
+    let env = Env::new();
+    let log = env.path().join("args.log");
+    let out = env.dispatch(
+        "codex",
+        "stdin",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/a_json.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_MODE", "read-stdin-forever".into()),
+            ("FAKE_ARGS_LOG", log.display().to_string()),
+        ],
+        &["--timeout", "30"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.ends_with("--stdin--\ndo the thing"), "{logged:?}");
+    assert!(logged.starts_with("exec\n--json\n"), "{logged:?}");
+
+    // Argv engines get the prompt in argv and /dev/null as stdin.
+    let out = env.dispatch(
+        "copilot",
+        "argv",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("copilot/1.0.102/a_json.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_VERSION", "1.0.102".into()),
+            ("FAKE_ARGS_LOG", log.display().to_string()),
+        ],
+        &["--timeout", "30"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.ends_with("-p\ndo the thing\n--stdin--\n"),
+        "{logged:?}"
+    );
+}
+
+#[test]
+fn stall_timeout_kills_and_exits_4() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "codex",
+        "stall",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/a_json.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_MODE", "hang".into()),
+        ],
+        &["--stall-timeout", "1"],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(4), "{r}");
+    assert_eq!(r["state"], "failed");
+    assert_eq!(r["reason"], "stalled");
+    assert_eq!(env.marker("stall")["reason"], "stalled");
+}
+
+#[test]
+fn wall_timeout_kills_and_exits_4() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "codex",
+        "slow",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/b_tool.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_DELAY", "0.4".into()),
+            ("FAKE_MODE", "hang".into()),
+        ],
+        &["--timeout", "1", "--stall-timeout", "30"],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(4), "{r}");
+    assert_eq!(r["reason"], "timeout");
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn group_alive(pgid: i32) -> bool {
+    // kill(-pgid, 0) succeeds while any process of the group exists.
+    unsafe { libc_kill(-pgid, 0) == 0 }
+}
+
+unsafe extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn read_marker_opt(env: &Env, unit: &str) -> Option<Value> {
+    let p = env.path().join("state/units").join(format!("{unit}.json"));
+    std::fs::read(p)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+#[test]
+fn sigint_reaches_the_whole_group_and_escalates() {
+    let env = Env::new();
+    let mut c = env.cmd(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "sig",
+        "--prompt",
+        "x",
+        "--output",
+        "jsonl",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
+        .env("FAKE_MODE", "ignore-term")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut pgid = 0;
+    wait_for(
+        "running marker with session id",
+        Duration::from_secs(20),
+        || match read_marker_opt(&env, "sig") {
+            Some(m) if m["state"] == "running" && m["engineSessionId"].is_string() => {
+                pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
+                true
+            }
+            _ => false,
+        },
+    );
+    assert!(pgid > 1 && group_alive(pgid));
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "vf did not exit after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+    // Killed members may linger a moment as zombies until init reaps them.
+    wait_for(
+        "the engine's process group to be gone",
+        Duration::from_secs(5),
+        || !group_alive(pgid),
+    );
+    let m = env.marker("sig");
+    assert_eq!(m["state"], "failed");
+    assert_eq!(m["reason"], "interrupted");
+}
+
+#[test]
+fn grandchildren_do_not_survive_a_normal_exit() {
+    let env = Env::new();
+    let pidfile = env.path().join("gc.pid");
+    let out = env.dispatch(
+        "codex",
+        "gc",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/a_json.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_MODE", "spawn-child".into()),
+            ("FAKE_CHILD_PID", pidfile.display().to_string()),
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pgid = env.marker("gc")["owner"]["pgid"].as_i64().unwrap() as i32;
+    wait_for("grandchild reaped", Duration::from_secs(5), || {
+        !group_alive(pgid)
+    });
+}
+
+#[test]
+fn kill_9_mid_stream_then_resume_with_exact_id() {
+    let env = Env::new();
+    let cap = "codex/0.171.0/b_tool.stdout.jsonl";
+    let mut c = env.cmd(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "crash",
+        "--prompt",
+        "x",
+        "--output",
+        "jsonl",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture(cap))
+        .env("FAKE_DELAY", "0.5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut pgid = 0;
+    wait_for(
+        "session id in marker",
+        Duration::from_secs(20),
+        || match read_marker_opt(&env, "crash") {
+            Some(m) if m["engineSessionId"].is_string() => {
+                pgid = m["owner"]["pgid"].as_i64().unwrap_or(0) as i32;
+                true
+            }
+            _ => false,
+        },
+    );
+    assert!(pgid > 1, "marker has no process group");
+    child.kill().unwrap(); // SIGKILL: no cleanup at all
+    child.wait().unwrap();
+    let m = env.marker("crash");
+    assert_eq!(m["state"], "running");
+    assert_eq!(m["engineSessionId"], capture_session_id(cap));
+    // The orphaned fake engine keeps running; end it so it does not leak.
+    unsafe { libc_kill(-pgid, 9) };
+
+    let log = env.path().join("resume-args.log");
+    let mut c = env.cmd(&[
+        "resume",
+        "crash",
+        "--prompt",
+        "go on",
+        "--output",
+        "json",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture(cap))
+        .env("FAKE_ARGS_LOG", &log);
+    let out = run_bounded(c, Duration::from_secs(60));
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(r["state"], "done");
+    assert_eq!(r["sessionId"], capture_session_id(cap));
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        args.starts_with(&format!(
+            "exec\nresume\n{}\n--json\n",
+            capture_session_id(cap)
+        )),
+        "{args}"
+    );
+    assert!(args.ends_with("--stdin--\ngo on"), "{args}");
+    assert_eq!(env.marker("crash")["attempts"], 2);
+
+    // A done unit is never resumed.
+    let out = run_bounded(env.cmd(&["resume", "crash"]), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("done"));
+}
+
+#[test]
+fn resumed_run_with_another_session_id_fails_and_keeps_the_old_one() {
+    let env = Env::new();
+    // First run fails but records its session id.
+    let first = "codex/0.171.0/d_error500.stdout.jsonl";
+    let out = env.dispatch(
+        "codex",
+        "mm",
+        &[
+            ("FAKE_STDOUT", fixture(first).display().to_string()),
+            ("FAKE_EXIT", "1".into()),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let original = capture_session_id(first);
+    assert_eq!(env.marker("mm")["engineSessionId"], original);
+    // The "resumed" engine answers from a different session.
+    let other = "codex/0.171.0/a_json.stdout.jsonl";
+    assert_ne!(capture_session_id(other), original);
+    let mut c = env.cmd(&[
+        "resume",
+        "mm",
+        "--output",
+        "json",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture(other));
+    let out = run_bounded(c, Duration::from_secs(60));
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    assert_eq!(r["reason"], "sessionMismatch");
+    let m = env.marker("mm");
+    assert_eq!(m["engineSessionId"], original);
+    assert_eq!(m["state"], "failed");
+}
+
+#[test]
+fn resume_refuses_without_exact_authority() {
+    let env = Env::new();
+    let out = run_bounded(env.cmd(&["resume", "nope"]), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2));
+    // A failed run that never printed a session id has nothing to resume.
+    let p = env.path().join("empty.jsonl");
+    std::fs::write(&p, "").unwrap();
+    let out = env.dispatch(
+        "codex",
+        "noid",
+        &[
+            ("FAKE_STDOUT", p.display().to_string()),
+            ("FAKE_EXIT", "1".into()),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = run_bounded(env.cmd(&["resume", "noid"]), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no engine session id"));
+    // Hostile unit names are refused before touching the file system.
+    let out = run_bounded(
+        env.cmd(&["resume", "../../etc/passwd"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn huge_line_and_invalid_utf8_do_not_stop_the_stream() {
+    let env = Env::new();
+    let cap = std::fs::read(fixture("codex/0.171.0/b_tool.stdout.jsonl")).unwrap();
+    let mut lines: Vec<&[u8]> = cap.split(|b| *b == b'\n').collect();
+    let huge = vec![b'x'; 20 * 1024 * 1024];
+    let bad: &[u8] = b"\xff\xfe not utf8 \x00 nul";
+    lines.insert(2, &huge);
+    lines.insert(3, bad);
+    let p = env.path().join("hostile.jsonl");
+    std::fs::write(&p, lines.join(&b'\n')).unwrap();
+    let mut c = env.cmd(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "hostile",
+        "--prompt",
+        "x",
+        "--output",
+        "jsonl",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", &p);
+    let out = run_bounded(c, Duration::from_secs(60));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let r = events.last().unwrap();
+    assert_eq!(r["kind"], "dispatch.result");
+    assert_eq!(r["state"], "done");
+    assert_eq!(r["summary"]["confidence"], 0.9);
+    // The huge line (line 3) is reported, not projected.
+    assert!(
+        events.iter().any(|e| e["kind"] == "system.status"
+            && e["level"] == "warning"
+            && e["rawRange"]["start"] == 3),
+        "{stdout}"
+    );
+    // Nothing lost: the raw log holds every byte.
+    assert_eq!(
+        std::fs::read(r["stdoutLog"].as_str().unwrap()).unwrap(),
+        std::fs::read(&p).unwrap()
+    );
+}
+
+#[test]
+fn events_stream_live_before_the_engine_finishes() {
+    let env = Env::new();
+    let done = env.path().join("fake.done");
+    let mut c = env.cmd(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "live",
+        "--prompt",
+        "x",
+        "--output",
+        "jsonl",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture("codex/0.171.0/b_tool.stdout.jsonl"))
+        .env("FAKE_DELAY", "0.5")
+        .env("FAKE_DONE_FILE", &done)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    let ev: Value = serde_json::from_str(&first).unwrap();
+    assert_ne!(ev["kind"], "dispatch.result");
+    assert!(
+        !done.exists(),
+        "the first event arrived only after the engine finished"
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(done.exists());
+    assert!(rest.lines().last().unwrap().contains("dispatch.result"));
+}
+
+#[test]
+fn status_lists_units_and_reports_corruption() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "opencode",
+        "s1",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("opencode/1.18.33/a_json.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_VERSION", "1.18.33".into()),
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["unit"], "s1");
+    assert_eq!(v[0]["state"], "done");
+    assert_eq!(
+        v[0]["engineSessionId"],
+        capture_session_id("opencode/1.18.33/a_json.stdout.jsonl")
+    );
+    std::fs::write(env.path().join("state/units/s2.json"), "{ torn").unwrap();
+    let out = run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(5));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("corrupt"));
+    // A corrupt marker is never overwritten by a new dispatch.
+    let out = env.dispatch("codex", "s2", &[], &[]);
+    assert_eq!(out.status.code(), Some(5));
+    assert_eq!(
+        std::fs::read_to_string(env.path().join("state/units/s2.json")).unwrap(),
+        "{ torn"
+    );
+}

@@ -65,6 +65,11 @@ pub trait EventSink {
     fn event(&mut self, event: &ConversationEvent);
     /// vf's own notices (not engine output).
     fn warning(&mut self, message: &str);
+    /// Called a few times a second while the engine runs, when `wants_ticks`.
+    fn tick(&mut self, _elapsed: Duration) {}
+    fn wants_ticks(&self) -> bool {
+        false
+    }
 }
 
 /// The final result object (`--output json`, and the last line of `jsonl`).
@@ -259,6 +264,8 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     let mut session_mismatch: Option<String> = None;
     let mut lines_seen: u64 = 0;
     let mut channel_open = true;
+    let wants_ticks = sink.wants_ticks();
+    let mut ticker = tokio::time::interval(Duration::from_millis(125));
 
     loop {
         if exit_status.is_some() && !stdout_open && !stderr_open {
@@ -338,6 +345,9 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
             _ = sleep_until_opt(kill_at), if exit_status.is_none() => {
                 kill_group(pgid, Signal::SIGKILL);
                 kill_at = None;
+            }
+            _ = ticker.tick(), if wants_ticks && exit_status.is_none() => {
+                sink.tick(started.elapsed());
             }
             _ = sleep_until_opt(drain_until) => {
                 kill_group(pgid, Signal::SIGKILL);

@@ -24,16 +24,27 @@ pub fn format(args: &RunArgs) -> OutputFormat {
 pub struct StdoutSink {
     format: OutputFormat,
     closed: bool,
+    /// A spinner/elapsed line on stderr, only when stderr is a terminal.
+    spinner: Option<usize>,
     /// Extra key/values for every JSONL line (orchestrate tags lines with the unit).
     pub tag: Option<(String, String)>,
 }
 
 impl StdoutSink {
     pub fn new(format: OutputFormat) -> Self {
+        let spinner =
+            (format == OutputFormat::Human && std::io::stderr().is_terminal()).then_some(0);
         StdoutSink {
             format,
             closed: false,
+            spinner,
             tag: None,
+        }
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner.is_some() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 
@@ -59,6 +70,7 @@ impl StdoutSink {
 
     /// The final result: the last JSONL line, the whole JSON output, or a human summary.
     pub fn result(&mut self, r: &DispatchResult) {
+        self.clear_spinner();
         match self.format {
             OutputFormat::Jsonl => {
                 let mut v = serde_json::to_value(r).unwrap_or_default();
@@ -116,6 +128,7 @@ impl EventSink for StdoutSink {
             OutputFormat::Jsonl => self.json_line(event),
             OutputFormat::Json => {}
             OutputFormat::Human => {
+                self.clear_spinner();
                 let mut s = human_line(event);
                 s.push('\n');
                 self.write(s.as_bytes());
@@ -123,7 +136,25 @@ impl EventSink for StdoutSink {
         }
     }
 
+    fn wants_ticks(&self) -> bool {
+        self.spinner.is_some()
+    }
+
+    fn tick(&mut self, elapsed: std::time::Duration) {
+        const FRAMES: [char; 4] = ['|', '/', '-', '\\'];
+        if let Some(i) = self.spinner.as_mut() {
+            *i = (*i + 1) % FRAMES.len();
+            let _ = write!(
+                std::io::stderr(),
+                "\r\x1b[2K{} {:.1}s",
+                FRAMES[*i],
+                elapsed.as_secs_f64()
+            );
+        }
+    }
+
     fn warning(&mut self, message: &str) {
+        self.clear_spinner();
         // Warnings go to stderr in every format; they are in the result object too.
         let _ = writeln!(std::io::stderr(), "vf: warning: {message}");
     }

@@ -67,6 +67,12 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
         let mut out = std::io::stdout().lock();
         if rows.is_empty() {
             writeln!(out, "no units under {}", state_dir.display())?;
+        } else {
+            writeln!(
+                out,
+                "{:<24} {:<8} {:<9} {:<9} {:<38} SUMMARY / ERROR",
+                "UNIT", "STATE", "ENGINE", "VERSION", "SESSION"
+            )?;
         }
         for r in &rows {
             let m = r.marker;

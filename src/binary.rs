@@ -145,3 +145,86 @@ pub fn read_version(program: &Path, timeout: Duration) -> Option<Version> {
         _ => None,
     }
 }
+
+/// Identity of an executable file: a changed binary (upgrade) invalidates the cache.
+fn file_key(p: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = std::fs::canonicalize(p).ok()?;
+    let m = std::fs::metadata(&real).ok()?;
+    Some(format!(
+        "{}:{}:{}:{}:{}",
+        real.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime_nsec() + m.mtime() * 1_000_000_000
+    ))
+}
+
+/// Like [`read_version`], but remembers the answer per executable file in
+/// `<state>/cache/versions.json`, so a dispatch does not spawn the CLI twice.
+/// A file that changed (size, mtime, inode) is read again.
+pub fn read_version_cached(program: &Path, state_dir: &Path, timeout: Duration) -> Option<Version> {
+    let cache_path = state_dir.join("cache").join("versions.json");
+    let key = file_key(program);
+    let mut cache: std::collections::BTreeMap<String, String> = std::fs::read(&cache_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if let Some(k) = &key
+        && let Some(v) = cache.get(k).and_then(|s| Version::parse(s))
+    {
+        return Some(v);
+    }
+    let v = read_version(program, timeout)?;
+    if let Some(k) = key {
+        cache.insert(k, v.to_string());
+        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
+            // A cache that cannot be written only costs a re-read next time.
+            let _ = crate::fsutil::write_atomic(&cache_path, &bytes);
+        }
+    }
+    Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(p: &Path, body: &str) {
+        std::fs::write(p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn version_cache_follows_the_file() {
+        let t = tempfile::tempdir().unwrap();
+        let bin = t.path().join("tool");
+        script(&bin, "echo tool 1.2.3");
+        let d = Duration::from_secs(5);
+        assert_eq!(
+            read_version_cached(&bin, t.path(), d),
+            Some(Version::new(1, 2, 3))
+        );
+        // Replaced by an upgrade: a different file, read again.
+        std::fs::remove_file(&bin).unwrap();
+        script(&bin, "echo tool 1.2.40 (upgraded)");
+        assert_eq!(
+            read_version_cached(&bin, t.path(), d),
+            Some(Version::new(1, 2, 40))
+        );
+    }
+
+    #[test]
+    fn hung_version_is_cut_off() {
+        let t = tempfile::tempdir().unwrap();
+        let bin = t.path().join("hang");
+        script(&bin, "sleep 30");
+        assert!(matches!(
+            capture(&bin, &["--version"], Duration::from_millis(300)),
+            Captured::TimedOut
+        ));
+        assert_eq!(read_version(&bin, Duration::from_millis(300)), None);
+    }
+}

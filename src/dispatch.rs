@@ -143,10 +143,13 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     };
     let version = {
         let p = located.path.clone();
-        tokio::task::spawn_blocking(move || binary::read_version(&p, VERSION_TIMEOUT))
-            .await
-            .ok()
-            .flatten()
+        let state_dir = spec.state_dir.clone();
+        tokio::task::spawn_blocking(move || {
+            binary::read_version_cached(&p, &state_dir, VERSION_TIMEOUT)
+        })
+        .await
+        .ok()
+        .flatten()
     };
     if version.is_none() {
         warnings.push(format!(

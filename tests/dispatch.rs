@@ -82,13 +82,24 @@ impl Env {
             "json",
         ];
         args.extend_from_slice(extra);
-        let bin = fake();
+        let bin = self.fake_for(engine);
         args.extend_from_slice(&["--engine-bin", bin.to_str().unwrap()]);
         let mut c = self.cmd(&args);
         for (k, v) in envs {
             c.env(k, v);
         }
         run_bounded(c, Duration::from_secs(60))
+    }
+    /// A copy of the fake per engine, like distinct installs: vf caches each
+    /// executable's `--version` by file identity.
+    fn fake_for(&self, engine: &str) -> PathBuf {
+        let dir = self.path().join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(engine);
+        if !p.exists() {
+            std::fs::copy(fake(), &p).unwrap();
+        }
+        p
     }
     fn marker(&self, unit: &str) -> Value {
         let p = self.path().join("state/units").join(format!("{unit}.json"));

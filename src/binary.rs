@@ -85,16 +85,26 @@ pub fn capture(program: &Path, args: &[&str], timeout: Duration) -> Captured {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 
-    let mut child = match Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => return Captured::SpawnFailed(e.to_string()),
+    let spawn = || {
+        Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+    };
+    let mut attempt = 0;
+    let mut child = loop {
+        match spawn() {
+            Ok(c) => break c,
+            // A file just written (an install in progress) can be briefly busy.
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 5 => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(20 * attempt));
+            }
+            Err(e) => return Captured::SpawnFailed(e.to_string()),
+        }
     };
     let pgid = child.id() as i32;
     let read_capped = |mut r: Box<dyn Read + Send>| {
@@ -209,7 +219,7 @@ mod tests {
         );
         // Replaced by an upgrade: a different file, read again.
         std::fs::remove_file(&bin).unwrap();
-        script(&bin, "echo tool 1.2.40 (upgraded)");
+        script(&bin, "echo 'tool 1.2.40 (upgraded)'");
         assert_eq!(
             read_version_cached(&bin, t.path(), d),
             Some(Version::new(1, 2, 40))

@@ -3,6 +3,7 @@
 use crate::cli::{Cli, Command};
 use crate::error::Result;
 
+pub mod attach;
 pub mod completions;
 pub mod dispatch;
 pub mod engines;
@@ -12,6 +13,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Engines(a) => engines::run(&a),
         Command::Dispatch(a) => dispatch::run(&a),
+        Command::Attach(a) => attach::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

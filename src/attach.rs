@@ -1189,6 +1189,54 @@ mod tests {
         assert_eq!(line_count(t), 3);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn line_window_matches_split_lines(
+            mut lines in proptest::collection::vec("[a-z\r é]{0,6}", 1..8),
+            mut trailing in proptest::bool::ANY,
+            a in 1usize..10,
+            len in 0usize..10,
+        ) {
+            let mut text = lines.join("\n");
+            if trailing {
+                text.push('\n');
+            }
+            // An empty last piece after a newline is not a line ("a\n" has one).
+            if !trailing && lines.last().is_some_and(|l| l.is_empty()) {
+                lines.pop();
+                trailing = true;
+            }
+            let b = a + len;
+            let got = line_window(&text, a, b);
+            if b <= lines.len() {
+                let mut want: String = lines[a - 1..b].join("\n");
+                if b < lines.len() || trailing {
+                    want.push('\n');
+                }
+                proptest::prop_assert_eq!(got, Some(want.as_str()));
+            } else {
+                proptest::prop_assert_eq!(got, None);
+            }
+        }
+
+        #[test]
+        fn accepted_names_are_one_plain_component(name in "\\PC{0,70}") {
+            if names::check("attachment name", &name).is_ok() {
+                let p = Path::new(&name);
+                let comps: Vec<Component> = p.components().collect();
+                proptest::prop_assert!(matches!(comps.as_slice(), [Component::Normal(_)]));
+                proptest::prop_assert!(name.len() <= names::MAX_NAME_LEN);
+            }
+        }
+
+        #[test]
+        fn range_specs_round_trip(file in "[a-z/._:-]{1,12}", a in 1usize..1000, len in 0usize..1000) {
+            let s = format!("{file}:{a}-{}", a + len);
+            let r: RangeSpec = s.parse().unwrap();
+            proptest::prop_assert_eq!(r.to_string(), s);
+        }
+    }
+
     fn staged(pairs: &[(&str, usize, usize, &str)]) -> PrivateRanges {
         PrivateRanges {
             ranges: pairs

@@ -731,3 +731,9 @@ fn wire_form_through_the_library() {
     // The staged value's Debug form carries no text.
     assert!(!format!("{staged:?}").contains(SECRET));
 }
+
+#[test]
+fn cli_definition_is_consistent() {
+    use clap::CommandFactory;
+    vf::cli::Cli::command().debug_assert();
+}

@@ -22,6 +22,10 @@ use crate::names;
 /// Sub-directory of the state dir holding attachments.
 pub const DIR_NAME: &str = "attachments";
 
+/// Larger files are refused: no engine takes attachments this size, and
+/// `add` holds the file in memory while checking it.
+pub const MAX_ATTACHMENT_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Extensions (lower-case, compared case-insensitively) classified as text.
 /// Text attachments must be UTF-8: they are read as text by the engines.
 pub const TEXT_EXTENSIONS: &[&str] = &[
@@ -282,6 +286,14 @@ impl Store {
                 src.display()
             )));
         }
+        if meta.len() > MAX_ATTACHMENT_BYTES {
+            return Err(VfError::usage(format!(
+                "{} is {} bytes; attachments are limited to {} MiB",
+                src.display(),
+                meta.len(),
+                MAX_ATTACHMENT_BYTES / (1024 * 1024)
+            )));
+        }
         let bytes = std::fs::read(src)
             .map_err(|e| VfError::usage(format!("cannot read {}: {e}", src.display())))?;
         if kind == AttachmentKind::Text {
@@ -466,6 +478,16 @@ impl clap::ValueEnum for EngineChoice {
             EngineChoice::Engine(_) => v,
         })
     }
+}
+
+/// A native session id belongs to one engine: resuming needs that engine named.
+pub fn check_session_choice(choice: EngineChoice, session: Option<&str>) -> Result<()> {
+    if choice == EngineChoice::Auto && session.is_some() {
+        return Err(VfError::usage(
+            "--session resumes one engine's session: name the engine with --engine instead of auto",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether an engine is ready to run here: `Some(true)` ready, `Some(false)`

@@ -365,6 +365,13 @@ fn classification_and_refusals() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // Over the size limit (a sparse file: no real disk use).
+    let big = r.src.join("big.pdf");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(vf::attach::MAX_ATTACHMENT_BYTES + 1).unwrap();
+    let out = r.vf().args(["attach", "add"]).arg(&big).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("limited to 64 MiB"));
     // A missing source and a directory are refused.
     let out = r
         .vf()
@@ -575,6 +582,28 @@ fn auto_rules() {
         v["engineReason"].as_str().unwrap().contains("text + image"),
         "{v}"
     );
+}
+
+#[test]
+fn auto_cannot_resume_a_session() {
+    let r = Repo::new();
+    let err = r.dry_run_refused(&[
+        "-e",
+        "auto",
+        "--session",
+        "01a229e6-b739-7472-9ac7-c8fe37200f9b",
+    ]);
+    assert!(
+        err.contains("--session") && err.contains("--engine"),
+        "{err}"
+    );
+    let v = r.dry_run(&[
+        "-e",
+        "claude",
+        "--session",
+        "01a229e6-b739-7472-9ac7-c8fe37200f9b",
+    ]);
+    assert_eq!(v["engine"], "claude");
 }
 
 #[test]

@@ -38,6 +38,7 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
             cwd.display()
         )));
     }
+    attach::check_session_choice(args.engine, args.session.as_deref())?;
     let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
     // Readiness is not checked here yet: `auto` falls back to the support matrix.
     let attach_plan = attach::plan(

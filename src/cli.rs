@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::engine::EngineId;
+use crate::attach::{EngineChoice, RangeSpec};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,6 +33,8 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Show every unit's state, engine, session id, summary and last error.
     Status(StatusArgs),
+    /// Store files to hand to engines: add, list, rm (under the state dir).
+    Attach(AttachArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -59,9 +61,9 @@ pub struct PromptArgs {
 
 #[derive(Debug, Args)]
 pub struct DispatchArgs {
-    /// The engine to run.
+    /// The engine to run, or `auto` (chosen from the attachments and readiness).
     #[arg(long, short = 'e')]
-    pub engine: EngineId,
+    pub engine: EngineChoice,
     /// The work unit's name (a safe file name); generated when omitted.
     #[arg(long)]
     pub unit: Option<String>,
@@ -76,6 +78,13 @@ pub struct DispatchArgs {
     /// Let the engine act without asking for permission.
     #[arg(long)]
     pub skip_permissions: bool,
+    /// Hand this stored attachment to the engine (repeatable; see `vf attach`).
+    #[arg(long = "attach", value_name = "NAME")]
+    pub attach: Vec<String>,
+    /// Deliver lines START-END (1-based, inclusive) of a text attachment or a
+    /// file below the working dir with the prompt, persisted nowhere by vf (repeatable).
+    #[arg(long = "private-range", value_name = "FILE:START-END")]
+    pub private_range: Vec<RangeSpec>,
     /// Print the exact invocation without spawning anything.
     #[arg(long)]
     pub dry_run: bool,
@@ -143,6 +152,61 @@ pub struct StatusArgs {
     /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
     #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    #[command(subcommand)]
+    pub command: AttachCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AttachCommand {
+    /// Copy FILE into the store (kind from the extension: text, image, document).
+    Add(AttachAddArgs),
+    /// List stored attachments.
+    List(AttachListArgs),
+    /// Remove a stored attachment.
+    Rm(AttachRmArgs),
+}
+
+/// `--state-dir` / `VF_STATE_DIR`, as for dispatch.
+#[derive(Debug, Args)]
+pub struct StateDirArg {
+    /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
+    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachAddArgs {
+    /// The file to copy.
+    pub file: PathBuf,
+    /// Store it under this name (default: FILE's name); its extension sets the kind.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Replace an attachment of the same name.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachListArgs {
+    /// Print JSON (objects with name, kind, bytes, path).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct AttachRmArgs {
+    /// The attachment's name.
+    pub name: String,
+    #[command(flatten)]
+    pub state: StateDirArg,
 }
 
 #[derive(Debug, Args)]

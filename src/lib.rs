@@ -3,6 +3,7 @@
 //! Layers: `cli` (clap definitions) → `commands` (one file per subcommand) →
 //! core modules (`engine`, `summary`, `state`, ...).
 
+pub mod attach;
 pub mod binary;
 pub mod cli;
 pub mod commands;

@@ -8,15 +8,24 @@ pub const MAX_NAME_LEN: usize = 64;
 /// digits, `.`, `_`, `-`; not starting with `.` or `-`; no `..`; at most
 /// [`MAX_NAME_LEN`] bytes. `what` names the thing in the error ("unit name").
 pub fn check(what: &str, name: &str) -> Result<()> {
-    let bad = |why: &str| Err(VfError::usage(format!("invalid {what} {name:?}: {why}")));
+    // `{:?}` escapes control and bidi characters, so the error is safe to print;
+    // a huge name is cut so the error stays one readable line.
+    let shown = shown(name);
+    let bad = |why: &str| Err(VfError::usage(format!("invalid {what} {shown}: {why}")));
     if name.is_empty() {
         return bad("it is empty");
     }
     if name.len() > MAX_NAME_LEN {
-        return bad(&format!("longer than {MAX_NAME_LEN} bytes"));
+        return bad(&format!(
+            "it is {} bytes long; at most {MAX_NAME_LEN} are allowed",
+            name.len()
+        ));
     }
-    if name.chars().any(|c| c.is_control()) {
-        return bad("it contains control characters");
+    if let Some(c) = name.chars().find(|c| is_invisible(*c)) {
+        return bad(&format!(
+            "it contains the control or invisible character U+{:04X}",
+            c as u32
+        ));
     }
     if name.contains('/') || name.contains('\\') {
         return bad("it contains a path separator");
@@ -26,6 +35,9 @@ pub fn check(what: &str, name: &str) -> Result<()> {
     }
     if name.starts_with('.') || name.starts_with('-') {
         return bad("it starts with `.` or `-`");
+    }
+    if name.ends_with('.') {
+        return bad("it ends with `.`");
     }
     if let Some(c) = name
         .chars()
@@ -38,6 +50,31 @@ pub fn check(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Control characters plus the Unicode characters that change how text is
+/// displayed without being visible (bidi overrides, zero-width marks, BOM).
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}')
+}
+
+fn shown(name: &str) -> String {
+    const MAX_CHARS: usize = 80;
+    if name.chars().count() <= MAX_CHARS {
+        format!("{name:?}")
+    } else {
+        let head: String = name.chars().take(MAX_CHARS).collect();
+        format!("{head:?}…")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::check;
@@ -47,20 +84,47 @@ mod tests {
         for n in [
             "",
             "../x",
+            "..",
+            ".",
             "a/b",
+            "/etc/passwd",
             "a\\b",
             ".hidden",
             "-rf",
+            "--force",
             "a..b",
             "x\ny",
+            "x\0y",
+            "a\u{7f}",
             "a b",
             "é",
+            "a.",
+            "evil\u{202E}gnp.txt",
+            "zero\u{200B}width.md",
+            "bom\u{FEFF}.md",
+            "c1\u{85}.md",
             &"x".repeat(65),
         ] {
             assert!(check("unit name", n).is_err(), "{n:?} accepted");
         }
-        for n in ["schema", "api-v2", "a.b_c", "X1"] {
+        for n in ["schema", "api-v2", "a.b_c", "X1", &"x".repeat(64)] {
             assert!(check("unit name", n).is_ok(), "{n:?} refused");
         }
+    }
+
+    #[test]
+    fn errors_are_printable_and_explain() {
+        let e = check("attachment name", "evil\u{202E}gnp.txt")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("U+202E"), "{e}");
+        assert!(!e.contains('\u{202E}'), "raw bidi override in {e:?}");
+        let e = check("attachment name", &"y".repeat(5000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("5000 bytes"), "{e}");
+        assert!(e.len() < 300, "error not shortened: {} bytes", e.len());
+        let e = check("attachment name", "a\nb").unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e:?}");
     }
 }

@@ -7,9 +7,10 @@ use serde::Serialize;
 use std::time::Duration;
 
 use super::output::StdoutSink;
+use crate::attach::{self, PrivateRanges};
 use crate::cli::{DispatchArgs, OutputFormat};
 use crate::dispatch::UnitSpec;
-use crate::engine::{Engine, Invocation, Request};
+use crate::engine::{AttachmentKind, Engine, Invocation, Request};
 use crate::error::{Result, VfError};
 use crate::{names, state};
 
@@ -22,10 +23,15 @@ pub struct Resolved {
     pub cwd: PathBuf,
     pub state_dir: PathBuf,
     pub skip_permissions: bool,
+    /// Why this engine (`--engine` or the `auto` rule that chose it).
+    pub engine_reason: String,
+    /// `--attach`: the chosen engine accepts every kind.
+    pub attach_plan: attach::Plan,
+    /// `--private-range`: appended to the prompt by `build_invocation`.
+    pub private_ranges: PrivateRanges,
 }
 
 pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
-    let engine = args.engine.engine();
     let cwd = match &args.cwd {
         Some(d) => state::absolute(d)?,
         None => std::env::current_dir()?,
@@ -36,15 +42,29 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
             cwd.display()
         )));
     }
+    attach::check_session_choice(args.engine, args.session.as_deref())?;
+    let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
+    // Readiness is not checked here yet: `auto` falls back to the support matrix.
+    let attach_plan = attach::plan(
+        args.engine,
+        &args.attach,
+        &state_dir,
+        &cwd,
+        &attach::unknown_readiness,
+    )?;
+    let engine_id = attach_plan.pick.engine;
     let unit = match &args.unit {
         Some(u) => u.clone(),
-        None => default_unit_name(args.engine.as_str()),
+        None => default_unit_name(engine_id.as_str()),
     };
     names::check("unit name", &unit)?;
     let prompt = super::prompt::read(&args.prompt)?;
-    let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
+    let private_ranges = attach::stage_private_ranges(&args.private_range, &state_dir, &cwd)?;
     Ok(Resolved {
-        engine,
+        engine: engine_id.engine(),
+        engine_reason: attach_plan.pick.reason.clone(),
+        attach_plan,
+        private_ranges,
         unit,
         prompt,
         session: args.session.clone(),
@@ -67,13 +87,14 @@ pub fn build_invocation(
     r: &Resolved,
     version: Option<&crate::version::Version>,
 ) -> Result<Invocation> {
+    let prompt = attach::apply_private_ranges(&r.prompt, &r.private_ranges);
     r.engine.build(&Request {
-        prompt: &r.prompt,
+        prompt: &prompt,
         session: r.session.as_deref(),
         skip_permissions: r.skip_permissions,
         cwd: &r.cwd,
         in_git_repo: state::in_git_work_tree(&r.cwd),
-        attachments: &[],
+        attachments: &r.attach_plan.attachments,
         unit: &r.unit,
         state_dir: &r.state_dir,
         version,
@@ -85,25 +106,60 @@ pub fn build_invocation(
 #[serde(rename_all = "camelCase")]
 struct DryRun<'a> {
     engine: &'static str,
+    engine_reason: &'a str,
     unit: &'a str,
+    attachments: Vec<DryRunAttachment<'a>>,
+    /// Ranges without their text (the invocation shows a placeholder).
+    private_ranges: Vec<attach::RangeSummary>,
     #[serde(flatten)]
     invocation: &'a Invocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunAttachment<'a> {
+    name: &'a str,
+    kind: AttachmentKind,
+    /// As passed to the engine.
+    path: &'a std::path::Path,
+}
+
+fn dry_run_attachments(r: &Resolved) -> Vec<DryRunAttachment<'_>> {
+    r.attach_plan
+        .selected
+        .iter()
+        .zip(&r.attach_plan.attachments)
+        .map(|(e, a)| DryRunAttachment {
+            name: &e.name,
+            kind: e.kind,
+            path: &a.path,
+        })
+        .collect()
 }
 
 pub fn run(args: &DispatchArgs) -> Result<i32> {
     let r = resolve(args)?;
     if !args.dry_run {
         let format = super::output::format(&args.run);
+        if r.attach_plan.pick.ready == Some(false) {
+            return Err(VfError::not_ready(format!(
+                "{} is not ready ({}); run `vf doctor`",
+                r.engine.spec().id,
+                r.engine_reason
+            )));
+        }
+        // The private text rides with the prompt for this run only; vf persists neither.
+        let prompt = attach::apply_private_ranges(&r.prompt, &r.private_ranges);
         let spec = UnitSpec {
             engine: r.engine.spec().id,
             unit: r.unit,
-            prompt: r.prompt,
+            prompt,
             session: r.session,
             cwd: r.cwd,
             state_dir: r.state_dir,
             skip_permissions: r.skip_permissions,
             engine_bin: args.run.engine_bin.clone(),
-            attachments: Vec::new(),
+            attachments: r.attach_plan.attachments,
             stall_timeout: seconds("--stall-timeout", args.run.stall_timeout)?,
             timeout: seconds("--timeout", args.run.timeout)?,
             kill_grace: UnitSpec::default_kill_grace(),
@@ -111,14 +167,19 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         };
         return run_unit(spec, format);
     }
-    let inv = build_invocation(&r, None)?;
+    let mut inv = build_invocation(&r, None)?;
+    // Built with the real text (so limits apply to it), shown without it.
+    attach::redact_invocation(&mut inv, &r.private_ranges);
     for w in &inv.warnings {
         eprintln!("vf: warning: {w}");
     }
     if args.run.json || args.run.output == Some(crate::cli::OutputFormat::Json) {
         super::print_json(&DryRun {
             engine: r.engine.spec().id.as_str(),
+            engine_reason: &r.engine_reason,
             unit: &r.unit,
+            attachments: dry_run_attachments(&r),
+            private_ranges: r.private_ranges.summaries(),
             invocation: &inv,
         })?;
     } else {
@@ -138,6 +199,13 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         }
         if let Some(p) = &inv.prompt_file {
             println!("# prompt file: {}", p.display());
+        }
+        println!("# engine: {} ({})", r.engine.spec().id, r.engine_reason);
+        for s in r.private_ranges.summaries() {
+            println!(
+                "# private range: {}:{}-{} ({} bytes, withheld)",
+                s.file, s.start, s.end, s.bytes
+            );
         }
     }
     Ok(0)

@@ -3,6 +3,7 @@
 use crate::cli::{Cli, Command};
 use crate::error::Result;
 
+pub mod attach;
 pub mod completions;
 pub mod dispatch;
 pub mod engines;
@@ -17,6 +18,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Dispatch(a) => dispatch::run(&a),
         Command::Resume(a) => resume::run(&a),
         Command::Status(a) => status::run(&a),
+        Command::Attach(a) => attach::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -821,3 +821,109 @@ fn status_lists_units_and_reports_corruption() {
         "{ torn"
     );
 }
+
+/// Every file under `dir`, recursively.
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(all_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
+    let env = Env::new();
+    let secret = "SECRET-LINE-7f3a9";
+    let src: String = (1..=10)
+        .map(|i| {
+            if i == 5 {
+                format!("let key = \"{secret}\";\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect();
+    std::fs::write(env.path().join("config.rs"), &src).unwrap();
+    let args_log = env.path().join("engine-input.log");
+    for (engine, cap, big) in [
+        ("codex", "codex/0.171.0/a_json.stdout.jsonl", false),
+        // Over 32 KiB: copilot gets a prompt file, which must be gone afterwards.
+        ("copilot", "copilot/1.0.102/a_json.stdout.jsonl", true),
+    ] {
+        let prompt = if big {
+            "x".repeat(40 * 1024)
+        } else {
+            "review it".to_string()
+        };
+        let bin = env.fake_for(engine);
+        let unit = format!("priv-{engine}");
+        let mut c = env.cmd(&[
+            "dispatch",
+            "--engine",
+            engine,
+            "--unit",
+            &unit,
+            "--prompt",
+            &prompt,
+            "--private-range",
+            "config.rs:4-6",
+            "--output",
+            "jsonl",
+            "--engine-bin",
+            bin.to_str().unwrap(),
+        ]);
+        c.env("FAKE_STDOUT", fixture(cap))
+            .env("FAKE_VERSION", version_of(engine))
+            .env("FAKE_ARGS_LOG", &args_log);
+        let out = run_bounded(c, Duration::from_secs(60));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(secret),
+            "{engine}: secret in vf's events"
+        );
+        // The engine did receive it (in stdin, argv, or the prompt file it was pointed at).
+        let seen = std::fs::read_to_string(&args_log).unwrap();
+        if big {
+            assert!(
+                seen.contains("Read ") && seen.contains(" and follow it"),
+                "{seen}"
+            );
+        } else {
+            assert!(
+                seen.contains("VF-PRIVATE-FILE-RANGES/1") && seen.contains(secret),
+                "{seen}"
+            );
+        }
+        for f in all_files(&env.path().join("state")) {
+            let bytes = std::fs::read(&f).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(secret),
+                "{engine}: private text persisted in {}",
+                f.display()
+            );
+        }
+        assert!(
+            !String::from_utf8_lossy(
+                &run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30)).stdout
+            )
+            .contains(secret)
+        );
+    }
+    assert!(
+        !env.path().join("state/dispatch/priv-copilot.md").exists(),
+        "copilot prompt file left behind"
+    );
+}

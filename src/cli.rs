@@ -29,6 +29,8 @@ pub enum Command {
     Engines(EnginesArgs),
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
     Dispatch(DispatchArgs),
+    /// Check which engines are installed and usable: binary, version, required flags.
+    Doctor(DoctorArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -81,6 +83,20 @@ pub struct DispatchArgs {
     /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
     #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check only this engine (repeatable; default: all).
+    #[arg(long, short = 'e', value_name = "ENGINE")]
+    pub engine: Vec<EngineId>,
+    /// Print a JSON array (one object per engine) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds each `--version` / `--help` call of a CLI may take before it is cut off.
+    #[arg(long, value_name = "SECS", default_value_t = crate::doctor::DEFAULT_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]

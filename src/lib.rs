@@ -3,8 +3,10 @@
 //! Layers: `cli` (clap definitions) → `commands` (one file per subcommand) →
 //! core modules (`engine`, `summary`, `state`, ...).
 
+pub mod binary;
 pub mod cli;
 pub mod commands;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod frames;

@@ -5,6 +5,7 @@ use crate::error::Result;
 
 pub mod completions;
 pub mod dispatch;
+pub mod doctor;
 pub mod engines;
 pub mod prompt;
 
@@ -12,6 +13,7 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Engines(a) => engines::run(&a),
         Command::Dispatch(a) => dispatch::run(&a),
+        Command::Doctor(a) => doctor::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

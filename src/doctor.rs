@@ -99,6 +99,9 @@ pub struct EngineReport {
     /// The live canary's result (only with `--probe`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeResult>,
+    /// A call was cut off by the timeout (a busy machine can cause that, too).
+    #[serde(skip)]
+    pub timed_out: bool,
 }
 
 impl EngineReport {
@@ -179,6 +182,7 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
                 warnings: Vec::new(),
                 install_hint: Some(spec.install_hint),
                 probe: None,
+                timed_out: false,
             };
         }
         Facts::Found {
@@ -286,6 +290,10 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
         ));
     }
 
+    let timed_out = matches!(version, Err(VersionError::Run(RunError::TimedOut(_))))
+        || helps
+            .iter()
+            .any(|h| matches!(h.output, Err(RunError::TimedOut(_))));
     EngineReport {
         engine: spec.id,
         path: Some(path.to_string_lossy().into_owned()),
@@ -301,6 +309,7 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
         warnings,
         install_hint: None,
         probe: None,
+        timed_out,
     }
 }
 
@@ -502,6 +511,7 @@ mod tests {
         let r = judge(EngineId::Codex.engine(), facts);
         assert_eq!(r.verdict, Verdict::Degraded);
         assert!(r.missing_flags.is_empty());
+        assert!(r.timed_out);
         assert_eq!(
             r.reasons,
             ["could not check exec resume --json: `codex exec resume --help` timed out after 3s"]

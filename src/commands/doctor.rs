@@ -101,6 +101,12 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
     }
     let ready = reports.iter().filter(|r| r.passes()).count();
     writeln!(out, "{ready} of {} engines ready.", reports.len())?;
+    if reports.iter().any(|r| r.timed_out) {
+        writeln!(
+            out,
+            "A call that timed out may only be slow on a busy machine: rerun with a larger --timeout."
+        )?;
+    }
     if reports.iter().any(|r| r.verdict == Verdict::Missing) {
         writeln!(
             out,

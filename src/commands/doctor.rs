@@ -107,11 +107,5 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
             "A call that timed out may only be slow on a busy machine: rerun with a larger --timeout."
         )?;
     }
-    if reports.iter().any(|r| r.verdict == Verdict::Missing) {
-        writeln!(
-            out,
-            "Engines are found on PATH, or at the path in VF_<ENGINE>_BIN (e.g. VF_CODEX_BIN)."
-        )?;
-    }
     Ok(())
 }

@@ -419,8 +419,8 @@ mod tests {
                 marker.display()
             ),
         );
-        let r = run_briefly(&p, &[], Duration::from_millis(300));
-        assert_eq!(r, Err(RunError::TimedOut(Duration::from_millis(300))));
+        let r = run_briefly(&p, &[], Duration::from_secs(2));
+        assert_eq!(r, Err(RunError::TimedOut(Duration::from_secs(2))));
         let grandchild: i32 = std::fs::read_to_string(&marker)
             .unwrap()
             .trim()
@@ -431,6 +431,36 @@ mod tests {
             .map(|s| !s.contains(") Z "))
             .unwrap_or(false);
         assert!(!alive, "grandchild {grandchild} survived the timeout");
+    }
+
+    #[test]
+    fn escaped_grandchild_holding_the_pipe_does_not_block() {
+        let Some(setsid) = find_on_path("setsid", std::env::var_os("PATH").as_deref()) else {
+            eprintln!("setsid(1) not installed: skipped");
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let marker = t.path().join("escaped.pid");
+        // The new session escapes the group kill and keeps stdout open.
+        let p = script(
+            t.path(),
+            "escape",
+            &format!(
+                "{} sh -c 'echo $$ > {}; exec sleep 300' & echo hi; while [ ! -s {} ]; do :; done",
+                setsid.display(),
+                marker.display(),
+                marker.display()
+            ),
+        );
+        let r = run_briefly(&p, &[], Duration::from_secs(20));
+        let escaped: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
+        let c = r.unwrap();
+        assert_eq!((c.stdout.as_str(), c.code), ("hi\n", Some(0)));
     }
 
     #[test]

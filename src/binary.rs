@@ -94,7 +94,7 @@ fn check_override(
         path: p.to_path_buf(),
         why: why.to_string(),
     };
-    if p.components().count() == 1 && !p.as_os_str().as_encoded_bytes().contains(&b'/') {
+    if !p.as_os_str().as_encoded_bytes().contains(&b'/') {
         let name = p.to_str().ok_or_else(|| bad("not a valid name"))?;
         return find_on_path(name, path_var).ok_or_else(|| bad("not found on PATH"));
     }
@@ -215,6 +215,7 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<C
     let grace = Instant::now() + READER_GRACE;
     let stdout = out.finish(grace);
     let stderr = err.finish(grace);
+    tracing::debug!(program = %program.display(), ?args, timed_out, ?status, "ran briefly");
     if timed_out {
         return Err(RunError::TimedOut(timeout));
     }

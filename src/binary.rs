@@ -1,159 +1,355 @@
-//! Finding an engine's executable and reading its version without ever
-//! waiting on a hung CLI.
+//! Finding an engine's executable, and running it briefly (`--version`,
+//! `--help`) under a hard timeout.
+//!
+//! Shared by `vf doctor` and the dispatch runtime: both must agree on which
+//! binary an engine means and on how its version is read.
 
+use std::ffi::OsStr;
+use std::fmt;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::Pid;
 
 use crate::engine::EngineId;
+use crate::error::VfError;
 use crate::version::Version;
 
-/// Where the binary was found, and how.
-#[derive(Debug, Clone)]
-pub struct Located {
-    pub path: PathBuf,
-    /// `--engine-bin`, `VF_<ENGINE>_BIN`, or `PATH`.
-    pub source: &'static str,
+/// Why an engine's binary could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// Nothing named `binary` on PATH (and no override given).
+    NotFound {
+        engine: EngineId,
+        binary: &'static str,
+    },
+    /// An explicit path or `VF_<ENGINE>_BIN` names something unusable. No
+    /// fallback to PATH: the user asked for that binary.
+    BadOverride {
+        /// Where the override came from (`VF_CODEX_BIN`, `the given path`).
+        source: String,
+        path: PathBuf,
+        why: String,
+    },
 }
 
-/// Resolution order: explicit path (`--engine-bin`), `VF_<ENGINE>_BIN`, then `PATH`.
-pub fn resolve(engine: EngineId, explicit: Option<&Path>) -> Result<Located, String> {
-    let spec = engine.engine().spec();
+impl fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResolveError::NotFound { engine, binary } => write!(
+                f,
+                "{binary} not found on PATH (install: {}; or set {} to its path)",
+                engine.engine().spec().install_hint,
+                engine.bin_env_var()
+            ),
+            ResolveError::BadOverride { source, path, why } => {
+                write!(f, "{source}={}: {why}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+impl From<ResolveError> for VfError {
+    fn from(e: ResolveError) -> Self {
+        VfError::not_ready(e)
+    }
+}
+
+/// The executable for `engine`: `explicit` if given, else `VF_<ENGINE>_BIN`
+/// (when set and non-empty), else `Spec::binary` looked up on PATH.
+///
+/// An override without a `/` is itself looked up on PATH; one with a `/` is a
+/// path (relative ones are made absolute against the current directory).
+pub fn resolve_binary(engine: EngineId, explicit: Option<&Path>) -> Result<PathBuf, ResolveError> {
+    let path_var = std::env::var_os("PATH");
     if let Some(p) = explicit {
-        return check_exec(p).map(|path| Located {
-            path,
-            source: "--engine-bin",
-        });
+        return check_override("the given path".into(), p, path_var.as_deref());
     }
     let var = engine.bin_env_var();
-    if let Some(p) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
-        return check_exec(Path::new(&p)).map(|path| Located {
-            path,
-            source: "env",
-        });
+    if let Some(v) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
+        return check_override(var, Path::new(&v), path_var.as_deref());
     }
-    find_on_path(spec.binary)
-        .map(|path| Located {
-            path,
-            source: "PATH",
-        })
-        .ok_or_else(|| {
-            format!(
-                "{engine}: `{}` not found on PATH (install it: {}; or set {var} / --engine-bin)",
-                spec.binary, spec.install_hint
-            )
-        })
+    let binary = engine.engine().spec().binary;
+    find_on_path(binary, path_var.as_deref()).ok_or(ResolveError::NotFound { engine, binary })
 }
 
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
+fn check_override(
+    source: String,
+    p: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<PathBuf, ResolveError> {
+    let bad = |why: &str| ResolveError::BadOverride {
+        source: source.clone(),
+        path: p.to_path_buf(),
+        why: why.to_string(),
+    };
+    if !p.as_os_str().as_encoded_bytes().contains(&b'/') {
+        let name = p.to_str().ok_or_else(|| bad("not a valid name"))?;
+        return find_on_path(name, path_var).ok_or_else(|| bad("not found on PATH"));
+    }
+    let abs = std::path::absolute(p).map_err(|e| bad(&e.to_string()))?;
+    match std::fs::metadata(&abs) {
+        Err(_) => Err(bad("no such file")),
+        Ok(m) if !m.is_file() => Err(bad("not a regular file")),
+        Ok(_) if !is_executable(&abs) => Err(bad("not executable")),
+        Ok(_) => Ok(abs),
+    }
+}
+
+/// The first executable file named `name` in the directories of `path_var`.
+/// Empty entries (which POSIX reads as the current directory) are skipped:
+/// vf never runs a binary just because it sits in the working directory.
+pub fn find_on_path(name: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    std::env::split_paths(path_var?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
         .find(|p| is_executable(p))
 }
 
-fn check_exec(p: &Path) -> Result<PathBuf, String> {
-    if is_executable(p) {
-        Ok(p.to_path_buf())
-    } else if p.exists() {
-        Err(format!("{} is not an executable file", p.display()))
-    } else {
-        Err(format!("{} does not exist", p.display()))
+/// A regular file (after symlinks) with an execute bit that we may execute.
+pub fn is_executable(p: &Path) -> bool {
+    let Ok(m) = std::fs::metadata(p) else {
+        return false;
+    };
+    m.is_file()
+        && m.permissions().mode() & 0o111 != 0
+        && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok()
+}
+
+/// Output kept per stream; help texts are a few KiB, the rest is drained and dropped.
+const OUTPUT_CAP: usize = 1 << 20;
+
+/// How long readers may lag behind the process's exit (or kill) before their
+/// output is taken as is. Bounds the wait when an escaped grandchild keeps a
+/// pipe open.
+const READER_GRACE: Duration = Duration::from_millis(500);
+
+/// What a short command printed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    pub stdout: String,
+    pub stderr: String,
+    /// The exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+}
+
+/// Why a short command produced no usable result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunError {
+    /// The process could not be started (message from the OS).
+    Spawn(String),
+    /// Still running after the timeout; its whole process group was killed.
+    TimedOut(Duration),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Spawn(e) => write!(f, "could not be run: {e}"),
+            RunError::TimedOut(d) => write!(f, "timed out after {}", fmt_duration(*d)),
+        }
     }
 }
 
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+fn fmt_duration(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
-/// The result of running a short informational command (`--version`, `--help`).
-#[derive(Debug, Clone)]
-pub enum Captured {
-    Output {
-        status: Option<i32>,
-        stdout: String,
-        stderr: String,
-    },
-    TimedOut,
-    SpawnFailed(String),
-}
-
-/// Runs `program args` with stdin `/dev/null` in its own process group,
-/// killing the whole group after `timeout`. Output is capped at 1 MiB per stream.
-pub fn capture(program: &Path, args: &[&str], timeout: Duration) -> Captured {
-    use std::io::Read;
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-
-    let spawn = || {
-        Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-    };
+/// Runs `program args` with stdin `/dev/null`, in its own process group, and
+/// returns what it printed. After `timeout` the whole group is killed and
+/// [`RunError::TimedOut`] returned; a hung child is never waited on. Leftover
+/// processes of the group are killed once the leader exits, too.
+pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<Captured, RunError> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("NO_COLOR", "1")
+        .process_group(0);
     let mut attempt = 0;
     let mut child = loop {
-        match spawn() {
+        match cmd.spawn() {
             Ok(c) => break c,
             // A file just written (an install in progress) can be briefly busy.
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 5 => {
                 attempt += 1;
                 std::thread::sleep(Duration::from_millis(20 * attempt));
             }
-            Err(e) => return Captured::SpawnFailed(e.to_string()),
+            Err(e) => return Err(RunError::Spawn(e.to_string())),
         }
     };
-    let pgid = child.id() as i32;
-    let read_capped = |mut r: Box<dyn Read + Send>| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = (&mut r).take(1 << 20).read_to_end(&mut buf);
-            // Keep draining so the child never blocks on a full pipe.
-            let _ = std::io::copy(&mut r, &mut std::io::sink());
-            let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
-        });
-        rx
-    };
-    let out = read_capped(Box::new(child.stdout.take().expect("piped")));
-    let err = read_capped(Box::new(child.stderr.take().expect("piped")));
-    let deadline = std::time::Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if std::time::Instant::now() >= deadline => break None,
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(_) => break None,
+    let pid = Pid::from_raw(child.id() as i32);
+    let out = Reader::start(child.stdout.take());
+    let err = Reader::start(child.stderr.take());
+
+    let deadline = Instant::now() + timeout;
+    let timed_out = loop {
+        // WNOWAIT leaves the leader a zombie: its pid keeps naming the group,
+        // so the killpg below cannot reach an unrelated process.
+        match waitid(
+            Id::Pid(pid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG,
+        ) {
+            Ok(WaitStatus::StillAlive) => {}
+            Err(Errno::EINTR) => continue,
+            Ok(_) | Err(_) => break false,
         }
+        let now = Instant::now();
+        if now >= deadline {
+            break true;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
     };
-    // Whatever happened, nothing of that group outlives us.
-    let _ = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(pgid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    let Some(status) = status else {
-        let _ = child.wait();
-        return Captured::TimedOut;
-    };
-    Captured::Output {
-        status: status.code(),
-        // A daemonised grandchild may hold a pipe open: never wait on it for long.
-        stdout: out.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
-        stderr: err.recv_timeout(Duration::from_secs(1)).unwrap_or_default(),
+    let _ = killpg(pid, Signal::SIGKILL);
+    let status = child.wait().ok();
+
+    // The group is dead now, so the pipes close unless something escaped it.
+    let grace = Instant::now() + READER_GRACE;
+    let stdout = out.finish(grace);
+    let stderr = err.finish(grace);
+    tracing::debug!(program = %program.display(), ?args, timed_out, ?status, "ran briefly");
+    if timed_out {
+        return Err(RunError::TimedOut(timeout));
+    }
+    Ok(Captured {
+        stdout,
+        stderr,
+        code: status.and_then(|s| s.code()),
+    })
+}
+
+/// Drains one pipe on its own thread into a shared buffer, so output can be
+/// taken even if the pipe never reaches EOF.
+struct Reader {
+    buf: Arc<Mutex<Vec<u8>>>,
+    /// Disconnected once the thread is done.
+    done: Option<mpsc::Receiver<()>>,
+}
+
+impl Reader {
+    fn start(pipe: Option<impl Read + Send + 'static>) -> Reader {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let Some(mut pipe) = pipe else {
+            return Reader { buf, done: None };
+        };
+        let (tx, rx) = mpsc::channel::<()>();
+        let shared = Arc::clone(&buf);
+        let spawned = std::thread::Builder::new()
+            .name("vf-pipe".into())
+            .spawn(move || {
+                let _tx = tx;
+                let mut chunk = [0u8; 8192];
+                loop {
+                    match pipe.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            let mut b = shared.lock().unwrap_or_else(|p| p.into_inner());
+                            let room = OUTPUT_CAP.saturating_sub(b.len());
+                            b.extend_from_slice(&chunk[..n.min(room)]);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+            });
+        Reader {
+            buf,
+            done: spawned.is_ok().then_some(rx),
+        }
+    }
+
+    /// Waits for EOF until `until` at the latest, then takes what was read.
+    fn finish(self, until: Instant) -> String {
+        if let Some(rx) = self.done {
+            let left = until.saturating_duration_since(Instant::now());
+            // Timeout: the thread stays blocked on a pipe some escaped process
+            // holds; it ends when that process does. Take what was read so far.
+            let _: Result<(), RecvTimeoutError> = rx.recv_timeout(left);
+        }
+        let b = self.buf.lock().unwrap_or_else(|p| p.into_inner());
+        String::from_utf8_lossy(&b).into_owned()
     }
 }
 
-/// Reads `<bin> --version`; `None` when it hangs, fails or prints no version.
-pub fn read_version(program: &Path, timeout: Duration) -> Option<Version> {
-    match capture(program, &["--version"], timeout) {
-        Captured::Output { stdout, stderr, .. } => {
-            Version::find_in(&stdout).or_else(|| Version::find_in(&stderr))
+/// Why `--version` gave no version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VersionError {
+    Run(RunError),
+    /// It ran but printed no `X.Y.Z` (an excerpt of what it printed, and its exit code).
+    NoVersion {
+        excerpt: String,
+        code: Option<i32>,
+    },
+}
+
+impl fmt::Display for VersionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VersionError::Run(e) => e.fmt(f),
+            VersionError::NoVersion { excerpt, code } => {
+                if excerpt.is_empty() {
+                    f.write_str("printed nothing")?;
+                } else {
+                    write!(f, "printed no version number ({excerpt:?})")?;
+                }
+                match code {
+                    Some(0) => Ok(()),
+                    Some(c) => write!(f, ", exit status {c}"),
+                    None => f.write_str(", killed by a signal"),
+                }
+            }
         }
-        _ => None,
     }
+}
+
+/// Runs `program --version` and finds the version in what it printed
+/// (stdout first, then stderr).
+pub fn read_version(program: &Path, timeout: Duration) -> Result<Version, VersionError> {
+    let c = run_briefly(program, &["--version"], timeout).map_err(VersionError::Run)?;
+    parse_version_output(&c)
+}
+
+/// The version in captured `--version` output.
+pub fn parse_version_output(c: &Captured) -> Result<Version, VersionError> {
+    Version::find_in(&c.stdout)
+        .or_else(|| Version::find_in(&c.stderr))
+        .ok_or_else(|| VersionError::NoVersion {
+            excerpt: excerpt(if c.stdout.trim().is_empty() {
+                &c.stderr
+            } else {
+                &c.stdout
+            }),
+            code: c.code,
+        })
+}
+
+/// The first line of `s`, trimmed and cut to a readable length.
+fn excerpt(s: &str) -> String {
+    let line = s.trim().lines().next().unwrap_or("").trim();
+    let mut out: String = line.chars().take(60).collect();
+    if out.len() < line.len() {
+        out.push('…');
+    }
+    out
 }
 
 /// Identity of an executable file: a changed binary (upgrade) invalidates the cache.
@@ -174,7 +370,11 @@ fn file_key(p: &Path) -> Option<String> {
 /// Like [`read_version`], but remembers the answer per executable file in
 /// `<state>/cache/versions.json`, so a dispatch does not spawn the CLI twice.
 /// A file that changed (size, mtime, inode) is read again.
-pub fn read_version_cached(program: &Path, state_dir: &Path, timeout: Duration) -> Option<Version> {
+pub fn read_version_cached(
+    program: &Path,
+    state_dir: &Path,
+    timeout: Duration,
+) -> Result<Version, VersionError> {
     let cache_path = state_dir.join("cache").join("versions.json");
     let key = file_key(program);
     let mut cache: std::collections::BTreeMap<String, String> = std::fs::read(&cache_path)
@@ -184,7 +384,7 @@ pub fn read_version_cached(program: &Path, state_dir: &Path, timeout: Duration) 
     if let Some(k) = &key
         && let Some(v) = cache.get(k).and_then(|s| Version::parse(s))
     {
-        return Some(v);
+        return Ok(v);
     }
     let v = read_version(program, timeout)?;
     if let Some(k) = key {
@@ -194,47 +394,160 @@ pub fn read_version_cached(program: &Path, state_dir: &Path, timeout: Duration) 
             let _ = crate::fsutil::write_atomic(&cache_path, &bytes);
         }
     }
-    Some(v)
+    Ok(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write;
 
-    fn script(p: &Path, body: &str) {
-        std::fs::write(p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let p = dir.join(name);
+        let mut f = std::fs::File::create(&p).unwrap();
+        writeln!(f, "#!/bin/sh\n{body}").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
     }
 
     #[test]
-    fn version_cache_follows_the_file() {
+    fn path_search_skips_non_executables_and_relative_dirs() {
         let t = tempfile::tempdir().unwrap();
-        let bin = t.path().join("tool");
-        script(&bin, "echo tool 1.2.3");
-        let d = Duration::from_secs(5);
-        assert_eq!(
-            read_version_cached(&bin, t.path(), d),
-            Some(Version::new(1, 2, 3))
-        );
-        // Replaced by an upgrade: a different file, read again.
-        std::fs::remove_file(&bin).unwrap();
-        script(&bin, "echo 'tool 1.2.40 (upgraded)'");
-        assert_eq!(
-            read_version_cached(&bin, t.path(), d),
-            Some(Version::new(1, 2, 40))
-        );
+        let a = t.path().join("a");
+        let b = t.path().join("b");
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        // Not executable in `a`, executable in `b`: `b` wins.
+        std::fs::write(a.join("tool"), "#!/bin/sh\n").unwrap();
+        let good = script(&b, "tool", "exit 0");
+        let path = std::env::join_paths([Path::new("rel"), &a, &b]).unwrap();
+        assert_eq!(find_on_path("tool", Some(&path)), Some(good));
+        assert_eq!(find_on_path("absent", Some(&path)), None);
+        assert_eq!(find_on_path("tool", None), None);
+        assert_eq!(find_on_path("a/tool", Some(&path)), None);
+        // A directory with the right name is not a binary.
+        std::fs::create_dir(a.join("dir")).unwrap();
+        assert_eq!(find_on_path("dir", Some(&path)), None);
     }
 
     #[test]
-    fn hung_version_is_cut_off() {
+    fn overrides_are_checked_not_silently_ignored() {
         let t = tempfile::tempdir().unwrap();
-        let bin = t.path().join("hang");
-        script(&bin, "sleep 30");
-        assert!(matches!(
-            capture(&bin, &["--version"], Duration::from_millis(300)),
-            Captured::TimedOut
-        ));
-        assert_eq!(read_version(&bin, Duration::from_millis(300)), None);
+        let ok = script(t.path(), "fake", "exit 0");
+        let path = std::env::join_paths([t.path()]).unwrap();
+        assert_eq!(check_override("X".into(), &ok, None), Ok(ok.clone()));
+        assert_eq!(
+            check_override("X".into(), Path::new("fake"), Some(&path)),
+            Ok(ok)
+        );
+        let plain = t.path().join("plain");
+        std::fs::write(&plain, "").unwrap();
+        let e = check_override("VF_CODEX_BIN".into(), &plain, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("VF_CODEX_BIN={}: not executable", plain.display())
+        );
+        let e = check_override("X".into(), &t.path().join("nope"), None).unwrap_err();
+        assert!(e.to_string().ends_with("no such file"), "{e}");
+        let e = check_override("X".into(), Path::new("nope"), Some(&path)).unwrap_err();
+        assert!(e.to_string().ends_with("not found on PATH"), "{e}");
+    }
+
+    #[test]
+    fn captures_both_streams_and_exit_code() {
+        let t = tempfile::tempdir().unwrap();
+        let p = script(t.path(), "s", "echo out; echo err >&2; exit 3");
+        let c = run_briefly(&p, &[], Duration::from_secs(20)).unwrap();
+        assert_eq!(c.stdout, "out\n");
+        assert_eq!(c.stderr, "err\n");
+        assert_eq!(c.code, Some(3));
+    }
+
+    #[test]
+    fn hung_process_group_is_killed() {
+        let t = tempfile::tempdir().unwrap();
+        let marker = t.path().join("child.pid");
+        // A background grandchild holding the pipes, and a hung leader.
+        let p = script(
+            t.path(),
+            "hang",
+            &format!(
+                "sleep 300 & echo $! > {}; echo partial; exec sleep 300",
+                marker.display()
+            ),
+        );
+        let r = run_briefly(&p, &[], Duration::from_secs(2));
+        assert_eq!(r, Err(RunError::TimedOut(Duration::from_secs(2))));
+        let grandchild: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The grandchild was in the group: it is gone (or a zombie awaiting init).
+        let alive = std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false);
+        assert!(!alive, "grandchild {grandchild} survived the timeout");
+    }
+
+    #[test]
+    fn escaped_grandchild_holding_the_pipe_does_not_block() {
+        let Some(setsid) = find_on_path("setsid", std::env::var_os("PATH").as_deref()) else {
+            eprintln!("setsid(1) not installed: skipped");
+            return;
+        };
+        let t = tempfile::tempdir().unwrap();
+        let marker = t.path().join("escaped.pid");
+        // The new session escapes the group kill and keeps stdout open.
+        let p = script(
+            t.path(),
+            "escape",
+            &format!(
+                "{} sh -c 'echo $$ > {}; exec sleep 300' & echo hi; while [ ! -s {} ]; do :; done",
+                setsid.display(),
+                marker.display(),
+                marker.display()
+            ),
+        );
+        let r = run_briefly(&p, &[], Duration::from_secs(20));
+        let escaped: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _ = nix::sys::signal::kill(Pid::from_raw(escaped), Signal::SIGKILL);
+        let c = r.unwrap();
+        assert_eq!((c.stdout.as_str(), c.code), ("hi\n", Some(0)));
+    }
+
+    #[test]
+    fn spawn_failure_is_reported() {
+        let r = run_briefly(
+            Path::new("/nonexistent/vf-test"),
+            &[],
+            Duration::from_secs(1),
+        );
+        assert!(matches!(r, Err(RunError::Spawn(_))), "{r:?}");
+    }
+
+    #[test]
+    fn version_output_parsing() {
+        let c = |o: &str, e: &str, code| Captured {
+            stdout: o.into(),
+            stderr: e.into(),
+            code,
+        };
+        assert_eq!(
+            parse_version_output(&c("codex-cli 0.171.0\n", "WARNING: x\n", Some(0))),
+            Ok(Version::new(0, 171, 0))
+        );
+        assert_eq!(
+            parse_version_output(&c("", "v1.2.3\n", Some(0))),
+            Ok(Version::new(1, 2, 3))
+        );
+        let e = parse_version_output(&c("garbage\nmore", "", Some(0))).unwrap_err();
+        assert_eq!(e.to_string(), "printed no version number (\"garbage\")");
+        let e = parse_version_output(&c("", "", Some(1))).unwrap_err();
+        assert_eq!(e.to_string(), "printed nothing, exit status 1");
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::attach::{EngineChoice, RangeSpec};
+use crate::engine::EngineId;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,6 +36,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Store files to hand to engines: add, list, rm (under the state dir).
     Attach(AttachArgs),
+    /// Check which engines are installed and usable: binary, version, required flags.
+    Doctor(DoctorArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -207,6 +210,20 @@ pub struct AttachRmArgs {
     pub name: String,
     #[command(flatten)]
     pub state: StateDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check only this engine (repeatable; default: all).
+    #[arg(long, short = 'e', value_name = "ENGINE")]
+    pub engine: Vec<EngineId>,
+    /// Print a JSON array (one object per engine) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds each `--version` / `--help` call of a CLI may take before it is cut off.
+    #[arg(long, value_name = "SECS", default_value_t = crate::doctor::DEFAULT_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Args)]

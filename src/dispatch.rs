@@ -137,27 +137,35 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
         }};
     }
 
-    let located = match binary::resolve(spec.engine, spec.engine_bin.as_deref()) {
-        Ok(l) => l,
-        Err(e) => fail_before_spawn!("missing", VfError::not_ready(e)),
+    let program = match binary::resolve_binary(spec.engine, spec.engine_bin.as_deref()) {
+        Ok(p) => p,
+        Err(e) => fail_before_spawn!("missing", e.into()),
     };
     let version = {
-        let p = located.path.clone();
+        let p = program.clone();
         let state_dir = spec.state_dir.clone();
-        tokio::task::spawn_blocking(move || {
+        match tokio::task::spawn_blocking(move || {
             binary::read_version_cached(&p, &state_dir, VERSION_TIMEOUT)
         })
         .await
-        .ok()
-        .flatten()
+        {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) => {
+                warnings.push(format!(
+                    "{}: {e}; proceeding without a verified version",
+                    spec.engine
+                ));
+                None
+            }
+            Err(e) => {
+                warnings.push(format!(
+                    "{}: reading the version failed ({e}); proceeding",
+                    spec.engine
+                ));
+                None
+            }
+        }
     };
-    if version.is_none() {
-        warnings.push(format!(
-            "{}: could not read `{} --version`; proceeding without a verified version",
-            spec.engine,
-            located.path.display()
-        ));
-    }
     marker.engine_version = version.as_ref().map(Version::to_string);
 
     let engine = spec.engine.engine();
@@ -203,7 +211,7 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
         );
     }
 
-    let mut child = match spawn(&located.path, &inv) {
+    let mut child = match spawn(&program, &inv) {
         Ok(c) => c,
         Err(e) => {
             remove_prompt_file(&inv);
@@ -212,7 +220,7 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
                 VfError::not_ready(format!(
                     "{}: cannot start {}: {e}",
                     spec.engine,
-                    located.path.display()
+                    program.display()
                 ))
             )
         }

@@ -8,6 +8,7 @@ pub mod binary;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod frames;

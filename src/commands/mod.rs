@@ -6,6 +6,7 @@ use crate::error::Result;
 pub mod attach;
 pub mod completions;
 pub mod dispatch;
+pub mod doctor;
 pub mod engines;
 pub mod output;
 pub mod prompt;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Resume(a) => resume::run(&a),
         Command::Status(a) => status::run(&a),
         Command::Attach(a) => attach::run(&a),
+        Command::Doctor(a) => doctor::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -141,6 +141,11 @@ impl Engine for Copilot {
         })
     }
 
+    // `build` proceeds as the newest verified version when --version is unreadable.
+    fn tolerates_unreadable_version(&self) -> bool {
+        true
+    }
+
     fn output_transport(&self, version: Option<&Version>) -> OutputTransport {
         if Self::json_mode(version) {
             OutputTransport::Jsonl

@@ -272,6 +272,13 @@ pub trait Engine: Sync {
 
     fn tracker(&self) -> Box<dyn Tracker>;
 
+    /// Whether vf runs this engine (with a warning) when its `--version`
+    /// cannot be read. `vf doctor` then reports an unreadable version as a
+    /// warning instead of a failure.
+    fn tolerates_unreadable_version(&self) -> bool {
+        false
+    }
+
     /// The output transport for a given installed version (defaults to the spec's).
     fn output_transport(&self, _version: Option<&Version>) -> OutputTransport {
         self.spec().output_transport

@@ -1,0 +1,111 @@
+//! `vf doctor`: each engine's readiness on this machine, as a table or JSON.
+
+use std::io::Write;
+use std::time::Duration;
+
+use crate::cli::DoctorArgs;
+use crate::doctor::{self, EngineReport, Options, Verdict};
+use crate::engine::EngineId;
+use crate::error::{Result, exit};
+
+/// The auxiliary runtime reported alongside the engines.
+const AUX_RUNTIME: &str = "bun";
+
+pub fn run(args: &DoctorArgs) -> Result<i32> {
+    let mut ids: Vec<EngineId> = Vec::new();
+    for &e in &args.engine {
+        if !ids.contains(&e) {
+            ids.push(e);
+        }
+    }
+    if ids.is_empty() {
+        ids = EngineId::ALL.to_vec();
+    }
+    let opts = Options {
+        timeout: Duration::from_secs(args.timeout),
+    };
+
+    let code = |reports: &[EngineReport]| {
+        if reports.iter().all(EngineReport::passes) {
+            exit::OK
+        } else {
+            exit::ENGINE_FAILED
+        }
+    };
+    if args.json {
+        let reports = doctor::check(&ids, &opts);
+        super::print_json(&reports)?;
+        return Ok(code(&reports));
+    }
+    let (reports, aux) = std::thread::scope(|s| {
+        let aux = s.spawn(|| doctor::auxiliary(AUX_RUNTIME, &opts));
+        let reports = doctor::check(&ids, &opts);
+        (
+            reports,
+            aux.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        )
+    });
+    print_table(&reports, &aux)?;
+    Ok(code(&reports))
+}
+
+fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<9} {:<9} {:<10} {:<18} PATH",
+        "ENGINE", "VERDICT", "VERSION", "VERIFICATION"
+    )?;
+    for r in reports {
+        let version = match (&r.version, r.verdict) {
+            (Some(v), _) => v.to_string(),
+            (None, Verdict::Missing) => "-".into(),
+            (None, _) => "?".into(),
+        };
+        writeln!(
+            out,
+            "{:<9} {:<9} {:<10} {:<18} {}",
+            r.engine.as_str(),
+            r.verdict.as_str(),
+            version,
+            r.verification.map_or("-", |v| v.as_str()),
+            r.path.as_deref().unwrap_or("-"),
+        )?;
+        for reason in &r.reasons {
+            writeln!(out, "          - {reason}")?;
+        }
+        for w in &r.warnings {
+            writeln!(out, "          ! {w}")?;
+        }
+    }
+    writeln!(out)?;
+    match &aux.found {
+        None => writeln!(
+            out,
+            "{} (auxiliary runtime): not found on PATH (optional)",
+            aux.name
+        )?,
+        Some((path, Ok(v))) => writeln!(
+            out,
+            "{} (auxiliary runtime): {v} at {}",
+            aux.name,
+            path.display()
+        )?,
+        Some((path, Err(e))) => writeln!(
+            out,
+            "{} (auxiliary runtime): at {}, but `{} --version` {e}",
+            aux.name,
+            path.display(),
+            aux.name
+        )?,
+    }
+    let ready = reports.iter().filter(|r| r.passes()).count();
+    writeln!(out, "{ready} of {} engines ready.", reports.len())?;
+    if reports.iter().any(|r| r.timed_out) {
+        writeln!(
+            out,
+            "A call that timed out may only be slow on a busy machine: rerun with a larger --timeout."
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,573 @@
+//! `vf doctor`: is each engine installed, at a verified version, with the
+//! flags vf relies on?
+//!
+//! The checks run in stages so the live canary (`--probe`, which needs the
+//! dispatch runtime) can be added without touching them:
+//! 1. [`gather`] runs the binary (`--version`, each distinct help invocation),
+//!    every call bounded by the timeout: all I/O is here.
+//! 2. [`judge`] turns those facts into an [`EngineReport`]: pure, no I/O.
+//! 3. (later) a probe runs on the `ready` reports and fills
+//!    [`EngineReport::probe`]; [`EngineReport::passes`] already accounts for it.
+//!
+//! [`check`] does 1 and 2 for several engines, each on its own thread, so a
+//! few hung CLIs cost one timeout each in parallel rather than in sequence.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::binary::{self, Captured, ResolveError, RunError, VersionError};
+use crate::engine::{Engine, EngineId};
+use crate::version::{self, Verification, Version};
+
+/// Default limit for each `--version` / `--help` call.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Limit for each single call of the CLI.
+    pub timeout: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Installed, verified version, every required flag present (warnings allowed).
+    Ready,
+    /// Installed, but something vf relies on is off (see `reasons`).
+    Degraded,
+    /// No usable binary.
+    Missing,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ready => "ready",
+            Verdict::Degraded => "degraded",
+            Verdict::Missing => "missing",
+        }
+    }
+}
+
+/// The result of a live canary run (`vf doctor --probe`, filled in by the probe stage).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeResult {
+    pub result: ProbeVerdict,
+    pub reason: Option<String>,
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeVerdict {
+    Pass,
+    Fail,
+}
+
+/// One engine's readiness, as printed by `vf doctor --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineReport {
+    pub engine: EngineId,
+    /// The resolved binary (null when missing).
+    pub path: Option<String>,
+    /// The version parsed from `--version` (null when missing or unreadable).
+    pub version: Option<Version>,
+    /// How that version relates to the verified ones (null when missing).
+    pub verification: Option<Verification>,
+    /// Labels of required flags the CLI's help does not mention.
+    pub missing_flags: Vec<&'static str>,
+    pub verdict: Verdict,
+    /// Why the verdict is not `ready`.
+    pub reasons: Vec<String>,
+    /// Things worth knowing that do not change the verdict.
+    pub warnings: Vec<String>,
+    /// How to install the engine (only when missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install_hint: Option<&'static str>,
+    /// The live canary's result (only with `--probe`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeResult>,
+    /// A call was cut off by the timeout (a busy machine can cause that, too).
+    #[serde(skip)]
+    pub timed_out: bool,
+}
+
+impl EngineReport {
+    /// Ready, and the probe (when one ran) passed: what the exit code reflects.
+    pub fn passes(&self) -> bool {
+        self.verdict == Verdict::Ready
+            && self
+                .probe
+                .as_ref()
+                .is_none_or(|p| p.result == ProbeVerdict::Pass)
+    }
+}
+
+/// One help invocation and what it printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelpRun {
+    pub args: &'static [&'static str],
+    pub output: Result<Captured, RunError>,
+}
+
+/// What running an engine's binary established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Facts {
+    Missing(ResolveError),
+    Found {
+        path: PathBuf,
+        version: Result<Version, VersionError>,
+        /// One per distinct `help_args` of the spec's required flags, in order.
+        helps: Vec<HelpRun>,
+    },
+}
+
+/// Resolves and runs `id`'s binary: `--version`, then each distinct help invocation.
+pub fn gather(id: EngineId, opts: &Options) -> Facts {
+    let path = match binary::resolve_binary(id, None) {
+        Ok(p) => p,
+        Err(e) => return Facts::Missing(e),
+    };
+    let version = binary::read_version(&path, opts.timeout);
+    let helps = distinct_help_args(id.engine())
+        .into_iter()
+        .map(|args| HelpRun {
+            args,
+            output: binary::run_briefly(&path, args, opts.timeout),
+        })
+        .collect();
+    Facts::Found {
+        path,
+        version,
+        helps,
+    }
+}
+
+/// Each help invocation once, in first-use order (several flags share one).
+fn distinct_help_args(engine: &dyn Engine) -> Vec<&'static [&'static str]> {
+    let mut out: Vec<&'static [&'static str]> = Vec::new();
+    for f in engine.spec().required_flags {
+        if !out.contains(&f.help_args) {
+            out.push(f.help_args);
+        }
+    }
+    out
+}
+
+/// Turns `facts` about `engine` into a report.
+pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
+    let spec = engine.spec();
+    let (path, version, helps) = match facts {
+        Facts::Missing(e) => {
+            return EngineReport {
+                engine: spec.id,
+                path: None,
+                version: None,
+                verification: None,
+                missing_flags: Vec::new(),
+                verdict: Verdict::Missing,
+                reasons: vec![e.to_string()],
+                warnings: Vec::new(),
+                install_hint: Some(spec.install_hint),
+                probe: None,
+                timed_out: false,
+            };
+        }
+        Facts::Found {
+            path,
+            version,
+            helps,
+        } => (path, version, helps),
+    };
+    let mut reasons = Vec::new();
+    let mut warnings = Vec::new();
+    let shown = |args: &[&str]| {
+        let mut s = format!("`{}", spec.binary);
+        for a in args {
+            s.push(' ');
+            s.push_str(a);
+        }
+        s.push('`');
+        s
+    };
+
+    let verification = version::verify(version.as_ref().ok(), spec.verified_versions);
+    match (&version, verification) {
+        (_, Verification::Verified) => {}
+        (Err(e), _) => {
+            let msg = format!("{} {e}", shown(&["--version"]));
+            if engine.tolerates_unreadable_version() {
+                warnings.push(format!(
+                    "{msg} (a warning only: vf can run {} without knowing its version)",
+                    spec.id
+                ));
+            } else {
+                reasons.push(msg);
+            }
+        }
+        (Ok(v), Verification::NewerUnverified) => reasons.push(format!(
+            "version {v} is newer than the newest verified version ({}); its output may have changed",
+            spec.verified_versions.first().copied().unwrap_or("none")
+        )),
+        (Ok(v), Verification::Older) => reasons.push(format!(
+            "version {v} is older than the oldest verified version ({}); upgrade it",
+            spec.verified_versions.last().copied().unwrap_or("none")
+        )),
+        (Ok(v), _) if spec.verified_versions.is_empty() => reasons.push(format!(
+            "version {v} is unverified: no version of {} has been verified yet",
+            spec.id
+        )),
+        (Ok(v), _) => reasons.push(format!(
+            "version {v} is not a verified version ({})",
+            spec.verified_versions.join(", ")
+        )),
+    }
+
+    let mut missing_flags = Vec::new();
+    for help in &helps {
+        let checks: Vec<_> = spec
+            .required_flags
+            .iter()
+            .filter(|f| f.help_args == help.args)
+            .collect();
+        let labels = || {
+            checks
+                .iter()
+                .map(|f| f.label)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &help.output {
+            Err(e) => reasons.push(format!(
+                "could not check {}: {} {e}",
+                labels(),
+                shown(help.args)
+            )),
+            Ok(c) if c.stdout.trim().is_empty() && c.stderr.trim().is_empty() => {
+                reasons.push(format!(
+                    "could not check {}: {} printed nothing{}",
+                    labels(),
+                    shown(help.args),
+                    match c.code {
+                        Some(0) => String::new(),
+                        Some(n) => format!(" (exit status {n})"),
+                        None => " (killed by a signal)".into(),
+                    }
+                ))
+            }
+            Ok(c) => {
+                let text = strip_ansi(&format!("{}\n{}", c.stdout, c.stderr));
+                missing_flags.extend(
+                    checks
+                        .iter()
+                        .filter(|f| !mentions_flag(&text, f.flag))
+                        .map(|f| f.label),
+                );
+            }
+        }
+    }
+    if !missing_flags.is_empty() {
+        reasons.push(format!(
+            "the help output lacks {}: {}",
+            if missing_flags.len() == 1 {
+                "a flag vf uses"
+            } else {
+                "flags vf uses"
+            },
+            missing_flags.join(", ")
+        ));
+    }
+
+    let timed_out = matches!(version, Err(VersionError::Run(RunError::TimedOut(_))))
+        || helps
+            .iter()
+            .any(|h| matches!(h.output, Err(RunError::TimedOut(_))));
+    EngineReport {
+        engine: spec.id,
+        path: Some(path.to_string_lossy().into_owned()),
+        version: version.ok(),
+        verification: Some(verification),
+        missing_flags,
+        verdict: if reasons.is_empty() {
+            Verdict::Ready
+        } else {
+            Verdict::Degraded
+        },
+        reasons,
+        warnings,
+        install_hint: None,
+        probe: None,
+        timed_out,
+    }
+}
+
+/// Gathers and judges each engine, concurrently; reports come back in `ids` order.
+pub fn check(ids: &[EngineId], opts: &Options) -> Vec<EngineReport> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ids
+            .iter()
+            .map(|&id| s.spawn(move || judge(id.engine(), gather(id, opts))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// An auxiliary runtime some engines can use (`bun`): reported, never required.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Auxiliary {
+    pub name: &'static str,
+    /// `None` when not on PATH.
+    pub found: Option<(PathBuf, Result<Version, VersionError>)>,
+}
+
+/// Looks `name` up on PATH and reads its `--version`.
+pub fn auxiliary(name: &'static str, opts: &Options) -> Auxiliary {
+    let found = binary::find_on_path(name, std::env::var_os("PATH").as_deref()).map(|p| {
+        let v = binary::read_version(&p, opts.timeout);
+        (p, v)
+    });
+    Auxiliary { name, found }
+}
+
+/// True when `flag` appears in `text` as a whole option: not as part of a
+/// longer one (`--json` does not match `--json-schema`, `-p` not `--prompt`).
+pub fn mentions_flag(text: &str, flag: &str) -> bool {
+    if flag.is_empty() {
+        return false;
+    }
+    let part_of_name = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    text.match_indices(flag).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + flag.len()..].chars().next();
+        !before.is_some_and(part_of_name) && !after.is_some_and(part_of_name)
+    })
+}
+
+/// Removes ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`),
+/// which some CLIs print around option names even with `NO_COLOR`.
+pub fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('[') => {
+                for c in it.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            // OSC (hyperlinks): up to BEL or ESC \.
+            Some(']') => {
+                while let Some(c) = it.next() {
+                    if c == '\u{7}' {
+                        break;
+                    }
+                    if c == '\u{1b}' {
+                        it.next();
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn help(args: &'static [&'static str], text: &str) -> HelpRun {
+        HelpRun {
+            args,
+            output: Ok(Captured {
+                stdout: text.into(),
+                stderr: String::new(),
+                code: Some(0),
+            }),
+        }
+    }
+
+    /// Help runs mentioning every required flag of `id`.
+    fn full_helps(id: EngineId) -> Vec<HelpRun> {
+        let e = id.engine();
+        distinct_help_args(e)
+            .into_iter()
+            .map(|args| {
+                let text: Vec<String> = e
+                    .spec()
+                    .required_flags
+                    .iter()
+                    .filter(|f| f.help_args == args)
+                    .map(|f| format!("  {}, --other  does things", f.flag))
+                    .collect();
+                help(args, &text.join("\n"))
+            })
+            .collect()
+    }
+
+    fn found(id: EngineId, v: &str) -> Facts {
+        Facts::Found {
+            path: PathBuf::from("/opt/bin/x"),
+            version: Ok(Version::parse(v).unwrap()),
+            helps: full_helps(id),
+        }
+    }
+
+    #[test]
+    fn flag_matching_respects_option_boundaries() {
+        assert!(mentions_flag("  --json   Print JSON", "--json"));
+        assert!(mentions_flag("[--json]", "--json"));
+        assert!(mentions_flag("--resume=<id>", "--resume"));
+        assert!(mentions_flag("-p, --prompt <text>", "-p"));
+        assert!(mentions_flag("--json", "--json"));
+        assert!(!mentions_flag("--json-schema <s>", "--json"));
+        assert!(!mentions_flag("--prompt", "-p"));
+        assert!(!mentions_flag("--no-resume", "--resume"));
+        assert!(!mentions_flag("anything", ""));
+        assert!(mentions_flag(
+            &strip_ansi("\u{1b}[1m--json\u{1b}[0m  print"),
+            "--json"
+        ));
+        assert_eq!(
+            strip_ansi("a\u{1b}]8;;http://x\u{7}b\u{1b}]8;;\u{1b}\\c"),
+            "abc"
+        );
+    }
+
+    #[test]
+    fn verified_version_with_all_flags_is_ready() {
+        for id in [EngineId::Codex, EngineId::Claude, EngineId::Opencode] {
+            let v = id.engine().spec().verified_versions[0];
+            let r = judge(id.engine(), found(id, v));
+            assert_eq!(r.verdict, Verdict::Ready, "{r:?}");
+            assert_eq!(r.verification, Some(Verification::Verified));
+            assert!(r.reasons.is_empty() && r.missing_flags.is_empty());
+        }
+    }
+
+    #[test]
+    fn version_classes_degrade_with_reasons() {
+        let r = judge(EngineId::Codex.engine(), found(EngineId::Codex, "99.0.0"));
+        assert_eq!(r.verdict, Verdict::Degraded);
+        assert_eq!(r.verification, Some(Verification::NewerUnverified));
+        assert!(
+            r.reasons[0].contains("newer than the newest verified"),
+            "{r:?}"
+        );
+        let r = judge(EngineId::Codex.engine(), found(EngineId::Codex, "0.0.1"));
+        assert_eq!(r.verification, Some(Verification::Older));
+        assert!(r.reasons[0].contains("older"), "{r:?}");
+        // agy has no verified version at all.
+        let r = judge(EngineId::Agy.engine(), found(EngineId::Agy, "1.0.0"));
+        assert_eq!(r.verdict, Verdict::Degraded);
+        assert!(r.reasons[0].contains("no version of agy"), "{r:?}");
+    }
+
+    #[test]
+    fn missing_flag_is_named() {
+        let mut facts = found(EngineId::Codex, "0.171.0");
+        if let Facts::Found { helps, .. } = &mut facts {
+            helps[0] = help(&["exec", "--help"], "--json\n--image <FILE>\n--json-schema");
+        }
+        let r = judge(EngineId::Codex.engine(), facts);
+        assert_eq!(r.verdict, Verdict::Degraded);
+        assert_eq!(
+            r.missing_flags,
+            [
+                "exec --skip-git-repo-check",
+                "exec --dangerously-bypass-approvals-and-sandbox"
+            ]
+        );
+    }
+
+    #[test]
+    fn failed_help_leaves_flags_unchecked_not_missing() {
+        let mut facts = found(EngineId::Codex, "0.171.0");
+        if let Facts::Found { helps, .. } = &mut facts {
+            helps[1].output = Err(RunError::TimedOut(Duration::from_secs(3)));
+        }
+        let r = judge(EngineId::Codex.engine(), facts);
+        assert_eq!(r.verdict, Verdict::Degraded);
+        assert!(r.missing_flags.is_empty());
+        assert!(r.timed_out);
+        assert_eq!(
+            r.reasons,
+            ["could not check exec resume --json: `codex exec resume --help` timed out after 3s"]
+        );
+    }
+
+    #[test]
+    fn unreadable_version_warns_only_where_the_engine_tolerates_it() {
+        let unreadable = |id: EngineId| Facts::Found {
+            path: PathBuf::from("/x"),
+            version: Err(VersionError::NoVersion {
+                excerpt: "garbage".into(),
+                code: Some(0),
+            }),
+            helps: full_helps(id),
+        };
+        let r = judge(EngineId::Copilot.engine(), unreadable(EngineId::Copilot));
+        assert_eq!(r.verdict, Verdict::Ready, "{r:?}");
+        assert_eq!(r.verification, Some(Verification::Unreadable));
+        assert_eq!(r.warnings.len(), 1);
+        assert!(r.warnings[0].starts_with("`copilot --version` printed no version"));
+        let r = judge(EngineId::Gemini.engine(), unreadable(EngineId::Gemini));
+        assert_eq!(r.verdict, Verdict::Degraded);
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn missing_engine_carries_install_hint() {
+        let facts = Facts::Missing(ResolveError::NotFound {
+            engine: EngineId::Gemini,
+            binary: "gemini",
+        });
+        let r = judge(EngineId::Gemini.engine(), facts);
+        assert_eq!(r.verdict, Verdict::Missing);
+        assert_eq!(r.install_hint, Some("npm install -g @google/gemini-cli"));
+        assert!(!r.passes());
+    }
+
+    #[test]
+    fn json_shape_and_probe_field() {
+        let mut r = judge(EngineId::Codex.engine(), found(EngineId::Codex, "0.171.0"));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["engine"], "codex");
+        assert_eq!(v["verification"], "verified");
+        assert_eq!(v["verdict"], "ready");
+        assert_eq!(v["missingFlags"], serde_json::json!([]));
+        assert!(v.get("probe").is_none() && v.get("installHint").is_none());
+        assert!(r.passes());
+        r.probe = Some(ProbeResult {
+            result: ProbeVerdict::Fail,
+            reason: Some("auth missing".into()),
+            session_id: None,
+        });
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["probe"]["result"], "fail");
+        assert_eq!(v["probe"]["sessionId"], serde_json::Value::Null);
+        assert!(!r.passes());
+    }
+}

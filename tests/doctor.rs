@@ -1,0 +1,516 @@
+//! `vf doctor` through the binary, against fake engine executables (small
+//! shell scripts) for every outcome. The environment is cleared so nothing
+//! installed on the machine leaks in.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use vf::engine::EngineId;
+
+/// A fake engine CLI: what it does on `--version` and which flags its help omits.
+struct Fake {
+    id: EngineId,
+    /// Shell snippet run for `--version`.
+    version_sh: String,
+    omit: Vec<&'static str>,
+}
+
+impl Fake {
+    fn new(id: EngineId) -> Fake {
+        let v = id
+            .engine()
+            .spec()
+            .verified_versions
+            .first()
+            .copied()
+            .unwrap_or("1.0.0");
+        Fake {
+            id,
+            version_sh: format!("echo '{} {v}'", id.as_str()),
+            omit: Vec::new(),
+        }
+    }
+
+    fn version_sh(mut self, sh: &str) -> Fake {
+        self.version_sh = sh.to_string();
+        self
+    }
+
+    fn omit(mut self, flag: &'static str) -> Fake {
+        self.omit.push(flag);
+        self
+    }
+
+    /// Writes the script as `dir/<binary>` and returns its path.
+    fn install(&self, dir: &Path) -> PathBuf {
+        let spec = self.id.engine().spec();
+        let mut cases = format!("  '--version')\n    {}\n    ;;\n", self.version_sh);
+        let mut seen: Vec<&[&str]> = Vec::new();
+        for f in spec.required_flags {
+            if seen.contains(&f.help_args) {
+                continue;
+            }
+            seen.push(f.help_args);
+            // Only shell builtins: PATH holds nothing but the fakes.
+            let mut text = String::from("    echo 'Usage: fake [OPTIONS]'\n");
+            for g in spec
+                .required_flags
+                .iter()
+                .filter(|g| g.help_args == f.help_args)
+            {
+                if !self.omit.contains(&g.flag) {
+                    text.push_str(&format!(
+                        "    echo '  {} <value>    does a thing'\n",
+                        g.flag
+                    ));
+                }
+            }
+            // A longer option sharing a prefix must not count as the flag.
+            for o in &self.omit {
+                text.push_str(&format!("    echo '  {o}-extra    something else'\n"));
+            }
+            cases.push_str(&format!("  '{}')\n{text}    ;;\n", f.help_args.join(" ")));
+        }
+        let script = format!(
+            "#!/bin/sh\ncase \"$*\" in\n{cases}  *)\n    echo \"unexpected: $*\" >&2\n    exit 2\n    ;;\nesac\n"
+        );
+        write_exe(&dir.join(spec.binary), &script)
+    }
+}
+
+fn write_exe(path: &Path, body: &str) -> PathBuf {
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_path_buf()
+}
+
+/// A shell command that hangs (as `exec`, so the hung process is the CLI itself),
+/// first recording its pid in `pidfile`.
+fn hang_sh(pidfile: &Path) -> String {
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("sleep(1) available");
+    format!("echo $$ > '{}'; exec {sleep} 300", pidfile.display())
+}
+
+fn vf(path_dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("vf").unwrap();
+    c.env_clear().env("PATH", path_dir);
+    c
+}
+
+fn json_of(out: &std::process::Output) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bad json ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    v.as_array().expect("an array").clone()
+}
+
+fn doctor_json(path_dir: &Path, args: &[&str]) -> (i32, Vec<Value>) {
+    let out = vf(path_dir)
+        .arg("doctor")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    (out.status.code().unwrap(), json_of(&out))
+}
+
+#[test]
+fn verified_engine_with_all_flags_is_ready() {
+    let t = tempfile::tempdir().unwrap();
+    let path = Fake::new(EngineId::Codex).install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "codex"]);
+    assert_eq!(code, 0, "{r:?}");
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0]["engine"], "codex");
+    assert_eq!(r[0]["path"], path.to_str().unwrap());
+    assert_eq!(r[0]["version"], "0.171.0");
+    assert_eq!(r[0]["verification"], "verified");
+    assert_eq!(r[0]["verdict"], "ready");
+    assert_eq!(r[0]["missingFlags"], serde_json::json!([]));
+    assert_eq!(r[0]["reasons"], serde_json::json!([]));
+    assert_eq!(r[0]["warnings"], serde_json::json!([]));
+    assert!(r[0].get("probe").is_none());
+}
+
+#[test]
+fn newer_unverified_version_is_degraded() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Claude)
+        .version_sh("echo '9.0.0 (Claude Code)'")
+        .install(t.path());
+    let (code, r) = doctor_json(t.path(), &["--engine", "claude"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["version"], "9.0.0");
+    assert_eq!(r[0]["verification"], "newer, unverified");
+    assert_eq!(r[0]["verdict"], "degraded");
+    let reason = r[0]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.contains("newer than the newest verified"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn missing_flag_is_named() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Claude)
+        .omit("--verbose")
+        .install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "claude"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["verification"], "verified");
+    assert_eq!(r[0]["missingFlags"], serde_json::json!(["--verbose"]));
+    assert_eq!(r[0]["verdict"], "degraded");
+    assert!(
+        r[0]["reasons"][0].as_str().unwrap().contains("--verbose"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn missing_subcommand_flag_is_named_by_its_label() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Opencode)
+        .omit("--session")
+        .install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "opencode"]);
+    assert_eq!(code, 1);
+    let label = EngineId::Opencode
+        .engine()
+        .spec()
+        .required_flags
+        .iter()
+        .find(|f| f.flag == "--session")
+        .unwrap()
+        .label;
+    assert_eq!(r[0]["missingFlags"], serde_json::json!([label]));
+}
+
+#[test]
+fn garbage_version_is_unreadable() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Gemini)
+        .version_sh("echo 'Welcome to gemini!'")
+        .install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "gemini"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["version"], Value::Null);
+    assert_eq!(r[0]["verification"], "unreadable");
+    assert_eq!(r[0]["verdict"], "degraded");
+    let reason = r[0]["reasons"][0].as_str().unwrap();
+    assert!(reason.contains("printed no version number"), "{reason}");
+    assert!(reason.contains("Welcome to gemini!"), "{reason}");
+}
+
+#[test]
+fn hung_version_is_cut_off_and_reported_as_timeout() {
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let pidfile = t.path().join("hung.pid");
+    Fake::new(EngineId::Codex)
+        .version_sh(&hang_sh(&pidfile))
+        .install(&bin);
+    let (code, r) = doctor_json(&bin, &["-e", "codex", "--timeout", "2"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["verification"], "unreadable");
+    assert_eq!(r[0]["verdict"], "degraded");
+    assert_eq!(
+        r[0]["reasons"][0], "`codex --version` timed out after 2s",
+        "{r:?}"
+    );
+    // The hung process did not outlive vf.
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+    assert!(
+        stat.map_or(true, |s| s.contains(") Z ")),
+        "hung child {pid} still running"
+    );
+}
+
+#[test]
+fn several_hung_engines_are_each_reported() {
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    Fake::new(EngineId::Claude)
+        .version_sh(&hang_sh(&t.path().join("a.pid")))
+        .install(&bin);
+    Fake::new(EngineId::Gemini)
+        .version_sh(&hang_sh(&t.path().join("b.pid")))
+        .install(&bin);
+    Fake::new(EngineId::Codex).install(&bin);
+    let (code, r) = doctor_json(
+        &bin,
+        &[
+            "-e",
+            "claude",
+            "-e",
+            "gemini",
+            "-e",
+            "codex",
+            "--timeout",
+            "2",
+        ],
+    );
+    assert_eq!(code, 1);
+    let by: Vec<(&str, &str)> = r
+        .iter()
+        .map(|o| {
+            (
+                o["engine"].as_str().unwrap(),
+                o["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("claude", "degraded"),
+            ("gemini", "degraded"),
+            ("codex", "ready")
+        ]
+    );
+    for o in &r[..2] {
+        assert!(
+            o["reasons"][0]
+                .as_str()
+                .unwrap()
+                .ends_with("timed out after 2s"),
+            "{o}"
+        );
+    }
+}
+
+#[test]
+fn copilot_unreadable_version_is_a_warning_only() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Copilot)
+        .version_sh("echo 'Run copilot update to check for updates.'")
+        .install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "copilot"]);
+    assert_eq!(code, 0, "{r:?}");
+    assert_eq!(r[0]["verification"], "unreadable");
+    assert_eq!(r[0]["verdict"], "ready");
+    assert_eq!(r[0]["reasons"], serde_json::json!([]));
+    let w = r[0]["warnings"][0].as_str().unwrap();
+    assert!(
+        w.starts_with("`copilot --version` printed no version"),
+        "{w}"
+    );
+
+    // The table shows the warning on a ready row.
+    let out = vf(t.path())
+        .args(["doctor", "-e", "copilot"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("copilot   ready"), "{text}");
+    assert!(
+        text.contains("! `copilot --version` printed no version"),
+        "{text}"
+    );
+}
+
+#[test]
+fn missing_engine_reports_install_hint() {
+    let t = tempfile::tempdir().unwrap();
+    let (code, r) = doctor_json(t.path(), &["-e", "gemini"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["verdict"], "missing");
+    assert_eq!(r[0]["path"], Value::Null);
+    assert_eq!(r[0]["verification"], Value::Null);
+    assert_eq!(r[0]["installHint"], "npm install -g @google/gemini-cli");
+    assert!(
+        r[0]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("VF_GEMINI_BIN"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn nothing_installed_still_tells_how_to_install_each_engine() {
+    let t = tempfile::tempdir().unwrap();
+    let out = vf(t.path()).arg("doctor").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for id in EngineId::ALL {
+        let spec = id.engine().spec();
+        assert!(text.contains(spec.install_hint), "{id}: {text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{:<9} missing", id.as_str()))),
+            "{id}: {text}"
+        );
+    }
+    assert!(text.contains("0 of 6 engines ready"), "{text}");
+
+    let (code, r) = doctor_json(t.path(), &[]);
+    assert_eq!(code, 1);
+    let engines: Vec<&str> = r.iter().map(|o| o["engine"].as_str().unwrap()).collect();
+    let all: Vec<&str> = EngineId::ALL.iter().map(|e| e.as_str()).collect();
+    assert_eq!(engines, all);
+    assert!(r.iter().all(|o| o["verdict"] == "missing"));
+}
+
+#[test]
+fn bin_env_var_overrides_path_lookup() {
+    let t = tempfile::tempdir().unwrap();
+    let path_dir = t.path().join("path");
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&path_dir).unwrap();
+    std::fs::create_dir(&elsewhere).unwrap();
+    // On PATH: a newer one; in VF_CODEX_BIN: the verified one, which must win.
+    Fake::new(EngineId::Codex)
+        .version_sh("echo 'codex-cli 9.9.9'")
+        .install(&path_dir);
+    let chosen = Fake::new(EngineId::Codex).install(&elsewhere);
+    let out = vf(&path_dir)
+        .env("VF_CODEX_BIN", &chosen)
+        .args(["doctor", "--json", "-e", "codex"])
+        .output()
+        .unwrap();
+    let r = json_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:?}");
+    assert_eq!(r[0]["path"], chosen.to_str().unwrap());
+    assert_eq!(r[0]["version"], "0.171.0");
+
+    // An override that is not executable is reported, not silently replaced by PATH.
+    let plain = elsewhere.join("plain");
+    std::fs::write(&plain, "").unwrap();
+    let out = vf(&path_dir)
+        .env("VF_CODEX_BIN", &plain)
+        .args(["doctor", "--json", "-e", "codex"])
+        .output()
+        .unwrap();
+    let r = json_of(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r[0]["verdict"], "missing");
+    assert_eq!(
+        r[0]["reasons"][0],
+        format!("VF_CODEX_BIN={}: not executable", plain.display())
+    );
+}
+
+#[test]
+fn non_executable_file_on_path_is_not_found() {
+    let t = tempfile::tempdir().unwrap();
+    let p = Fake::new(EngineId::Codex).install(t.path());
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, r) = doctor_json(t.path(), &["-e", "codex"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["verdict"], "missing");
+}
+
+#[test]
+fn engine_selection_is_deduplicated_and_ordered_as_given() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex).install(t.path());
+    Fake::new(EngineId::Claude).install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "codex", "-e", "claude", "-e", "codex"]);
+    assert_eq!(code, 0, "{r:?}");
+    let engines: Vec<&str> = r.iter().map(|o| o["engine"].as_str().unwrap()).collect();
+    assert_eq!(engines, ["codex", "claude"]);
+}
+
+#[test]
+fn one_bad_engine_fails_the_run() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex).install(t.path());
+    let (code, r) = doctor_json(t.path(), &["-e", "codex", "-e", "claude"]);
+    assert_eq!(code, 1);
+    assert_eq!(r[0]["verdict"], "ready");
+    assert_eq!(r[1]["verdict"], "missing");
+}
+
+#[test]
+fn bun_runtime_version_is_reported_when_installed() {
+    let t = tempfile::tempdir().unwrap();
+    let bun = write_exe(
+        &t.path().join("bun"),
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 1.3.4\n",
+    );
+    let out = vf(t.path())
+        .args(["doctor", "-e", "codex"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "bun (auxiliary runtime): 1.3.4 at {}",
+            bun.display()
+        )),
+        "{text}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = vf(empty.path())
+        .args(["doctor", "-e", "codex"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("bun (auxiliary runtime): not found on PATH"),
+        "{text}"
+    );
+}
+
+#[test]
+fn timeout_must_be_positive() {
+    let t = tempfile::tempdir().unwrap();
+    let out = vf(t.path())
+        .args(["doctor", "--timeout", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// Real-engine tier: the pinned, installed CLIs must all come out ready and
+/// verified. Run with
+/// `VF_REAL_ENGINES_BIN=/work/main/.engines/current/node_modules/.bin cargo test --test doctor -- --ignored`.
+/// Offline: `--version` and `--help` need no network.
+#[test]
+#[ignore = "needs the real CLIs: set VF_REAL_ENGINES_BIN"]
+fn real_clis_are_ready_and_verified() {
+    let dir = std::env::var_os("VF_REAL_ENGINES_BIN")
+        .expect("set VF_REAL_ENGINES_BIN to the directory holding the real CLIs");
+    let home = tempfile::tempdir().unwrap();
+    // node must be found by the CLIs' `#!/usr/bin/env node`.
+    let path = std::env::join_paths(std::iter::once(PathBuf::from(&dir)).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let ids = [
+        EngineId::Claude,
+        EngineId::Codex,
+        EngineId::Copilot,
+        EngineId::Opencode,
+        EngineId::Gemini,
+    ];
+    let mut cmd = Command::cargo_bin("vf").unwrap();
+    cmd.env_clear()
+        .env("PATH", &path)
+        .env("HOME", home.path())
+        // Generous: a loaded machine makes node CLIs start slowly.
+        .args(["doctor", "--json", "--timeout", "120"]);
+    for id in ids {
+        cmd.args(["-e", id.as_str()]);
+    }
+    let out = cmd.output().unwrap();
+    let r = json_of(&out);
+    for (o, id) in r.iter().zip(ids) {
+        assert_eq!(o["engine"], id.as_str());
+        assert_eq!(o["verification"], "verified", "{o}");
+        assert_eq!(o["verdict"], "ready", "{o}");
+        assert_eq!(o["warnings"], serde_json::json!([]), "{o}");
+    }
+    assert_eq!(r.len(), ids.len());
+    assert_eq!(out.status.code(), Some(0));
+}

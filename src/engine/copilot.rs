@@ -234,7 +234,8 @@ impl Tracker for CopilotTracker {
     fn finish(&self, exit_code: Option<i32>) -> Outcome {
         let text_mode = self.result_exit.is_none() && self.answer.is_none() && self.saw_text;
         let answer = if text_mode {
-            Some(self.text.clone())
+            // The CLI pads the answer with blank lines; they are not part of it.
+            Some(self.text.trim_end_matches(['\n', '\r']).to_string())
         } else {
             self.answer.clone()
         };

@@ -131,11 +131,8 @@ impl Tracker for OpencodeTracker {
                 self.last_reason = str_at(frame, &["part", "reason"]).map(str::to_string);
                 self.usage = frame.pointer("/part/tokens").cloned();
             }
-            Some("tool_use") => {
-                if str_at(frame, &["part", "state", "status"]) == Some("error") {
-                    self.tool_error =
-                        str_at(frame, &["part", "state", "error"]).map(str::to_string);
-                }
+            Some("tool_use") if str_at(frame, &["part", "state", "status"]) == Some("error") => {
+                self.tool_error = str_at(frame, &["part", "state", "error"]).map(str::to_string);
             }
             Some("error") => {
                 let e = frame.get("error");

@@ -820,3 +820,88 @@ mod binary {
         refused(&["--engine", "agy", "--prompt", &big], 3, "30720");
     }
 }
+
+// ---------- the flags vf relies on are in the saved help texts ----------
+
+#[test]
+fn required_flags_appear_in_the_verified_help() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for e in EngineId::ALL {
+        let spec = e.engine().spec();
+        for ver in spec.verified_versions {
+            for f in spec.required_flags {
+                let name = match f.help_args {
+                    ["--help"] => "help",
+                    ["run", "--help"] => "run",
+                    ["exec", "--help"] => "exec",
+                    ["exec", "resume", "--help"] => "exec-resume",
+                    other => panic!("{e}: no saved help for {other:?}"),
+                };
+                let p = root
+                    .join(e.as_str())
+                    .join(ver)
+                    .join("help")
+                    .join(format!("{name}.txt"));
+                let text = std::fs::read_to_string(&p)
+                    .unwrap_or_else(|err| panic!("{}: {err}", p.display()));
+                assert!(
+                    text.contains(f.flag),
+                    "{e} {ver}: {} lacks {}",
+                    p.display(),
+                    f.flag
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_emitted_flag_is_in_the_verified_help() {
+    // Builds the fullest invocation per engine and checks each `--flag` word
+    // against every verified version's help (agy has none to check against).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for e in EngineId::ALL {
+        let spec = e.engine().spec();
+        for ver_s in spec.verified_versions {
+            let ver = Version::parse(ver_s).unwrap();
+            let kinds = spec.attachment_kinds;
+            let atts: Vec<Attachment> = kinds.iter().map(|k| att(*k, "f.bin")).collect();
+            let session = match e {
+                EngineId::Opencode => OPENCODE_ID,
+                _ => CLAUDE_ID,
+            };
+            let r = Request {
+                session: e.engine().exact_resume(Some(&ver)).then_some(session),
+                skip_permissions: true,
+                in_git_repo: false,
+                attachments: &atts,
+                version: Some(&ver),
+                ..req("x")
+            };
+            let inv = build(e, &r);
+            let dir = root.join(e.as_str()).join(ver_s).join("help");
+            let mut help = String::new();
+            for f in std::fs::read_dir(&dir).unwrap().flatten() {
+                help.push_str(&std::fs::read_to_string(f.path()).unwrap());
+            }
+            for a in &inv.args {
+                if !a.starts_with("--") {
+                    continue;
+                }
+                let flag = a.split('=').next().unwrap();
+                // Hidden in claude's help: 2.1.332 proven by fixtures/claude/2.1.332/v_stdin_append_file, 2.1.220 accepts it (ENGINES.md).
+                let hidden = flag == "--append-system-prompt-file";
+                let found = help.contains(&format!("{flag} "))
+                    || help.contains(&format!("{flag}\n"))
+                    || help.contains(&format!("{flag}="))
+                    || help.contains(&format!("{flag}["))
+                    || help.contains(&format!("{flag},"));
+                assert!(
+                    found || hidden,
+                    "{e} {ver_s}: {flag} not in {}",
+                    dir.display()
+                );
+            }
+        }
+    }
+}

@@ -108,6 +108,8 @@ fn cases() -> Vec<Case> {
         // is_error:true with subtype "success": failed, and the text is the error, not an answer.
         case("claude", CL, "d_error500", Jsonl, Some("efba3329-036f-44bc-b578-35f78544f34d"), true, None, None),
         case("claude", CL, "v_stdin_append_file", Jsonl, Some("5c3cb759-b260-4ba2-8cd5-96b9a693ce4a"), false, Some(V), sb()),
+        case("claude", "2.1.220", "v_a_stream", Jsonl, Some("c1a41d45-cb79-44f3-8d3a-a23a9d3f9120"), false, Some(V), sb()),
+        case("claude", "2.1.220", "v_c_stream", Jsonl, Some("c1a41d45-cb79-44f3-8d3a-a23a9d3f9120"), false, Some(V), sb()),
         // codex
         case("codex", CX, "a_json", Jsonl, codex_a, false, Some(A), sa()),
         case("codex", CX, "b_tool", Jsonl, Some("01a229fa-c37b-7e73-b0a3-717af64fe884"), false, Some(B), sb()),
@@ -139,6 +141,8 @@ fn cases() -> Vec<Case> {
         case("opencode", OC, "c_resume", Jsonl, opencode_a, false, Some(C), sc()),
         // The API error comes before any step: the id is on the error frame.
         case("opencode", OC, "d_error500", Jsonl, Some("ses_dd6035e31ffeiHU4ZjjkjUTU4K"), true, None, None),
+        case("opencode", "1.18.22", "v_a_stdin", Jsonl, Some("ses_dd5d5e3d7ffeNkd6hjHO3lUqbz"), false, Some(V), sb()),
+        case("opencode", "1.18.22", "v_c_stdin", Jsonl, Some("ses_dd5d5e3d7ffeNkd6hjHO3lUqbz"), false, Some(V), sb()),
         case("opencode", OC, "v_stdin_file", Jsonl, Some("ses_dd5de8ad4ffeLP5vMvw7PferlN"), false, Some(V), sb()),
     ]
 }

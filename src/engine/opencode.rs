@@ -2,7 +2,7 @@
 //!
 //! Fresh:  `opencode run --format json [--auto] [--file=P]...`
 //! Resume: `opencode run --session <ses_...> --format json ...`
-//! The prompt goes on stdin.
+//! The prompt goes on stdin (no positional message: `run` then reads stdin).
 
 use serde_json::Value;
 
@@ -44,6 +44,11 @@ static SPEC: Spec = Spec {
             help_args: &["run", "--help"],
             flag: "--file",
             label: "run --file",
+        },
+        FlagCheck {
+            help_args: &["run", "--help"],
+            flag: "--auto",
+            label: "run --auto",
         },
     ],
     install_hint: "npm install -g opencode-ai",

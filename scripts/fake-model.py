@@ -1,3 +1,12 @@
+"""A tiny fake model server for re-verifying engine CLIs offline.
+
+Usage: python3 scripts/fake-model.py <port> <request-log.jsonl>
+Answers every POST with one fixed fenced-json answer as SSE: Anthropic Messages
+(/v1/messages), OpenAI Responses (/v1/responses), otherwise Chat Completions.
+Each request is appended to the log so tests of argv effects (attachments,
+stdin prompts, resumed history) can be checked by hand. Run it inside
+`unshare -n` next to the CLI: it never needs the network.
+"""
 import json, sys, http.server
 LOG = open(sys.argv[2], "a")
 ANSWER = "Done.\n\n```json\n{\"confidence\": 0.9, \"files_changed\": []}\n```"
@@ -19,7 +28,14 @@ class H(http.server.BaseHTTPRequestHandler):
         def ev(name, data):
             if name: self.wfile.write(f"event: {name}\n".encode())
             self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
-        if self.path.startswith("/v1/messages"):
+        if self.path.startswith("/v1/responses"):
+            ev("response.created", {"type":"response.created","response":{"id":"resp_1","status":"in_progress"}})
+            item = {"type":"message","role":"assistant","id":"msg_1","status":"completed","content":[{"type":"output_text","text":ANSWER,"annotations":[]}]}
+            ev("response.output_item.added", {"type":"response.output_item.added","output_index":0,"item":dict(item, content=[], status="in_progress")})
+            ev("response.output_text.delta", {"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":ANSWER})
+            ev("response.output_item.done", {"type":"response.output_item.done","output_index":0,"item":item})
+            ev("response.completed", {"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[item],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":20,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":30}}})
+        elif self.path.startswith("/v1/messages"):
             ev("message_start", {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":None,"stop_sequence":None,"usage":{"input_tokens":10,"output_tokens":1}}})
             ev("content_block_start", {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})
             ev("content_block_delta", {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":ANSWER}})

@@ -115,6 +115,10 @@ fn cases() -> Vec<Case> {
         case("codex", CX, "b_tool", Jsonl, Some("01a229fa-c37b-7e73-b0a3-717af64fe884"), false, Some(B), sb()),
         case("codex", CX, "c_resume", Jsonl, codex_a, false, Some(C), sc()),
         case("codex", CX, "d_error500", Jsonl, Some("01a229fa-c603-7b92-9c6b-93f1b52dd97e"), true, None, None),
+        case("codex", CX, "v_a_image", Jsonl, Some("01a22a2c-a7e0-7fa3-ba24-ede4d191138a"), false, Some(V), sb()),
+        case("codex", CX, "v_c_resume_image", Jsonl, Some("01a22a2c-a7e0-7fa3-ba24-ede4d191138a"), false, Some(V), sb()),
+        case("codex", "0.146.0", "v_a_image", Jsonl, Some("01a22a2c-9fda-7f12-90c4-146db0b50509"), false, Some(V), sb()),
+        case("codex", "0.146.0", "v_c_resume_image", Jsonl, Some("01a22a2c-9fda-7f12-90c4-146db0b50509"), false, Some(V), sb()),
         // copilot
         case("copilot", CP, "a_json", Jsonl, copilot_a, false, Some(A), sa()),
         case("copilot", CP, "b_tool", Jsonl, Some("35a7955e-a35e-4e55-9635-50a19b7f8e45"), false, Some(B), sb()),

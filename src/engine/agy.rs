@@ -100,7 +100,10 @@ impl Tracker for AgyTracker {
         };
         Outcome {
             session_id: None,
-            answer: self.saw_text.then(|| self.text.clone()),
+            // Trailing blank lines are output padding, not part of the answer.
+            answer: self
+                .saw_text
+                .then(|| self.text.trim_end_matches(['\n', '\r']).to_string()),
             failed: error.is_some(),
             error,
             usage: None,

@@ -1,9 +1,10 @@
 //! GitHub Copilot CLI (`@github/copilot`).
 //!
-//! `copilot [--output-format json] [--attachment=P]... [--allow-all] [--resume=<id>] -p <prompt>`
+//! `copilot --output-format json --no-auto-update [--disable-client-telemetry] [--attachment=P]... [--allow-all] [--resume=<id>] -p <prompt>`
 //! Every option comes before `-p`; the prompt is an argv value (stdin is
-//! `/dev/null`). A prompt above ~32 KiB goes to `<state>/dispatch/<unit>.md`
-//! and argv carries a short pointer to it instead.
+//! `/dev/null`). A prompt above 32 KiB goes to `<state>/dispatch/<unit>.md`
+//! and argv carries a short pointer to it instead. A prompt starting with `-`
+//! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
 use serde_json::Value;
 
@@ -19,15 +20,22 @@ pub struct Copilot;
 /// Above this many bytes the prompt is passed through a file.
 pub const ARGV_PROMPT_LIMIT: usize = 32 * 1024;
 
-/// First version whose `--output-format json` was verified.
+/// Oldest version whose `--output-format json` was verified (help text and a capture).
 const JSON_MODE_SINCE: Version = Version {
+    major: 1,
+    minor: 0,
+    patch: 83,
+};
+
+/// First version with `--disable-client-telemetry` (1.0.83 rejects it).
+const TELEMETRY_FLAG_SINCE: Version = Version {
     major: 1,
     minor: 0,
     patch: 102,
 };
 
 /// Versions whose captures prove `--resume=<id>` keeps the session id.
-const EXACT_RESUME_VERIFIED: &[&str] = &["1.0.102"];
+const EXACT_RESUME_VERIFIED: &[&str] = &["1.0.102", "1.0.83"];
 
 static SPEC: Spec = Spec {
     id: EngineId::Copilot,
@@ -60,6 +68,16 @@ static SPEC: Spec = Spec {
             flag: "--resume",
             label: "--resume",
         },
+        FlagCheck {
+            help_args: &["--help"],
+            flag: "--attachment",
+            label: "--attachment",
+        },
+        FlagCheck {
+            help_args: &["--help"],
+            flag: "--no-auto-update",
+            label: "--no-auto-update",
+        },
     ],
     install_hint: "npm install -g @github/copilot",
 };
@@ -89,6 +107,11 @@ impl Engine for Copilot {
         if Self::json_mode(req.version) {
             args.extend(["--output-format", "json"].map(String::from));
         }
+        // Keeps the verified build running instead of a newer downloaded one.
+        args.push("--no-auto-update".into());
+        if req.version.is_none_or(|v| *v >= TELEMETRY_FLAG_SINCE) {
+            args.push("--disable-client-telemetry".into());
+        }
         for a in req.attachments {
             args.push(format!("--attachment={}", a.path.display()));
         }
@@ -116,8 +139,12 @@ impl Engine for Copilot {
             } else {
                 (req.prompt.to_string(), None, None)
             };
-        args.push("-p".into());
-        args.push(prompt_arg);
+        if prompt_arg.starts_with('-') {
+            args.push(format!("--prompt={prompt_arg}"));
+        } else {
+            args.push("-p".into());
+            args.push(prompt_arg);
+        }
         Ok(Invocation {
             program: SPEC.binary.into(),
             args,
@@ -190,7 +217,10 @@ impl Tracker for CopilotTracker {
                 self.result_exit = frame.get("exitCode").and_then(Value::as_i64);
                 self.usage = frame.get("usage").cloned();
             }
-            _ => {}
+            Some(_) => {}
+            // Text mode: a line of the answer that happens to be JSON (e.g. the
+            // summary's body) is still answer text; copilot frames always have `type`.
+            None => self.observe_text(&frame.to_string()),
         }
     }
 
@@ -209,7 +239,8 @@ impl Tracker for CopilotTracker {
     fn finish(&self, exit_code: Option<i32>) -> Outcome {
         let text_mode = self.result_exit.is_none() && self.answer.is_none() && self.saw_text;
         let answer = if text_mode {
-            Some(self.text.clone())
+            // The CLI pads the answer with blank lines; they are not part of it.
+            Some(self.text.trim_end_matches(['\n', '\r']).to_string())
         } else {
             self.answer.clone()
         };

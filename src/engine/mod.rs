@@ -291,8 +291,9 @@ pub fn check_request(engine: &dyn Engine, req: &Request<'_>) -> Result<()> {
     if let Some(limit) = spec.prompt_limit_bytes
         && req.prompt.len() >= limit
     {
-        return Err(VfError::usage(format!(
-            "{}: the prompt is {} bytes; {} accepts prompts under {} bytes (shorten it or use another engine)",
+        // Exit 3 (not ready), as error.rs documents for a prompt over the limit.
+        return Err(VfError::not_ready(format!(
+            "{}: the prompt is {} bytes of UTF-8; {} accepts prompts under {} bytes (shorten it or use another engine)",
             spec.id,
             req.prompt.len(),
             spec.id,

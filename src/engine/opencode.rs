@@ -2,7 +2,7 @@
 //!
 //! Fresh:  `opencode run --format json [--auto] [--file=P]...`
 //! Resume: `opencode run --session <ses_...> --format json ...`
-//! The prompt goes on stdin.
+//! The prompt goes on stdin (no positional message: `run` then reads stdin).
 
 use serde_json::Value;
 
@@ -44,6 +44,11 @@ static SPEC: Spec = Spec {
             help_args: &["run", "--help"],
             flag: "--file",
             label: "run --file",
+        },
+        FlagCheck {
+            help_args: &["run", "--help"],
+            flag: "--auto",
+            label: "run --auto",
         },
     ],
     install_hint: "npm install -g opencode-ai",
@@ -105,6 +110,10 @@ struct OpencodeTracker {
     answer: Option<String>,
     error: Option<String>,
     finished_step: bool,
+    /// `part.reason` of the latest `step_finish` ("stop", "tool-calls", ...).
+    last_reason: Option<String>,
+    /// The latest tool error (e.g. a rejected permission).
+    tool_error: Option<String>,
     usage: Option<Value>,
 }
 
@@ -124,7 +133,11 @@ impl Tracker for OpencodeTracker {
             }
             Some("step_finish") => {
                 self.finished_step = true;
+                self.last_reason = str_at(frame, &["part", "reason"]).map(str::to_string);
                 self.usage = frame.pointer("/part/tokens").cloned();
+            }
+            Some("tool_use") if str_at(frame, &["part", "state", "status"]) == Some("error") => {
+                self.tool_error = str_at(frame, &["part", "state", "error"]).map(str::to_string);
             }
             Some("error") => {
                 let e = frame.get("error");
@@ -151,6 +164,14 @@ impl Tracker for OpencodeTracker {
             })
         } else if !self.finished_step {
             Some("the stream ended without step_finish".into())
+        } else if self.last_reason.as_deref() == Some("tool-calls") {
+            // opencode calls the model again after every tool call; a stream
+            // that ends right after one was cut short (a rejected permission
+            // stops the run with exit 0).
+            Some(match &self.tool_error {
+                Some(e) => format!("opencode stopped after a failed tool call: {e}"),
+                None => "opencode stopped after a tool call without a final answer".into(),
+            })
         } else {
             None
         };

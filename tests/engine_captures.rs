@@ -1,0 +1,551 @@
+//! Every genuine capture under `fixtures/<cli>/<version>/` replayed through
+//! its engine's tracker: session id, success/failure, final answer, summary.
+//!
+//! Expected values were read off the captures independently of the trackers
+//! (the `thread.started` line, the `result` envelope, ...), and the exit code
+//! comes from each case's `cmd.txt`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use vf::engine::{EngineId, Outcome, Tracker};
+use vf::summary::{Summary, extract};
+
+/// How the capture's stdout is read.
+#[derive(Clone, Copy, Debug)]
+enum Feed {
+    /// One JSON frame per line (non-JSON lines go to `observe_text`).
+    Jsonl,
+    /// One (pretty-printed) JSON document.
+    Document,
+    /// Plain text, line by line.
+    Text,
+}
+
+struct Case {
+    cli: &'static str,
+    version: &'static str,
+    case: &'static str,
+    feed: Feed,
+    session: Option<&'static str>,
+    failed: bool,
+    answer: Option<&'static str>,
+    summary: Option<Value>,
+}
+
+const A: &str =
+    "Done. Here is the result:\n\n```json\n{\"confidence\":1.0,\"files_changed\":[]}\n```\n";
+const B: &str =
+    "The command printed: hello\n\n```json\n{\"confidence\":0.9,\"files_changed\":[]}\n```\n";
+const C: &str = "Resumed. I still remember the previous answer.\n\n```json\n{\"confidence\":0.8,\"files_changed\":[\"a.txt\"]}\n```\n";
+const DENIED: &str = "Finished (the shell tool may have been refused).\n\n```json\n{\"confidence\":0.5,\"files_changed\":[\"lab-written.txt\"]}\n```\n";
+/// The answer of vf's own verification runs (scripts/fake-model.py).
+const V: &str = "Done.\n\n```json\n{\"confidence\": 0.9, \"files_changed\": []}\n```";
+
+fn sa() -> Option<Value> {
+    Some(json!({"confidence": 1.0, "files_changed": []}))
+}
+fn sb() -> Option<Value> {
+    Some(json!({"confidence": 0.9, "files_changed": []}))
+}
+fn sc() -> Option<Value> {
+    Some(json!({"confidence": 0.8, "files_changed": ["a.txt"]}))
+}
+fn sd() -> Option<Value> {
+    Some(json!({"confidence": 0.5, "files_changed": ["lab-written.txt"]}))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn case(
+    cli: &'static str,
+    version: &'static str,
+    case: &'static str,
+    feed: Feed,
+    session: Option<&'static str>,
+    failed: bool,
+    answer: Option<&'static str>,
+    summary: Option<Value>,
+) -> Case {
+    Case {
+        cli,
+        version,
+        case,
+        feed,
+        session,
+        failed,
+        answer,
+        summary,
+    }
+}
+
+#[rustfmt::skip]
+fn cases() -> Vec<Case> {
+    use Feed::*;
+    const CL: &str = "2.1.332";
+    const CX: &str = "0.171.0";
+    const CP: &str = "1.0.102";
+    const GM: &str = "0.61.0";
+    const OC: &str = "1.18.33";
+    let claude_a = Some("5e0e0c89-f301-4ba6-8327-7b41f84dc493");
+    let codex_a = Some("01a229fa-c269-71a3-a12b-439065dbf14b");
+    let copilot_a = Some("23a3694b-6367-494d-aa02-ae5d5602995f");
+    let gemini_a = Some("d40ec370-b510-4397-9950-47c6add9e2ec");
+    let opencode_a = Some("ses_dd6038aa0ffepDEX7skMCMq13N");
+    let copilot_83 = Some("7834b0c5-24fe-4980-a264-ee0755314937");
+    vec![
+        // claude: `--output-format json` (one envelope) and stream-json.
+        case("claude", CL, "a_json", Jsonl, claude_a, false, Some(A), sa()),
+        case("claude", CL, "a_json_partial", Jsonl, Some("fb4f1f73-314d-45ca-8bee-78f11161d236"), false, Some(A), sa()),
+        case("claude", CL, "a_json_stream", Jsonl, Some("a45120f2-ed10-406b-8dbb-c2e6151c6f7f"), false, Some(A), sa()),
+        case("claude", CL, "b_tool", Jsonl, Some("7c17dcf2-5636-43f8-8a35-03f46bb9d92c"), false, Some(B), sb()),
+        // The prompt was eaten by --allowedTools: exit 1, nothing on stdout.
+        case("claude", CL, "b_tool_argorder_pitfall", Jsonl, None, true, None, None),
+        case("claude", CL, "b_tool_denied", Jsonl, Some("66abd721-e87b-49a4-9ac4-13ee9f530611"), false, Some(DENIED), sd()),
+        case("claude", CL, "b_tool_json", Jsonl, Some("75892337-66ff-4d6f-bb9f-f3f56581541a"), false, Some(B), sb()),
+        case("claude", CL, "b_tool_readonly_noallow", Jsonl, Some("bf63d170-8284-455e-bdfe-d23e65d3a47e"), false, Some(B), sb()),
+        case("claude", CL, "c_resume", Jsonl, claude_a, false, Some(C), sc()),
+        case("claude", CL, "c_resume_stream", Jsonl, claude_a, false, Some(C), sc()),
+        // is_error:true with subtype "success": failed, and the text is the error, not an answer.
+        case("claude", CL, "d_error500", Jsonl, Some("efba3329-036f-44bc-b578-35f78544f34d"), true, None, None),
+        case("claude", CL, "v_stdin_append_file", Jsonl, Some("5c3cb759-b260-4ba2-8cd5-96b9a693ce4a"), false, Some(V), sb()),
+        case("claude", "2.1.220", "v_a_stream", Jsonl, Some("c1a41d45-cb79-44f3-8d3a-a23a9d3f9120"), false, Some(V), sb()),
+        case("claude", "2.1.220", "v_c_stream", Jsonl, Some("c1a41d45-cb79-44f3-8d3a-a23a9d3f9120"), false, Some(V), sb()),
+        // codex
+        case("codex", CX, "a_json", Jsonl, codex_a, false, Some(A), sa()),
+        case("codex", CX, "b_tool", Jsonl, Some("01a229fa-c37b-7e73-b0a3-717af64fe884"), false, Some(B), sb()),
+        case("codex", CX, "c_resume", Jsonl, codex_a, false, Some(C), sc()),
+        case("codex", CX, "d_error500", Jsonl, Some("01a229fa-c603-7b92-9c6b-93f1b52dd97e"), true, None, None),
+        case("codex", CX, "v_a_image", Jsonl, Some("01a22a2c-a7e0-7fa3-ba24-ede4d191138a"), false, Some(V), sb()),
+        case("codex", CX, "v_c_resume_image", Jsonl, Some("01a22a2c-a7e0-7fa3-ba24-ede4d191138a"), false, Some(V), sb()),
+        case("codex", "0.146.0", "v_a_image", Jsonl, Some("01a22a2c-9fda-7f12-90c4-146db0b50509"), false, Some(V), sb()),
+        case("codex", "0.146.0", "v_c_resume_image", Jsonl, Some("01a22a2c-9fda-7f12-90c4-146db0b50509"), false, Some(V), sb()),
+        // copilot
+        case("copilot", CP, "a_json", Jsonl, copilot_a, false, Some(A), sa()),
+        case("copilot", CP, "b_tool", Jsonl, Some("35a7955e-a35e-4e55-9635-50a19b7f8e45"), false, Some(B), sb()),
+        case("copilot", CP, "b_tool_noallow", Jsonl, Some("d19e610f-881a-4958-a227-30f8a5cf94dc"), false, Some(DENIED), sd()),
+        case("copilot", CP, "c_resume", Jsonl, copilot_a, false, Some(C), sc()),
+        case("copilot", CP, "d_error500", Jsonl, Some("300fa13f-1b1d-4b00-b368-a1f7a3077291"), true, None, None),
+        case("copilot", CP, "g_text_mode", Text, None, false, Some("Done. Here is the result:\n\n```json\n{\"confidence\":1.0,\"files_changed\":[]}\n```"), sa()),
+        case("copilot", "1.0.83", "v_a_json", Jsonl, copilot_83, false, Some(V), sb()),
+        case("copilot", "1.0.83", "v_c_resume", Jsonl, copilot_83, false, Some(V), sb()),
+        // gemini: json mode is one multi-line document.
+        case("gemini", GM, "a_json", Document, gemini_a, false, Some(A), sa()),
+        case("gemini", GM, "a_json_stream", Jsonl, Some("d3f6ac9f-7916-4e67-bc5e-ec6210584553"), false, Some(A), sa()),
+        case("gemini", GM, "b_tool", Jsonl, Some("3e94d0ea-b8f4-4335-834c-590cbe21b4aa"), false, Some(B), sb()),
+        case("gemini", GM, "b_tool_json", Document, Some("42d8b642-c127-4ef4-902a-acc2d4ad9326"), false, Some(B), sb()),
+        case("gemini", GM, "b_tool_noyolo", Jsonl, Some("b5a13e3e-5340-48b7-bc82-c698d272fb65"), false, Some(DENIED), sd()),
+        case("gemini", GM, "c_resume", Document, gemini_a, false, Some(C), sc()),
+        case("gemini", GM, "c_resume_stream", Jsonl, gemini_a, false, Some(C), sc()),
+        case("gemini", GM, "d_error500", Jsonl, Some("4b945cec-a522-4a40-b06d-477e3bb2726b"), true, None, None),
+        // opencode
+        case("opencode", OC, "a_json", Jsonl, opencode_a, false, Some(A), sa()),
+        case("opencode", OC, "b_tool", Jsonl, Some("ses_dd6038044ffeJjYH64fakXdqJQ"), false, Some(B), sb()),
+        // Permission auto-rejected: the run stops after the tool call, exit 0.
+        case("opencode", OC, "b_tool_ask", Jsonl, Some("ses_dd60372d6ffeFmEVs8wxcDuuQh"), true, Some("I will create a file."), None),
+        case("opencode", OC, "c_resume", Jsonl, opencode_a, false, Some(C), sc()),
+        // The API error comes before any step: the id is on the error frame.
+        case("opencode", OC, "d_error500", Jsonl, Some("ses_dd6035e31ffeiHU4ZjjkjUTU4K"), true, None, None),
+        case("opencode", "1.18.22", "v_a_stdin", Jsonl, Some("ses_dd5d5e3d7ffeNkd6hjHO3lUqbz"), false, Some(V), sb()),
+        case("opencode", "1.18.22", "v_c_stdin", Jsonl, Some("ses_dd5d5e3d7ffeNkd6hjHO3lUqbz"), false, Some(V), sb()),
+        case("opencode", OC, "v_stdin_file", Jsonl, Some("ses_dd5de8ad4ffeLP5vMvw7PferlN"), false, Some(V), sb()),
+    ]
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// `# exit_code: N` from a case's cmd.txt.
+fn recorded_exit(cmd: &str) -> i32 {
+    cmd.lines()
+        .find_map(|l| l.strip_prefix("# exit_code: "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("cmd.txt has an exit_code line")
+}
+
+/// Feeds stdout to a fresh tracker the way the projector reads it.
+fn replay(engine: EngineId, stdout: &str, feed: Feed) -> Box<dyn Tracker> {
+    let mut t = engine.engine().tracker();
+    match feed {
+        Feed::Document => {
+            let v: Value = serde_json::from_str(stdout).expect("one JSON document");
+            t.observe(&v);
+        }
+        Feed::Jsonl => {
+            for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
+                match serde_json::from_str::<Value>(line) {
+                    Ok(v) => t.observe(&v),
+                    Err(_) => t.observe_text(line),
+                }
+            }
+        }
+        Feed::Text => {
+            for line in stdout.strip_suffix('\n').unwrap_or(stdout).split('\n') {
+                t.observe_text(line);
+            }
+        }
+    }
+    t
+}
+
+fn check(c: &Case) -> Outcome {
+    let dir = fixtures().join(c.cli).join(c.version);
+    let stdout = read(&dir.join(format!("{}.stdout.jsonl", c.case)));
+    let exit = recorded_exit(&read(&dir.join(format!("{}.cmd.txt", c.case))));
+    let engine = EngineId::parse(c.cli).unwrap();
+    let t = replay(engine, &stdout, c.feed);
+    let id = format!("{}/{}/{}", c.cli, c.version, c.case);
+    assert_eq!(t.session_id(), c.session, "{id}: live session id");
+    let out = t.finish(Some(exit));
+    assert_eq!(out.session_id.as_deref(), c.session, "{id}: session id");
+    assert_eq!(out.failed, c.failed, "{id}: failed ({:?})", out.error);
+    assert_eq!(out.error.is_some(), c.failed, "{id}: error text");
+    if exit != 0 {
+        assert!(out.failed, "{id}: non-zero exit {exit} must be a failure");
+    }
+    assert_eq!(out.answer.as_deref(), c.answer, "{id}: answer");
+    let summary = out.answer.as_deref().map(extract);
+    match (&c.summary, summary) {
+        (Some(want), Some(Summary::Valid { value })) => assert_eq!(&value, want, "{id}"),
+        (None, None | Some(Summary::Absent)) => {}
+        (want, got) => panic!("{id}: summary {got:?}, want {want:?}"),
+    }
+    if let Some(sid) = c.session {
+        assert!(
+            engine.engine().valid_session_id(sid),
+            "{id}: the recorded id has the engine's shape"
+        );
+    }
+    out
+}
+
+#[test]
+fn every_capture_replays() {
+    for c in cases() {
+        check(&c);
+    }
+}
+
+#[test]
+fn every_capture_is_in_the_table() {
+    let table: Vec<String> = cases()
+        .iter()
+        .map(|c| format!("{}/{}/{}", c.cli, c.version, c.case))
+        .collect();
+    let mut found = Vec::new();
+    for cli in std::fs::read_dir(fixtures()).unwrap().flatten() {
+        if !cli.path().is_dir() {
+            continue;
+        }
+        for ver in std::fs::read_dir(cli.path()).unwrap().flatten() {
+            for f in std::fs::read_dir(ver.path()).unwrap().flatten() {
+                let name = f.file_name().to_string_lossy().into_owned();
+                if let Some(case) = name.strip_suffix(".stdout.jsonl") {
+                    found.push(format!(
+                        "{}/{}/{case}",
+                        cli.file_name().to_string_lossy(),
+                        ver.file_name().to_string_lossy()
+                    ));
+                    assert!(
+                        ver.path().join(format!("{case}.cmd.txt")).exists(),
+                        "{name} has a cmd.txt"
+                    );
+                }
+            }
+        }
+    }
+    found.sort();
+    let mut want = table.clone();
+    want.sort();
+    assert_eq!(found, want);
+}
+
+#[test]
+fn failure_texts_come_from_the_engine() {
+    let by = |cli: &str, case: &str| {
+        let c = cases()
+            .into_iter()
+            .find(|c| c.cli == cli && c.case == case)
+            .unwrap();
+        check(&c).error.unwrap()
+    };
+    assert!(by("claude", "d_error500").starts_with("API Error: 500"));
+    assert_eq!(
+        by("codex", "d_error500"),
+        "We’re currently experiencing high demand, which may cause temporary errors."
+    );
+    assert!(by("copilot", "d_error500").starts_with("Failed to get response from the AI model"));
+    assert!(by("gemini", "d_error500").starts_with("[API Error:"));
+    assert_eq!(by("opencode", "d_error500"), "lab: internal server error");
+    assert!(by("opencode", "b_tool_ask").contains("rejected permission"));
+}
+
+#[test]
+fn recorded_ids_match_the_raw_text() {
+    // A plain-text cross-check that needs no JSON parsing at all.
+    for c in cases() {
+        let Some(sid) = c.session else { continue };
+        let p = fixtures()
+            .join(c.cli)
+            .join(c.version)
+            .join(format!("{}.stdout.jsonl", c.case));
+        assert!(read(&p).contains(sid), "{}: {sid}", c.case);
+    }
+    let codex = read(&fixtures().join("codex/0.171.0/a_json.stdout.jsonl"));
+    let first = codex.lines().next().unwrap();
+    assert!(first.starts_with(r#"{"type":"thread.started","thread_id":"01a229fa-c269"#));
+}
+
+// ---------- crafted variants for rules the captures do not exercise ----------
+
+fn frames(engine: EngineId, lines: &[Value]) -> Box<dyn Tracker> {
+    let mut t = engine.engine().tracker();
+    for l in lines {
+        t.observe(l);
+    }
+    t
+}
+
+const TID: &str = "01a229fa-c269-71a3-a12b-439065dbf14b";
+
+#[test]
+fn codex_reasoning_echo_is_never_the_answer() {
+    let fenced = "```json\n{\"confidence\":1.0}\n```";
+    let t = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":TID}),
+            json!({"type":"turn.started"}),
+            json!({"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":fenced}}),
+            json!({"type":"turn.completed","usage":{"input_tokens":1}}),
+        ],
+    );
+    let out = t.finish(Some(0));
+    assert!(!out.failed);
+    assert_eq!(out.answer, None);
+    assert_eq!(out.session_id.as_deref(), Some(TID));
+}
+
+#[test]
+fn codex_reasoning_before_the_answer_is_skipped() {
+    let t = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":TID}),
+            json!({"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"```json\n{\"wrong\":1}\n```"}}),
+            json!({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"ok\n```json\n{\"right\":2}\n```"}}),
+            json!({"type":"item.completed","item":{"id":"item_2","type":"reasoning","text":"```json\n{\"wrong\":3}\n```"}}),
+            json!({"type":"turn.completed"}),
+        ],
+    );
+    let out = t.finish(Some(0));
+    assert_eq!(
+        extract(out.answer.as_deref().unwrap()).value(),
+        Some(&json!({"right": 2}))
+    );
+}
+
+#[test]
+fn codex_item_error_is_not_fatal_but_turn_failed_is() {
+    let ok = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":TID}),
+            json!({"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `lab-model` not found"}}),
+            json!({"type":"turn.started"}),
+            json!({"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"fine"}}),
+            json!({"type":"turn.completed"}),
+        ],
+    )
+    .finish(Some(0));
+    assert!(!ok.failed, "{:?}", ok.error);
+    assert_eq!(ok.answer.as_deref(), Some("fine"));
+
+    let bad = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":TID}),
+            json!({"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"partial"}}),
+            json!({"type":"turn.failed","error":{"message":"boom"}}),
+        ],
+    )
+    .finish(Some(0));
+    assert!(bad.failed);
+    assert_eq!(bad.error.as_deref(), Some("boom"));
+}
+
+#[test]
+fn codex_first_thread_started_wins_and_bad_ids_are_ignored() {
+    let t = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":"../etc"}),
+            json!({"type":"thread.started","thread_id":TID}),
+            json!({"type":"thread.started","thread_id":"01a229fa-0000-71a3-a12b-439065dbf14b"}),
+        ],
+    );
+    assert_eq!(t.session_id(), Some(TID));
+}
+
+#[test]
+fn claude_success_subtype_with_is_error_is_a_failure() {
+    let sid = "5e0e0c89-f301-4ba6-8327-7b41f84dc493";
+    let t = frames(
+        EngineId::Claude,
+        &[json!({"type":"result","subtype":"success","is_error":true,
+                 "result":"API Error: 429 slow down","session_id":sid})],
+    );
+    let out = t.finish(Some(0));
+    assert!(out.failed);
+    assert_eq!(out.error.as_deref(), Some("API Error: 429 slow down"));
+    assert_eq!(out.answer, None);
+    assert_eq!(out.session_id.as_deref(), Some(sid));
+}
+
+#[test]
+fn claude_result_session_id_is_authoritative() {
+    let first = "11111111-1111-4111-8111-111111111111";
+    let last = "22222222-2222-4222-8222-222222222222";
+    let t = frames(
+        EngineId::Claude,
+        &[
+            json!({"type":"system","subtype":"init","session_id":first}),
+            json!({"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":last}),
+        ],
+    );
+    assert_eq!(t.session_id(), Some(last));
+}
+
+#[test]
+fn claude_without_result_frame_fails() {
+    let t = frames(
+        EngineId::Claude,
+        &[
+            json!({"type":"assistant","session_id":"5e0e0c89-f301-4ba6-8327-7b41f84dc493",
+                 "message":{"content":[{"type":"text","text":"half"}]}}),
+        ],
+    );
+    let out = t.finish(Some(0));
+    assert!(out.failed);
+    assert_eq!(out.answer.as_deref(), Some("half"));
+}
+
+#[test]
+fn gemini_answer_is_the_deltas_after_the_last_tool_use() {
+    let sid = "d40ec370-b510-4397-9950-47c6add9e2ec";
+    let t = frames(
+        EngineId::Gemini,
+        &[
+            json!({"type":"init","session_id":sid,"model":"auto"}),
+            json!({"type":"message","role":"user","content":"go"}),
+            json!({"type":"message","role":"assistant","content":"first I ","delta":true}),
+            json!({"type":"message","role":"assistant","content":"will look","delta":true}),
+            json!({"type":"tool_use","tool_name":"run_shell_command","tool_id":"t1","parameters":{}}),
+            json!({"type":"tool_result","tool_id":"t1","status":"success","output":"x"}),
+            json!({"type":"message","role":"assistant","content":"then more","delta":true}),
+            json!({"type":"tool_use","tool_name":"run_shell_command","tool_id":"t2","parameters":{}}),
+            json!({"type":"tool_result","tool_id":"t2","status":"success","output":"y"}),
+            json!({"type":"message","role":"assistant","content":"Final ","delta":true}),
+            json!({"type":"message","role":"assistant","content":"answer.\n```json\n{\"k\":","delta":true}),
+            json!({"type":"message","role":"assistant","content":"1}\n```\n","delta":true}),
+            json!({"type":"result","status":"success","stats":{}}),
+        ],
+    );
+    let out = t.finish(Some(0));
+    assert!(!out.failed);
+    assert_eq!(
+        out.answer.as_deref(),
+        Some("Final answer.\n```json\n{\"k\":1}\n```\n")
+    );
+    assert_eq!(
+        extract(out.answer.as_deref().unwrap()).value(),
+        Some(&json!({"k": 1}))
+    );
+}
+
+#[test]
+fn gemini_status_error_with_exit_0_is_a_failure() {
+    let stdout = read(&fixtures().join("gemini/0.61.0/d_error500.stdout.jsonl"));
+    let t = replay(EngineId::Gemini, &stdout, Feed::Jsonl);
+    let out = t.finish(Some(0));
+    assert!(out.failed);
+    assert!(out.error.unwrap().contains("API Error"));
+}
+
+#[test]
+fn gemini_warning_error_frame_alone_is_not_a_failure() {
+    let t = frames(
+        EngineId::Gemini,
+        &[
+            json!({"type":"init","session_id":"d40ec370-b510-4397-9950-47c6add9e2ec"}),
+            json!({"type":"error","severity":"warning","message":"loop detected"}),
+            json!({"type":"message","role":"assistant","content":"ok","delta":true}),
+            json!({"type":"result","status":"success"}),
+        ],
+    );
+    assert!(!t.finish(Some(0)).failed);
+}
+
+#[test]
+fn copilot_result_exit_code_decides_even_with_exit_0() {
+    let t = frames(
+        EngineId::Copilot,
+        &[
+            json!({"type":"assistant.message","data":{"content":"partial"}}),
+            json!({"type":"result","sessionId":"23a3694b-6367-494d-aa02-ae5d5602995f","exitCode":1}),
+        ],
+    );
+    let out = t.finish(Some(0));
+    assert!(out.failed);
+    assert_eq!(out.error.as_deref(), Some("copilot reported exit code 1"));
+}
+
+#[test]
+fn copilot_text_mode_keeps_json_looking_lines() {
+    // A projector that tries JSON first hands the summary's body line to
+    // `observe`; it must still end up in the answer.
+    let stdout = read(&fixtures().join("copilot/1.0.102/g_text_mode.stdout.jsonl"));
+    let t = replay(EngineId::Copilot, &stdout, Feed::Jsonl);
+    let out = t.finish(Some(0));
+    assert!(!out.failed, "{:?}", out.error);
+    assert_eq!(
+        extract(out.answer.as_deref().unwrap()).value(),
+        Some(&json!({"confidence": 1.0, "files_changed": []}))
+    );
+}
+
+#[test]
+fn opencode_error_frame_is_a_failure_even_with_exit_0() {
+    let stdout = read(&fixtures().join("opencode/1.18.33/d_error500.stdout.jsonl"));
+    let out = replay(EngineId::Opencode, &stdout, Feed::Jsonl).finish(Some(0));
+    assert!(out.failed);
+}
+
+#[test]
+fn agy_plain_text_with_summary() {
+    let mut t = EngineId::Agy.engine().tracker();
+    for l in ["Done.", "```json", "{\"ok\": true}", "```"] {
+        t.observe_text(l);
+    }
+    let out = t.finish(Some(0));
+    assert_eq!(out.session_id, None);
+    assert!(!out.failed);
+    assert_eq!(
+        extract(out.answer.as_deref().unwrap()).value(),
+        Some(&json!({"ok": true}))
+    );
+    assert!(t.finish(Some(1)).failed);
+    assert!(t.finish(None).failed);
+}
+
+#[test]
+fn killed_runs_fail_for_every_engine() {
+    for e in EngineId::ALL {
+        let out = e.engine().tracker().finish(None);
+        assert!(out.failed, "{e}");
+    }
+}

@@ -167,7 +167,12 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         };
         return run_unit(spec, format);
     }
-    let mut inv = build_invocation(&r, None)?;
+    // The argv can depend on the installed version (copilot): read it when the
+    // engine is installed, without writing any state for a dry run.
+    let version = crate::binary::resolve_binary(r.engine.spec().id, args.run.engine_bin.as_deref())
+        .ok()
+        .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
+    let mut inv = build_invocation(&r, version.as_ref())?;
     // Built with the real text (so limits apply to it), shown without it.
     attach::redact_invocation(&mut inv, &r.private_ranges);
     for w in &inv.warnings {

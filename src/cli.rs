@@ -224,6 +224,13 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "SECS", default_value_t = crate::doctor::DEFAULT_TIMEOUT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=600))]
     pub timeout: u64,
+    /// Also run a live canary on each ready engine (a tiny prompt through the normal runtime).
+    #[arg(long)]
+    pub probe: bool,
+    /// Seconds each canary may take.
+    #[arg(long, value_name = "SECS", default_value_t = crate::probe::DEFAULT_PROBE_TIMEOUT.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..=3600), requires = "probe")]
+    pub probe_timeout: u64,
 }
 
 #[derive(Debug, Args)]

@@ -61,7 +61,7 @@ impl UnitSpec {
 }
 
 /// Receives events live, as each line is projected.
-pub trait EventSink {
+pub trait EventSink: Send {
     fn event(&mut self, event: &ConversationEvent);
     /// vf's own notices (not engine output).
     fn warning(&mut self, message: &str);

@@ -15,6 +15,7 @@ pub mod frames;
 pub mod fsutil;
 pub mod marker;
 pub mod names;
+pub mod probe;
 pub mod procinfo;
 pub mod state;
 pub mod summary;

@@ -15,6 +15,8 @@ struct Fake {
     /// Shell snippet run for `--version`.
     version_sh: String,
     omit: Vec<&'static str>,
+    /// Shell snippet for any other invocation (a real run); default: refuse.
+    run_sh: Option<String>,
 }
 
 impl Fake {
@@ -30,7 +32,18 @@ impl Fake {
             id,
             version_sh: format!("echo '{} {v}'", id.as_str()),
             omit: Vec::new(),
+            run_sh: None,
         }
+    }
+
+    /// A real run replays what `tests/fake/fake-engine` is told through FAKE_* variables.
+    fn replaying(mut self) -> Fake {
+        let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake/fake-engine");
+        self.run_sh = Some(format!(
+            "PATH=/usr/bin:/bin exec /bin/bash '{}' \"$@\"",
+            fake.display()
+        ));
+        self
     }
 
     fn version_sh(mut self, sh: &str) -> Fake {
@@ -73,9 +86,12 @@ impl Fake {
             }
             cases.push_str(&format!("  '{}')\n{text}    ;;\n", f.help_args.join(" ")));
         }
-        let script = format!(
-            "#!/bin/sh\ncase \"$*\" in\n{cases}  *)\n    echo \"unexpected: $*\" >&2\n    exit 2\n    ;;\nesac\n"
-        );
+        let fallback = self
+            .run_sh
+            .clone()
+            .unwrap_or_else(|| "echo \"unexpected: $*\" >&2\n    exit 2".into());
+        let script =
+            format!("#!/bin/sh\ncase \"$*\" in\n{cases}  *)\n    {fallback}\n    ;;\nesac\n");
         write_exe(&dir.join(spec.binary), &script)
     }
 }
@@ -513,4 +529,142 @@ fn real_clis_are_ready_and_verified() {
     }
     assert_eq!(r.len(), ids.len());
     assert_eq!(out.status.code(), Some(0));
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
+
+/// `vf doctor --probe --json -e <engine>` with the fake told what to replay.
+fn probe_json(dir: &Path, engine: &str, envs: &[(&str, String)], extra: &[&str]) -> (i32, Value) {
+    let mut c = vf(dir);
+    c.args(["doctor", "--json", "--probe", "-e", engine])
+        .args(extra);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let out = c
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let v = json_of(&out);
+    (out.status.code().unwrap(), v[0].clone())
+}
+
+fn first_session_id(rel: &str) -> String {
+    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    first["thread_id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn probe_passes_on_a_healthy_engine() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex).replaying().install(t.path());
+    let cap = "codex/0.171.0/a_json.stdout.jsonl";
+    let (code, r) = probe_json(
+        t.path(),
+        "codex",
+        &[("FAKE_STDOUT", fixture(cap).display().to_string())],
+        &[],
+    );
+    assert_eq!(r["probe"]["result"], "pass", "{r}");
+    assert_eq!(r["probe"]["sessionId"], first_session_id(cap));
+    assert_eq!(r["probe"]["reason"], Value::Null);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn probe_reports_the_api_error_text() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex).replaying().install(t.path());
+    let (code, r) = probe_json(
+        t.path(),
+        "codex",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/d_error500.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_EXIT", "1".into()),
+        ],
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(r["verdict"], "ready");
+    assert_eq!(r["probe"]["result"], "fail");
+    let reason = r["probe"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("API error:") && reason.contains("high demand"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn probe_names_missing_auth() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Claude).replaying().install(t.path());
+    let stream = t.path().join("noauth.jsonl");
+    std::fs::write(
+        &stream,
+        concat!(
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login","session_id":"a45120f2-ed10-406b-8dbb-c2e6151c6f7f"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let (code, r) = probe_json(
+        t.path(),
+        "claude",
+        &[
+            ("FAKE_STDOUT", stream.display().to_string()),
+            ("FAKE_EXIT", "1".into()),
+        ],
+        &[],
+    );
+    assert_eq!(code, 1);
+    let reason = r["probe"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("auth missing"), "{reason}");
+}
+
+#[test]
+fn probe_times_out_without_hanging() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex).replaying().install(t.path());
+    let empty = t.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let (code, r) = probe_json(
+        t.path(),
+        "codex",
+        &[
+            ("FAKE_STDOUT", empty.display().to_string()),
+            ("FAKE_MODE", "hang".into()),
+        ],
+        &["--probe-timeout", "1"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        r["probe"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("timeout"),
+        "{r}"
+    );
+}
+
+#[test]
+fn probe_skips_engines_that_are_not_ready() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex)
+        .replaying()
+        .omit("--json")
+        .install(t.path());
+    let (code, r) = probe_json(t.path(), "codex", &[], &[]);
+    assert_eq!(code, 1);
+    assert_eq!(r["verdict"], "degraded");
+    assert!(r.get("probe").is_none(), "{r}");
 }

@@ -32,12 +32,14 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
             exit::ENGINE_FAILED
         }
     };
+    let probe_timeout = args.probe.then(|| Duration::from_secs(args.probe_timeout));
     if args.json {
-        let reports = doctor::check(&ids, &opts);
+        let mut reports = doctor::check(&ids, &opts);
+        run_probes(&mut reports, probe_timeout)?;
         super::print_json(&reports)?;
         return Ok(code(&reports));
     }
-    let (reports, aux) = std::thread::scope(|s| {
+    let (mut reports, aux) = std::thread::scope(|s| {
         let aux = s.spawn(|| doctor::auxiliary(AUX_RUNTIME, &opts));
         let reports = doctor::check(&ids, &opts);
         (
@@ -45,8 +47,43 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
             aux.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
         )
     });
+    run_probes(&mut reports, probe_timeout)?;
     print_table(&reports, &aux)?;
     Ok(code(&reports))
+}
+
+/// The canary stage: every `ready` engine is probed, concurrently.
+fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result<()> {
+    let Some(timeout) = timeout else {
+        return Ok(());
+    };
+    let results = super::block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, r) in reports.iter().enumerate() {
+            if r.verdict != Verdict::Ready {
+                continue;
+            }
+            let Some(path) = r.path.clone() else { continue };
+            let (engine, version) = (r.engine, r.version.clone());
+            set.spawn(async move {
+                (
+                    i,
+                    crate::probe::probe(engine, path.into(), version, timeout).await,
+                )
+            });
+        }
+        let mut out = Vec::new();
+        while let Some(joined) = set.join_next().await {
+            if let Ok(pair) = joined {
+                out.push(pair);
+            }
+        }
+        out
+    })?;
+    for (i, p) in results {
+        reports[i].probe = Some(p);
+    }
+    Ok(())
 }
 
 fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> {
@@ -76,6 +113,19 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
         }
         for w in &r.warnings {
             writeln!(out, "          ! {w}")?;
+        }
+        match &r.probe {
+            Some(p) if p.result == doctor::ProbeVerdict::Pass => writeln!(
+                out,
+                "          probe: pass (session {})",
+                p.session_id.as_deref().unwrap_or("-")
+            )?,
+            Some(p) => writeln!(
+                out,
+                "          probe: FAIL: {}",
+                p.reason.as_deref().unwrap_or("?")
+            )?,
+            None => {}
         }
     }
     writeln!(out)?;

@@ -1,0 +1,138 @@
+//! `vf doctor --probe`: a live canary per ready engine, dispatched through the
+//! normal runtime in a scratch directory that is removed afterwards.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::dispatch::{self, EventSink, UnitSpec};
+use crate::doctor::{ProbeResult, ProbeVerdict};
+use crate::engine::EngineId;
+use crate::frames::ConversationEvent;
+use crate::marker::UnitState;
+use crate::version::Version;
+
+pub const PROBE_PROMPT: &str = "This is a readiness check. Do not run any tools. Reply with exactly a fenced json block \
+containing {\"confidence\":1.0} and nothing else:\n\n```json\n{\"confidence\":1.0}\n```";
+
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Collects nothing: the probe judges the final result only.
+struct Quiet;
+
+impl EventSink for Quiet {
+    fn event(&mut self, _event: &ConversationEvent) {}
+    fn warning(&mut self, _message: &str) {}
+}
+
+/// Runs one canary; never panics, never outlives `timeout` by more than the kill grace.
+pub async fn probe(
+    engine: EngineId,
+    program: PathBuf,
+    version: Option<Version>,
+    timeout: Duration,
+) -> ProbeResult {
+    let fail = |reason: String| ProbeResult {
+        result: ProbeVerdict::Fail,
+        reason: Some(reason),
+        session_id: None,
+    };
+    let scratch = match tempfile::Builder::new().prefix("vf-probe-").tempdir() {
+        Ok(d) => d,
+        Err(e) => return fail(format!("cannot create a scratch directory: {e}")),
+    };
+    let spec = UnitSpec {
+        engine,
+        unit: "probe".into(),
+        prompt: PROBE_PROMPT.into(),
+        session: None,
+        cwd: scratch.path().to_path_buf(),
+        state_dir: scratch.path().join(crate::state::STATE_DIR_NAME),
+        skip_permissions: false,
+        engine_bin: Some(program),
+        attachments: Vec::new(),
+        stall_timeout: None,
+        timeout: Some(timeout),
+        kill_grace: Duration::from_secs(2),
+        warnings: Vec::new(),
+    };
+    let result = dispatch::run(spec, &mut Quiet).await;
+    // `scratch` is removed when dropped, after the run has ended.
+    let r = match result {
+        Ok(r) => r,
+        Err(e) => return fail(e.to_string()),
+    };
+    let session_id = r.session_id.clone();
+    let with_id = |reason: Option<String>, pass: bool| ProbeResult {
+        result: if pass {
+            ProbeVerdict::Pass
+        } else {
+            ProbeVerdict::Fail
+        },
+        reason,
+        session_id: session_id.clone(),
+    };
+    if r.state != UnitState::Done {
+        let reason = match r.reason.as_deref() {
+            Some("timeout") => format!("timeout: no answer within {}s", timeout.as_secs_f64()),
+            _ => classify_failure(r.error.as_deref().unwrap_or("the engine failed")),
+        };
+        return with_id(Some(reason), false);
+    }
+    if r.unknown_frames > 0 {
+        return with_id(
+            Some(format!(
+                "{} unknown frame(s): the CLI's output format drifted (see `vf replay`)",
+                r.unknown_frames
+            )),
+            false,
+        );
+    }
+    let engine_impl = engine.engine();
+    if engine_impl.exact_resume(version.as_ref()) && session_id.is_none() {
+        return with_id(Some("no valid session id was reported".into()), false);
+    }
+    match (&r.summary, &r.summary_error) {
+        (Some(_), _) => with_id(None, true),
+        (None, Some(e)) => with_id(Some(format!("the summary did not parse: {e}")), false),
+        (None, None) => with_id(Some("the answer had no fenced json summary".into()), false),
+    }
+}
+
+/// Names the likely cause of a failed canary, keeping the engine's own words.
+pub fn classify_failure(error: &str) -> String {
+    let lower = error.to_ascii_lowercase();
+    const AUTH: [&str; 10] = [
+        "401",
+        "403",
+        "unauthorized",
+        "authentication",
+        "api key",
+        "api_key",
+        "not logged in",
+        "log in",
+        "login",
+        "credential",
+    ];
+    if AUTH.iter().any(|k| lower.contains(k)) {
+        format!("auth missing or rejected: {error}")
+    } else {
+        format!("API error: {error}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::classify_failure;
+
+    #[test]
+    fn auth_is_named() {
+        assert!(
+            classify_failure("Invalid API key · Please run /login").starts_with("auth missing")
+        );
+        assert!(classify_failure("HTTP 401 Unauthorized").starts_with("auth missing"));
+        assert!(
+            classify_failure("API Error: 500 server_error")
+                .starts_with("API error: API Error: 500")
+        );
+    }
+}

@@ -18,6 +18,7 @@ pub mod orphans;
 pub mod owned;
 pub mod plan;
 pub mod procinfo;
+pub mod replay;
 pub mod state;
 pub mod summary;
 pub mod version;

@@ -7,6 +7,7 @@ pub mod attach;
 pub mod completions;
 pub mod dispatch;
 pub mod engines;
+pub mod orchestrate;
 pub mod output;
 pub mod prompt;
 pub mod resume;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Resume(a) => resume::run(&a),
         Command::Status(a) => status::run(&a),
         Command::Attach(a) => attach::run(&a),
+        Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -101,7 +101,17 @@ pub fn load(path: &Path) -> Result<Plan> {
 /// Parses and validates plan text; relative paths are taken from `dir`.
 /// Errors are plain messages (the caller names the file).
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
-    let raw: RawPlan = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+    // One line: `line N: message` (toml's own rendering spans several lines).
+    let raw: RawPlan = toml::from_str(text).map_err(|e| {
+        let msg = e.message().trim().replace('\n', " ");
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: {msg}")
+            }
+            None => msg,
+        }
+    })?;
     if raw.unit.is_empty() {
         return Err("no units: add at least one [[unit]] table".into());
     }

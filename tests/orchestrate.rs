@@ -513,10 +513,15 @@ fn all_markers_parse(state: &Path) -> HashMap<String, vf::marker::Marker> {
 }
 
 /// Ends what a killed vf left behind with `orphans::fix`, until nothing is left.
-fn clean_orphans(state: &Path) {
+fn clean_orphans(state: &Path) -> usize {
     let start = Instant::now();
+    let mut ended = 0;
     loop {
         let f = vf::orphans::fix(state, Duration::from_millis(300));
+        ended += f
+            .iter()
+            .filter(|f| f.action == vf::orphans::Action::Ended)
+            .count();
         let open = f
             .iter()
             .filter(|f| {
@@ -527,7 +532,7 @@ fn clean_orphans(state: &Path) {
             })
             .count();
         if open == 0 {
-            return;
+            return ended;
         }
         assert!(
             start.elapsed() < Duration::from_secs(10),
@@ -540,11 +545,11 @@ fn clean_orphans(state: &Path) {
 #[test]
 fn crash_loop_kill_9_and_resume() {
     let env = Env::new();
-    env.unit_dir("a", CODEX, "0.15", "");
-    env.unit_dir("b", CLAUDE, "0.15", "");
-    env.unit_dir("c", COPILOT, "0.06", "");
-    env.unit_dir("d", CODEX, "0.15", "");
-    env.unit_dir("e", CODEX, "0.15", "");
+    env.unit_dir("a", CODEX, "0.2", "");
+    env.unit_dir("b", CLAUDE, "0.2", "");
+    env.unit_dir("c", COPILOT, "0.08", "");
+    env.unit_dir("d", CODEX, "0.2", "");
+    env.unit_dir("e", CODEX, "0.2", "");
     env.plan(&format!(
         "{}{}{}{}{}",
         unit_toml("a", "codex", &[]),
@@ -571,8 +576,8 @@ fn crash_loop_kill_9_and_resume() {
     let mut unrecorded: HashMap<String, usize> = HashMap::new();
     // (events index, unit) from which every start must be an exact resume.
     let mut id_from: Vec<(usize, String)> = Vec::new();
-    let mut kills = 0;
-    for round in 0..8 {
+    let (mut kills, mut groups_ended) = (0, 0);
+    for round in 0..12 {
         let mut c = env.cmd(if round == 0 {
             &["--output", "jsonl"]
         } else {
@@ -580,15 +585,36 @@ fn crash_loop_kill_9_and_resume() {
         });
         c.stdout(Stdio::null()).stderr(Stdio::null());
         let mut child = c.spawn().unwrap();
-        let wait_ms = 200 + rng.next() % 1800;
+        // Kill moments: a random instant, shortly after the next run starts,
+        // or shortly after the next run ends (right in the window where vf
+        // records a completion). Event-driven moments guarantee progress.
+        let seen = env.events().len();
+        let (trigger, delay_ms) = match rng.next() % 3 {
+            0 => (None, 100 + rng.next() % 1200),
+            1 => (Some("start"), rng.next() % 400),
+            _ => (Some("end"), rng.next() % 300),
+        };
         let t = Instant::now();
+        let mut fired: Option<Instant> = trigger.is_none().then(Instant::now);
         let mut finished = false;
-        while t.elapsed() < Duration::from_millis(wait_ms) {
+        loop {
             if child.try_wait().unwrap().is_some() {
                 finished = true;
                 break;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            if fired.is_none()
+                && env.events()[seen..]
+                    .iter()
+                    .any(|e| Some(e.0.as_str()) == trigger)
+            {
+                fired = Some(Instant::now());
+            }
+            if fired.is_some_and(|f| f.elapsed() >= Duration::from_millis(delay_ms))
+                || t.elapsed() > Duration::from_secs(10)
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
         if finished {
             break;
@@ -596,7 +622,7 @@ fn crash_loop_kill_9_and_resume() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         kills += 1;
-        clean_orphans(&env.state());
+        groups_ended += clean_orphans(&env.state());
         let markers = all_markers_parse(&env.state());
         let ev = env.events();
         for (unit, m) in &markers {
@@ -614,6 +640,16 @@ fn crash_loop_kill_9_and_resume() {
             }
         }
     }
+    // The loop must have made progress under kills (done units then skipped).
+    let done_in_loop = all_markers_parse(&env.state())
+        .values()
+        .filter(|m| m.state == vf::marker::UnitState::Done)
+        .count();
+    eprintln!("units done before the final resume: {done_in_loop}");
+    assert!(
+        kills >= 3 && done_in_loop >= 1,
+        "kills {kills}, done {done_in_loop}"
+    );
     // Then let it finish.
     let out = env.run(&["--resume", "--output", "json"]);
     assert_eq!(
@@ -627,7 +663,7 @@ fn crash_loop_kill_9_and_resume() {
     let markers = all_markers_parse(&env.state());
     let ev = env.events();
     eprintln!(
-        "kills: {kills}; fake runs: {}",
+        "kills: {kills}; orphaned groups ended by orphans::fix: {groups_ended}; fake runs: {}",
         ev.iter().filter(|e| e.0 == "start").count()
     );
     for u in ["a", "b", "c", "d", "e"] {

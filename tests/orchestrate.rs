@@ -239,6 +239,10 @@ fn plan_validation_errors_start_nothing() {
             "[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt_file = \"nope.md\"\n".into(),
             "cannot read prompt_file",
         ),
+        (
+            format!("{ok}attachments = [\"nope.png\"]\n"),
+            "unit \"a\": ",
+        ),
         ("not toml at all [".into(), "plan"),
         (String::new(), "no units"),
     ];
@@ -792,4 +796,89 @@ fn orphan_fix_ends_exactly_the_orphaned_group() {
     );
     let _ = other.kill();
     let _ = other.wait();
+}
+
+#[test]
+fn owned_record_lives_exactly_while_the_cli_runs() {
+    let env = Env::new();
+    env.unit_dir("a", CODEX, "0.3", "");
+    env.plan(&unit_toml("a", "codex", &[]));
+    let mut c = env.cmd(&["--output", "jsonl"]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let rec_path = vf::owned::record_path(&env.state(), "a", 1);
+    let start = Instant::now();
+    while !rec_path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20), "no record");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let rec = vf::owned::ProcRecord::load(&rec_path).unwrap();
+    assert_eq!(rec.unit, "a");
+    assert_eq!(rec.attempt, 1);
+    assert_eq!(rec.supervisor.pid, child.id());
+    assert!(rec.supervisor.start_time.is_some() && rec.cli.start_time.is_some());
+    assert_eq!(rec.pgid, rec.cli.pid as i32);
+    assert_eq!(rec.boot_id, vf::procinfo::boot_id());
+    // The fake in the run log is that CLI.
+    while env.events().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "fake never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let starts = env.events();
+    assert_eq!(starts[0].2, rec.cli.pid.to_string());
+    let found = vf::orphans::scan(&env.state());
+    assert_eq!(found[0].class, vf::orphans::Class::Owned, "{found:?}");
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(!rec_path.exists(), "record not released");
+    assert!(vf::orphans::scan(&env.state()).is_empty());
+}
+
+#[test]
+fn sigint_stops_the_plan_and_resume_finishes_it() {
+    let env = Env::new();
+    env.unit_dir("a", CODEX, "0.3", "");
+    env.unit_dir("b", CODEX, "0", "");
+    env.plan(&format!(
+        "{}{}",
+        unit_toml("a", "codex", &[]),
+        unit_toml("b", "codex", &["a"])
+    ));
+    let mut c = env.cmd(&["--output", "json"]);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let start = Instant::now();
+    // Interrupt once the session id is on record.
+    while !std::fs::read_to_string(env.state().join("units/a.json"))
+        .is_ok_and(|t| t.contains(&capture_session_id(CODEX)))
+    {
+        assert!(start.elapsed() < Duration::from_secs(20), "no session id");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fin = final_json(&out);
+    assert_eq!(unit_report(&fin, "a")["state"], "failed");
+    assert_eq!(unit_report(&fin, "b")["state"], "notStarted");
+    assert!(!env.state().join("units/b.json").exists());
+    assert_eq!(env.marker("a")["reason"], "interrupted");
+    let out = env.run(&["--resume", "--output", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fin = final_json(&out);
+    assert_eq!(unit_report(&fin, "a")["start"], "exactResume");
+    assert_eq!(unit_report(&fin, "b")["start"], "fresh");
 }

@@ -199,7 +199,17 @@ fn judge(rec: &ProcRecord) -> (Class, String) {
 /// releases its record; releases stale records. Returns the findings with the
 /// action taken; everything else is left alone.
 pub fn fix(state_dir: &Path, grace: Duration) -> Vec<Finding> {
-    let mut findings = scan(state_dir);
+    fix_where(state_dir, grace, |_| true)
+}
+
+/// [`fix`], restricted to the records `select` picks (e.g. one unit's).
+/// Only the selected findings are returned.
+pub fn fix_where(
+    state_dir: &Path,
+    grace: Duration,
+    select: impl Fn(&Finding) -> bool,
+) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = scan(state_dir).into_iter().filter(|f| select(f)).collect();
     for f in &mut findings {
         match f.class {
             Class::Orphan => {

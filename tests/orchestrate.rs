@@ -882,3 +882,42 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
     assert_eq!(unit_report(&fin, "a")["start"], "exactResume");
     assert_eq!(unit_report(&fin, "b")["start"], "fresh");
 }
+
+#[test]
+fn resume_ends_the_exact_orphan_of_its_unit_first() {
+    let env = Env::new();
+    // First attempt: prints everything, then hangs without output (no SIGPIPE
+    // will end it once vf is gone).
+    env.unit_dir("a", CODEX, "0", "FAKE_MODE=hang");
+    env.plan(&unit_toml("a", "codex", &[]));
+    let mut c = env.cmd(&["--output", "jsonl"]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let start = Instant::now();
+    while !std::fs::read_to_string(env.state().join("units/a.json"))
+        .is_ok_and(|t| t.contains(&capture_session_id(CODEX)))
+    {
+        assert!(start.elapsed() < Duration::from_secs(20), "no session id");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let found = vf::orphans::scan(&env.state());
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].class, vf::orphans::Class::Orphan, "{found:?}");
+    let pgid = found[0].pgid.unwrap();
+    assert!(!vf::orphans::group_members(pgid).is_empty());
+
+    env.unit_dir("a", CODEX, "0", "");
+    let out = env.run(&["--resume", "--output", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("ended the engine left running"), "{stderr}");
+    assert!(
+        vf::orphans::group_members(pgid).is_empty(),
+        "orphan survived"
+    );
+    let fin = final_json(&out);
+    assert_eq!(unit_report(&fin, "a")["start"], "exactResume");
+    assert!(vf::orphans::scan(&env.state()).is_empty());
+}

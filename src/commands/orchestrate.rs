@@ -164,6 +164,9 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
             }
         }
     }
+    if args.resume {
+        take_over_orphans(&state_dir, &mut units);
+    }
     if !args.resume && !existing.is_empty() {
         return Err(VfError::usage(format!(
             "units of this plan already have markers under {} ({}); continue them with --resume, or use another --state-dir",
@@ -244,6 +247,41 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
         None if ok => exit::OK,
         None => exit::ENGINE_FAILED,
     })
+}
+
+/// Before a unit is resumed, nothing of an earlier attempt may still run:
+/// exact orphans (dead vf, proven CLI identity) of the plan's units are ended;
+/// a unit with a process that is owned by a live vf or cannot be proven is
+/// refused (fail closed).
+fn take_over_orphans(state_dir: &std::path::Path, units: &mut [Unit]) {
+    use crate::orphans::{self, Action, Class};
+    for u in units.iter_mut() {
+        if matches!(u.report.state, RunState::Done | RunState::Refused) {
+            continue;
+        }
+        let name = u.plan.name.clone();
+        let found = orphans::fix_where(state_dir, UnitSpec::default_kill_grace(), |f| {
+            f.unit.as_deref() == Some(name.as_str())
+        });
+        for f in found {
+            match (f.class, f.action) {
+                (Class::Orphan, Action::Ended) => eprintln!(
+                    "vf: {name}: ended the engine left running by a dead vf (process group {})",
+                    f.pgid.unwrap_or(0)
+                ),
+                (_, Action::Released) | (Class::Corrupt, _) => {}
+                (Class::Stale, _) => {}
+                _ => {
+                    u.report.state = RunState::Refused;
+                    u.report.error = Some(format!(
+                        "an earlier attempt's engine process is not proven gone ({}); see {}",
+                        f.reason,
+                        f.record.display()
+                    ));
+                }
+            }
+        }
+    }
 }
 
 struct Ctx {

@@ -199,6 +199,22 @@ mod tests {
         assert_eq!(cut("short", 10), "short");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn cut_is_the_longest_valid_prefix(s in "\\PC{0,300}", max in 0usize..400) {
+            let c = cut(&s, max);
+            proptest::prop_assert!(s.starts_with(c));
+            proptest::prop_assert!(c.len() <= max || c.len() == s.len() && s.len() <= max);
+            if s.len() > max {
+                // The next character would not have fitted.
+                let next = s[c.len()..].chars().next().unwrap();
+                proptest::prop_assert!(c.len() + next.len_utf8() > max);
+            } else {
+                proptest::prop_assert_eq!(c, s.as_str());
+            }
+        }
+    }
+
     #[test]
     fn keeps_last_eight_with_digests_and_counts() {
         let t = tempfile::tempdir().unwrap();

@@ -273,14 +273,21 @@ fn dependency_failure_blocks_dependents() {
     env.unit_dir("b", CODEX, "0", "");
     env.unit_dir("c", CODEX, "0", "");
     env.unit_dir("d", CODEX, "0", "");
+    env.unit_dir("g", CODEX, "0", "");
+    env.unit_dir("h", CODEX, "0", "");
     env.plan(&format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}{}",
         unit_toml("a", "codex", &[]),
         unit_toml("b", "codex", &["a"]),
         unit_toml("c", "codex", &["b"]),
-        unit_toml("d", "codex", &[])
+        unit_toml("d", "codex", &[]),
+        unit_toml("g", "gemini", &[]),
+        unit_toml("h", "codex", &["d", "g"])
     ));
-    let out = env.run(&["--output", "jsonl"]);
+    let mut c = env.cmd(&["--output", "jsonl"]);
+    // g's engine cannot start at all.
+    c.env("VF_GEMINI_BIN", env.path().join("no-such-gemini"));
+    let out = run_bounded(c, Duration::from_secs(90));
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -293,6 +300,15 @@ fn dependency_failure_blocks_dependents() {
     assert_eq!(unit_report(&fin, "b")["state"], "blocked");
     assert_eq!(unit_report(&fin, "c")["state"], "blocked");
     assert_eq!(unit_report(&fin, "d")["state"], "done");
+    assert_eq!(unit_report(&fin, "g")["state"], "failed");
+    assert!(
+        unit_report(&fin, "g")["error"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist")
+    );
+    assert_eq!(env.marker("g")["reason"], "missing");
+    assert_eq!(unit_report(&fin, "h")["state"], "blocked");
     assert_eq!(env.marker("a")["state"], "failed");
     assert_eq!(env.marker("b")["state"], "blocked");
     assert!(env.marker("b")["error"].as_str().unwrap().contains("\"a\""));

@@ -34,6 +34,8 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Show every unit's state, engine, session id, summary and last error.
     Status(StatusArgs),
+    /// Run a plan of units (a DAG, TOML) with bounded parallelism; `--resume` after a crash.
+    Orchestrate(OrchestrateArgs),
     /// Store files to hand to engines: add, list, rm (under the state dir).
     Attach(AttachArgs),
     /// Check which engines are installed and usable: binary, version, required flags.
@@ -143,6 +145,28 @@ pub struct ResumeArgs {
     pub skip_permissions: bool,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OrchestrateArgs {
+    /// The plan: a TOML file of `[[unit]]` tables (see docs/ORCHESTRATE.md).
+    pub plan: PathBuf,
+    /// Run at most this many units at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub jobs: usize,
+    /// Pick up every unit from its marker after a crash: skip done units,
+    /// resume exact sessions, re-dispatch the rest with a bounded replay.
+    #[arg(long)]
+    pub resume: bool,
+    /// Output format (default: a live table on a terminal, jsonl otherwise).
+    #[arg(long, value_enum)]
+    pub output: Option<OutputFormat>,
+    /// Shorthand for `--output json`.
+    #[arg(long, conflicts_with = "output")]
+    pub json: bool,
+    /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
+    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -61,7 +61,7 @@ impl UnitSpec {
 }
 
 /// Receives events live, as each line is projected.
-pub trait EventSink: Send {
+pub trait EventSink {
     fn event(&mut self, event: &ConversationEvent);
     /// vf's own notices (not engine output).
     fn warning(&mut self, message: &str);
@@ -139,7 +139,10 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
 
     let program = match binary::resolve_binary(spec.engine, spec.engine_bin.as_deref()) {
         Ok(p) => p,
-        Err(e) => fail_before_spawn!("missing", e.into()),
+        Err(e) => fail_before_spawn!(
+            "missing",
+            VfError::not_ready(format!("{}: {e}", spec.engine))
+        ),
     };
     let version = {
         let p = program.clone();
@@ -227,6 +230,22 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     };
     let pid = child.id().unwrap_or(0);
     let pgid = pid as i32;
+    // The owned-process record exists before anything else happens with the child.
+    let record_path = crate::owned::record_path(&spec.state_dir, &spec.unit, marker.attempts);
+    let mut record =
+        crate::owned::ProcRecord::new(&spec.unit, marker.attempts, spec.engine.as_str(), pid);
+    if let Err(e) = record.save(&record_path) {
+        kill_group(pgid, Signal::SIGKILL);
+        let _ = child.wait().await;
+        remove_prompt_file(&inv);
+        fail_before_spawn!(
+            "state",
+            VfError::state(format!(
+                "cannot write process record {}: {e}",
+                record_path.display()
+            ))
+        );
+    }
     marker.state = UnitState::Running;
     marker.started_at = Some(now_rfc3339());
     marker.owner = Some(Owner {
@@ -326,6 +345,10 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
                     kill_group(pgid, Signal::SIGKILL);
                 }
                 exited_at = Some(tokio::time::Instant::now());
+                record.cli_exited = true;
+                if let Err(e) = record.save(&record_path) {
+                    sink.warning(&format!("cannot update process record {}: {e}", record_path.display()));
+                }
             }
             _ = sigint.recv(), if exit_status.is_none() => {
                 if stop.is_some() { kill_group(pgid, Signal::SIGKILL); }
@@ -377,6 +400,13 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     }
     // Nothing of the group survives vf.
     kill_group(pgid, Signal::SIGKILL);
+    // Exited and drained (or the group was just killed after the drain grace).
+    if let Err(e) = crate::owned::release(&record_path) {
+        sink.warning(&format!(
+            "cannot release process record {}: {e}",
+            record_path.display()
+        ));
+    }
     remove_prompt_file(&inv);
     for ev in projector.finish() {
         sink.event(&ev);

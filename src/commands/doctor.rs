@@ -57,7 +57,9 @@ fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result
     let Some(timeout) = timeout else {
         return Ok(());
     };
-    let results = super::block_on(async {
+    // Local tasks: a dispatch's event sink need not be Send.
+    let local = tokio::task::LocalSet::new();
+    let results = super::block_on(local.run_until(async {
         let mut set = tokio::task::JoinSet::new();
         for (i, r) in reports.iter().enumerate() {
             if r.verdict != Verdict::Ready {
@@ -65,7 +67,7 @@ fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result
             }
             let Some(path) = r.path.clone() else { continue };
             let (engine, version) = (r.engine, r.version.clone());
-            set.spawn(async move {
+            set.spawn_local(async move {
                 (
                     i,
                     crate::probe::probe(engine, path.into(), version, timeout).await,
@@ -79,7 +81,7 @@ fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result
             }
         }
         out
-    })?;
+    }))?;
     for (i, p) in results {
         reports[i].probe = Some(p);
     }

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod dispatch;
 pub mod doctor;
 pub mod engines;
+pub mod orchestrate;
 pub mod output;
 pub mod prompt;
 pub mod resume;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Status(a) => status::run(&a),
         Command::Attach(a) => attach::run(&a),
         Command::Doctor(a) => doctor::run(&a),
+        Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -18,6 +18,9 @@ pub const DEFAULT_RESUME_PROMPT: &str =
 pub fn resolve_resume_id(marker: &Marker) -> std::result::Result<String, String> {
     match marker.state {
         UnitState::Done => return Err("it is done; done units are never resumed".into()),
+        // A pending marker with an id: a later attempt was claimed but vf died
+        // before it spawned; the recorded session is still the one to resume.
+        UnitState::Pending if marker.engine_session_id.is_some() => {}
         UnitState::Pending => return Err("it never started (pending); dispatch it instead".into()),
         UnitState::Running => match marker.owner_alive() {
             Liveness::Dead => {}

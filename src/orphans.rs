@@ -1,0 +1,394 @@
+//! The core of `vf doctor --fix`: find owned-process records left behind by a
+//! dead vf and end exactly the process groups that are provably ours.
+//!
+//! Fail closed: a group is ended only when its supervisor is provably dead and
+//! its CLI leader is provably the recorded process (pid + start time + boot
+//! id). Everything else is reported and left alone.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Serialize;
+
+use crate::owned::{self, ProcRecord};
+use crate::procinfo::Liveness;
+
+/// What a record turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Class {
+    /// Its supervisor is alive: a running vf owns it.
+    Owned,
+    /// Supervisor provably dead, CLI provably the recorded process: ours to end.
+    Orphan,
+    /// Supervisor and CLI provably gone, no group left: only the record remains.
+    Stale,
+    /// Something cannot be proven (pid reuse, other boot or host, unreadable
+    /// /proc, leftover group members without a leader): left alone.
+    Unproven,
+    /// The record itself cannot be read.
+    Corrupt,
+}
+
+/// What `fix` did about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Action {
+    None,
+    /// The group was ended (SIGTERM, then SIGKILL if needed) and the record released.
+    Ended,
+    /// The record of a gone process was deleted.
+    Released,
+    /// `fix` tried and failed (see `detail`).
+    Failed,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub record: PathBuf,
+    pub unit: Option<String>,
+    pub attempt: Option<u32>,
+    pub supervisor_pid: Option<u32>,
+    pub cli_pid: Option<u32>,
+    pub pgid: Option<i32>,
+    pub class: Class,
+    /// Why it was classified so, in one line.
+    pub reason: String,
+    pub action: Action,
+    pub detail: Option<String>,
+}
+
+/// Reads every record under `<state>/procs` and classifies it. Touches nothing.
+pub fn scan(state_dir: &Path) -> Vec<Finding> {
+    let dir = owned::procs_dir(state_dir);
+    let mut paths: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "json")
+                    && !p
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with('.'))
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    paths.sort();
+    paths.into_iter().map(|p| classify(&p)).collect()
+}
+
+fn classify(path: &Path) -> Finding {
+    let rec = match ProcRecord::load(path) {
+        Ok(r) => r,
+        Err(e) => {
+            return Finding {
+                record: path.to_path_buf(),
+                unit: None,
+                attempt: None,
+                supervisor_pid: None,
+                cli_pid: None,
+                pgid: None,
+                class: Class::Corrupt,
+                reason: format!("record {e}"),
+                action: Action::None,
+                detail: None,
+            };
+        }
+    };
+    let (class, reason) = judge(&rec);
+    Finding {
+        record: path.to_path_buf(),
+        unit: Some(rec.unit.clone()),
+        attempt: Some(rec.attempt),
+        supervisor_pid: Some(rec.supervisor.pid),
+        cli_pid: Some(rec.cli.pid),
+        pgid: Some(rec.pgid),
+        class,
+        reason,
+        action: Action::None,
+        detail: None,
+    }
+}
+
+fn judge(rec: &ProcRecord) -> (Class, String) {
+    match rec.supervisor.liveness() {
+        Liveness::Alive => {
+            return (
+                Class::Owned,
+                format!("its vf (pid {}) is alive", rec.supervisor.pid),
+            );
+        }
+        Liveness::Unknown => {
+            return (
+                Class::Unproven,
+                format!(
+                    "cannot prove whether its vf (pid {}) is alive (other host, or /proc unreadable)",
+                    rec.supervisor.pid
+                ),
+            );
+        }
+        Liveness::Dead => {}
+    }
+    if rec.pgid != rec.cli.pid as i32 || rec.pgid <= 1 {
+        return (
+            Class::Unproven,
+            "the record's group is not led by its CLI".into(),
+        );
+    }
+    match rec.cli.liveness() {
+        Liveness::Alive if is_zombie(rec.cli.pid) => {
+            let members = group_members(rec.pgid);
+            if members.is_empty() {
+                (
+                    Class::Stale,
+                    "vf is dead and the CLI has exited; only the record is left".into(),
+                )
+            } else {
+                (
+                    Class::Orphan,
+                    format!(
+                        "vf is dead; the CLI (pid {}) has exited but {} member(s) of its group still run",
+                        rec.cli.pid,
+                        members.len()
+                    ),
+                )
+            }
+        }
+        Liveness::Alive => (
+            Class::Orphan,
+            format!(
+                "vf (pid {}) is dead and its CLI (pid {}) still runs with the recorded identity",
+                rec.supervisor.pid, rec.cli.pid
+            ),
+        ),
+        Liveness::Dead => {
+            let members = group_members(rec.pgid);
+            if members.is_empty() {
+                (
+                    Class::Stale,
+                    "vf and its CLI are gone; only the record is left".into(),
+                )
+            } else {
+                // The leader is gone, so nothing proves these processes are ours.
+                (
+                    Class::Unproven,
+                    format!(
+                        "the recorded CLI is gone (or its pid was reused) but process group {} has {} member(s); not proven ours",
+                        rec.pgid,
+                        members.len()
+                    ),
+                )
+            }
+        }
+        Liveness::Unknown => (
+            Class::Unproven,
+            format!(
+                "the identity of pid {} cannot be proven (other host, or /proc unreadable)",
+                rec.cli.pid
+            ),
+        ),
+    }
+}
+
+/// Ends every exact orphan's group (SIGTERM, then SIGKILL after `grace`) and
+/// releases its record; releases stale records. Returns the findings with the
+/// action taken; everything else is left alone.
+pub fn fix(state_dir: &Path, grace: Duration) -> Vec<Finding> {
+    fix_where(state_dir, grace, |_| true)
+}
+
+/// [`fix`], restricted to the records `select` picks (e.g. one unit's).
+/// Only the selected findings are returned.
+pub fn fix_where(
+    state_dir: &Path,
+    grace: Duration,
+    select: impl Fn(&Finding) -> bool,
+) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = scan(state_dir).into_iter().filter(|f| select(f)).collect();
+    for f in &mut findings {
+        match f.class {
+            Class::Orphan => {
+                let pgid = f.pgid.unwrap_or(0);
+                // Re-prove right before acting: time has passed since the scan.
+                let rec = match ProcRecord::load(&f.record) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        f.action = Action::Failed;
+                        f.detail = Some(format!("record {e}"));
+                        continue;
+                    }
+                };
+                if judge(&rec).0 != Class::Orphan {
+                    f.detail = Some("no longer a proven orphan; left alone".into());
+                    continue;
+                }
+                match end_group(pgid, grace) {
+                    Ok(how) => {
+                        f.action = Action::Ended;
+                        f.detail = Some(how);
+                        if let Err(e) = owned::release(&f.record) {
+                            f.detail = Some(format!("group ended; cannot release record: {e}"));
+                        }
+                    }
+                    Err(e) => {
+                        f.action = Action::Failed;
+                        f.detail = Some(e);
+                    }
+                }
+            }
+            Class::Stale => match owned::release(&f.record) {
+                Ok(()) => f.action = Action::Released,
+                Err(e) => {
+                    f.action = Action::Failed;
+                    f.detail = Some(format!("cannot release record: {e}"));
+                }
+            },
+            _ => {}
+        }
+    }
+    findings
+}
+
+fn end_group(pgid: i32, grace: Duration) -> Result<String, String> {
+    let pg = Pid::from_raw(pgid);
+    if let Err(e) = killpg(pg, Signal::SIGTERM) {
+        if e == nix::errno::Errno::ESRCH {
+            return Ok("the group was already gone".into());
+        }
+        return Err(format!("cannot signal group {pgid}: {e}"));
+    }
+    if wait_group_gone(pgid, grace) {
+        return Ok(format!("group {pgid} ended by SIGTERM"));
+    }
+    let _ = killpg(pg, Signal::SIGKILL);
+    if wait_group_gone(pgid, Duration::from_secs(2)) {
+        Ok(format!("group {pgid} ended by SIGKILL"))
+    } else {
+        Err(format!("group {pgid} still has members after SIGKILL"))
+    }
+}
+
+fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        if group_members(pgid).is_empty() {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`, from /proc.
+pub fn group_members(pgid: i32) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            stat_fields(*pid)
+                .is_some_and(|(state, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
+        })
+        .collect()
+}
+
+fn is_zombie(pid: u32) -> bool {
+    stat_fields(pid).is_some_and(|(s, _)| s == 'Z' || s == 'X')
+}
+
+/// (state, pgrp) from `/proc/<pid>/stat` (fields 3 and 5).
+fn stat_fields(pid: u32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let _ppid = rest.next()?;
+    let pgrp = rest.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procinfo::ProcIdentity;
+
+    fn write(state: &Path, name: &str, rec: &ProcRecord) -> PathBuf {
+        let p = owned::procs_dir(state).join(format!("{name}.json"));
+        rec.clone().save(&p).unwrap();
+        p
+    }
+
+    fn dead_supervisor() -> ProcIdentity {
+        let me = ProcIdentity::current();
+        ProcIdentity {
+            start_time: me.start_time.map(|t| t + 1),
+            ..me
+        }
+    }
+
+    #[test]
+    fn classes_without_touching_anything() {
+        let t = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        // Owned: supervisor is this (live) process.
+        let owned_rec = ProcRecord::new("a", 1, "codex", me);
+        write(t.path(), "a-1", &owned_rec);
+        // CLI identity with another start time: pid reused. The group (ours, the
+        // test process's) has members, so it is unproven, never an orphan.
+        let mut reused = ProcRecord::new("b", 1, "codex", me);
+        reused.supervisor = dead_supervisor();
+        reused.cli.start_time = reused.cli.start_time.map(|t| t + 7);
+        reused.pgid = nix::unistd::getpgrp().as_raw();
+        reused.cli.pid = reused.pgid as u32;
+        write(t.path(), "b-1", &reused);
+        // Both gone: stale.
+        let mut stale = ProcRecord::new("c", 1, "codex", me);
+        stale.supervisor = dead_supervisor();
+        stale.cli.pid = 0x3fff_fff0;
+        stale.pgid = 0x3fff_fff0;
+        write(t.path(), "c-1", &stale);
+        // Other boot: the supervisor is provably dead, the CLI too.
+        let mut other_host = ProcRecord::new("d", 1, "codex", me);
+        other_host.supervisor.host = "elsewhere.invalid".into();
+        write(t.path(), "d-1", &other_host);
+        std::fs::write(owned::procs_dir(t.path()).join("e-1.json"), b"{").unwrap();
+
+        let f = scan(t.path());
+        let classes: Vec<Class> = f.iter().map(|f| f.class).collect();
+        assert_eq!(
+            classes,
+            vec![
+                Class::Owned,
+                Class::Unproven,
+                Class::Stale,
+                Class::Unproven,
+                Class::Corrupt
+            ],
+            "{f:#?}"
+        );
+        // fix only releases the stale record.
+        let fixed = fix(t.path(), Duration::from_millis(100));
+        let actions: Vec<Action> = fixed.iter().map(|f| f.action).collect();
+        assert_eq!(
+            actions,
+            vec![
+                Action::None,
+                Action::None,
+                Action::Released,
+                Action::None,
+                Action::None
+            ]
+        );
+        assert_eq!(scan(t.path()).len(), 4);
+        let json = serde_json::to_value(&fixed).unwrap();
+        assert_eq!(json[2]["class"], "stale");
+        assert!(json[0]["supervisorPid"].is_number());
+    }
+}

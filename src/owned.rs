@@ -1,0 +1,111 @@
+//! Owned-process records: one file per spawned engine CLI, under
+//! `<state>/procs/<unit>-<attempt>.json`, so that a later `vf doctor --fix`
+//! can prove which process groups a dead vf left behind.
+//!
+//! The record is written (atomically) right after the spawn, before the
+//! supervisor does anything else with the child, updated when the CLI exits,
+//! and released (deleted) only once the CLI has exited AND both of its output
+//! streams were drained.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil::{now_rfc3339, write_atomic};
+use crate::procinfo::ProcIdentity;
+
+pub const RECORD_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcRecord {
+    pub format: u32,
+    pub unit: String,
+    pub attempt: u32,
+    pub engine: String,
+    /// The vf process that spawned and supervises the CLI.
+    pub supervisor: ProcIdentity,
+    /// The CLI itself (leader of its own process group).
+    pub cli: ProcIdentity,
+    pub pgid: i32,
+    pub host: String,
+    pub boot_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Set once the supervisor saw the CLI exit (its streams may still drain).
+    pub cli_exited: bool,
+}
+
+/// The records directory of a state dir.
+pub fn procs_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("procs")
+}
+
+pub fn record_path(state_dir: &Path, unit: &str, attempt: u32) -> PathBuf {
+    procs_dir(state_dir).join(format!("{unit}-{attempt}.json"))
+}
+
+impl ProcRecord {
+    pub fn new(unit: &str, attempt: u32, engine: &str, cli_pid: u32) -> ProcRecord {
+        let cli = ProcIdentity::of(cli_pid);
+        let now = now_rfc3339();
+        ProcRecord {
+            format: RECORD_FORMAT,
+            unit: unit.to_string(),
+            attempt,
+            engine: engine.to_string(),
+            supervisor: ProcIdentity::current(),
+            host: cli.host.clone(),
+            boot_id: cli.boot_id.clone(),
+            pgid: cli_pid as i32,
+            cli,
+            created_at: now.clone(),
+            updated_at: now,
+            cli_exited: false,
+        }
+    }
+
+    pub fn save(&mut self, path: &Path) -> std::io::Result<()> {
+        self.updated_at = now_rfc3339();
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        write_atomic(path, &bytes)
+    }
+
+    pub fn load(path: &Path) -> Result<ProcRecord, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("corrupt: {e}"))
+    }
+}
+
+/// Deletes a record; a missing one is fine (already released).
+pub fn release(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_release() {
+        let t = tempfile::tempdir().unwrap();
+        let p = record_path(t.path(), "u1", 3);
+        let mut r = ProcRecord::new("u1", 3, "codex", std::process::id());
+        r.save(&p).unwrap();
+        let back = ProcRecord::load(&p).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.pgid, std::process::id() as i32);
+        assert!(back.cli.start_time.is_some());
+        release(&p).unwrap();
+        assert!(!p.exists());
+        release(&p).unwrap();
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, b"{").unwrap();
+        assert!(ProcRecord::load(&p).unwrap_err().contains("corrupt"));
+    }
+}

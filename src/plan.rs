@@ -1,0 +1,343 @@
+//! Plans for `vf orchestrate`: a TOML list of `[[unit]]` tables forming a DAG.
+//! The whole plan is validated before anything starts; each problem is one
+//! clear usage error.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::attach::EngineChoice;
+use crate::engine::EngineId;
+use crate::error::{Result, VfError};
+use crate::names;
+
+/// Plan files larger than this are refused (a plan is a short list).
+pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    #[serde(default)]
+    unit: Vec<RawUnit>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnit {
+    name: String,
+    engine: String,
+    prompt: Option<String>,
+    prompt_file: Option<PathBuf>,
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    depends_on: Vec<String>,
+    #[serde(default)]
+    attachments: Vec<String>,
+    #[serde(default)]
+    skip_permissions: bool,
+    stall_timeout: Option<f64>,
+    timeout: Option<f64>,
+}
+
+/// One validated unit of a plan.
+#[derive(Debug, Clone)]
+pub struct PlanUnit {
+    pub name: String,
+    pub engine: EngineChoice,
+    /// The prompt text (read from `prompt_file` if given).
+    pub prompt: String,
+    /// Absolute; relative `cwd` values are taken from the plan file's directory.
+    pub cwd: PathBuf,
+    pub depends_on: Vec<String>,
+    pub attachments: Vec<String>,
+    pub skip_permissions: bool,
+    pub stall_timeout: Option<Duration>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub path: PathBuf,
+    /// Units in a dependency order (each after all of its dependencies),
+    /// otherwise in the order of the file.
+    pub units: Vec<PlanUnit>,
+}
+
+impl Plan {
+    pub fn get(&self, name: &str) -> Option<&PlanUnit> {
+        self.units.iter().find(|u| u.name == name)
+    }
+}
+
+/// Reads and validates a plan file.
+pub fn load(path: &Path) -> Result<Plan> {
+    let path = crate::state::absolute(path)?;
+    let meta = std::fs::metadata(&path)
+        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(VfError::usage(format!(
+            "plan {} is not a file",
+            path.display()
+        )));
+    }
+    if meta.len() > MAX_PLAN_BYTES {
+        return Err(VfError::usage(format!(
+            "plan {} is {} bytes; at most {MAX_PLAN_BYTES} are allowed",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", path.display())))?;
+    let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    match parse(&text, &dir) {
+        Ok(units) => Ok(Plan { path, units }),
+        Err(e) => Err(VfError::usage(format!("plan {}: {e}", path.display()))),
+    }
+}
+
+/// Parses and validates plan text; relative paths are taken from `dir`.
+/// Errors are plain messages (the caller names the file).
+pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
+    // One line: `line N: message` (toml's own rendering spans several lines).
+    let raw: RawPlan = toml::from_str(text).map_err(|e| {
+        let msg = e.message().trim().replace('\n', " ");
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: {msg}")
+            }
+            None => msg,
+        }
+    })?;
+    if raw.unit.is_empty() {
+        return Err("no units: add at least one [[unit]] table".into());
+    }
+    let mut units = Vec::with_capacity(raw.unit.len());
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (i, u) in raw.unit.into_iter().enumerate() {
+        names::check("unit name", &u.name).map_err(|e| format!("unit #{}: {e}", i + 1))?;
+        let name = u.name;
+        let at = |msg: String| format!("unit {name:?}: {msg}");
+        if index.insert(name.clone(), i).is_some() {
+            return Err(format!("duplicate unit name {name:?}"));
+        }
+        let engine = if u.engine == "auto" {
+            EngineChoice::Auto
+        } else {
+            match EngineId::parse(&u.engine) {
+                Some(e) => EngineChoice::Engine(e),
+                None => {
+                    let known: Vec<&str> = EngineId::ALL.iter().map(|e| e.as_str()).collect();
+                    return Err(at(format!(
+                        "unknown engine {:?} (one of: auto, {})",
+                        u.engine,
+                        known.join(", ")
+                    )));
+                }
+            }
+        };
+        let prompt = match (u.prompt, u.prompt_file) {
+            (Some(_), Some(_)) => {
+                return Err(at("has both `prompt` and `prompt_file`; give one".into()));
+            }
+            (None, None) => return Err(at("has no `prompt` or `prompt_file`".into())),
+            (Some(p), None) => p,
+            (None, Some(f)) => {
+                let p = dir.join(&f);
+                std::fs::read_to_string(&p)
+                    .map_err(|e| at(format!("cannot read prompt_file {}: {e}", p.display())))?
+            }
+        };
+        if prompt.trim().is_empty() {
+            return Err(at("the prompt is empty".into()));
+        }
+        let cwd = match u.cwd {
+            Some(c) => dir.join(c),
+            None => dir.to_path_buf(),
+        };
+        if !cwd.is_dir() {
+            return Err(at(format!("cwd {} is not a directory", cwd.display())));
+        }
+        let secs = |key: &str, v: Option<f64>| match v {
+            None => Ok(None),
+            Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+            Some(s) => Err(at(format!(
+                "`{key}` must be a positive number of seconds, not {s}"
+            ))),
+        };
+        let stall_timeout = secs("stall_timeout", u.stall_timeout)?;
+        let timeout = secs("timeout", u.timeout)?;
+        let mut seen = Vec::new();
+        for d in &u.depends_on {
+            if seen.contains(d) {
+                return Err(at(format!("depends on {d:?} twice")));
+            }
+            if *d == name {
+                return Err(at("depends on itself".into()));
+            }
+            seen.push(d.clone());
+        }
+        units.push(PlanUnit {
+            name,
+            engine,
+            prompt,
+            cwd,
+            depends_on: u.depends_on,
+            attachments: u.attachments,
+            skip_permissions: u.skip_permissions,
+            stall_timeout,
+            timeout,
+        });
+    }
+    for u in &units {
+        for d in &u.depends_on {
+            if !index.contains_key(d) {
+                return Err(format!("unit {:?} depends on unknown unit {d:?}", u.name));
+            }
+        }
+    }
+    if let Some(cycle) = find_cycle(&units, &index) {
+        return Err(format!("dependency cycle: {}", cycle.join(" -> ")));
+    }
+    Ok(topo_order(units, &index))
+}
+
+/// A cycle as a closed path of names (`a -> b -> a`), if there is one.
+fn find_cycle(units: &[PlanUnit], index: &HashMap<String, usize>) -> Option<Vec<String>> {
+    // 0 = unvisited, 1 = on the current path, 2 = finished.
+    let mut color = vec![0u8; units.len()];
+    let mut path: Vec<usize> = Vec::new();
+    fn visit(
+        i: usize,
+        units: &[PlanUnit],
+        index: &HashMap<String, usize>,
+        color: &mut [u8],
+        path: &mut Vec<usize>,
+    ) -> Option<Vec<String>> {
+        color[i] = 1;
+        path.push(i);
+        for d in &units[i].depends_on {
+            let j = index[d];
+            if color[j] == 1 {
+                let from = path.iter().position(|&k| k == j).unwrap_or(0);
+                let mut cycle: Vec<String> = path[from..]
+                    .iter()
+                    .map(|&k| units[k].name.clone())
+                    .collect();
+                cycle.push(units[j].name.clone());
+                return Some(cycle);
+            }
+            if color[j] == 0
+                && let Some(c) = visit(j, units, index, color, path)
+            {
+                return Some(c);
+            }
+        }
+        path.pop();
+        color[i] = 2;
+        None
+    }
+    (0..units.len()).find_map(|i| {
+        if color[i] == 0 {
+            visit(i, units, index, &mut color, &mut path)
+        } else {
+            None
+        }
+    })
+}
+
+/// Stable topological order (the file order among ready units).
+fn topo_order(units: Vec<PlanUnit>, index: &HashMap<String, usize>) -> Vec<PlanUnit> {
+    let n = units.len();
+    let mut placed = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    while order.len() < n {
+        let next =
+            (0..n).find(|&i| !placed[i] && units[i].depends_on.iter().all(|d| placed[index[d]]));
+        // Acyclic (checked before), so a ready unit always exists.
+        let Some(i) = next else { break };
+        placed[i] = true;
+        order.push(i);
+    }
+    let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        let t = tempfile::tempdir().unwrap();
+        parse(text, t.path()).unwrap_err()
+    }
+
+    #[test]
+    fn valid_plan_in_dependency_order() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        std::fs::write(t.path().join("p.md"), "from a file").unwrap();
+        let units = parse(
+            r#"
+[[unit]]
+name = "api"
+engine = "claude"
+prompt_file = "p.md"
+depends_on = ["schema"]
+cwd = "sub"
+stall_timeout = 30
+
+[[unit]]
+name = "schema"
+engine = "auto"
+prompt = "x"
+timeout = 1.5
+"#,
+            t.path(),
+        )
+        .unwrap();
+        let names: Vec<&str> = units.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["schema", "api"]);
+        assert_eq!(units[1].prompt, "from a file");
+        assert_eq!(units[1].cwd, t.path().join("sub"));
+        assert_eq!(units[1].stall_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(units[0].engine, EngineChoice::Auto);
+        assert_eq!(units[0].cwd, t.path());
+    }
+
+    #[test]
+    fn each_error_is_named() {
+        let u = |extra: &str| format!("[[unit]]\nname = \"a\"\nengine = \"codex\"\n{extra}\n");
+        assert!(err(&u("prompt = \"x\"\ncolour = 1")).contains("unknown field `colour`"));
+        assert!(err(&u("")).contains("no `prompt` or `prompt_file`"));
+        assert!(err(&u("prompt = \"x\"\nprompt_file = \"f\"")).contains("both"));
+        assert!(
+            err("[[unit]]\nname = \"a\"\nengine = \"gpt\"\nprompt = \"x\"")
+                .contains("unknown engine \"gpt\"")
+        );
+        assert!(err(&u("prompt = \"x\"\ndepends_on = [\"zz\"]")).contains("unknown unit \"zz\""));
+        assert!(err(&u("prompt = \"x\"\ndepends_on = [\"a\"]")).contains("itself"));
+        assert!(
+            err(&format!("{}{}", u("prompt = \"x\""), u("prompt = \"y\"")))
+                .contains("duplicate unit name \"a\"")
+        );
+        assert!(
+            err("[[unit]]\nname = \"../x\"\nengine = \"codex\"\nprompt = \"x\"")
+                .contains("invalid unit name")
+        );
+        assert!(err("").contains("no units"));
+        assert!(err(&u("prompt = \"  \"")).contains("empty"));
+        assert!(err(&u("prompt = \"x\"\nstall_timeout = -1")).contains("positive"));
+        assert!(err(&u("prompt_file = \"missing.md\"")).contains("cannot read prompt_file"));
+        assert!(err(&u("prompt = \"x\"\ncwd = \"nope\"")).contains("not a directory"));
+        let cyc = err(
+            "[[unit]]\nname=\"a\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[\"b\"]\n\
+             [[unit]]\nname=\"b\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[\"c\"]\n\
+             [[unit]]\nname=\"c\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[\"a\"]\n",
+        );
+        assert!(cyc.contains("dependency cycle: a -> b -> c -> a"), "{cyc}");
+    }
+}

@@ -251,6 +251,13 @@ pub struct DoctorArgs {
     /// Also run a live canary on each ready engine (a tiny prompt through the normal runtime).
     #[arg(long)]
     pub probe: bool,
+    /// Instead of the engine checks: end the process groups of CLIs whose vf
+    /// died (proven by pid, start time and boot id), and report everything else.
+    #[arg(long, conflicts_with = "probe")]
+    pub fix: bool,
+    /// vf's state directory, for --fix and the orphan report (default: the nearest `.vibeflow/`).
+    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Seconds each canary may take.
     #[arg(long, value_name = "SECS", default_value_t = crate::probe::DEFAULT_PROBE_TIMEOUT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=3600), requires = "probe")]

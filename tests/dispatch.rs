@@ -2,6 +2,7 @@
 //! fake engine executable that replays genuine captures.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -926,4 +927,93 @@ fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
         !env.path().join("state/dispatch/priv-copilot.md").exists(),
         "copilot prompt file left behind"
     );
+}
+
+#[test]
+fn doctor_fix_ends_exactly_the_orphaned_group() {
+    let env = Env::new();
+    let bin = env.fake_for("codex");
+    let mut c = env.cmd(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "orphan",
+        "--prompt",
+        "x",
+        "--output",
+        "jsonl",
+        "--engine-bin",
+        bin.to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
+        .env("FAKE_MODE", "ignore-term")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut vf_proc = c.spawn().unwrap();
+    let record = env.path().join("state/procs/orphan-1.json");
+    wait_for("the owned-process record", Duration::from_secs(20), || {
+        record.exists()
+    });
+    let rec: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let pgid = rec["pgid"].as_i64().unwrap() as i32;
+    assert!(pgid > 1 && group_alive(pgid));
+    vf_proc.kill().unwrap(); // kill -9 the supervisor: the engine is now an orphan
+    vf_proc.wait().unwrap();
+    assert!(
+        group_alive(pgid),
+        "the orphan should still run before --fix"
+    );
+
+    // An unrelated live process whose record carries a recycled-looking identity
+    // (same pid, other start time): never proof enough to kill it.
+    let mut bystander = Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let mut fake_rec = rec.clone();
+    fake_rec["unit"] = "bystander".into();
+    fake_rec["pgid"] = (bystander.id() as i64).into();
+    fake_rec["cli"]["pid"] = bystander.id().into();
+    fake_rec["cli"]["startTime"] = 1.into();
+    std::fs::write(
+        env.path().join("state/procs/bystander-1.json"),
+        serde_json::to_vec(&fake_rec).unwrap(),
+    )
+    .unwrap();
+
+    let out = run_bounded(
+        env.cmd(&["doctor", "--fix", "--json"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let findings: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_unit = |u: &str| {
+        findings
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["unit"] == u)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_unit("orphan")["class"], "orphan");
+    assert_eq!(by_unit("orphan")["action"], "ended");
+    assert_eq!(by_unit("bystander")["action"], "none");
+    wait_for("the orphaned group to end", Duration::from_secs(10), || {
+        !group_alive(pgid)
+    });
+    assert!(
+        bystander.try_wait().unwrap().is_none(),
+        "the bystander was killed"
+    );
+    assert!(!record.exists(), "the orphan's record was not released");
+    let _ = bystander.kill();
+    let _ = bystander.wait();
 }

@@ -32,6 +32,11 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
             exit::ENGINE_FAILED
         }
     };
+    let state_dir =
+        crate::state::resolve_state_dir(args.state_dir.as_deref(), &std::env::current_dir()?)?;
+    if args.fix {
+        return fix(&state_dir, args.json);
+    }
     let probe_timeout = args.probe.then(|| Duration::from_secs(args.probe_timeout));
     if args.json {
         let mut reports = doctor::check(&ids, &opts);
@@ -49,7 +54,65 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     });
     run_probes(&mut reports, probe_timeout)?;
     print_table(&reports, &aux)?;
+    let orphans = crate::orphans::scan(&state_dir)
+        .into_iter()
+        .filter(|f| f.class == crate::orphans::Class::Orphan)
+        .count();
+    if orphans > 0 {
+        writeln!(
+            std::io::stdout(),
+            "{orphans} orphaned engine process group(s) under {}: run `vf doctor --fix` to end them.",
+            state_dir.display()
+        )?;
+    }
     Ok(code(&reports))
+}
+
+/// `vf doctor --fix`: end proven orphans, release stale records, leave the rest.
+fn fix(state_dir: &std::path::Path, json: bool) -> Result<i32> {
+    use crate::orphans::{Action, Class};
+    let findings = crate::orphans::fix(state_dir, crate::dispatch::UnitSpec::default_kill_grace());
+    if json {
+        super::print_json(&findings)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        if findings.is_empty() {
+            writeln!(out, "no process records under {}", state_dir.display())?;
+        }
+        for f in &findings {
+            let class = match f.class {
+                Class::Owned => "owned",
+                Class::Orphan => "orphan",
+                Class::Stale => "stale",
+                Class::Unproven => "unproven",
+                Class::Corrupt => "corrupt",
+            };
+            let action = match f.action {
+                Action::None => "left alone",
+                Action::Ended => "ended",
+                Action::Released => "released",
+                Action::Failed => "FAILED",
+            };
+            writeln!(
+                out,
+                "{:<24} {:<9} {:<10} pgid {:<8} {}{}",
+                f.unit.as_deref().unwrap_or("?"),
+                class,
+                action,
+                f.pgid.map_or("-".to_string(), |p| p.to_string()),
+                f.reason,
+                f.detail
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default()
+            )?;
+        }
+    }
+    Ok(if findings.iter().any(|f| f.action == Action::Failed) {
+        exit::ENGINE_FAILED
+    } else {
+        exit::OK
+    })
 }
 
 /// The canary stage: every `ready` engine is probed, concurrently.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::engine::EngineId;
+use crate::engine::{EngineId, OutputTransport};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -29,6 +29,8 @@ pub enum Command {
     Engines(EnginesArgs),
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
     Dispatch(DispatchArgs),
+    /// Project a recorded CLI output log into typed conversation events.
+    Replay(ReplayArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -81,6 +83,31 @@ pub struct DispatchArgs {
     /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
     #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recorded stdout log (`-` reads stdin).
+    #[arg(value_name = "FILE|-")]
+    pub file: String,
+    /// The CLI that wrote the log.
+    #[arg(long)]
+    pub cli: EngineId,
+    /// The CLI's version (picks the manifest family; default: the newest).
+    #[arg(long, value_name = "V")]
+    pub cli_version: Option<String>,
+    /// How the log is framed (default: the engine's transport).
+    #[arg(long, value_enum)]
+    pub transport: Option<OutputTransport>,
+    /// `human`: a readable transcript; `jsonl`: one event per line.
+    #[arg(long, value_enum, default_value_t = ReplayOutput::Human)]
+    pub output: ReplayOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayOutput {
+    Human,
+    Jsonl,
 }
 
 #[derive(Debug, Args)]

@@ -7,11 +7,13 @@ pub mod completions;
 pub mod dispatch;
 pub mod engines;
 pub mod prompt;
+pub mod replay;
 
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Engines(a) => engines::run(&a),
         Command::Dispatch(a) => dispatch::run(&a),
+        Command::Replay(a) => replay::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -13,6 +13,9 @@ pub struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
     cap: usize,
+    /// Bytes of the line last returned straight from `inner`'s buffer,
+    /// consumed on the next call (saves copying whole lines).
+    deferred: usize,
 }
 
 impl<R: BufRead> LineReader<R> {
@@ -21,12 +24,25 @@ impl<R: BufRead> LineReader<R> {
             inner,
             buf: Vec::new(),
             cap,
+            deferred: 0,
         }
     }
 
     /// The next line; a last line without a newline is still returned.
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.inner.consume(std::mem::take(&mut self.deferred));
         self.buf.clear();
+        // Fast path: the whole line is already buffered.
+        let direct = match self.inner.fill_buf() {
+            Ok(avail) => memchr::memchr(b'\n', avail).filter(|&i| i <= self.cap),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+            Err(e) => return Err(e),
+        };
+        if let Some(i) = direct {
+            self.deferred = i + 1;
+            let avail = self.inner.fill_buf()?;
+            return Ok(Some(Line::Text(&avail[..i])));
+        }
         let mut skipped: u64 = 0;
         let mut over = false;
         let mut any = false;

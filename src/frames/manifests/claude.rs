@@ -171,6 +171,60 @@ const JSONL: &[Entry] = &[
         kind: "rate_limit_event",
         rule: info("Rate limit", "{rate_limit_info.status}"),
     },
+    // Named in both the 2.1.220 and 2.1.332 binaries (Agent SDK message
+    // kinds), not yet seen in a capture: hooks, background tasks, bookkeeping.
+    Entry {
+        kind: "system/hook_started",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "system/hook_progress",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "system/hook_response",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "system/task_started",
+        rule: info("Task started", "{description}"),
+    },
+    Entry {
+        kind: "system/task_progress",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "system/task_notification",
+        rule: info("Task", "{status}: {summary}"),
+    },
+    Entry {
+        kind: "system/files_persisted",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "system/local_command_output",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "system/elicitation_complete",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "tool_progress",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "tool_use_summary",
+        rule: info("Tool summary", "{summary}"),
+    },
+    Entry {
+        kind: "auth_status",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "prompt_suggestion",
+        rule: Rule::Quiet,
+    },
     Entry {
         kind: "result/success",
         rule: RESULT,
@@ -181,6 +235,14 @@ const JSONL: &[Entry] = &[
     },
     Entry {
         kind: "result/error_during_execution",
+        rule: RESULT_ERROR,
+    },
+    Entry {
+        kind: "result/error_max_budget_usd",
+        rule: RESULT_ERROR,
+    },
+    Entry {
+        kind: "result/error_max_structured_output_retries",
         rule: RESULT_ERROR,
     },
 ];
@@ -199,10 +261,19 @@ const JSON: &[Entry] = &[
         kind: "result/error_during_execution",
         rule: RESULT_ERROR,
     },
+    Entry {
+        kind: "result/error_max_budget_usd",
+        rule: RESULT_ERROR,
+    },
+    Entry {
+        kind: "result/error_max_structured_output_retries",
+        rule: RESULT_ERROR,
+    },
 ];
 
-/// One family for 2.1.x: the 2.1.220 baseline kinds plus what 2.1.332 added
-/// (`system/api_retry`, `system/thinking_tokens`, `system/permission_denied`).
+/// One family for 2.1.x: the 2.1.220 binary names the same frame kinds as
+/// 2.1.332 (checked with `strings`), including `system/api_retry`,
+/// `system/thinking_tokens` and `system/permission_denied`.
 pub static V2_1: Manifest = Manifest {
     cli: EngineId::Claude,
     major: 2,

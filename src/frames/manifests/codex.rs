@@ -47,6 +47,20 @@ const MCP_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
     error: &["error", "message"],
     exit: &[],
 });
+const COLLAB_CALL: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["id"],
+    name: Src::Path(&["tool"]),
+    input: &["prompt"],
+});
+const COLLAB_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["id"],
+    name: Src::Path(&["tool"]),
+    input: &["prompt"],
+    status: StatusSrc::Path(&["status"]),
+    output: &[],
+    error: &[],
+    exit: &[],
+});
 const SEARCH_CALL: Rule = Rule::ToolCall(ToolCallSpec {
     id: &["id"],
     name: Src::Const("web_search"),
@@ -81,6 +95,10 @@ const ITEM_STARTED: &[Entry] = &[
         rule: SEARCH_CALL,
     },
     Entry {
+        kind: "collab_tool_call",
+        rule: COLLAB_CALL,
+    },
+    Entry {
         kind: "todo_list",
         rule: info("Todo list", "{items}"),
     },
@@ -105,6 +123,10 @@ const ITEM_UPDATED: &[Entry] = &[
     },
     Entry {
         kind: "mcp_tool_call",
+        rule: Rule::Quiet,
+    },
+    Entry {
+        kind: "collab_tool_call",
         rule: Rule::Quiet,
     },
     Entry {
@@ -140,6 +162,10 @@ const ITEM_COMPLETED: &[Entry] = &[
     Entry {
         kind: "web_search",
         rule: SEARCH_RESULT,
+    },
+    Entry {
+        kind: "collab_tool_call",
+        rule: COLLAB_RESULT,
     },
     Entry {
         kind: "todo_list",
@@ -226,57 +252,9 @@ const JSONL_0_171: &[Entry] = &[
     },
 ];
 
-/// 0.146 also named its first frame `session.created` (the session id under `session_id`).
-const JSONL_0_146: &[Entry] = &[
-    Entry {
-        kind: "session.created",
-        rule: lifecycle(LifecycleSpec {
-            label: "Session started",
-            session: &["session_id"],
-            ..LifecycleSpec::DEFAULT
-        }),
-    },
-    Entry {
-        kind: "thread.started",
-        rule: THREAD_STARTED,
-    },
-    Entry {
-        kind: "turn.started",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "turn.completed",
-        rule: TURN_COMPLETED,
-    },
-    Entry {
-        kind: "turn.failed",
-        rule: TURN_FAILED,
-    },
-    Entry {
-        kind: "item.started",
-        rule: item(ITEM_STARTED),
-    },
-    Entry {
-        kind: "item.updated",
-        rule: item(ITEM_UPDATED),
-    },
-    Entry {
-        kind: "item.completed",
-        rule: item(ITEM_COMPLETED),
-    },
-    Entry {
-        kind: "error",
-        rule: warn("Error", "{message}"),
-    },
-    Entry {
-        kind: "output.truncated",
-        rule: Rule::Truncated { detail: "" },
-    },
-    Entry {
-        kind: "response.output_text.truncated",
-        rule: Rule::Truncated { detail: "" },
-    },
-];
+/// The 0.146.0 binary names the same event and item kinds as 0.171.0
+/// (checked with `strings` on both): one table serves both families.
+const JSONL_0_146: &[Entry] = JSONL_0_171;
 
 pub static V0_146: Manifest = Manifest {
     cli: EngineId::Codex,

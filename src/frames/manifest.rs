@@ -286,3 +286,60 @@ pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_unique(entries: &[Entry], ctx: &str) {
+        for (i, e) in entries.iter().enumerate() {
+            assert!(
+                !entries[..i].iter().any(|o| o.kind == e.kind),
+                "{ctx}: duplicate kind {}",
+                e.kind
+            );
+            let nested = match &e.rule {
+                Rule::Nested(n) => Some(n),
+                _ => None,
+            };
+            if let Some(n) = nested {
+                check_unique(n.entries, &format!("{ctx}/{}", e.kind));
+            }
+        }
+    }
+
+    #[test]
+    fn families_are_ordered_and_tables_have_unique_kinds() {
+        for cli in EngineId::ALL {
+            let fams = families(cli);
+            assert!(!fams.is_empty());
+            for w in fams.windows(2) {
+                assert!((w[0].major, w[0].minor) < (w[1].major, w[1].minor), "{cli}");
+            }
+            for m in fams {
+                assert_eq!(m.cli, cli);
+                for t in m.transports {
+                    check_unique(
+                        t.entries,
+                        &format!("{cli} {} {:?}", m.family(), t.transport),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resolution_picks_family_or_newest_with_warning() {
+        let v = |s| Version::parse(s).unwrap();
+        let r = resolve(EngineId::Codex, Some(&v("0.146.9")));
+        assert_eq!(
+            (r.manifest.family(), r.warning.is_none()),
+            ("0.146".into(), true)
+        );
+        let r = resolve(EngineId::Codex, Some(&v("0.100.0")));
+        assert_eq!(r.manifest.family(), "0.171");
+        assert!(r.warning.unwrap().contains("unverified"));
+        let r = resolve(EngineId::Claude, None);
+        assert_eq!(r.cli_version, "2.1.x");
+    }
+}

@@ -32,6 +32,10 @@ impl<R: BufRead> LineReader<R> {
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
         self.inner.consume(std::mem::take(&mut self.deferred));
         self.buf.clear();
+        // Give back the memory of an earlier long line.
+        if self.buf.capacity() > 1 << 20 {
+            self.buf = Vec::new();
+        }
         // Fast path: the whole line is already buffered.
         let direct = match self.inner.fill_buf() {
             Ok(avail) => memchr::memchr(b'\n', avail).filter(|&i| i <= self.cap),
@@ -70,6 +74,12 @@ impl<R: BufRead> LineReader<R> {
                 skipped = (self.buf.len() + chunk.len()) as u64;
                 self.buf = Vec::new();
             } else {
+                // Grow by doubling, but never past the cap (no 2x overshoot).
+                let need = self.buf.len() + chunk.len();
+                if need > self.buf.capacity() {
+                    let want = (self.buf.capacity() * 2).max(need).min(self.cap);
+                    self.buf.reserve_exact(want - self.buf.len());
+                }
                 self.buf.extend_from_slice(chunk);
             }
             let used = chunk.len() + usize::from(done);

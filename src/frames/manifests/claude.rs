@@ -7,11 +7,9 @@ use super::{info, lifecycle, warn};
 use crate::engine::{EngineId, OutputTransport};
 use crate::frames::manifest::*;
 
+#[rustfmt::skip]
 const ASSISTANT_BLOCKS: &[Entry] = &[
-    Entry {
-        kind: "text",
-        rule: Rule::AgentText { text: &["text"] },
-    },
+    Entry { kind: "text", rule: Rule::AgentText { text: &["text"] } },
     Entry {
         kind: "tool_use",
         rule: Rule::ToolCall(ToolCallSpec {
@@ -20,17 +18,12 @@ const ASSISTANT_BLOCKS: &[Entry] = &[
             input: &["input"],
         }),
     },
-    Entry {
-        kind: "thinking",
-        rule: info("Thinking", "{thinking}"),
-    },
-    Entry {
-        kind: "redacted_thinking",
-        rule: info("Thinking", "(redacted)"),
-    },
+    Entry { kind: "thinking", rule: info("Thinking", "{thinking}") },
+    Entry { kind: "redacted_thinking", rule: info("Thinking", "(redacted)") },
 ];
 
 /// `user` frames in stream-json carry tool results, not human turns.
+#[rustfmt::skip]
 const USER_BLOCKS: &[Entry] = &[
     Entry {
         kind: "tool_result",
@@ -44,40 +37,20 @@ const USER_BLOCKS: &[Entry] = &[
             exit: &[],
         }),
     },
-    Entry {
-        kind: "text",
-        rule: Rule::UserText { text: &["text"] },
-    },
+    Entry { kind: "text", rule: Rule::UserText { text: &["text"] } },
 ];
 
 const USER_STRING: Rule = Rule::UserText { text: &[] };
 
+#[rustfmt::skip]
 const STREAM_EVENTS: &[Entry] = &[
     // Partial pieces: the complete `assistant` frame follows and is what is shown.
-    Entry {
-        kind: "message_start",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "content_block_start",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "content_block_delta",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "content_block_stop",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "message_delta",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "message_stop",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "message_start", rule: Rule::Quiet },
+    Entry { kind: "content_block_start", rule: Rule::Quiet },
+    Entry { kind: "content_block_delta", rule: Rule::Quiet },
+    Entry { kind: "content_block_stop", rule: Rule::Quiet },
+    Entry { kind: "message_delta", rule: Rule::Quiet },
+    Entry { kind: "message_stop", rule: Rule::Quiet },
 ];
 
 /// `is_error` decides: `subtype` says "success" even on API errors.
@@ -103,6 +76,7 @@ const RESULT_ERROR: Rule = lifecycle(LifecycleSpec {
     ..LifecycleSpec::DEFAULT
 });
 
+#[rustfmt::skip]
 const JSONL: &[Entry] = &[
     Entry {
         kind: "system/init",
@@ -112,10 +86,7 @@ const JSONL: &[Entry] = &[
             ..LifecycleSpec::DEFAULT
         }),
     },
-    Entry {
-        kind: "system/status",
-        rule: info("Status", "{status}"),
-    },
+    Entry { kind: "system/status", rule: info("Status", "{status}") },
     Entry {
         kind: "system/api_retry",
         rule: warn(
@@ -123,14 +94,8 @@ const JSONL: &[Entry] = &[
             "attempt {attempt}/{max_retries}: HTTP {error_status} {error}",
         ),
     },
-    Entry {
-        kind: "system/thinking_tokens",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/permission_denied",
-        rule: warn("Permission denied", "{tool_name}: {message}"),
-    },
+    Entry { kind: "system/thinking_tokens", rule: Rule::Quiet },
+    Entry { kind: "system/permission_denied", rule: warn("Permission denied", "{tool_name}: {message}") },
     Entry {
         kind: "system/compact_boundary",
         rule: Rule::Truncated {
@@ -167,108 +132,37 @@ const JSONL: &[Entry] = &[
             entries: STREAM_EVENTS,
         }),
     },
-    Entry {
-        kind: "rate_limit_event",
-        rule: info("Rate limit", "{rate_limit_info.status}"),
-    },
+    Entry { kind: "rate_limit_event", rule: info("Rate limit", "{rate_limit_info.status}") },
     // Named in both the 2.1.220 and 2.1.332 binaries (Agent SDK message
     // kinds), not yet seen in a capture: hooks, background tasks, bookkeeping.
-    Entry {
-        kind: "system/hook_started",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/hook_progress",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/hook_response",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/task_started",
-        rule: info("Task started", "{description}"),
-    },
-    Entry {
-        kind: "system/task_progress",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/task_notification",
-        rule: info("Task", "{status}: {summary}"),
-    },
-    Entry {
-        kind: "system/files_persisted",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/local_command_output",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "system/elicitation_complete",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "tool_progress",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "tool_use_summary",
-        rule: info("Tool summary", "{summary}"),
-    },
-    Entry {
-        kind: "auth_status",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "prompt_suggestion",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "result/success",
-        rule: RESULT,
-    },
-    Entry {
-        kind: "result/error_max_turns",
-        rule: RESULT_ERROR,
-    },
-    Entry {
-        kind: "result/error_during_execution",
-        rule: RESULT_ERROR,
-    },
-    Entry {
-        kind: "result/error_max_budget_usd",
-        rule: RESULT_ERROR,
-    },
-    Entry {
-        kind: "result/error_max_structured_output_retries",
-        rule: RESULT_ERROR,
-    },
+    Entry { kind: "system/hook_started", rule: Rule::Quiet },
+    Entry { kind: "system/hook_progress", rule: Rule::Quiet },
+    Entry { kind: "system/hook_response", rule: Rule::Quiet },
+    Entry { kind: "system/task_started", rule: info("Task started", "{description}") },
+    Entry { kind: "system/task_progress", rule: Rule::Quiet },
+    Entry { kind: "system/task_notification", rule: info("Task", "{status}: {summary}") },
+    Entry { kind: "system/files_persisted", rule: Rule::Quiet },
+    Entry { kind: "system/local_command_output", rule: Rule::Quiet },
+    Entry { kind: "system/elicitation_complete", rule: Rule::Quiet },
+    Entry { kind: "tool_progress", rule: Rule::Quiet },
+    Entry { kind: "tool_use_summary", rule: info("Tool summary", "{summary}") },
+    Entry { kind: "auth_status", rule: Rule::Quiet },
+    Entry { kind: "prompt_suggestion", rule: Rule::Quiet },
+    Entry { kind: "result/success", rule: RESULT },
+    Entry { kind: "result/error_max_turns", rule: RESULT_ERROR },
+    Entry { kind: "result/error_during_execution", rule: RESULT_ERROR },
+    Entry { kind: "result/error_max_budget_usd", rule: RESULT_ERROR },
+    Entry { kind: "result/error_max_structured_output_retries", rule: RESULT_ERROR },
 ];
 
 /// `--output-format json`: the single `result` object.
+#[rustfmt::skip]
 const JSON: &[Entry] = &[
-    Entry {
-        kind: "result/success",
-        rule: RESULT,
-    },
-    Entry {
-        kind: "result/error_max_turns",
-        rule: RESULT_ERROR,
-    },
-    Entry {
-        kind: "result/error_during_execution",
-        rule: RESULT_ERROR,
-    },
-    Entry {
-        kind: "result/error_max_budget_usd",
-        rule: RESULT_ERROR,
-    },
-    Entry {
-        kind: "result/error_max_structured_output_retries",
-        rule: RESULT_ERROR,
-    },
+    Entry { kind: "result/success", rule: RESULT },
+    Entry { kind: "result/error_max_turns", rule: RESULT_ERROR },
+    Entry { kind: "result/error_during_execution", rule: RESULT_ERROR },
+    Entry { kind: "result/error_max_budget_usd", rule: RESULT_ERROR },
+    Entry { kind: "result/error_max_structured_output_retries", rule: RESULT_ERROR },
 ];
 
 /// One family for 2.1.x: the 2.1.220 binary names the same frame kinds as

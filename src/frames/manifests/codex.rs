@@ -77,105 +77,39 @@ const SEARCH_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
 });
 
 /// Item kinds shared by every known family.
+#[rustfmt::skip]
 const ITEM_STARTED: &[Entry] = &[
-    Entry {
-        kind: "command_execution",
-        rule: SHELL_CALL,
-    },
-    Entry {
-        kind: "file_change",
-        rule: FILE_CALL,
-    },
-    Entry {
-        kind: "mcp_tool_call",
-        rule: MCP_CALL,
-    },
-    Entry {
-        kind: "web_search",
-        rule: SEARCH_CALL,
-    },
-    Entry {
-        kind: "collab_tool_call",
-        rule: COLLAB_CALL,
-    },
-    Entry {
-        kind: "todo_list",
-        rule: info("Todo list", "{items}"),
-    },
+    Entry { kind: "command_execution", rule: SHELL_CALL },
+    Entry { kind: "file_change", rule: FILE_CALL },
+    Entry { kind: "mcp_tool_call", rule: MCP_CALL },
+    Entry { kind: "web_search", rule: SEARCH_CALL },
+    Entry { kind: "collab_tool_call", rule: COLLAB_CALL },
+    Entry { kind: "todo_list", rule: info("Todo list", "{items}") },
     // Text items only matter once completed.
-    Entry {
-        kind: "agent_message",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "reasoning",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "agent_message", rule: Rule::Quiet },
+    Entry { kind: "reasoning", rule: Rule::Quiet },
 ];
+#[rustfmt::skip]
 const ITEM_UPDATED: &[Entry] = &[
-    Entry {
-        kind: "todo_list",
-        rule: info("Todo list", "{items}"),
-    },
-    Entry {
-        kind: "command_execution",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "mcp_tool_call",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "collab_tool_call",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "agent_message",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "reasoning",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "todo_list", rule: info("Todo list", "{items}") },
+    Entry { kind: "command_execution", rule: Rule::Quiet },
+    Entry { kind: "mcp_tool_call", rule: Rule::Quiet },
+    Entry { kind: "collab_tool_call", rule: Rule::Quiet },
+    Entry { kind: "agent_message", rule: Rule::Quiet },
+    Entry { kind: "reasoning", rule: Rule::Quiet },
 ];
+#[rustfmt::skip]
 const ITEM_COMPLETED: &[Entry] = &[
-    Entry {
-        kind: "agent_message",
-        rule: Rule::AgentText { text: &["text"] },
-    },
-    Entry {
-        kind: "reasoning",
-        rule: info("Reasoning", "{text}"),
-    },
-    Entry {
-        kind: "command_execution",
-        rule: SHELL_RESULT,
-    },
-    Entry {
-        kind: "file_change",
-        rule: FILE_RESULT,
-    },
-    Entry {
-        kind: "mcp_tool_call",
-        rule: MCP_RESULT,
-    },
-    Entry {
-        kind: "web_search",
-        rule: SEARCH_RESULT,
-    },
-    Entry {
-        kind: "collab_tool_call",
-        rule: COLLAB_RESULT,
-    },
-    Entry {
-        kind: "todo_list",
-        rule: info("Todo list", "{items}"),
-    },
+    Entry { kind: "agent_message", rule: Rule::AgentText { text: &["text"] } },
+    Entry { kind: "reasoning", rule: info("Reasoning", "{text}") },
+    Entry { kind: "command_execution", rule: SHELL_RESULT },
+    Entry { kind: "file_change", rule: FILE_RESULT },
+    Entry { kind: "mcp_tool_call", rule: MCP_RESULT },
+    Entry { kind: "web_search", rule: SEARCH_RESULT },
+    Entry { kind: "collab_tool_call", rule: COLLAB_RESULT },
+    Entry { kind: "todo_list", rule: info("Todo list", "{items}") },
     // Not fatal: codex reports e.g. unknown model metadata this way and exits 0.
-    Entry {
-        kind: "error",
-        rule: warn("Error", "{message}"),
-    },
+    Entry { kind: "error", rule: warn("Error", "{message}") },
 ];
 
 const fn item(entries: &'static [Entry]) -> Rule {
@@ -208,48 +142,19 @@ const TURN_FAILED: Rule = lifecycle(LifecycleSpec {
     ..LifecycleSpec::DEFAULT
 });
 
+#[rustfmt::skip]
 const JSONL_0_171: &[Entry] = &[
-    Entry {
-        kind: "thread.started",
-        rule: THREAD_STARTED,
-    },
-    Entry {
-        kind: "turn.started",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "turn.completed",
-        rule: TURN_COMPLETED,
-    },
-    Entry {
-        kind: "turn.failed",
-        rule: TURN_FAILED,
-    },
-    Entry {
-        kind: "item.started",
-        rule: item(ITEM_STARTED),
-    },
-    Entry {
-        kind: "item.updated",
-        rule: item(ITEM_UPDATED),
-    },
-    Entry {
-        kind: "item.completed",
-        rule: item(ITEM_COMPLETED),
-    },
+    Entry { kind: "thread.started", rule: THREAD_STARTED },
+    Entry { kind: "turn.started", rule: Rule::Quiet },
+    Entry { kind: "turn.completed", rule: TURN_COMPLETED },
+    Entry { kind: "turn.failed", rule: TURN_FAILED },
+    Entry { kind: "item.started", rule: item(ITEM_STARTED) },
+    Entry { kind: "item.updated", rule: item(ITEM_UPDATED) },
+    Entry { kind: "item.completed", rule: item(ITEM_COMPLETED) },
     // Top-level errors are retries in progress until turn.failed says otherwise.
-    Entry {
-        kind: "error",
-        rule: warn("Error", "{message}"),
-    },
-    Entry {
-        kind: "output.truncated",
-        rule: Rule::Truncated { detail: "" },
-    },
-    Entry {
-        kind: "response.output_text.truncated",
-        rule: Rule::Truncated { detail: "" },
-    },
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "output.truncated", rule: Rule::Truncated { detail: "" } },
+    Entry { kind: "response.output_text.truncated", rule: Rule::Truncated { detail: "" } },
 ];
 
 /// The 0.146.0 binary names the same event and item kinds as 0.171.0

@@ -11,28 +11,18 @@ const CALL: ToolCallSpec = ToolCallSpec {
     input: &["arguments"],
 };
 
+#[rustfmt::skip]
 const INFO_TYPES: &[Entry] = &[Entry {
     kind: "model_retry",
     rule: info("API retry", "{message}"),
 }];
 
+#[rustfmt::skip]
 const JSONL: &[Entry] = &[
-    Entry {
-        kind: "session.skills_loaded",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "session.mcp_servers_loaded",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "session.tools_updated",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "session.background_tasks_changed",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "session.skills_loaded", rule: Rule::Quiet },
+    Entry { kind: "session.mcp_servers_loaded", rule: Rule::Quiet },
+    Entry { kind: "session.tools_updated", rule: Rule::Quiet },
+    Entry { kind: "session.background_tasks_changed", rule: Rule::Quiet },
     Entry {
         kind: "session.info",
         rule: Rule::Nested(Nested {
@@ -43,41 +33,20 @@ const JSONL: &[Entry] = &[
             entries: INFO_TYPES,
         }),
     },
-    Entry {
-        kind: "session.warning",
-        rule: warn("Warning", "{data.message}"),
-    },
-    Entry {
-        kind: "session.error",
-        rule: error("Error", "{data.message}"),
-    },
+    Entry { kind: "session.warning", rule: warn("Warning", "{data.message}") },
+    Entry { kind: "session.error", rule: error("Error", "{data.message}") },
     Entry {
         kind: "user.message",
         rule: Rule::UserText {
             text: &["data", "content"],
         },
     },
-    Entry {
-        kind: "assistant.turn_start",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "assistant.turn_end",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "assistant.turn_retry",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "assistant.message_start",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "assistant.turn_start", rule: Rule::Quiet },
+    Entry { kind: "assistant.turn_end", rule: Rule::Quiet },
+    Entry { kind: "assistant.turn_retry", rule: Rule::Quiet },
+    Entry { kind: "assistant.message_start", rule: Rule::Quiet },
     // Ephemeral pieces of the `assistant.message` that follows.
-    Entry {
-        kind: "assistant.message_delta",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "assistant.message_delta", rule: Rule::Quiet },
     Entry {
         kind: "assistant.message",
         rule: Rule::All(&[
@@ -90,30 +59,12 @@ const JSONL: &[Entry] = &[
             },
         ]),
     },
-    Entry {
-        kind: "assistant.reasoning_delta",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "assistant.reasoning",
-        rule: info("Reasoning", "{data.content}"),
-    },
-    Entry {
-        kind: "assistant.tool_call_delta",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "assistant.idle",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "model.call_start",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "model.call_finished",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "assistant.reasoning_delta", rule: Rule::Quiet },
+    Entry { kind: "assistant.reasoning", rule: info("Reasoning", "{data.content}") },
+    Entry { kind: "assistant.tool_call_delta", rule: Rule::Quiet },
+    Entry { kind: "assistant.idle", rule: Rule::Quiet },
+    Entry { kind: "model.call_start", rule: Rule::Quiet },
+    Entry { kind: "model.call_finished", rule: Rule::Quiet },
     Entry {
         kind: "model.call_failure",
         rule: warn(
@@ -121,10 +72,7 @@ const JSONL: &[Entry] = &[
             "HTTP {data.statusCode} (attempt {data.retryAttempt})",
         ),
     },
-    Entry {
-        kind: "model.call_final_result",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "model.call_final_result", rule: Rule::Quiet },
     Entry {
         kind: "tool.execution_start",
         rule: Rule::ToolCall(ToolCallSpec {
@@ -133,14 +81,8 @@ const JSONL: &[Entry] = &[
             input: &["data", "arguments"],
         }),
     },
-    Entry {
-        kind: "tool.shell_output",
-        rule: Rule::Quiet,
-    },
-    Entry {
-        kind: "tool.execution_partial_result",
-        rule: Rule::Quiet,
-    },
+    Entry { kind: "tool.shell_output", rule: Rule::Quiet },
+    Entry { kind: "tool.execution_partial_result", rule: Rule::Quiet },
     Entry {
         kind: "tool.execution_complete",
         rule: Rule::ToolResult(ToolResultSpec {

@@ -6,16 +6,11 @@ use super::{lifecycle, warn};
 use crate::engine::{EngineId, OutputTransport};
 use crate::frames::manifest::*;
 
+#[rustfmt::skip]
 const ROLES: &[Entry] = &[
-    Entry {
-        kind: "user",
-        rule: Rule::UserText { text: &["content"] },
-    },
+    Entry { kind: "user", rule: Rule::UserText { text: &["content"] } },
     // The answer arrives in several `delta: true` chunks.
-    Entry {
-        kind: "assistant",
-        rule: Rule::AgentDelta { text: &["content"] },
-    },
+    Entry { kind: "assistant", rule: Rule::AgentDelta { text: &["content"] } },
 ];
 
 const MESSAGE: Rule = Rule::Nested(Nested {
@@ -71,65 +66,29 @@ const DOCUMENT: Rule = lifecycle(LifecycleSpec {
     ..LifecycleSpec::DEFAULT
 });
 
+#[rustfmt::skip]
 const JSONL_0_61: &[Entry] = &[
-    Entry {
-        kind: "init",
-        rule: INIT,
-    },
-    Entry {
-        kind: "message",
-        rule: MESSAGE,
-    },
-    Entry {
-        kind: "tool_use",
-        rule: TOOL_USE,
-    },
-    Entry {
-        kind: "tool_result",
-        rule: TOOL_RESULT,
-    },
-    Entry {
-        kind: "error",
-        rule: warn("Error", "{message}"),
-    },
-    Entry {
-        kind: "result",
-        rule: RESULT,
-    },
+    Entry { kind: "init", rule: INIT },
+    Entry { kind: "message", rule: MESSAGE },
+    Entry { kind: "tool_use", rule: TOOL_USE },
+    Entry { kind: "tool_result", rule: TOOL_RESULT },
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "result", rule: RESULT },
 ];
 
 /// 0.49 also named `tool_call` (read like `tool_use`; not seen in a capture).
+#[rustfmt::skip]
 const JSONL_0_49: &[Entry] = &[
-    Entry {
-        kind: "init",
-        rule: INIT,
-    },
-    Entry {
-        kind: "message",
-        rule: MESSAGE,
-    },
-    Entry {
-        kind: "tool_call",
-        rule: TOOL_USE,
-    },
-    Entry {
-        kind: "tool_use",
-        rule: TOOL_USE,
-    },
-    Entry {
-        kind: "tool_result",
-        rule: TOOL_RESULT,
-    },
-    Entry {
-        kind: "error",
-        rule: warn("Error", "{message}"),
-    },
-    Entry {
-        kind: "result",
-        rule: RESULT,
-    },
+    Entry { kind: "init", rule: INIT },
+    Entry { kind: "message", rule: MESSAGE },
+    Entry { kind: "tool_call", rule: TOOL_USE },
+    Entry { kind: "tool_use", rule: TOOL_USE },
+    Entry { kind: "tool_result", rule: TOOL_RESULT },
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "result", rule: RESULT },
 ];
 
+#[rustfmt::skip]
 const JSON: &[Entry] = &[Entry {
     kind: "(untyped)",
     rule: DOCUMENT,

@@ -15,19 +15,23 @@ const fn part(entries: &'static [Entry]) -> Rule {
     })
 }
 
+#[rustfmt::skip]
 const STEP_START: &[Entry] = &[Entry {
     kind: "step-start",
     rule: Rule::Quiet,
 }];
+#[rustfmt::skip]
 const TEXT: &[Entry] = &[Entry {
     kind: "text",
     rule: Rule::AgentText { text: &["text"] },
 }];
+#[rustfmt::skip]
 const REASONING: &[Entry] = &[Entry {
     kind: "reasoning",
     rule: info("Reasoning", "{text}"),
 }];
 /// One frame holds the call and its result.
+#[rustfmt::skip]
 const TOOL: &[Entry] = &[Entry {
     kind: "tool",
     rule: Rule::ToolResult(ToolResultSpec {
@@ -40,6 +44,7 @@ const TOOL: &[Entry] = &[Entry {
         exit: &["state", "metadata", "exit"],
     }),
 }];
+#[rustfmt::skip]
 const STEP_FINISH: &[Entry] = &[Entry {
     kind: "step-finish",
     rule: lifecycle(LifecycleSpec {
@@ -51,27 +56,13 @@ const STEP_FINISH: &[Entry] = &[Entry {
     }),
 }];
 
+#[rustfmt::skip]
 const JSONL: &[Entry] = &[
-    Entry {
-        kind: "step_start",
-        rule: part(STEP_START),
-    },
-    Entry {
-        kind: "text",
-        rule: part(TEXT),
-    },
-    Entry {
-        kind: "reasoning",
-        rule: part(REASONING),
-    },
-    Entry {
-        kind: "tool_use",
-        rule: part(TOOL),
-    },
-    Entry {
-        kind: "step_finish",
-        rule: part(STEP_FINISH),
-    },
+    Entry { kind: "step_start", rule: part(STEP_START) },
+    Entry { kind: "text", rule: part(TEXT) },
+    Entry { kind: "reasoning", rule: part(REASONING) },
+    Entry { kind: "tool_use", rule: part(TOOL) },
+    Entry { kind: "step_finish", rule: part(STEP_FINISH) },
     Entry {
         kind: "error",
         rule: lifecycle(LifecycleSpec {

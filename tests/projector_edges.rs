@@ -342,3 +342,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_projector_can_move_to_another_thread() {
+    fn send<T: Send>(_: &T) {}
+    let p = Projector::new(EngineId::Claude, None, OutputTransport::Jsonl);
+    send(&p);
+    let h = std::thread::spawn(move || {
+        let mut p = p;
+        p.push_line(br#"{"type":"system","subtype":"init","session_id":"fb4f1f73-314d-45ca-8bee-78f11161d236"}"#);
+        p.tracker().session_id().map(str::to_string)
+    });
+    assert_eq!(
+        h.join().unwrap().as_deref(),
+        Some("fb4f1f73-314d-45ca-8bee-78f11161d236")
+    );
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::attach::{EngineChoice, RangeSpec};
-use crate::engine::EngineId;
+use crate::engine::{EngineId, OutputTransport};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +40,8 @@ pub enum Command {
     Attach(AttachArgs),
     /// Check which engines are installed and usable: binary, version, required flags.
     Doctor(DoctorArgs),
+    /// Project a recorded CLI output log into typed conversation events.
+    Replay(ReplayArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -262,6 +264,31 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "SECS", default_value_t = crate::probe::DEFAULT_PROBE_TIMEOUT.as_secs(),
           value_parser = clap::value_parser!(u64).range(1..=3600), requires = "probe")]
     pub probe_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The recorded stdout log (`-` reads stdin).
+    #[arg(value_name = "FILE|-")]
+    pub file: String,
+    /// The CLI that wrote the log.
+    #[arg(long)]
+    pub cli: EngineId,
+    /// The CLI's version (picks the manifest family; default: the newest).
+    #[arg(long, value_name = "V")]
+    pub cli_version: Option<String>,
+    /// How the log is framed (default: the engine's transport).
+    #[arg(long, value_enum)]
+    pub transport: Option<OutputTransport>,
+    /// `human`: a readable transcript; `jsonl`: one event per line.
+    #[arg(long, value_enum, default_value_t = ReplayOutput::Human)]
+    pub output: ReplayOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReplayOutput {
+    Human,
+    Jsonl,
 }
 
 #[derive(Debug, Args)]

@@ -51,3 +51,7 @@ fn init_tracing(verbose: u8) {
         .with_target(false)
         .try_init();
 }
+
+// The projector builds a JSON value per frame: allocation dominates its hot path.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

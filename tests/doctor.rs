@@ -632,6 +632,32 @@ fn probe_names_missing_auth() {
 }
 
 #[test]
+fn probe_fails_on_a_novel_frame() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Codex).replaying().install(t.path());
+    let cap = std::fs::read_to_string(fixture("codex/0.171.0/a_json.stdout.jsonl")).unwrap();
+    let mut lines: Vec<&str> = cap.lines().collect();
+    lines.insert(2, r#"{"type":"thread.archived","reason":"future"}"#);
+    let stream = t.path().join("novel.jsonl");
+    std::fs::write(&stream, lines.join("\n") + "\n").unwrap();
+    let (code, r) = probe_json(
+        t.path(),
+        "codex",
+        &[("FAKE_STDOUT", stream.display().to_string())],
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(r["probe"]["result"], "fail");
+    assert!(
+        r["probe"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unknown frame"),
+        "{r}"
+    );
+}
+
+#[test]
 fn probe_times_out_without_hanging() {
     let t = tempfile::tempdir().unwrap();
     Fake::new(EngineId::Codex).replaying().install(t.path());

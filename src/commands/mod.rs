@@ -11,6 +11,7 @@ pub mod engines;
 pub mod orchestrate;
 pub mod output;
 pub mod prompt;
+pub mod replay;
 pub mod resume;
 pub mod status;
 
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Attach(a) => attach::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Orchestrate(a) => orchestrate::run(&a),
+        Command::Replay(a) => replay::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

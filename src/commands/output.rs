@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 
 use crate::cli::{OutputFormat, RunArgs};
 use crate::dispatch::{DispatchResult, EventSink};
-use crate::frames::{ConversationEvent, Level};
+use crate::frames::ConversationEvent;
 
 pub fn format(args: &RunArgs) -> OutputFormat {
     if args.json {
@@ -160,56 +160,9 @@ impl EventSink for StdoutSink {
     }
 }
 
-/// One readable row per event, with its trace reference.
+/// One event as readable transcript rows (the same rendering as `vf replay`).
 pub fn human_line(ev: &ConversationEvent) -> String {
-    let trace = |r: &crate::frames::RawRange| {
-        if r.start == r.end {
-            format!("[line {}]", r.start)
-        } else {
-            format!("[lines {}-{}]", r.start, r.end)
-        }
-    };
-    match ev {
-        ConversationEvent::TaskAgent { text, raw_range } => {
-            format!("{}\n  {}", text.trim_end(), trace(raw_range))
-        }
-        ConversationEvent::User { text, raw_range } => {
-            format!("> {} {}", text.trim_end(), trace(raw_range))
-        }
-        ConversationEvent::ToolBurst { tools, raw_range } => {
-            let parts: Vec<String> = tools
-                .iter()
-                .map(|t| {
-                    let mut p = format!("⚙ {} {} → {}", t.name, t.input_summary, t.status);
-                    if let Some(c) = t.exit_code {
-                        p.push_str(&format!(" (exit {c})"));
-                    }
-                    p
-                })
-                .collect();
-            format!("{} {}", parts.join("\n"), trace(raw_range))
-        }
-        ConversationEvent::Status {
-            level,
-            label,
-            detail,
-            raw_range,
-            ..
-        } => {
-            let tag = match level {
-                Level::Info => "·",
-                Level::Warning => "⚠",
-                Level::Error => "✖",
-            };
-            match detail {
-                Some(d) => format!("{tag} {label}: {d} {}", trace(raw_range)),
-                None => format!("{tag} {label} {}", trace(raw_range)),
-            }
-        }
-        ConversationEvent::UnknownFrame {
-            message, raw_range, ..
-        } => {
-            format!("⚠ Protocol drift: {message} {}", trace(raw_range))
-        }
-    }
+    let mut buf = Vec::new();
+    let _ = crate::frames::render::write_human(&mut buf, ev);
+    String::from_utf8_lossy(&buf).trim_end().to_string()
 }

@@ -1,0 +1,60 @@
+//! `vf replay`: project a recorded log, streaming, with a line-length cap.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+
+use crate::cli::{ReplayArgs, ReplayOutput};
+use crate::error::{Result, VfError};
+use crate::frames::reader::{Line, LineReader};
+use crate::frames::{ConversationEvent, Projector, render};
+use crate::version::Version;
+
+/// Longer lines are skipped (and reported), so memory stays bounded.
+pub const MAX_LINE_BYTES: usize = 8 << 20;
+
+pub fn run(a: &ReplayArgs) -> Result<i32> {
+    let version = match &a.cli_version {
+        None => None,
+        Some(s) => Some(
+            Version::parse(s)
+                .or_else(|| Version::find_in(s))
+                .ok_or_else(|| VfError::usage(format!("--cli-version: {s:?} is not X.Y.Z")))?,
+        ),
+    };
+    let transport = a
+        .transport
+        .unwrap_or_else(|| a.cli.engine().output_transport(version.as_ref()));
+    let input: Box<dyn BufRead> = if a.file == "-" {
+        Box::new(BufReader::with_capacity(256 << 10, io::stdin()))
+    } else {
+        let f = File::open(&a.file)
+            .map_err(|e| VfError::usage(format!("cannot read {}: {e}", a.file)))?;
+        Box::new(BufReader::with_capacity(256 << 10, f))
+    };
+    let mut lines = LineReader::new(input, MAX_LINE_BYTES);
+    let mut out = BufWriter::with_capacity(256 << 10, io::stdout().lock());
+    let mut p = Projector::new(a.cli, version.as_ref(), transport);
+    while let Some(line) = lines.next_line().map_err(anyhow::Error::from)? {
+        let events = match line {
+            Line::Text(raw) => p.push_line(raw),
+            Line::Oversized(n) => p.push_oversized(n),
+        };
+        emit(&mut out, &events, a.output)?;
+    }
+    emit(&mut out, &p.finish(), a.output)?;
+    out.flush().map_err(anyhow::Error::from)?;
+    Ok(0)
+}
+
+fn emit(w: &mut impl Write, events: &[ConversationEvent], mode: ReplayOutput) -> Result<()> {
+    for ev in events {
+        match mode {
+            ReplayOutput::Jsonl => {
+                serde_json::to_writer(&mut *w, ev).map_err(io::Error::from)?;
+                w.write_all(b"\n")?;
+            }
+            ReplayOutput::Human => render::write_human(w, ev)?,
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,345 @@
+//! Manifest vocabulary: which frame kinds a CLI version family emits, and
+//! which event family each one maps to.
+//!
+//! Manifests are data (`static` tables under `manifests/`). The projector
+//! interprets them generically; nothing outside `manifests/` names a CLI's
+//! frame kinds or field paths.
+
+use serde::Serialize;
+
+use super::Level;
+use crate::engine::{EngineId, OutputTransport};
+use crate::version::Version;
+
+/// A path of object keys from a frame (or a nested element) to a field.
+pub type Path = &'static [&'static str];
+
+/// A detail template: `{a.b}` is replaced by the field at that dotted path
+/// (strings as-is, numbers and booleans printed, arrays as "N items").
+pub type Tpl = &'static str;
+
+/// The event family a frame kind belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EventFamily {
+    Message,
+    Lifecycle,
+    ToolCall,
+    Runtime,
+    Truncation,
+    /// Known bookkeeping with nothing to show (ephemeral deltas, load notices).
+    Quiet,
+    /// The meaning depends on a nested kind (see [`Nested`]).
+    Nested,
+}
+
+/// Where a tool name comes from.
+#[derive(Debug, Clone, Copy)]
+pub enum Src {
+    Path(Path),
+    Const(&'static str),
+}
+
+/// How a tool result's status is read.
+#[derive(Debug, Clone, Copy)]
+pub enum StatusSrc {
+    /// A status string (`"success"` is normalised to `"completed"`).
+    Path(Path),
+    /// `true` means error.
+    ErrorFlag(Path),
+    /// `true` means success; on failure the string at `code` (if any) is the status.
+    SuccessFlag { flag: Path, code: Path },
+}
+
+/// A condition on a frame, for lifecycle rows that may report failure.
+#[derive(Debug, Clone, Copy)]
+pub enum Cond {
+    True(Path),
+    StrNe(Path, &'static str),
+    NonZero(Path),
+    Exists(Path),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCallSpec {
+    pub id: Path,
+    pub name: Src,
+    pub input: Path,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ToolResultSpec {
+    pub id: Path,
+    /// Name and input, used when the result arrives without a matching call.
+    pub name: Src,
+    pub input: Path,
+    pub status: StatusSrc,
+    pub output: Path,
+    /// Read when `output` is empty.
+    pub error: Path,
+    pub exit: Path,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct StatusSpec {
+    pub level: Level,
+    pub label: &'static str,
+    pub detail: Tpl,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct LifecycleSpec {
+    pub label: &'static str,
+    /// Label when `failed_if` holds (or always, with `always_failed`).
+    pub failed_label: &'static str,
+    pub failed_if: Option<Cond>,
+    pub always_failed: bool,
+    /// Detail shown on failure.
+    pub failed_detail: Tpl,
+    pub session: Path,
+    pub usage: Path,
+    /// The final answer carried by this frame (claude `result`, gemini json document).
+    pub answer: Path,
+    /// This frame ends a turn: the pending agent message is the final answer.
+    pub ends_turn: bool,
+}
+
+impl LifecycleSpec {
+    pub const DEFAULT: LifecycleSpec = LifecycleSpec {
+        label: "",
+        failed_label: "Failed",
+        failed_if: None,
+        always_failed: false,
+        failed_detail: "",
+        session: &[],
+        usage: &[],
+        answer: &[],
+        ends_turn: false,
+    };
+}
+
+/// A kind that lives inside the frame (codex `item.type`, claude content
+/// blocks, gemini `role`, opencode `part.type`).
+#[derive(Debug)]
+pub struct Nested {
+    /// The object (or, with `many`, the array of objects) the nested rules read.
+    pub root: Path,
+    /// The nested kind, relative to each nested object.
+    pub key: Path,
+    pub many: bool,
+    /// Rule for a bare string where objects were expected (claude user content).
+    pub string_rule: Option<&'static Rule>,
+    pub entries: &'static [Entry],
+}
+
+#[derive(Debug)]
+pub enum Rule {
+    Quiet,
+    /// A whole assistant message.
+    AgentText {
+        text: Path,
+    },
+    /// A piece of an assistant message; adjacent pieces are joined.
+    AgentDelta {
+        text: Path,
+    },
+    /// A real (human) user turn echoed by the CLI.
+    UserText {
+        text: Path,
+    },
+    ToolCall(ToolCallSpec),
+    /// An array of tool calls inside the frame.
+    ToolCallList {
+        list: Path,
+        call: ToolCallSpec,
+    },
+    ToolResult(ToolResultSpec),
+    Status(StatusSpec),
+    Lifecycle(LifecycleSpec),
+    /// The visible output is incomplete.
+    Truncated {
+        detail: Tpl,
+    },
+    Nested(Nested),
+    /// Several rules on one frame, in order.
+    All(&'static [Rule]),
+}
+
+impl Rule {
+    pub fn family(&self) -> EventFamily {
+        match self {
+            Rule::Quiet => EventFamily::Quiet,
+            Rule::AgentText { .. } | Rule::AgentDelta { .. } | Rule::UserText { .. } => {
+                EventFamily::Message
+            }
+            Rule::ToolCall(_) | Rule::ToolCallList { .. } | Rule::ToolResult(_) => {
+                EventFamily::ToolCall
+            }
+            Rule::Status(_) => EventFamily::Runtime,
+            Rule::Lifecycle(_) => EventFamily::Lifecycle,
+            Rule::Truncated { .. } => EventFamily::Truncation,
+            Rule::Nested(_) => EventFamily::Nested,
+            Rule::All(rules) => rules.first().map_or(EventFamily::Quiet, Rule::family),
+        }
+    }
+}
+
+/// One known kind (top-level `type`, `type/subtype`, or a nested kind).
+#[derive(Debug)]
+pub struct Entry {
+    pub kind: &'static str,
+    pub rule: Rule,
+}
+
+/// The frames one transport of a family emits.
+#[derive(Debug)]
+pub struct TransportTable {
+    pub transport: OutputTransport,
+    pub entries: &'static [Entry],
+}
+
+/// One CLI version family.
+#[derive(Debug)]
+pub struct Manifest {
+    pub cli: EngineId,
+    /// `major.minor` of the family.
+    pub major: u64,
+    pub minor: u64,
+    /// Versions whose real output this manifest was checked against.
+    pub verified: &'static [&'static str],
+    /// Where the top-level kind is read.
+    pub kind: Path,
+    /// Top-level kinds whose kind is `type/<subkind>` (claude `system/init`).
+    pub subkinds: &'static [(&'static str, Path)],
+    pub transports: &'static [TransportTable],
+}
+
+impl Manifest {
+    pub fn family(&self) -> String {
+        format!("{}.{}", self.major, self.minor)
+    }
+
+    pub fn table(&self, t: OutputTransport) -> Option<&'static [Entry]> {
+        self.transports
+            .iter()
+            .find(|tt| tt.transport == t)
+            .map(|tt| tt.entries)
+    }
+}
+
+pub fn lookup<'a>(entries: &'a [Entry], kind: &str) -> Option<&'a Rule> {
+    entries.iter().find(|e| e.kind == kind).map(|e| &e.rule)
+}
+
+/// All families of one CLI, oldest first.
+pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
+    use super::manifests::*;
+    match cli {
+        EngineId::Codex => codex::FAMILIES,
+        EngineId::Claude => claude::FAMILIES,
+        EngineId::Gemini => gemini::FAMILIES,
+        EngineId::Opencode => opencode::FAMILIES,
+        EngineId::Copilot => copilot::FAMILIES,
+        EngineId::Agy => agy::FAMILIES,
+    }
+}
+
+/// The manifest chosen for a CLI version.
+#[derive(Debug)]
+pub struct Resolved {
+    pub manifest: &'static Manifest,
+    /// The version string reported in events (`0.171.x` when unknown).
+    pub cli_version: String,
+    /// Set when the version has no family of its own.
+    pub warning: Option<String>,
+}
+
+/// Exact version → its family; a version without a family (or no version)
+/// → the newest family, with a warning when a version was given.
+pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
+    let fams = families(cli);
+    let newest = *fams
+        .last()
+        .expect("every CLI has at least one manifest family");
+    match version {
+        None => Resolved {
+            manifest: newest,
+            cli_version: format!("{}.x", newest.family()),
+            warning: None,
+        },
+        Some(v) => match fams.iter().find(|m| (m.major, m.minor) == v.family()) {
+            Some(m) => Resolved {
+                manifest: m,
+                cli_version: v.to_string(),
+                warning: None,
+            },
+            None => Resolved {
+                manifest: newest,
+                cli_version: v.to_string(),
+                warning: Some(format!(
+                    "{cli} {v} is unverified: no manifest family {}.{}, using the newest ({})",
+                    v.major,
+                    v.minor,
+                    newest.family()
+                )),
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_unique(entries: &[Entry], ctx: &str) {
+        for (i, e) in entries.iter().enumerate() {
+            assert!(
+                !entries[..i].iter().any(|o| o.kind == e.kind),
+                "{ctx}: duplicate kind {}",
+                e.kind
+            );
+            let nested = match &e.rule {
+                Rule::Nested(n) => Some(n),
+                _ => None,
+            };
+            if let Some(n) = nested {
+                check_unique(n.entries, &format!("{ctx}/{}", e.kind));
+            }
+        }
+    }
+
+    #[test]
+    fn families_are_ordered_and_tables_have_unique_kinds() {
+        for cli in EngineId::ALL {
+            let fams = families(cli);
+            assert!(!fams.is_empty());
+            for w in fams.windows(2) {
+                assert!((w[0].major, w[0].minor) < (w[1].major, w[1].minor), "{cli}");
+            }
+            for m in fams {
+                assert_eq!(m.cli, cli);
+                for t in m.transports {
+                    check_unique(
+                        t.entries,
+                        &format!("{cli} {} {:?}", m.family(), t.transport),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resolution_picks_family_or_newest_with_warning() {
+        let v = |s| Version::parse(s).unwrap();
+        let r = resolve(EngineId::Codex, Some(&v("0.146.9")));
+        assert_eq!(
+            (r.manifest.family(), r.warning.is_none()),
+            ("0.146".into(), true)
+        );
+        let r = resolve(EngineId::Codex, Some(&v("0.100.0")));
+        assert_eq!(r.manifest.family(), "0.171");
+        assert!(r.warning.unwrap().contains("unverified"));
+        let r = resolve(EngineId::Claude, None);
+        assert_eq!(r.cli_version, "2.1.x");
+    }
+}

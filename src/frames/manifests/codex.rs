@@ -1,0 +1,190 @@
+//! codex `exec --json` (JSONL). The semantic kind of `item.*` frames is
+//! nested under `item.type`.
+
+use super::{info, lifecycle, warn};
+use crate::engine::{EngineId, OutputTransport};
+use crate::frames::manifest::*;
+
+const SHELL_CALL: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["id"],
+    name: Src::Const("shell"),
+    input: &["command"],
+});
+const SHELL_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["id"],
+    name: Src::Const("shell"),
+    input: &["command"],
+    status: StatusSrc::Path(&["status"]),
+    output: &["aggregated_output"],
+    error: &[],
+    exit: &["exit_code"],
+});
+const FILE_CALL: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["id"],
+    name: Src::Const("file_change"),
+    input: &["changes"],
+});
+const FILE_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["id"],
+    name: Src::Const("file_change"),
+    input: &["changes"],
+    status: StatusSrc::Path(&["status"]),
+    output: &[],
+    error: &[],
+    exit: &[],
+});
+const MCP_CALL: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["id"],
+    name: Src::Path(&["tool"]),
+    input: &["arguments"],
+});
+const MCP_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["id"],
+    name: Src::Path(&["tool"]),
+    input: &["arguments"],
+    status: StatusSrc::Path(&["status"]),
+    output: &["result"],
+    error: &["error", "message"],
+    exit: &[],
+});
+const COLLAB_CALL: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["id"],
+    name: Src::Path(&["tool"]),
+    input: &["prompt"],
+});
+const COLLAB_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["id"],
+    name: Src::Path(&["tool"]),
+    input: &["prompt"],
+    status: StatusSrc::Path(&["status"]),
+    output: &[],
+    error: &[],
+    exit: &[],
+});
+const SEARCH_CALL: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["id"],
+    name: Src::Const("web_search"),
+    input: &["query"],
+});
+const SEARCH_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["id"],
+    name: Src::Const("web_search"),
+    input: &["query"],
+    status: StatusSrc::Path(&["status"]),
+    output: &[],
+    error: &[],
+    exit: &[],
+});
+
+/// Item kinds shared by every known family.
+#[rustfmt::skip]
+const ITEM_STARTED: &[Entry] = &[
+    Entry { kind: "command_execution", rule: SHELL_CALL },
+    Entry { kind: "file_change", rule: FILE_CALL },
+    Entry { kind: "mcp_tool_call", rule: MCP_CALL },
+    Entry { kind: "web_search", rule: SEARCH_CALL },
+    Entry { kind: "collab_tool_call", rule: COLLAB_CALL },
+    Entry { kind: "todo_list", rule: info("Todo list", "{items}") },
+    // Text items only matter once completed.
+    Entry { kind: "agent_message", rule: Rule::Quiet },
+    Entry { kind: "reasoning", rule: Rule::Quiet },
+];
+#[rustfmt::skip]
+const ITEM_UPDATED: &[Entry] = &[
+    Entry { kind: "todo_list", rule: info("Todo list", "{items}") },
+    Entry { kind: "command_execution", rule: Rule::Quiet },
+    Entry { kind: "mcp_tool_call", rule: Rule::Quiet },
+    Entry { kind: "collab_tool_call", rule: Rule::Quiet },
+    Entry { kind: "agent_message", rule: Rule::Quiet },
+    Entry { kind: "reasoning", rule: Rule::Quiet },
+];
+#[rustfmt::skip]
+const ITEM_COMPLETED: &[Entry] = &[
+    Entry { kind: "agent_message", rule: Rule::AgentText { text: &["text"] } },
+    Entry { kind: "reasoning", rule: info("Reasoning", "{text}") },
+    Entry { kind: "command_execution", rule: SHELL_RESULT },
+    Entry { kind: "file_change", rule: FILE_RESULT },
+    Entry { kind: "mcp_tool_call", rule: MCP_RESULT },
+    Entry { kind: "web_search", rule: SEARCH_RESULT },
+    Entry { kind: "collab_tool_call", rule: COLLAB_RESULT },
+    Entry { kind: "todo_list", rule: info("Todo list", "{items}") },
+    // Not fatal: codex reports e.g. unknown model metadata this way and exits 0.
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+];
+
+const fn item(entries: &'static [Entry]) -> Rule {
+    Rule::Nested(Nested {
+        root: &["item"],
+        key: &["type"],
+        many: false,
+        string_rule: None,
+        entries,
+    })
+}
+
+const THREAD_STARTED: Rule = lifecycle(LifecycleSpec {
+    label: "Session started",
+    session: &["thread_id"],
+    ..LifecycleSpec::DEFAULT
+});
+const TURN_COMPLETED: Rule = lifecycle(LifecycleSpec {
+    label: "Turn completed",
+    usage: &["usage"],
+    ends_turn: true,
+    ..LifecycleSpec::DEFAULT
+});
+const TURN_FAILED: Rule = lifecycle(LifecycleSpec {
+    label: "Turn failed",
+    failed_label: "Turn failed",
+    always_failed: true,
+    failed_detail: "{error.message}",
+    ends_turn: true,
+    ..LifecycleSpec::DEFAULT
+});
+
+#[rustfmt::skip]
+const JSONL_0_171: &[Entry] = &[
+    Entry { kind: "thread.started", rule: THREAD_STARTED },
+    Entry { kind: "turn.started", rule: Rule::Quiet },
+    Entry { kind: "turn.completed", rule: TURN_COMPLETED },
+    Entry { kind: "turn.failed", rule: TURN_FAILED },
+    Entry { kind: "item.started", rule: item(ITEM_STARTED) },
+    Entry { kind: "item.updated", rule: item(ITEM_UPDATED) },
+    Entry { kind: "item.completed", rule: item(ITEM_COMPLETED) },
+    // Top-level errors are retries in progress until turn.failed says otherwise.
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "output.truncated", rule: Rule::Truncated { detail: "" } },
+    Entry { kind: "response.output_text.truncated", rule: Rule::Truncated { detail: "" } },
+];
+
+/// The 0.146.0 binary names the same event and item kinds as 0.171.0
+/// (checked with `strings` on both): one table serves both families.
+const JSONL_0_146: &[Entry] = JSONL_0_171;
+
+pub static V0_146: Manifest = Manifest {
+    cli: EngineId::Codex,
+    major: 0,
+    minor: 146,
+    verified: &[],
+    kind: &["type"],
+    subkinds: &[],
+    transports: &[TransportTable {
+        transport: OutputTransport::Jsonl,
+        entries: JSONL_0_146,
+    }],
+};
+
+pub static V0_171: Manifest = Manifest {
+    cli: EngineId::Codex,
+    major: 0,
+    minor: 171,
+    verified: &["0.171.0"],
+    kind: &["type"],
+    subkinds: &[],
+    transports: &[TransportTable {
+        transport: OutputTransport::Jsonl,
+        entries: JSONL_0_171,
+    }],
+};
+
+pub static FAMILIES: &[&Manifest] = &[&V0_146, &V0_171];

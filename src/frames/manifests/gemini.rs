@@ -1,0 +1,135 @@
+//! gemini `--output-format stream-json` (JSONL) and `--output-format json`
+//! (one pretty-printed document without `type`, spanning many lines).
+//! A `message` means what its `role` says; any other role is drift.
+
+use super::{lifecycle, warn};
+use crate::engine::{EngineId, OutputTransport};
+use crate::frames::manifest::*;
+
+#[rustfmt::skip]
+const ROLES: &[Entry] = &[
+    Entry { kind: "user", rule: Rule::UserText { text: &["content"] } },
+    // The answer arrives in several `delta: true` chunks.
+    Entry { kind: "assistant", rule: Rule::AgentDelta { text: &["content"] } },
+];
+
+const MESSAGE: Rule = Rule::Nested(Nested {
+    root: &[],
+    key: &["role"],
+    many: false,
+    string_rule: None,
+    entries: ROLES,
+});
+
+const TOOL_USE: Rule = Rule::ToolCall(ToolCallSpec {
+    id: &["tool_id"],
+    name: Src::Path(&["tool_name"]),
+    input: &["parameters"],
+});
+
+const TOOL_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
+    id: &["tool_id"],
+    name: Src::Const("?"),
+    input: &[],
+    status: StatusSrc::Path(&["status"]),
+    output: &["output"],
+    error: &["error", "message"],
+    exit: &[],
+});
+
+const INIT: Rule = lifecycle(LifecycleSpec {
+    label: "Session started",
+    session: &["session_id"],
+    ..LifecycleSpec::DEFAULT
+});
+
+const RESULT: Rule = lifecycle(LifecycleSpec {
+    label: "Completed",
+    failed_label: "Failed",
+    failed_if: Some(Cond::StrNe(&["status"], "success")),
+    failed_detail: "{error.message}",
+    usage: &["stats"],
+    ends_turn: true,
+    ..LifecycleSpec::DEFAULT
+});
+
+/// The `--output-format json` document: answer, session and stats in one.
+const DOCUMENT: Rule = lifecycle(LifecycleSpec {
+    label: "Completed",
+    failed_label: "Failed",
+    failed_if: Some(Cond::Exists(&["error"])),
+    failed_detail: "{error.message}",
+    session: &["session_id"],
+    usage: &["stats"],
+    answer: &["response"],
+    ends_turn: true,
+    ..LifecycleSpec::DEFAULT
+});
+
+#[rustfmt::skip]
+const JSONL_0_61: &[Entry] = &[
+    Entry { kind: "init", rule: INIT },
+    Entry { kind: "message", rule: MESSAGE },
+    Entry { kind: "tool_use", rule: TOOL_USE },
+    Entry { kind: "tool_result", rule: TOOL_RESULT },
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "result", rule: RESULT },
+];
+
+/// 0.49 also named `tool_call` (read like `tool_use`; not seen in a capture).
+#[rustfmt::skip]
+const JSONL_0_49: &[Entry] = &[
+    Entry { kind: "init", rule: INIT },
+    Entry { kind: "message", rule: MESSAGE },
+    Entry { kind: "tool_call", rule: TOOL_USE },
+    Entry { kind: "tool_use", rule: TOOL_USE },
+    Entry { kind: "tool_result", rule: TOOL_RESULT },
+    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "result", rule: RESULT },
+];
+
+#[rustfmt::skip]
+const JSON: &[Entry] = &[Entry {
+    kind: "(untyped)",
+    rule: DOCUMENT,
+}];
+
+pub static V0_49: Manifest = Manifest {
+    cli: EngineId::Gemini,
+    major: 0,
+    minor: 49,
+    verified: &[],
+    kind: &["type"],
+    subkinds: &[],
+    transports: &[
+        TransportTable {
+            transport: OutputTransport::Jsonl,
+            entries: JSONL_0_49,
+        },
+        TransportTable {
+            transport: OutputTransport::Json,
+            entries: JSON,
+        },
+    ],
+};
+
+pub static V0_61: Manifest = Manifest {
+    cli: EngineId::Gemini,
+    major: 0,
+    minor: 61,
+    verified: &["0.61.0"],
+    kind: &["type"],
+    subkinds: &[],
+    transports: &[
+        TransportTable {
+            transport: OutputTransport::Jsonl,
+            entries: JSONL_0_61,
+        },
+        TransportTable {
+            transport: OutputTransport::Json,
+            entries: JSON,
+        },
+    ],
+};
+
+pub static FAMILIES: &[&Manifest] = &[&V0_49, &V0_61];

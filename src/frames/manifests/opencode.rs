@@ -1,0 +1,93 @@
+//! opencode `run --format json` (JSONL). Each frame's `part.type` must match
+//! what its top-level `type` promises.
+
+use super::{info, lifecycle};
+use crate::engine::{EngineId, OutputTransport};
+use crate::frames::manifest::*;
+
+const fn part(entries: &'static [Entry]) -> Rule {
+    Rule::Nested(Nested {
+        root: &["part"],
+        key: &["type"],
+        many: false,
+        string_rule: None,
+        entries,
+    })
+}
+
+#[rustfmt::skip]
+const STEP_START: &[Entry] = &[Entry {
+    kind: "step-start",
+    rule: Rule::Quiet,
+}];
+#[rustfmt::skip]
+const TEXT: &[Entry] = &[Entry {
+    kind: "text",
+    rule: Rule::AgentText { text: &["text"] },
+}];
+#[rustfmt::skip]
+const REASONING: &[Entry] = &[Entry {
+    kind: "reasoning",
+    rule: info("Reasoning", "{text}"),
+}];
+/// One frame holds the call and its result.
+#[rustfmt::skip]
+const TOOL: &[Entry] = &[Entry {
+    kind: "tool",
+    rule: Rule::ToolResult(ToolResultSpec {
+        id: &["callID"],
+        name: Src::Path(&["tool"]),
+        input: &["state", "input"],
+        status: StatusSrc::Path(&["state", "status"]),
+        output: &["state", "output"],
+        error: &["state", "error"],
+        exit: &["state", "metadata", "exit"],
+    }),
+}];
+#[rustfmt::skip]
+const STEP_FINISH: &[Entry] = &[Entry {
+    kind: "step-finish",
+    rule: lifecycle(LifecycleSpec {
+        label: "Step finished",
+        session: &["sessionID"],
+        usage: &["tokens"],
+        ends_turn: true,
+        ..LifecycleSpec::DEFAULT
+    }),
+}];
+
+#[rustfmt::skip]
+const JSONL: &[Entry] = &[
+    Entry { kind: "step_start", rule: part(STEP_START) },
+    Entry { kind: "text", rule: part(TEXT) },
+    Entry { kind: "reasoning", rule: part(REASONING) },
+    Entry { kind: "tool_use", rule: part(TOOL) },
+    Entry { kind: "step_finish", rule: part(STEP_FINISH) },
+    Entry {
+        kind: "error",
+        rule: lifecycle(LifecycleSpec {
+            label: "Error",
+            failed_label: "Error",
+            always_failed: true,
+            failed_detail: "{error.name}: {error.data.message}",
+            session: &["sessionID"],
+            ends_turn: true,
+            ..LifecycleSpec::DEFAULT
+        }),
+    },
+];
+
+pub static V1_18: Manifest = Manifest {
+    cli: EngineId::Opencode,
+    major: 1,
+    minor: 18,
+    verified: &["1.18.33"],
+    kind: &["type"],
+    subkinds: &[],
+    transports: &[TransportTable {
+        transport: OutputTransport::Jsonl,
+        entries: JSONL,
+    }],
+};
+
+pub static FAMILIES: &[&Manifest] = &[&V1_18];

@@ -45,13 +45,8 @@ impl Engine for Agy {
             );
         }
         Ok(Invocation {
-            program: SPEC.binary.into(),
-            args: vec!["-p".into(), req.prompt.to_string()],
-            stdin: None,
-            cwd: req.cwd.to_path_buf(),
-            prompt_file: None,
-            prompt_file_contents: None,
             warnings,
+            ..Invocation::over_argv(SPEC.binary, vec!["-p".into(), req.prompt.to_string()], req)
         })
     }
 
@@ -95,8 +90,7 @@ impl Tracker for AgyTracker {
     fn finish(&self, exit_code: Option<i32>) -> Outcome {
         let error = match exit_code {
             Some(0) => None,
-            Some(c) => Some(format!("agy exited with status {c}")),
-            None => Some("agy was killed".into()),
+            code => Some(super::exit_text(EngineId::Agy, code)),
         };
         Outcome {
             session_id: None,

@@ -76,15 +76,7 @@ impl Engine for Claude {
         for a in req.attachments {
             args.push(format!("--append-system-prompt-file={}", a.path.display()));
         }
-        Ok(Invocation {
-            program: SPEC.binary.into(),
-            args,
-            stdin: Some(req.prompt.to_string()),
-            cwd: req.cwd.to_path_buf(),
-            prompt_file: None,
-            prompt_file_contents: None,
-            warnings: Vec::new(),
-        })
+        Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 
     fn valid_session_id(&self, id: &str) -> bool {
@@ -178,8 +170,5 @@ impl Tracker for ClaudeTracker {
 }
 
 fn exit_text(code: Option<i32>) -> String {
-    match code {
-        Some(c) => format!("claude exited with status {c}"),
-        None => "claude was killed".into(),
-    }
+    super::exit_text(EngineId::Claude, code)
 }

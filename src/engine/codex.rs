@@ -80,15 +80,7 @@ impl Engine for Codex {
             args.push(format!("--image={}", a.path.display()));
         }
         args.push("-".into());
-        Ok(Invocation {
-            program: SPEC.binary.into(),
-            args,
-            stdin: Some(req.prompt.to_string()),
-            cwd: req.cwd.to_path_buf(),
-            prompt_file: None,
-            prompt_file_contents: None,
-            warnings: Vec::new(),
-        })
+        Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 
     fn valid_session_id(&self, id: &str) -> bool {
@@ -162,8 +154,7 @@ impl Tracker for CodexTracker {
         } else if exit_code != Some(0) {
             Some(match (exit_code, &self.last_error) {
                 (_, Some(e)) => e.clone(),
-                (Some(c), None) => format!("codex exited with status {c}"),
-                (None, None) => "codex was killed".to_string(),
+                (code, None) => super::exit_text(EngineId::Codex, code),
             })
         } else if !self.completed {
             Some("the stream ended without turn.completed".to_string())

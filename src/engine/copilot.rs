@@ -146,13 +146,10 @@ impl Engine for Copilot {
             args.push(prompt_arg);
         }
         Ok(Invocation {
-            program: SPEC.binary.into(),
-            args,
-            stdin: None,
-            cwd: req.cwd.to_path_buf(),
             prompt_file,
             prompt_file_contents,
             warnings,
+            ..Invocation::over_argv(SPEC.binary, args, req)
         })
     }
 
@@ -253,9 +250,9 @@ impl Tracker for CopilotTracker {
             (_, Some(c)) if c != 0 => Some(
                 self.error
                     .clone()
-                    .unwrap_or_else(|| format!("copilot exited with status {c}")),
+                    .unwrap_or_else(|| super::exit_text(EngineId::Copilot, Some(c))),
             ),
-            (_, None) => Some("copilot was killed".into()),
+            (_, None) => Some(super::exit_text(EngineId::Copilot, None)),
             (None, Some(_)) if !text_mode => Some("the stream ended without a result frame".into()),
             _ => None,
         };

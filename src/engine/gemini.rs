@@ -62,15 +62,7 @@ impl Engine for Gemini {
         if req.skip_permissions {
             args.push(SPEC.skip_permissions_flag.unwrap().into());
         }
-        Ok(Invocation {
-            program: SPEC.binary.into(),
-            args,
-            stdin: Some(req.prompt.to_string()),
-            cwd: req.cwd.to_path_buf(),
-            prompt_file: None,
-            prompt_file_contents: None,
-            warnings: Vec::new(),
-        })
+        Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 
     fn valid_session_id(&self, id: &str) -> bool {
@@ -164,9 +156,9 @@ impl Tracker for GeminiTracker {
             (_, Some(c)) if c != 0 => Some(
                 self.error
                     .clone()
-                    .unwrap_or_else(|| format!("gemini exited with status {c}")),
+                    .unwrap_or_else(|| super::exit_text(EngineId::Gemini, Some(c))),
             ),
-            (_, None) => Some("gemini was killed".into()),
+            (_, None) => Some(super::exit_text(EngineId::Gemini, None)),
             (None, Some(_)) => Some("the stream ended without a result frame".into()),
             _ => None,
         };

@@ -229,6 +229,37 @@ pub struct Invocation {
     pub warnings: Vec<String>,
 }
 
+impl Invocation {
+    /// The prompt goes on stdin, which is then closed.
+    pub fn over_stdin(program: &str, args: Vec<String>, req: &Request<'_>) -> Invocation {
+        Invocation {
+            stdin: Some(req.prompt.to_string()),
+            ..Invocation::over_argv(program, args, req)
+        }
+    }
+
+    /// The prompt is in `args`; stdin is `/dev/null`.
+    pub fn over_argv(program: &str, args: Vec<String>, req: &Request<'_>) -> Invocation {
+        Invocation {
+            program: program.to_string(),
+            args,
+            stdin: None,
+            cwd: req.cwd.to_path_buf(),
+            prompt_file: None,
+            prompt_file_contents: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// How a run without a better error message ended: `codex exited with status 2`.
+pub fn exit_text(engine: EngineId, code: Option<i32>) -> String {
+    match code {
+        Some(c) => format!("{engine} exited with status {c}"),
+        None => format!("{engine} was killed"),
+    }
+}
+
 /// What a finished run amounts to, as the engine contract reads it.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -74,15 +74,7 @@ impl Engine for Opencode {
         for a in req.attachments {
             args.push(format!("--file={}", a.path.display()));
         }
-        Ok(Invocation {
-            program: SPEC.binary.into(),
-            args,
-            stdin: Some(req.prompt.to_string()),
-            cwd: req.cwd.to_path_buf(),
-            prompt_file: None,
-            prompt_file_contents: None,
-            warnings: Vec::new(),
-        })
+        Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 
     fn valid_session_id(&self, id: &str) -> bool {
@@ -158,10 +150,7 @@ impl Tracker for OpencodeTracker {
         let error = if let Some(e) = &self.error {
             Some(e.clone())
         } else if exit_code != Some(0) {
-            Some(match exit_code {
-                Some(c) => format!("opencode exited with status {c}"),
-                None => "opencode was killed".into(),
-            })
+            Some(super::exit_text(EngineId::Opencode, exit_code))
         } else if !self.finished_step {
             Some("the stream ended without step_finish".into())
         } else if self.last_reason.as_deref() == Some("tool-calls") {

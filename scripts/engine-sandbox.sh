@@ -37,12 +37,15 @@ ALL_CLIS=(codex claude gemini opencode copilot)
 
 die() { echo "engine-sandbox: $*" >&2; exit 2; }
 
-# Lowered retry counts: enough to see each CLI's retry frames once, small enough
-# that a persistent error ends in seconds.
+# Lowered retry counts, so that a persistent error ends in seconds. claude and codex
+# keep one or two quick retries (their retry frames still show); gemini backs off
+# 5 s and more between attempts, so it gets a single attempt (errors then take ~3 s
+# instead of ~19 s). opencode and copilot have no retry setting: the fake server's
+# `retry-after-ms: 0` keeps opencode quick, copilot waits 1 s per retry (5 retries).
 : "${VF_CLAUDE_MAX_RETRIES:=2}"
 : "${VF_CODEX_REQUEST_RETRIES:=1}"
 : "${VF_CODEX_STREAM_RETRIES:=1}"
-: "${VF_GEMINI_MAX_ATTEMPTS:=2}"
+: "${VF_GEMINI_MAX_ATTEMPTS:=1}"
 
 # ---------------------------------------------------------------- per-CLI setup
 

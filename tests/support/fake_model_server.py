@@ -68,7 +68,7 @@ ERROR_TEXT = {
     503: "lab: service unavailable",
     529: "lab: overloaded",
 }
-STREAM_ERROR_TEXT = "lab: stream failed"
+STREAM_ERROR_TEXT = "lab: the stream broke off"
 
 # Names of shell tools, in order of preference, as the CLIs offer them.
 SHELL_TOOLS = ("exec_command", "run_shell_command", "Bash", "bash", "shell", "shell_command",
@@ -164,7 +164,10 @@ def flatten(api, body):
             for part in c.get("parts") or []:
                 if "functionResponse" in part:
                     resp = part["functionResponse"].get("response")
-                    items.append(("tool", "tool_result", json.dumps(resp)))
+                    if isinstance(resp, dict) and isinstance(resp.get("output"), str):
+                        resp = resp["output"]
+                    items.append(("tool", "tool_result",
+                                  resp if isinstance(resp, str) else json.dumps(resp)))
                 elif "functionCall" in part:
                     items.append((role, "tool_call", ""))
                 elif isinstance(part.get("text"), str) and not part.get("thought"):
@@ -275,13 +278,14 @@ def plan(api, body, default):
 
 def first_line(tool_out):
     """The first meaningful line of a tool result (CLIs wrap it in their own text)."""
-    for line in str(tool_out).replace("\\n", "\n").splitlines():
-        line = line.strip().strip('"{}')
+    for line in str(tool_out).splitlines():
+        line = line.strip()
         for prefix in ("Output:", "output:"):
             if line.startswith(prefix):
                 line = line[len(prefix):].strip()
+        # Skip the wrappers the CLIs put around a command's output.
         if line and not line.startswith(("Chunk ID", "Wall time", "Process ", "Original token",
-                                         "<untrusted", "<shellId")):
+                                         "<")):
             return line[:200]
     return ""
 
@@ -652,8 +656,11 @@ class Handler(BaseHTTPRequestHandler):
         chunk({"role": "assistant", "content": ""})
         if p["kind"] == "stream_error":
             chunk({"content": "Partial "})
-            self.sse({"error": {"message": STREAM_ERROR_TEXT, "type": "server_error",
-                                "param": None, "code": "server_error"}})
+            # Worded so that no client classes it as transient: opencode retries any
+            # in-stream error whose text looks like a server error, with backoff
+            # up to 30 s (about 70 s in all).
+            self.sse({"error": {"message": STREAM_ERROR_TEXT, "type": "lab_stream_error",
+                                "param": None, "code": "lab_stream_error"}})
             return None
         if p.get("reasoning"):
             for piece in chunks(p["reasoning"]):

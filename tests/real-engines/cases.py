@@ -67,7 +67,20 @@ ENV_SHOWN = {
     "copilot": ("COPILOT_",),
 }
 
-COPILOT_FLAGS = ["--output-format", "json", "--no-auto-update", "--disable-client-telemetry"]
+
+
+def copilot_flags():
+    """copilot's headless flags; --disable-client-telemetry only exists in newer versions
+    (1.0.83 rejects it: `error: unknown option`), so it is used when --help lists it."""
+    try:
+        helptext = subprocess.run(["copilot", "--help"], stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=60).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.TimeoutExpired):
+        helptext = ""
+    flags = ["--no-auto-update"]
+    if "--disable-client-telemetry" in helptext:
+        flags.append("--disable-client-telemetry")
+    return flags
 
 
 def case(name, argv, expect_rc=0, stdin=None, kind="ok", fmt="jsonl", **extra):
@@ -143,7 +156,8 @@ def cases_for(cli):
             case("e_reasoning", r + ["--thinking", P_THINK], kind="think"),
         ]
     if cli == "copilot":
-        c = ["copilot"] + COPILOT_FLAGS + ["--allow-all"]
+        flags = copilot_flags()
+        c = ["copilot", "--output-format", "json"] + flags + ["--allow-all"]
         return [
             case("a_json", c + ["-p", P_JSON]),
             case("b_tool", c + ["-p", P_TOOL], kind="tool"),
@@ -153,8 +167,7 @@ def cases_for(cli):
             case("d_error400", c + ["-p", e[400]], 1, kind="error"),
             case("d_stream_error", c + ["-p", P_STREAMERR], 1, kind="error"),
             case("e_reasoning", c + ["-p", P_THINK], kind="think"),
-            case("g_text_mode", ["copilot", "--no-auto-update", "--disable-client-telemetry",
-                                 "--allow-all", "-p", P_JSON], fmt="text"),
+            case("g_text_mode", ["copilot"] + flags + ["--allow-all", "-p", P_JSON], fmt="text"),
         ]
     raise SystemExit("unknown cli %s" % cli)
 

@@ -66,15 +66,31 @@ run_one() {
   "$ROOT/scripts/engine-sandbox.sh" "$cli" --version "$version" --log "$out/$cli-$version/requests.jsonl" -- \
     python3 "$ROOT/tests/real-engines/cases.py" "$cli" --out "$out/$cli-$version" || rc=$?
   # The fake server must have understood every request the CLI made.
-  if [ -f "$out/$cli-$version/requests.jsonl" ] && grep -q '"served": "404' "$out/$cli-$version/requests.jsonl"; then
-    echo "FAIL $cli $version: the CLI called an endpoint the fake server does not know:"
-    grep '"served": "404' "$out/$cli-$version/requests.jsonl" | python3 -c \
+  if [ -f "$out/$cli-$version/requests.jsonl" ] && grep -qE '"served": "(404|bug)' "$out/$cli-$version/requests.jsonl"; then
+    echo "FAIL $cli $version: requests the fake server did not understand (unknown endpoint or server bug):"
+    grep -E '"served": "(404|bug)' "$out/$cli-$version/requests.jsonl" | python3 -c \
       'import json,sys; [print("     ", d["method"], d["path"]) for d in map(json.loads, sys.stdin)]'
     rc=1
   fi
   echo "time $cli $version: $(( $(date +%s) - start ))s (rc=$rc)"
   return $rc
 }
+
+# The sandbox itself: only loopback inside, and it refuses a namespace that has
+# another interface (checked with a tap device, where the kernel offers them).
+"$ROOT/scripts/engine-sandbox.sh" all -- python3 "$ROOT/tests/real-engines/isolation.py" || status=1
+if unshare -n sh -c 'ip tuntap add vflab0 mode tap' 2>/dev/null; then
+  if guard="$(unshare -n bash -c 'ip tuntap add vflab0 mode tap && exec bash "$0" --inner true' \
+        "$ROOT/scripts/engine-sandbox.sh" 2>&1)"; then
+    echo "FAIL isolation: the sandbox ran although a second interface existed"; status=1
+  elif [[ "$guard" == *"refusing to run"* ]]; then
+    echo "ok   isolation: refuses a namespace with an interface besides lo"
+  else
+    echo "FAIL isolation: unexpected refusal message: $guard"; status=1
+  fi
+else
+  echo "note isolation: no tap devices on this kernel, refusal not exercised"
+fi
 
 if [ "$jobs" -le 1 ]; then
   for spec in "${targets[@]}"; do run_one "$spec" || status=1; done

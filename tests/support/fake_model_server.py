@@ -400,7 +400,7 @@ class Handler(BaseHTTPRequestHandler):
         path = url.path
         if path == "/__lab/shutdown":
             return self.shutdown_request()
-        if not isinstance(body, dict):
+        if not isinstance(body, dict) or "_unparsed" in body:
             self.record(body, "400 not json")
             return self.send_json(400, {"error": {"message": "lab: body is not a JSON object"}})
         default = self.server.app.default_scenario
@@ -419,6 +419,13 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, {"totalTokens": USAGE_IN})
         except (BrokenPipeError, ConnectionResetError):
             return None
+        except Exception as exc:  # a bug here must show in the log, not as a hang
+            self.record(body, "bug: %r" % exc)
+            try:
+                self.send_json(500, {"error": {"message": "lab: fake server bug: %r" % exc}})
+            except OSError:
+                pass
+            raise
         self.record(body, "404")
         self.send_json(404, {"error": {"message": "lab: no such endpoint %s" % path}})
 
@@ -783,9 +790,11 @@ class App:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, action="append", required=True,
-                    help="port to listen on (127.0.0.1); repeat for several")
+                    help="port to listen on (127.0.0.1; 0 = any free one, see --ready-file);"
+                         " repeat for several")
     ap.add_argument("--log", help="append every request to this JSONL file")
-    ap.add_argument("--ready-file", help="write this file once all ports listen")
+    ap.add_argument("--ready-file",
+                    help='write {"pid", "ports"} as JSON to this file once all ports listen')
     ap.add_argument("--default-scenario", default="json",
                     help="scenario when the prompt has no LAB- marker (default: json)")
     args = ap.parse_args()
@@ -797,8 +806,11 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: app.stop())
     signal.signal(signal.SIGINT, lambda *_: app.stop())
     if args.ready_file:
-        with open(args.ready_file, "w", encoding="utf-8") as f:
-            f.write("%d\n" % os.getpid())
+        # Written last and atomically: its presence means every port accepts.
+        tmp = args.ready_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"pid": os.getpid(), "ports": [s.server_port for s in app.servers]}, f)
+        os.replace(tmp, args.ready_file)
     app.run()
     return 0
 

@@ -62,7 +62,7 @@ check_registry() {
   local reg
   reg="$(npm config get registry)"
   # npm ping talks to the configured registry; a failure here means no install can work.
-  if ! timeout 60 npm ping >/dev/null 2>&1; then
+  if ! timeout 45 npm ping --fetch-retries=1 --fetch-timeout=15000 >/dev/null 2>&1; then
     die "cannot reach the npm registry ($reg); the real-engine tier cannot run without it"
   fi
   registry_checked=1

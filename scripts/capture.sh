@@ -11,6 +11,9 @@
 #   --strict         exit 1 if a case does not have the shape of the known captures
 #                    (default: record anyway and report, since a new version may differ)
 #   --out DIR        record there instead of fixtures/<cli>/<version>
+#   --force          record even if the folder already holds captures (they are
+#                    overwritten case by case; tests/engine_captures.rs then needs
+#                    a row for every new case)
 # The version is installed first if needed (scripts/install-engines.sh). Runs inside
 # scripts/engine-sandbox.sh: loopback only, fake model server, fresh HOME.
 set -euo pipefail
@@ -21,18 +24,23 @@ die() { echo "capture: $*" >&2; exit 2; }
 [ $# -ge 2 ] || die "usage: capture.sh <cli> <version> [--cases a,b] [--with-requests] [--strict] [--out DIR]"
 cli=$1 version=$2
 shift 2
-cases=() with_requests=0 strict=0 out=""
+cases=() with_requests=0 strict=0 out="" force=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cases) cases=(--cases "$2"); shift 2 ;;
     --with-requests) with_requests=1; shift ;;
     --strict) strict=1; shift ;;
     --out) out=$2; shift 2 ;;
+    --force) force=1; shift ;;
     *) die "unknown option $1" ;;
   esac
 done
 [[ "$version" =~ ^[0-9A-Za-z.+-]+$ ]] || die "bad version '$version'"
 [ -n "$out" ] || out="$ROOT/fixtures/$cli/$version"
+
+if [ "$force" = 0 ] && compgen -G "$out/*.stdout.jsonl" >/dev/null; then
+  die "$out already holds captures; pass --force to overwrite them, or --out DIR"
+fi
 
 "$ROOT/scripts/install-engines.sh" "$cli@$version"
 

@@ -17,7 +17,9 @@
 #   --keep          keep a temp HOME (VF_SANDBOX_KEEP=1); its path is printed on stderr
 #
 # Needs root (unshare -n). Refuses to run if any interface other than lo exists in
-# the namespace. The command gets a clean environment: HOME, TMPDIR=$HOME/tmp,
+# the namespace. /etc/resolv.conf is bind-mounted (privately) to point at a DNS sink
+# in the fake server that answers NXDOMAIN and logs every name asked for
+# (`dns <name>` entries in the log; VF_SANDBOX_DNS=0 turns this off). The command gets a clean environment: HOME, TMPDIR=$HOME/tmp,
 # XDG_* under HOME, PATH with the engine's bin dir first, the CLI's own variables
 # (API base URL, fake key, every telemetry/update switch off, lowered retries),
 # and these for the command's own use:
@@ -123,6 +125,17 @@ if [ "${1:-}" = "--inner" ]; then
   export HOME="$SB_HOME"
   mkdir -p "$HOME/tmp" "$HOME/project" "$HOME/.config" "$HOME/.local/share" \
            "$HOME/.cache" "$HOME/.local/state"
+
+  # Name lookups go to the fake server's DNS sink (NXDOMAIN, logged), so any
+  # attempt to reach a host shows in the log as a `dns <name>` entry. Only in
+  # the private mount namespace made by the outer part (we are its pid 1).
+  dns_args=()
+  if [ "${VF_SANDBOX_DNS:-1}" = 1 ] && [ "$$" = 1 ] && [ "${SB_PRIVATE_MOUNTS:-}" = 1 ] \
+     && [ -e /etc/resolv.conf ]; then
+    printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$HOME/tmp/resolv.conf"
+    mount --bind "$HOME/tmp/resolv.conf" /etc/resolv.conf || die "cannot point /etc/resolv.conf at the DNS sink"
+    dns_args=(--dns-port 53)
+  fi
   read -r -a clis <<<"$SB_CLIS"
   ports=()
   for cli in "${clis[@]}"; do
@@ -136,7 +149,7 @@ if [ "${1:-}" = "--inner" ]; then
   rm -f "$ready"
   server_args=()
   for port in "${ports[@]}"; do server_args+=(--port "$port"); done
-  "$SB_PYTHON" "$SERVER" "${server_args[@]}" --log "$SB_LOG" --ready-file "$ready" \
+  "$SB_PYTHON" "$SERVER" "${server_args[@]}" "${dns_args[@]}" --log "$SB_LOG" --ready-file "$ready" \
     2>>"$HOME/tmp/fake-model.stderr" &
   server_pid=$!
   for _ in $(seq 1 100); do
@@ -253,8 +266,11 @@ trap cleanup EXIT
 
 export SB_HOME="$home" SB_LOG="$log" SB_WORKDIR="$workdir" SB_TIMEOUT="$timeout_s"
 export SB_PATH="$path" SB_PASS_FILE="$pass_file" SB_CLIS="${clis[*]}" SB_USER="$(id -un)"
+export SB_PRIVATE_MOUNTS=1
 set +e
-unshare --net --pid --fork --mount-proc --kill-child -- bash "$0" --inner "$@"
+# --mount-proc implies a private mount namespace (propagation private): the
+# resolv.conf bind mount inside never reaches the host.
+unshare --net --pid --fork --mount-proc --propagation private --kill-child -- bash "$0" --inner "$@"
 rc=$?
 set -e
 exit "$rc"

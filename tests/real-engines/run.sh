@@ -73,6 +73,13 @@ run_one() {
       'import json,sys; [print("     ", d["method"], d["path"]) for d in map(json.loads, sys.stdin)]'
     rc=1
   fi
+  # Nothing may try to reach a host: every name lookup lands in the DNS sink's log.
+  if [ -f "$out/$cli-$version/requests.jsonl" ] && grep -q '"served": "dns ' "$out/$cli-$version/requests.jsonl"; then
+    echo "FAIL $cli $version: name lookups (attempts to leave loopback):"
+    grep '"served": "dns ' "$out/$cli-$version/requests.jsonl" | python3 -c \
+      'import json,sys,collections; c=collections.Counter(json.loads(l)["path"] for l in sys.stdin); [print("     ", n, k) for k, n in c.items()]'
+    rc=1
+  fi
   echo "time $cli $version: $(( $(date +%s) - start ))s (rc=$rc)"
   return $rc
 }

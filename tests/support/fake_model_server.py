@@ -28,6 +28,10 @@ complexity_score 1 (0 breaks gemini).
 Control endpoints: GET /__lab/health, GET /__lab/mark?case=NAME (logged, to split
 the log per case), GET|POST /__lab/shutdown.
 
+With --dns-port, DNS queries on that UDP port are answered NXDOMAIN and logged as
+`dns <name>` (the sandbox points /etc/resolv.conf at it): any attempt to reach a
+name shows up.
+
 Every request is appended to the JSONL log as {ts, port, method, path, headers,
 body, served}, keys redacted. SIGTERM/SIGINT/shutdown stop it cleanly (exit 0).
 
@@ -41,6 +45,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -749,8 +754,44 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
 
+def dns_name(packet):
+    """The first question's name of a DNS query, or None."""
+    labels, i = [], 12
+    while i < len(packet):
+        n = packet[i]
+        if n == 0:
+            return ".".join(labels) or "."
+        if n & 0xC0:
+            return None
+        labels.append(packet[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    return None
+
+
+def dns_sink(app, sock):
+    """Answers every DNS query NXDOMAIN and logs the name: a CLI that tries to reach
+    anything but loopback shows up in the log as a `dns <name>` entry."""
+    while not app.stopped.is_set():
+        try:
+            packet, peer = sock.recvfrom(4096)
+        except OSError:
+            return
+        if len(packet) < 12:
+            continue
+        name = dns_name(packet)
+        app.log({"ts": time.time(), "port": sock.getsockname()[1], "method": "DNS",
+                 "path": name, "headers": {}, "body": None, "served": "dns %s" % name})
+        # Same id and question, QR=1, RD/RA kept, RCODE=3 (NXDOMAIN), no answers.
+        flags = 0x8000 | (int.from_bytes(packet[2:4], "big") & 0x0100) | 0x0080 | 3
+        reply = packet[:2] + flags.to_bytes(2, "big") + packet[4:6] + b"\0\0\0\0\0\0" + packet[12:]
+        try:
+            sock.sendto(reply, peer)
+        except OSError:
+            pass
+
+
 class App:
-    def __init__(self, ports, log_path, default_scenario):
+    def __init__(self, ports, log_path, default_scenario, dns_port=None):
         self.log_path = log_path
         self.log_lock = threading.Lock()
         self.default_scenario = default_scenario
@@ -762,6 +803,10 @@ class App:
             srv.app = self
             self.servers.append(srv)
         self.stopped = threading.Event()
+        self.dns = None
+        if dns_port is not None:
+            self.dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.dns.bind(("127.0.0.1", dns_port))
 
     def log(self, entry):
         if not self.log_file:
@@ -774,9 +819,13 @@ class App:
     def run(self):
         threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.2},
                                     daemon=True) for s in self.servers]
+        if self.dns:
+            threads.append(threading.Thread(target=dns_sink, args=(self, self.dns), daemon=True))
         for t in threads:
             t.start()
         self.stopped.wait()
+        if self.dns:
+            self.dns.close()
         for s in self.servers:
             s.shutdown()
             s.server_close()
@@ -797,9 +846,11 @@ def main():
                     help='write {"pid", "ports"} as JSON to this file once all ports listen')
     ap.add_argument("--default-scenario", default="json",
                     help="scenario when the prompt has no LAB- marker (default: json)")
+    ap.add_argument("--dns-port", type=int,
+                    help="also answer DNS on this UDP port (NXDOMAIN, each name logged)")
     args = ap.parse_args()
     try:
-        app = App(args.port, args.log, args.default_scenario)
+        app = App(args.port, args.log, args.default_scenario, args.dns_port)
     except OSError as exc:
         print("fake_model_server: cannot listen: %s" % exc, file=sys.stderr)
         return 2

@@ -179,7 +179,9 @@ if [ "${1:-}" = "--inner" ]; then
   workdir="${SB_WORKDIR:-$HOME/project}"
   mkdir -p "$workdir"
   set +e
-  (cd "$workdir" && exec env -i "${envs[@]}" timeout --kill-after=5 "$SB_TIMEOUT" "$@")
+  # --foreground: the command stays in our process group, so it can use a terminal
+  # it is given; whatever it leaves behind dies with the pid namespace anyway.
+  (cd "$workdir" && exec env -i "${envs[@]}" timeout --foreground --kill-after=5 "$SB_TIMEOUT" "$@")
   rc=$?
   set -e
   kill -TERM "$server_pid" 2>/dev/null || true
@@ -267,10 +269,21 @@ trap cleanup EXIT
 export SB_HOME="$home" SB_LOG="$log" SB_WORKDIR="$workdir" SB_TIMEOUT="$timeout_s"
 export SB_PATH="$path" SB_PASS_FILE="$pass_file" SB_CLIS="${clis[*]}" SB_USER="$(id -un)"
 export SB_PRIVATE_MOUNTS=1
-set +e
 # --mount-proc implies a private mount namespace (propagation private): the
-# resolv.conf bind mount inside never reaches the host.
-unshare --net --pid --fork --mount-proc --propagation private --kill-child -- bash "$0" --inner "$@"
-rc=$?
+# resolv.conf bind mount inside never reaches the host. unshare runs in the
+# background so that a TERM/INT sent to this script reaches it; --kill-child then
+# takes the whole pid namespace down. The explicit <&0 keeps the caller's stdin
+# (a background job would otherwise read /dev/null).
+unshare --net --pid --fork --mount-proc --propagation private --kill-child -- \
+  bash "$0" --inner "$@" <&0 &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT HUP
+set +e
+while :; do
+  wait "$child"
+  rc=$?
+  # wait returns early (status > 128) when a trapped signal arrives.
+  kill -0 "$child" 2>/dev/null || break
+done
 set -e
 exit "$rc"

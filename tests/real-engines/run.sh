@@ -4,9 +4,10 @@
 # the output must have the shape of the genuine captures (frame types, session id,
 # summary, tool/reasoning frames, error signal, exit code, resume keeps the id).
 #
-#   tests/real-engines/run.sh [--install] [-j N] [--out DIR] [cli[@version] ...]
+#   tests/real-engines/run.sh [--install] [--baselines] [-j N] [--out DIR] [cli[@version] ...]
 #
-#   --install   run scripts/install-engines.sh --current first (CI does)
+#   --install   install what is about to run first (scripts/install-engines.sh; CI does)
+#   --baselines also run the baseline versions of scripts/engines.env (~3 min more)
 #   -j N        run N CLIs at once (default 1: the CLIs are CPU-heavy at start-up,
 #               and on 2 cores running them side by side is slower overall)
 #   --out DIR   keep every case's stdout/stderr/cmd there (default: a temp dir)
@@ -21,24 +22,27 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 . "$ROOT/scripts/engines.env"
 
 install=0
+baselines=0
 jobs=1
 out=""
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --install) install=1; shift ;;
+    --baselines) baselines=1; shift ;;
     -j) jobs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=("${ENGINES_CURRENT[@]}")
+[ "$baselines" = 0 ] || targets+=("${ENGINES_BASELINE[@]}")
 
 t0=$(date +%s)
 if [ "$install" = 1 ]; then
-  "$ROOT/scripts/install-engines.sh" --current
+  "$ROOT/scripts/install-engines.sh" "${targets[@]}"
   echo "install: $(( $(date +%s) - t0 ))s"
 fi
 t1=$(date +%s)

@@ -15,6 +15,7 @@
 #   --log FILE      fake server request log (VF_FAKE_LOG; default: $HOME/fake-model.jsonl)
 #   --timeout S     kill the command after S seconds (VF_SANDBOX_TIMEOUT; default 300)
 #   --keep          keep a temp HOME (VF_SANDBOX_KEEP=1); its path is printed on stderr
+#   VF_SANDBOX_CACHE=DIR  share copilot's unpacked package (~235 MB) between HOMEs
 #
 # Needs root (unshare -n). Refuses to run if any interface other than lo exists in
 # the namespace. /etc/resolv.conf is bind-mounted (privately) to point at a DNS sink
@@ -109,6 +110,14 @@ engine_config() {
       # Without a lock file naming @opencode-ai/plugin (and a node_modules dir),
       # every run starts a detached `npm install` against registry.npmjs.org.
       cp "$CONFIGS/opencode/package-lock.json" "$dir/package-lock.json" ;;
+    copilot)
+      # Its first run in a HOME unpacks ~235 MB into ~/.cache/copilot/pkg; with a
+      # shared cache that happens once (warm it with one run before running many
+      # sandboxes at the same time).
+      if [ -n "${VF_SANDBOX_CACHE:-}" ] && [ ! -e "$HOME/.cache/copilot/pkg" ]; then
+        mkdir -p "$VF_SANDBOX_CACHE/copilot-pkg" "$HOME/.cache/copilot"
+        ln -s "$VF_SANDBOX_CACHE/copilot-pkg" "$HOME/.cache/copilot/pkg"
+      fi ;;
   esac
 }
 
@@ -243,7 +252,7 @@ done
 while IFS= read -r name; do
   printf '%s\0' "$name=${!name}" >>"$pass_file"
 done < <(compgen -e | grep -E '^(VF_|RUST_LOG$|RUST_BACKTRACE$)' \
-         | grep -vE '^VF_(SANDBOX_HOME|SANDBOX_WORKDIR|FAKE_LOG|ENGINE_VERSION|SANDBOX_KEEP|SANDBOX_TIMEOUT|SANDBOX)$' || true)
+         | grep -vE '^VF_(SANDBOX_HOME|SANDBOX_WORKDIR|FAKE_LOG|ENGINE_VERSION|SANDBOX_KEEP|SANDBOX_TIMEOUT|SANDBOX_CACHE|SANDBOX)$' || true)
 for name in ${VF_SANDBOX_PASS:-}; do
   [ -n "${!name+x}" ] && printf '%s\0' "$name=${!name}" >>"$pass_file"
 done

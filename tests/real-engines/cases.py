@@ -513,6 +513,8 @@ def main():
             rc, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as exc:
             rc, out, err = -9, exc.stdout or b"", (exc.stderr or b"") + b"\n[cases.py: timed out]\n"
+        except OSError as exc:
+            rc, out, err = -1, b"", ("[cases.py: cannot start %s: %s]\n" % (argv[0], exc)).encode()
         duration = time.monotonic() - start
         stdout = sanitize(out.decode("utf-8", "replace"))
         stderr = sanitize(err.decode("utf-8", "replace"))

@@ -1,0 +1,870 @@
+#!/usr/bin/env python3
+"""Fake model server for the real-engine tests (Python 3 standard library only).
+
+Speaks, on 127.0.0.1, what the agent CLIs call:
+  * Anthropic Messages     POST /v1/messages            (SSE, or JSON when stream:false)
+  * OpenAI Responses       POST /v1/responses           (SSE, or JSON when stream:false)
+  * OpenAI Chat Completions POST /v1/chat/completions   (SSE, or JSON when stream:false)
+  * Gemini                 POST /v1beta/models/<m>:streamGenerateContent?alt=sse
+                           POST /v1beta/models/<m>:generateContent
+Paths are matched by suffix, so a base URL with or without /v1 both work.
+
+The answer is chosen from a marker word in the latest user-written message
+(system/developer text and tool results are ignored):
+  LAB-JSON        plain text ending in a fenced ```json summary (also the default)
+  LAB-TOOL        one shell tool call (the shell tool the request offers), then the
+                  final answer once the tool result comes back; the command is the
+                  first '...' quoted string after the marker, else `echo hello`
+  LAB-WRITE       same, with `touch lab-written.txt && echo written`
+  LAB-THINK       a reasoning/thinking block, then the json answer (LAB-REASON too)
+  LAB-RESUME      a json answer saying it resumed
+  LAB-ERR<code>   HTTP error <code> (500, 429, 400, 529, ...) on every try
+  LAB-STREAMERR   an error inside an HTTP 200 stream
+Side requests are answered normally whatever the marker: requests without tools
+on Chat Completions (opencode's title agent) get a short title, and Gemini's
+routing classifier (a generateContent with a complexity_score schema) gets
+complexity_score 1 (0 breaks gemini).
+
+Control endpoints: GET /__lab/health, GET /__lab/mark?case=NAME (logged, to split
+the log per case), GET|POST /__lab/shutdown.
+
+With --dns-port, DNS queries on that UDP port are answered NXDOMAIN and logged as
+`dns <name>` (the sandbox points /etc/resolv.conf at it): any attempt to reach a
+name shows up.
+
+Every request is appended to the JSONL log as {ts, port, method, path, headers,
+body, served}, keys redacted. SIGTERM/SIGINT/shutdown stop it cleanly (exit 0).
+
+Usage: fake_model_server.py --port 18081 [--port 18082 ...] [--log FILE]
+                            [--ready-file FILE] [--default-scenario json]
+"""
+
+import argparse
+import gzip
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+MARKER = re.compile(r"\bLAB-([A-Z]+)([0-9]*)\b")
+
+JSON_TEXT = 'Done. Here is the result:\n\n```json\n{"confidence":1.0,"files_changed":[]}\n```\n'
+TOOL_FINAL = 'The command printed: {out}\n\n```json\n{{"confidence":0.9,"files_changed":[]}}\n```\n'
+WRITE_FINAL = ('Finished (the shell tool may have been refused).\n\n'
+               '```json\n{"confidence":0.5,"files_changed":["lab-written.txt"]}\n```\n')
+RESUME_TEXT = ('Resumed. I still remember the previous answer.\n\n'
+               '```json\n{"confidence":0.8,"files_changed":["a.txt"]}\n```\n')
+THINK_TEXT = 'Thought it through.\n\n```json\n{"confidence":0.7,"files_changed":[]}\n```\n'
+REASONING = "The user wants a fenced json summary. I will think briefly, then answer."
+TITLE_TEXT = "Lab task"
+USAGE_IN, USAGE_OUT = 100, 20
+
+ERROR_TEXT = {
+    400: "lab: bad request",
+    429: "lab: rate limited",
+    500: "lab: internal server error",
+    503: "lab: service unavailable",
+    529: "lab: overloaded",
+}
+STREAM_ERROR_TEXT = "lab: the stream broke off"
+
+# Names of shell tools, in order of preference, as the CLIs offer them.
+SHELL_TOOLS = ("exec_command", "run_shell_command", "Bash", "bash", "shell", "shell_command",
+               "local_shell")
+
+
+class Counter:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.n = 0
+
+    def next_id(self, prefix):
+        with self.lock:
+            self.n += 1
+            n = self.n
+        return "%s_lab%04d%s" % (prefix, n, os.urandom(6).hex())
+
+
+IDS = Counter()
+
+
+def chunks(text, n=3):
+    """Splits text into up to n pieces so that clients see several deltas."""
+    if len(text) < n * 4:
+        return [text]
+    size = -(-len(text) // n)
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+# ---------------------------------------------------------------- request analysis
+
+def text_of(content):
+    """Text of a message content that may be a string or a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and part.get("type") in (
+                    None, "text", "input_text") and isinstance(part.get("text"), str):
+                out.append(part["text"])
+    return "\n".join(out)
+
+
+def flatten(api, body):
+    """Turns a request into a list of (role, kind, text) with kind in text|tool_call|tool_result."""
+    items = []
+    if api == "responses":
+        inp = body.get("input")
+        if isinstance(inp, str):
+            return [("user", "text", inp)]
+        for it in inp or []:
+            if not isinstance(it, dict):
+                continue
+            t = it.get("type", "message")
+            if t == "message":
+                items.append((it.get("role", ""), "text", text_of(it.get("content"))))
+            elif t.endswith("_call_output"):
+                items.append(("tool", "tool_result", str(it.get("output", ""))))
+            elif t.endswith("_call"):
+                items.append(("assistant", "tool_call", ""))
+    elif api in ("anthropic", "chat"):
+        for m in body.get("messages") or []:
+            if not isinstance(m, dict):
+                continue
+            role = m.get("role", "")
+            if role == "tool":
+                items.append(("tool", "tool_result", text_of(m.get("content"))))
+                continue
+            content = m.get("content")
+            if isinstance(content, list):
+                for part in content:
+                    if not isinstance(part, dict):
+                        continue
+                    pt = part.get("type")
+                    if pt == "tool_result":
+                        items.append(("tool", "tool_result", text_of(part.get("content"))))
+                    elif pt == "tool_use":
+                        items.append((role, "tool_call", ""))
+                    elif pt in ("text", "input_text") and isinstance(part.get("text"), str):
+                        items.append((role, "text", part["text"]))
+            else:
+                items.append((role, "text", text_of(content)))
+            for _ in m.get("tool_calls") or []:
+                items.append((role, "tool_call", ""))
+    elif api == "gemini":
+        for c in body.get("contents") or []:
+            role = c.get("role", "user")
+            for part in c.get("parts") or []:
+                if "functionResponse" in part:
+                    resp = part["functionResponse"].get("response")
+                    if isinstance(resp, dict) and isinstance(resp.get("output"), str):
+                        resp = resp["output"]
+                    items.append(("tool", "tool_result",
+                                  resp if isinstance(resp, str) else json.dumps(resp)))
+                elif "functionCall" in part:
+                    items.append((role, "tool_call", ""))
+                elif isinstance(part.get("text"), str) and not part.get("thought"):
+                    items.append((role, "text", part["text"]))
+    return items
+
+
+def analyse(api, body, default):
+    """Returns (scenario, code, step, prompt, last_tool_output)."""
+    items = flatten(api, body)
+    idx, found = None, None
+    for i in range(len(items) - 1, -1, -1):
+        role, kind, text = items[i]
+        if role == "user" and kind == "text":
+            m = MARKER.search(text)
+            if m:
+                idx, found = i, m
+                break
+    if found is None:
+        # No marker: the last user text decides nothing, use the default scenario.
+        idx = max((i for i, it in enumerate(items) if it[0] == "user" and it[1] == "text"),
+                  default=-1)
+        name, code, prompt = default, 0, items[idx][2] if idx >= 0 else ""
+    else:
+        word, digits = found.group(1), found.group(2)
+        prompt = items[idx][2][found.start():]
+        if word == "ERR":
+            name, code = "error", int(digits or 500)
+        else:
+            name, code = word.lower(), 0
+    after = items[idx + 1:] if idx >= 0 else items
+    results = [t for (_, k, t) in after if k == "tool_result"]
+    return name, code, len(results), prompt, (results[-1] if results else "")
+
+
+def tool_specs(api, body):
+    """Maps tool name -> JSON schema of its parameters, for the tools the request offers."""
+    specs = {}
+    for t in body.get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        if api == "gemini":
+            for f in t.get("functionDeclarations") or []:
+                specs[f.get("name")] = f.get("parametersJsonSchema") or f.get("parameters") or {}
+        elif api == "chat":
+            f = t.get("function") or {}
+            if f.get("name"):
+                specs[f["name"]] = f.get("parameters") or {}
+        else:
+            name = t.get("name") or t.get("type")
+            if name:
+                specs[name] = t.get("parameters") or t.get("input_schema") or {}
+    return specs
+
+
+def shell_call(api, body, command):
+    """Picks the shell tool offered and builds its arguments: (name, args dict)."""
+    specs = tool_specs(api, body)
+    for name in SHELL_TOOLS:
+        if name in specs:
+            break
+    else:
+        # Nothing offered (e.g. gemini without --yolo): call `bash` anyway, the CLI
+        # then reports an unknown tool, which is itself worth seeing.
+        return "bash", {"command": command}
+    props = (specs[name] or {}).get("properties") or {}
+    args = {}
+    for key in ("cmd", "command"):
+        if key in props:
+            args[key] = ["bash", "-lc", command] if props[key].get("type") == "array" else command
+            break
+    else:
+        args["command"] = command
+    if "description" in props:
+        args["description"] = "Run a shell command"
+    return name, args
+
+
+def plan(api, body, default):
+    """Decides the answer: a dict with kind (answer|error|stream_error) and content."""
+    name, code, step, prompt, tool_out = analyse(api, body, default)
+    if name == "error":
+        return {"kind": "error", "code": code, "served": "err%d" % code}
+    if name == "streamerr":
+        return {"kind": "stream_error", "served": "streamerr"}
+    if name in ("tool", "write"):
+        if step == 0:
+            if name == "tool":
+                m = re.search(r"'([^']+)'", prompt)
+                command = m.group(1) if m else "echo hello"
+                text = "I will run the command."
+            else:
+                command = "touch lab-written.txt && echo written"
+                text = "I will create a file."
+            tool, args = shell_call(api, body, command)
+            return {"kind": "answer", "text": text, "tool": (tool, args),
+                    "served": "%s#0" % name}
+        if name == "tool":
+            out = first_line(tool_out) or "hello"
+            return {"kind": "answer", "text": TOOL_FINAL.format(out=out), "served": "tool#%d" % step}
+        return {"kind": "answer", "text": WRITE_FINAL, "served": "write#%d" % step}
+    if name in ("think", "reason", "reasoning", "thinking"):
+        return {"kind": "answer", "text": THINK_TEXT, "reasoning": REASONING, "served": "think#0"}
+    if name == "resume":
+        return {"kind": "answer", "text": RESUME_TEXT, "served": "resume#0"}
+    return {"kind": "answer", "text": JSON_TEXT, "served": "json#0"}
+
+
+def first_line(tool_out):
+    """The first meaningful line of a tool result (CLIs wrap it in their own text)."""
+    for line in str(tool_out).splitlines():
+        line = line.strip()
+        for prefix in ("Output:", "output:"):
+            if line.startswith(prefix):
+                line = line[len(prefix):].strip()
+        # Skip the wrappers the CLIs put around a command's output.
+        if line and not line.startswith(("Chunk ID", "Wall time", "Process ", "Original token",
+                                         "<")):
+            return line[:200]
+    return ""
+
+
+# ---------------------------------------------------------------- handler
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "labmodel/1.0"
+
+    def log_message(self, fmt, *args):  # quiet: everything goes to the JSONL log
+        pass
+
+    # -- plumbing
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raw = self.read_chunked()
+        enc = (self.headers.get("Content-Encoding") or "").lower()
+        try:
+            if enc == "gzip":
+                raw = gzip.decompress(raw)
+            elif enc == "deflate":
+                raw = zlib.decompress(raw)
+        except (OSError, zlib.error):
+            pass
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return {"_unparsed": raw[:2000].decode("utf-8", "replace")}
+
+    def read_chunked(self):
+        data = b""
+        while True:
+            line = self.rfile.readline().strip()
+            size = int(line.split(b";")[0] or b"0", 16)
+            if size == 0:
+                self.rfile.readline()
+                return data
+            data += self.rfile.read(size)
+            self.rfile.readline()
+
+    def record(self, body, served):
+        headers = {}
+        for k, v in self.headers.items():
+            if k.lower() in ("authorization", "x-api-key", "x-goog-api-key", "api-key"):
+                v = v[:12] + "...(redacted)"
+            headers[k] = v
+        self.server.app.log({"ts": time.time(), "port": self.server.server_port,
+                             "method": self.command, "path": self.path, "headers": headers,
+                             "body": body, "served": served})
+
+    def send_json(self, status, obj, extra=None):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def start_sse(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        # No length is known up front: close the connection to end the stream.
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def sse(self, data, event=None):
+        msg = ""
+        if event:
+            msg += "event: %s\n" % event
+        msg += "data: %s\n\n" % (data if isinstance(data, str) else json.dumps(data))
+        self.wfile.write(msg.encode())
+        self.wfile.flush()
+
+    # -- routing
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        if url.path == "/__lab/health":
+            self.record(None, "health")
+            return self.send_json(200, {"ok": True})
+        if url.path == "/__lab/mark":
+            case = (parse_qs(url.query).get("case") or [""])[0]
+            self.record(None, "mark %s" % case)
+            return self.send_json(200, {"ok": True, "case": case})
+        if url.path == "/__lab/shutdown":
+            return self.shutdown_request()
+        if url.path.endswith("/models"):
+            self.record(None, "models")
+            return self.send_json(200, {"object": "list", "data": [
+                {"id": "lab-model", "object": "model", "created": 0, "owned_by": "lab"}]})
+        self.record(None, "404")
+        self.send_json(404, {"error": {"message": "lab: no such endpoint %s" % url.path}})
+
+    def shutdown_request(self):
+        self.record(None, "shutdown")
+        self.send_json(200, {"ok": True})
+        threading.Thread(target=self.server.app.stop, daemon=True).start()
+
+    def do_POST(self):
+        url = urlsplit(self.path)
+        body = self.read_body()
+        path = url.path
+        if path == "/__lab/shutdown":
+            return self.shutdown_request()
+        if not isinstance(body, dict) or "_unparsed" in body:
+            self.record(body, "400 not json")
+            return self.send_json(400, {"error": {"message": "lab: body is not a JSON object"}})
+        default = self.server.app.default_scenario
+        try:
+            if path.endswith("/messages"):
+                return self.api_anthropic(body, default)
+            if path.endswith("/responses"):
+                return self.api_responses(body, default)
+            if path.endswith("/chat/completions"):
+                return self.api_chat(body, default)
+            m = re.search(r"/models/([^/:]+):(streamGenerateContent|generateContent)$", path)
+            if m:
+                return self.api_gemini(body, default, m.group(1), m.group(2) == "streamGenerateContent")
+            if path.endswith(":countTokens"):
+                self.record(body, "gemini countTokens")
+                return self.send_json(200, {"totalTokens": USAGE_IN})
+        except (BrokenPipeError, ConnectionResetError):
+            return None
+        except Exception as exc:  # a bug here must show in the log, not as a hang
+            self.record(body, "bug: %r" % exc)
+            try:
+                self.send_json(500, {"error": {"message": "lab: fake server bug: %r" % exc}})
+            except OSError:
+                pass
+            raise
+        self.record(body, "404")
+        self.send_json(404, {"error": {"message": "lab: no such endpoint %s" % path}})
+
+    # -- errors
+
+    def error_reply(self, api, code, served):
+        text = ERROR_TEXT.get(code, "lab: error %d" % code)
+        extra = {"retry-after": "0", "retry-after-ms": "0"}
+        if api == "anthropic":
+            kind = {400: "invalid_request_error", 401: "authentication_error",
+                    429: "rate_limit_error", 529: "overloaded_error"}.get(code, "api_error")
+            extra["request-id"] = IDS.next_id("req")
+            obj = {"type": "error", "error": {"type": kind, "message": text}}
+        elif api == "gemini":
+            status = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
+                      503: "UNAVAILABLE"}.get(code, "INTERNAL")
+            obj = {"error": {"code": code, "message": text, "status": status}}
+        else:
+            kind = {400: "invalid_request_error", 429: "rate_limit_exceeded"}.get(code, "server_error")
+            obj = {"error": {"message": text, "type": kind, "param": None, "code": kind}}
+        self.record(self.current_body, "%s error %d" % (served, code))
+        self.send_json(code, obj, extra)
+
+    # -- Anthropic Messages
+
+    def api_anthropic(self, body, default):
+        self.current_body = body
+        p = plan("anthropic", body, default)
+        stream = body.get("stream", False)
+        if p["kind"] == "error":
+            return self.error_reply("anthropic", p["code"], p["served"])
+        if p["kind"] == "stream_error" and not stream:
+            # The non-streaming fallback after stream errors fails too.
+            return self.error_reply("anthropic", 529, "streamerr(non-stream)")
+        model = body.get("model", "lab-model")
+        msg_id = IDS.next_id("msg")
+        blocks = []
+        if p.get("reasoning"):
+            blocks.append({"type": "thinking", "thinking": p["reasoning"],
+                           "signature": "bGFiLXNpZ25hdHVyZQ=="})
+        if p.get("text"):
+            blocks.append({"type": "text", "text": p["text"]})
+        if p.get("tool"):
+            name, args = p["tool"]
+            blocks.append({"type": "tool_use", "id": IDS.next_id("toolu"), "name": name,
+                           "input": args})
+        stop = "tool_use" if p.get("tool") else "end_turn"
+        usage = {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT,
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        if not stream:
+            self.record(body, "%s anthropic json" % p["served"])
+            return self.send_json(200, {"id": msg_id, "type": "message", "role": "assistant",
+                                        "model": model, "content": blocks, "stop_reason": stop,
+                                        "stop_sequence": None, "usage": usage})
+        self.record(body, "%s anthropic %s" % (p["served"], "stream_error" if p["kind"] == "stream_error" else "sse"))
+        self.start_sse()
+        start_usage = dict(usage, output_tokens=1)
+        self.sse({"type": "message_start", "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": start_usage}}, "message_start")
+        if p["kind"] == "stream_error":
+            self.sse({"type": "content_block_start", "index": 0,
+                      "content_block": {"type": "text", "text": ""}}, "content_block_start")
+            self.sse({"type": "content_block_delta", "index": 0,
+                      "delta": {"type": "text_delta", "text": "Partial "}}, "content_block_delta")
+            self.sse({"type": "error", "error": {"type": "overloaded_error",
+                                                 "message": STREAM_ERROR_TEXT}}, "error")
+            return None
+        for i, b in enumerate(blocks):
+            if b["type"] == "thinking":
+                self.sse({"type": "content_block_start", "index": i,
+                          "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+                         "content_block_start")
+                for piece in chunks(b["thinking"]):
+                    self.sse({"type": "content_block_delta", "index": i,
+                              "delta": {"type": "thinking_delta", "thinking": piece}},
+                             "content_block_delta")
+                self.sse({"type": "content_block_delta", "index": i,
+                          "delta": {"type": "signature_delta", "signature": b["signature"]}},
+                         "content_block_delta")
+            elif b["type"] == "text":
+                self.sse({"type": "content_block_start", "index": i,
+                          "content_block": {"type": "text", "text": ""}}, "content_block_start")
+                for piece in chunks(b["text"], 4):
+                    self.sse({"type": "content_block_delta", "index": i,
+                              "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
+            else:
+                self.sse({"type": "content_block_start", "index": i,
+                          "content_block": {"type": "tool_use", "id": b["id"], "name": b["name"],
+                                            "input": {}}}, "content_block_start")
+                self.sse({"type": "content_block_delta", "index": i,
+                          "delta": {"type": "input_json_delta",
+                                    "partial_json": json.dumps(b["input"])}}, "content_block_delta")
+            self.sse({"type": "content_block_stop", "index": i}, "content_block_stop")
+        self.sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                  "usage": {"output_tokens": USAGE_OUT}}, "message_delta")
+        self.sse({"type": "message_stop"}, "message_stop")
+        return None
+
+    # -- OpenAI Responses
+
+    def api_responses(self, body, default):
+        self.current_body = body
+        p = plan("responses", body, default)
+        if p["kind"] == "error":
+            return self.error_reply("openai", p["code"], p["served"])
+        model = body.get("model", "lab-model")
+        resp_id = IDS.next_id("resp")
+        created = int(time.time())
+        output = []
+        if p.get("reasoning"):
+            output.append({"type": "reasoning", "id": IDS.next_id("rs"),
+                           "summary": [{"type": "summary_text", "text": p["reasoning"]}],
+                           "encrypted_content": "bGFiLXJlYXNvbmluZw=="})
+        if p.get("text"):
+            output.append({"type": "message", "id": IDS.next_id("msg"), "status": "completed",
+                           "role": "assistant",
+                           "content": [{"type": "output_text", "text": p["text"], "annotations": []}]})
+        if p.get("tool"):
+            name, args = p["tool"]
+            output.append({"type": "function_call", "id": IDS.next_id("fc"), "status": "completed",
+                           "call_id": IDS.next_id("call"), "name": name,
+                           "arguments": json.dumps(args)})
+        usage = {"input_tokens": USAGE_IN, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": USAGE_OUT,
+                 "output_tokens_details": {"reasoning_tokens": 10 if p.get("reasoning") else 0},
+                 "total_tokens": USAGE_IN + USAGE_OUT}
+        base = {"id": resp_id, "object": "response", "created_at": created, "model": model,
+                "status": "in_progress", "output": [], "usage": None, "error": None}
+        if not body.get("stream", False):
+            if p["kind"] == "stream_error":
+                return self.error_reply("openai", 500, p["served"])
+            self.record(body, "%s responses json" % p["served"])
+            return self.send_json(200, dict(base, status="completed", output=output, usage=usage))
+        self.record(body, "%s responses %s" % (p["served"], "stream_error" if p["kind"] == "stream_error" else "sse"))
+        self.start_sse()
+        seq = [0]
+
+        def ev(obj):
+            obj["sequence_number"] = seq[0]
+            seq[0] += 1
+            self.sse(obj, obj["type"])
+
+        ev({"type": "response.created", "response": base})
+        ev({"type": "response.in_progress", "response": base})
+        if p["kind"] == "stream_error":
+            ev({"type": "response.failed", "response": dict(
+                base, status="failed",
+                error={"code": "server_error", "message": STREAM_ERROR_TEXT})})
+            return None
+        for oi, item in enumerate(output):
+            if item["type"] == "reasoning":
+                ev({"type": "response.output_item.added", "output_index": oi,
+                    "item": dict(item, summary=[])})
+                text = item["summary"][0]["text"]
+                part = {"type": "summary_text", "text": ""}
+                ev({"type": "response.reasoning_summary_part.added", "item_id": item["id"],
+                    "output_index": oi, "summary_index": 0, "part": part})
+                for piece in chunks(text):
+                    ev({"type": "response.reasoning_summary_text.delta", "item_id": item["id"],
+                        "output_index": oi, "summary_index": 0, "delta": piece})
+                ev({"type": "response.reasoning_summary_text.done", "item_id": item["id"],
+                    "output_index": oi, "summary_index": 0, "text": text})
+                ev({"type": "response.reasoning_summary_part.done", "item_id": item["id"],
+                    "output_index": oi, "summary_index": 0,
+                    "part": {"type": "summary_text", "text": text}})
+            elif item["type"] == "message":
+                text = item["content"][0]["text"]
+                ev({"type": "response.output_item.added", "output_index": oi,
+                    "item": dict(item, status="in_progress", content=[])})
+                ev({"type": "response.content_part.added", "item_id": item["id"],
+                    "output_index": oi, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}})
+                for piece in chunks(text, 4):
+                    ev({"type": "response.output_text.delta", "item_id": item["id"],
+                        "output_index": oi, "content_index": 0, "delta": piece})
+                ev({"type": "response.output_text.done", "item_id": item["id"],
+                    "output_index": oi, "content_index": 0, "text": text})
+                ev({"type": "response.content_part.done", "item_id": item["id"],
+                    "output_index": oi, "content_index": 0, "part": item["content"][0]})
+            else:
+                ev({"type": "response.output_item.added", "output_index": oi,
+                    "item": dict(item, status="in_progress", arguments="")})
+                ev({"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                    "output_index": oi, "delta": item["arguments"]})
+                ev({"type": "response.function_call_arguments.done", "item_id": item["id"],
+                    "output_index": oi, "arguments": item["arguments"]})
+            ev({"type": "response.output_item.done", "output_index": oi, "item": item})
+        ev({"type": "response.completed",
+            "response": dict(base, status="completed", output=output, usage=usage)})
+        return None
+
+    # -- OpenAI Chat Completions
+
+    def api_chat(self, body, default):
+        self.current_body = body
+        if not body.get("tools"):
+            # A side request without tools (opencode's title agent): never an error.
+            p = {"kind": "answer", "text": TITLE_TEXT, "served": "aux"}
+        else:
+            p = plan("chat", body, default)
+        if p["kind"] == "error":
+            return self.error_reply("openai", p["code"], p["served"])
+        model = body.get("model", "lab-model")
+        cid = IDS.next_id("chatcmpl")
+        created = int(time.time())
+        calls = []
+        if p.get("tool"):
+            name, args = p["tool"]
+            calls.append({"id": IDS.next_id("call"), "type": "function",
+                          "function": {"name": name, "arguments": json.dumps(args)}})
+        finish = "tool_calls" if calls else "stop"
+        usage = {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT,
+                 "total_tokens": USAGE_IN + USAGE_OUT}
+        if not body.get("stream", False):
+            if p["kind"] == "stream_error":
+                return self.error_reply("openai", 500, p["served"])
+            self.record(body, "%s chat json" % p["served"])
+            msg = {"role": "assistant", "content": p.get("text")}
+            if p.get("reasoning"):
+                msg["reasoning_content"] = p["reasoning"]
+            if calls:
+                msg["tool_calls"] = calls
+            return self.send_json(200, {"id": cid, "object": "chat.completion", "created": created,
+                                        "model": model, "usage": usage, "choices": [
+                                            {"index": 0, "message": msg, "finish_reason": finish}]})
+        self.record(body, "%s chat %s" % (p["served"], "stream_error" if p["kind"] == "stream_error" else "sse"))
+        self.start_sse()
+
+        def chunk(delta, finish_reason=None):
+            self.sse({"id": cid, "object": "chat.completion.chunk", "created": created,
+                      "model": model, "choices": [{"index": 0, "delta": delta,
+                                                   "finish_reason": finish_reason}]})
+
+        chunk({"role": "assistant", "content": ""})
+        if p["kind"] == "stream_error":
+            chunk({"content": "Partial "})
+            # Worded so that no client classes it as transient: opencode retries any
+            # in-stream error whose text looks like a server error, with backoff
+            # up to 30 s (about 70 s in all).
+            self.sse({"error": {"message": STREAM_ERROR_TEXT, "type": "lab_stream_error",
+                                "param": None, "code": "lab_stream_error"}})
+            return None
+        if p.get("reasoning"):
+            for piece in chunks(p["reasoning"]):
+                chunk({"reasoning_content": piece})
+        for piece in chunks(p.get("text") or "", 4):
+            chunk({"content": piece})
+        for i, c in enumerate(calls):
+            chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                                   "function": {"name": c["function"]["name"], "arguments": ""}}]})
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": c["function"]["arguments"]}}]})
+        chunk({}, finish)
+        self.sse({"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                  "choices": [], "usage": usage})
+        self.sse("[DONE]")
+        return None
+
+    # -- Gemini
+
+    def api_gemini(self, body, default, model, stream):
+        self.current_body = body
+        schema = json.dumps((body.get("generationConfig") or {}).get("responseJsonSchema")
+                            or (body.get("generationConfig") or {}).get("responseSchema") or {})
+        usage = {"promptTokenCount": USAGE_IN, "candidatesTokenCount": USAGE_OUT,
+                 "totalTokenCount": USAGE_IN + USAGE_OUT}
+        if "complexity_score" in schema:
+            # The routing classifier: must answer >= 1, whatever the scenario.
+            answer = json.dumps({"complexity_reasoning": "lab: simple task", "complexity_score": 1})
+            self.record(body, "aux-json gemini json")
+            reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": answer}]},
+                                     "finishReason": "STOP", "index": 0}],
+                     "usageMetadata": usage, "modelVersion": model}
+            if stream:
+                self.start_sse()
+                self.sse(reply)
+                return None
+            return self.send_json(200, reply)
+        p = plan("gemini", body, default)
+        if p["kind"] == "error":
+            return self.error_reply("gemini", p["code"], p["served"])
+        parts = []
+        if p.get("reasoning"):
+            parts.append({"text": p["reasoning"], "thought": True})
+        if p.get("text"):
+            parts.append({"text": p["text"]})
+        if p.get("tool"):
+            name, args = p["tool"]
+            parts.append({"functionCall": {"name": name, "args": args}})
+        if not stream:
+            if p["kind"] == "stream_error":
+                return self.error_reply("gemini", 500, p["served"])
+            self.record(body, "%s gemini json" % p["served"])
+            return self.send_json(200, {"candidates": [{"content": {"role": "model", "parts": parts},
+                                                        "finishReason": "STOP", "index": 0}],
+                                        "usageMetadata": usage, "modelVersion": model})
+        self.record(body, "%s gemini %s" % (p["served"], "stream_error" if p["kind"] == "stream_error" else "sse"))
+        self.start_sse()
+
+        def send(part_list, finish=None):
+            cand = {"content": {"role": "model", "parts": part_list}, "index": 0}
+            if finish:
+                cand["finishReason"] = finish
+            obj = {"candidates": [cand], "modelVersion": model}
+            if finish:
+                obj["usageMetadata"] = usage
+            self.sse(obj)
+
+        if p["kind"] == "stream_error":
+            # A stream that ends without a finish reason is what gemini treats as broken.
+            send([{"text": "Partial "}])
+            return None
+        pieces = []
+        for part in parts:
+            if "text" in part and not part.get("thought"):
+                pieces.extend({"text": t} for t in chunks(part["text"], 2))
+            else:
+                pieces.append(part)
+        for i, part in enumerate(pieces):
+            send([part], "STOP" if i == len(pieces) - 1 else None)
+        return None
+
+
+def dns_name(packet):
+    """The first question's name of a DNS query, or None."""
+    labels, i = [], 12
+    while i < len(packet):
+        n = packet[i]
+        if n == 0:
+            return ".".join(labels) or "."
+        if n & 0xC0:
+            return None
+        labels.append(packet[i + 1:i + 1 + n].decode("ascii", "replace"))
+        i += 1 + n
+    return None
+
+
+def dns_sink(app, sock):
+    """Answers every DNS query NXDOMAIN and logs the name: a CLI that tries to reach
+    anything but loopback shows up in the log as a `dns <name>` entry."""
+    while not app.stopped.is_set():
+        try:
+            packet, peer = sock.recvfrom(4096)
+        except OSError:
+            return
+        if len(packet) < 12:
+            continue
+        name = dns_name(packet)
+        app.log({"ts": time.time(), "port": sock.getsockname()[1], "method": "DNS",
+                 "path": name, "headers": {}, "body": None, "served": "dns %s" % name})
+        # Same id and question, QR=1, RD/RA kept, RCODE=3 (NXDOMAIN), no answers.
+        flags = 0x8000 | (int.from_bytes(packet[2:4], "big") & 0x0100) | 0x0080 | 3
+        reply = packet[:2] + flags.to_bytes(2, "big") + packet[4:6] + b"\0\0\0\0\0\0" + packet[12:]
+        try:
+            sock.sendto(reply, peer)
+        except OSError:
+            pass
+
+
+class App:
+    def __init__(self, ports, log_path, default_scenario, dns_port=None):
+        self.log_path = log_path
+        self.log_lock = threading.Lock()
+        self.default_scenario = default_scenario
+        self.log_file = open(log_path, "a", encoding="utf-8") if log_path else None
+        self.servers = []
+        for port in ports:
+            srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            srv.daemon_threads = True
+            srv.app = self
+            self.servers.append(srv)
+        self.stopped = threading.Event()
+        self.dns = None
+        if dns_port is not None:
+            self.dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            self.dns.bind(("127.0.0.1", dns_port))
+
+    def log(self, entry):
+        if not self.log_file:
+            return
+        line = json.dumps(entry, ensure_ascii=False)
+        with self.log_lock:
+            self.log_file.write(line + "\n")
+            self.log_file.flush()
+
+    def run(self):
+        threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.2},
+                                    daemon=True) for s in self.servers]
+        if self.dns:
+            threads.append(threading.Thread(target=dns_sink, args=(self, self.dns), daemon=True))
+        for t in threads:
+            t.start()
+        self.stopped.wait()
+        if self.dns:
+            self.dns.close()
+        for s in self.servers:
+            s.shutdown()
+            s.server_close()
+        if self.log_file:
+            self.log_file.close()
+
+    def stop(self):
+        self.stopped.set()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--port", type=int, action="append", required=True,
+                    help="port to listen on (127.0.0.1; 0 = any free one, see --ready-file);"
+                         " repeat for several")
+    ap.add_argument("--log", help="append every request to this JSONL file")
+    ap.add_argument("--ready-file",
+                    help='write {"pid", "ports"} as JSON to this file once all ports listen')
+    ap.add_argument("--default-scenario", default="json",
+                    help="scenario when the prompt has no LAB- marker (default: json)")
+    ap.add_argument("--dns-port", type=int,
+                    help="also answer DNS on this UDP port (NXDOMAIN, each name logged)")
+    args = ap.parse_args()
+    try:
+        app = App(args.port, args.log, args.default_scenario, args.dns_port)
+    except OSError as exc:
+        print("fake_model_server: cannot listen: %s" % exc, file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: app.stop())
+    signal.signal(signal.SIGINT, lambda *_: app.stop())
+    if args.ready_file:
+        # Written last and atomically: its presence means every port accepts.
+        tmp = args.ready_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"pid": os.getpid(), "ports": [s.server_port for s in app.servers]}, f)
+        os.replace(tmp, args.ready_file)
+    app.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

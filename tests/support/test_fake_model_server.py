@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Unit tests of the fake model server (no agent CLI needed, runs in a second):
+
+    python3 tests/support/test_fake_model_server.py
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = os.path.join(HERE, "fake_model_server.py")
+
+P_JSON = "LAB-JSON Reply with a fenced json block."
+P_TOOL = "LAB-TOOL Run the shell command 'echo hi there' and report."
+
+
+def sse_events(raw):
+    """Parses an SSE body into a list of (event, data) with data JSON-decoded when possible."""
+    out = []
+    for block in raw.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        event, data = None, []
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                data.append(line[6:])
+        text = "\n".join(data)
+        try:
+            out.append((event, json.loads(text)))
+        except ValueError:
+            out.append((event, text))
+    return out
+
+
+class FakeServerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        cls.log = os.path.join(cls.dir, "log.jsonl")
+        ready = os.path.join(cls.dir, "ready")
+        cls.proc = subprocess.Popen([sys.executable, SERVER, "--port", "0", "--log", cls.log,
+                                     "--ready-file", ready])
+        for _ in range(200):
+            if os.path.exists(ready):
+                break
+            time.sleep(0.02)
+        with open(ready, encoding="utf-8") as f:
+            cls.port = json.load(f)["ports"][0]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.proc.wait(timeout=10)
+
+    def post(self, path, body):
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path),
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers), exc.read()
+
+    # -- Anthropic
+
+    def anthropic(self, messages, stream=True, tools=None):
+        body = {"model": "m", "stream": stream, "messages": messages,
+                "tools": tools if tools is not None else [
+                    {"name": "Bash", "input_schema": {"properties": {"command": {"type": "string"},
+                                                                     "description": {}}}}]}
+        return self.post("/v1/messages?beta=true", body)
+
+    def test_anthropic_json_answer_streams_text_with_fenced_summary(self):
+        status, headers, raw = self.anthropic([{"role": "user", "content": [{"type": "text", "text": P_JSON}]}])
+        self.assertEqual(status, 200)
+        self.assertIn("text/event-stream", headers["Content-Type"])
+        events = sse_events(raw)
+        names = [e for e, _ in events]
+        self.assertEqual(names[0], "message_start")
+        self.assertEqual(names[-2:], ["message_delta", "message_stop"])
+        text = "".join(d["delta"]["text"] for e, d in events
+                       if e == "content_block_delta" and d["delta"]["type"] == "text_delta")
+        self.assertIn("```json\n{\"confidence\":1.0", text)
+        self.assertEqual(events[-2][1]["delta"]["stop_reason"], "end_turn")
+
+    def test_anthropic_tool_then_final_answer_quotes_tool_output(self):
+        first = [{"role": "user", "content": P_TOOL}]
+        _, _, raw = self.anthropic(first)
+        starts = [d["content_block"] for e, d in sse_events(raw) if e == "content_block_start"]
+        tool = [b for b in starts if b["type"] == "tool_use"]
+        self.assertEqual(len(tool), 1)
+        self.assertEqual(tool[0]["name"], "Bash")
+        args = json.loads("".join(d["delta"]["partial_json"] for e, d in sse_events(raw)
+                                  if e == "content_block_delta" and d["delta"]["type"] == "input_json_delta"))
+        self.assertEqual(args["command"], "echo hi there")
+        self.assertIn("description", args)
+        second = first + [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": tool[0]["id"], "name": "Bash", "input": args}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool[0]["id"], "content": "hi there"}]}]
+        _, _, raw = self.anthropic(second)
+        text = "".join(d["delta"].get("text", "") for e, d in sse_events(raw) if e == "content_block_delta")
+        self.assertIn("The command printed: hi there", text)
+        self.assertNotIn("tool_use", [d["content_block"]["type"] for e, d in sse_events(raw)
+                                      if e == "content_block_start"])
+
+    def test_anthropic_errors_and_non_streaming_fallback(self):
+        status, headers, raw = self.anthropic([{"role": "user", "content": "LAB-ERR429 x"}])
+        self.assertEqual(status, 429)
+        self.assertEqual(json.loads(raw)["error"]["type"], "rate_limit_error")
+        self.assertEqual(headers.get("retry-after"), "0")
+        status, _, raw = self.anthropic([{"role": "user", "content": "LAB-STREAMERR x"}])
+        self.assertEqual(status, 200)
+        self.assertEqual(sse_events(raw)[-1][0], "error")
+        status, _, raw = self.anthropic([{"role": "user", "content": "LAB-STREAMERR x"}], stream=False)
+        self.assertEqual(status, 529)
+        status, _, raw = self.anthropic([{"role": "user", "content": P_JSON}], stream=False)
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(raw)["content"][0]["type"], "text")
+
+    def test_marker_is_taken_from_the_latest_user_message(self):
+        # A resume carries the earlier prompt in its history.
+        msgs = [{"role": "user", "content": "LAB-ERR500 old"},
+                {"role": "assistant", "content": "x"},
+                {"role": "user", "content": "LAB-RESUME go on"}]
+        status, _, raw = self.anthropic(msgs)
+        self.assertEqual(status, 200)
+        self.assertIn("Resumed.", raw.decode())
+
+    # -- OpenAI Responses
+
+    def test_responses_tool_call_uses_exec_command_cmd(self):
+        tools = [{"type": "function", "name": "exec_command",
+                  "parameters": {"properties": {"cmd": {"type": "string"}}}}]
+        body = {"model": "m", "stream": True, "tools": tools, "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "LAB-ERR500 sys"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": P_TOOL}]}]}
+        status, _, raw = self.post("/v1/responses", body)
+        self.assertEqual(status, 200)
+        events = sse_events(raw)
+        self.assertEqual(events[0][1]["type"], "response.created")
+        self.assertEqual(events[-1][1]["type"], "response.completed")
+        calls = [d["item"] for _, d in events
+                 if d["type"] == "response.output_item.done" and d["item"]["type"] == "function_call"]
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(json.loads(calls[0]["arguments"]), {"cmd": "echo hi there"})
+        body["input"] += [{"type": "function_call", "call_id": calls[0]["call_id"], "name": "exec_command",
+                           "arguments": calls[0]["arguments"]},
+                          {"type": "function_call_output", "call_id": calls[0]["call_id"],
+                           "output": "Chunk ID: 1\nWall time: 0\nProcess exited with code 0\nOutput:\nhi there\n"}]
+        _, _, raw = self.post("/v1/responses", body)
+        done = [d["item"] for _, d in sse_events(raw) if d["type"] == "response.output_item.done"]
+        self.assertEqual([i["type"] for i in done], ["message"])
+        self.assertIn("The command printed: hi there", done[0]["content"][0]["text"])
+
+    def test_responses_reasoning_and_stream_failure(self):
+        body = {"model": "m", "stream": True, "input": "LAB-THINK now", "tools": []}
+        _, _, raw = self.post("/v1/responses", body)
+        kinds = [d["item"]["type"] for _, d in sse_events(raw) if d["type"] == "response.output_item.done"]
+        self.assertEqual(kinds, ["reasoning", "message"])
+        body["input"] = "LAB-STREAMERR now"
+        status, _, raw = self.post("/v1/responses", body)
+        self.assertEqual(status, 200)
+        self.assertEqual(sse_events(raw)[-1][1]["type"], "response.failed")
+
+    # -- Chat Completions
+
+    def chat(self, messages, tools=True):
+        body = {"model": "m", "stream": True, "messages": messages}
+        if tools:
+            body["tools"] = [{"type": "function", "function": {
+                "name": "bash", "parameters": {"properties": {"command": {"type": "string"},
+                                                              "description": {"type": "string"}}}}}]
+        return self.post("/v1/chat/completions", body)
+
+    def test_chat_tool_call_then_done(self):
+        status, _, raw = self.chat([{"role": "system", "content": "x"}, {"role": "user", "content": P_TOOL}])
+        self.assertEqual(status, 200)
+        events = [d for _, d in sse_events(raw)]
+        self.assertEqual(events[-1], "[DONE]")
+        finish = [c["finish_reason"] for d in events[:-1] for c in d.get("choices", []) if c["finish_reason"]]
+        self.assertEqual(finish, ["tool_calls"])
+        self.assertEqual(events[-2]["usage"]["total_tokens"], 120)
+        args = "".join(tc["function"].get("arguments", "") for d in events[:-1] for c in d.get("choices", [])
+                       for tc in c["delta"].get("tool_calls", []))
+        self.assertEqual(json.loads(args), {"command": "echo hi there", "description": "Run a shell command"})
+
+    def test_chat_title_request_without_tools_is_never_an_error(self):
+        status, _, raw = self.chat([{"role": "user", "content": "LAB-ERR500 title me"}], tools=False)
+        self.assertEqual(status, 200)
+        text = "".join(c["delta"].get("content") or "" for _, d in sse_events(raw)
+                       if isinstance(d, dict) for c in d.get("choices", []))
+        self.assertEqual(text, "Lab task")
+
+    def test_chat_errors_carry_openai_error_body(self):
+        for code in (500, 429, 400):
+            status, headers, raw = self.chat([{"role": "user", "content": "LAB-ERR%d x" % code}])
+            self.assertEqual(status, code)
+            self.assertEqual(json.loads(raw)["error"]["message"].split(":")[0], "lab")
+            self.assertEqual(headers.get("retry-after-ms"), "0")
+
+    # -- Gemini
+
+    def test_gemini_classifier_answers_score_of_at_least_one(self):
+        body = {"contents": [{"role": "user", "parts": [{"text": "LAB-ERR500 x"}]}],
+                "generationConfig": {"responseJsonSchema": {"properties": {"complexity_score": {}}}}}
+        status, _, raw = self.post("/v1beta/models/flash-lite:generateContent", body)
+        self.assertEqual(status, 200)
+        answer = json.loads(json.loads(raw)["candidates"][0]["content"]["parts"][0]["text"])
+        self.assertGreaterEqual(answer["complexity_score"], 1)
+
+    def test_gemini_stream_tool_call_and_broken_stream(self):
+        tools = [{"functionDeclarations": [{"name": "run_shell_command", "parametersJsonSchema": {
+            "properties": {"command": {"type": "string"}, "description": {"type": "string"}}}}]}]
+        body = {"contents": [{"role": "user", "parts": [{"text": "ctx"}, {"text": P_TOOL}]}], "tools": tools}
+        status, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        self.assertEqual(status, 200)
+        chunks = [d for _, d in sse_events(raw)]
+        parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+        call = [p["functionCall"] for p in parts if "functionCall" in p]
+        self.assertEqual(call[0]["name"], "run_shell_command")
+        self.assertEqual(chunks[-1]["candidates"][0]["finishReason"], "STOP")
+        body["contents"] += [{"role": "model", "parts": [{"functionCall": call[0]}]},
+                             {"role": "user", "parts": [{"functionResponse": {
+                                 "name": "run_shell_command",
+                                 "response": {"output": "<untrusted_context>\nOutput: hi there\n"}}}]}]
+        _, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        text = "".join(p.get("text", "") for _, d in sse_events(raw) for p in d["candidates"][0]["content"]["parts"])
+        self.assertIn("The command printed: hi there", text)
+        body = {"contents": [{"role": "user", "parts": [{"text": "LAB-STREAMERR"}]}]}
+        _, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        self.assertTrue(all("finishReason" not in d["candidates"][0] for _, d in sse_events(raw)))
+        status, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse",
+                                   {"contents": [{"role": "user", "parts": [{"text": "LAB-ERR429"}]}]})
+        self.assertEqual((status, json.loads(raw)["error"]["status"]), (429, "RESOURCE_EXHAUSTED"))
+
+    def test_shell_tool_falls_back_to_bash_when_none_offered(self):
+        body = {"contents": [{"role": "user", "parts": [{"text": P_TOOL}]}],
+                "tools": [{"functionDeclarations": [{"name": "read_file"}]}]}
+        _, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        calls = [p["functionCall"] for _, d in sse_events(raw)
+                 for p in d["candidates"][0]["content"]["parts"] if "functionCall" in p]
+        self.assertEqual(calls, [{"name": "bash", "args": {"command": "echo hi there"}}])
+
+    # -- plumbing
+
+    def test_log_marks_unknown_endpoints_and_redacts_keys(self):
+        req = urllib.request.Request("http://127.0.0.1:%d/__lab/mark?case=zz" % self.port)
+        urllib.request.urlopen(req, timeout=5).read()
+        req = urllib.request.Request("http://127.0.0.1:%d/v9/nothing" % self.port, data=b"{}",
+                                     headers={"Authorization": "Bearer secret-value-123456"})
+        with self.assertRaises(urllib.error.HTTPError) as ctx:
+            urllib.request.urlopen(req, timeout=5)
+        self.assertEqual(ctx.exception.code, 404)
+        time.sleep(0.1)
+        with open(self.log, encoding="utf-8") as f:
+            entries = [json.loads(line) for line in f]
+        self.assertIn("mark zz", [e["served"] for e in entries])
+        last = entries[-1]
+        self.assertEqual(last["served"], "404")
+        self.assertNotIn("secret-value-123456", json.dumps(last))
+
+    def test_bad_body_is_a_400_not_a_crash(self):
+        req = urllib.request.Request("http://127.0.0.1:%d/v1/messages" % self.port, data=b"not json")
+        with self.assertRaises(urllib.error.HTTPError) as ctx:
+            urllib.request.urlopen(req, timeout=5)
+        self.assertEqual(ctx.exception.code, 400)
+        status, _, _ = self.anthropic([{"role": "user", "content": P_JSON}])
+        self.assertEqual(status, 200)
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_and_shutdown_endpoint_exit_cleanly(self):
+        for how in ("term", "endpoint"):
+            with tempfile.TemporaryDirectory() as d:
+                ready = os.path.join(d, "ready")
+                proc = subprocess.Popen([sys.executable, SERVER, "--port", "0", "--ready-file", ready])
+                for _ in range(200):
+                    if os.path.exists(ready):
+                        break
+                    time.sleep(0.02)
+                with open(ready, encoding="utf-8") as f:
+                    port = json.load(f)["ports"][0]
+                if how == "term":
+                    proc.terminate()
+                else:
+                    urllib.request.urlopen("http://127.0.0.1:%d/__lab/shutdown" % port, timeout=5).read()
+                self.assertEqual(proc.wait(timeout=10), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -256,7 +256,13 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     marker.exit_code = None;
     marker.error = None;
     marker.reason = None;
-    store.save(&mut marker)?;
+    if let Err(e) = store.save(&mut marker) {
+        // Without a durable marker the run could not be resumed: do not run it.
+        kill_group(pgid, Signal::SIGKILL);
+        let _ = child.wait().await;
+        remove_prompt_file(&inv);
+        return Err(e);
+    }
 
     // stdin: the prompt, then EOF. Never leave a pipe open for the child to wait on.
     if let Some(mut stdin) = child.stdin.take() {
@@ -345,10 +351,6 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
                     kill_group(pgid, Signal::SIGKILL);
                 }
                 exited_at = Some(tokio::time::Instant::now());
-                record.cli_exited = true;
-                if let Err(e) = record.save(&record_path) {
-                    sink.warning(&format!("cannot update process record {}: {e}", record_path.display()));
-                }
             }
             _ = sigint.recv(), if exit_status.is_none() => {
                 if stop.is_some() { kill_group(pgid, Signal::SIGKILL); }
@@ -543,7 +545,9 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
     if let Some(id) = &spec.session {
         marker.engine_session_id = Some(id.clone());
     }
-    store.save(&mut marker)?;
+    // Not written yet: the first durable write is `running` (or the failure
+    // that prevented it). A crash before that leaves the previous marker, which
+    // resumes the same way; skipping the write keeps fsyncs off the start path.
     Ok(marker)
 }
 
@@ -590,6 +594,7 @@ fn status_row(level: Level, label: &str, detail: String, line: u64) -> Conversat
         detail: Some(detail),
         session_id: None,
         usage: None,
+        answer: None,
         raw_range: RawRange {
             start: line.max(1),
             end: line.max(1),

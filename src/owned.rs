@@ -32,8 +32,6 @@ pub struct ProcRecord {
     pub boot_id: Option<String>,
     pub created_at: String,
     pub updated_at: String,
-    /// Set once the supervisor saw the CLI exit (its streams may still drain).
-    pub cli_exited: bool,
 }
 
 /// The records directory of a state dir.
@@ -61,7 +59,6 @@ impl ProcRecord {
             cli,
             created_at: now.clone(),
             updated_at: now,
-            cli_exited: false,
         }
     }
 

@@ -203,20 +203,38 @@ fn every_successful_capture_has_one_final_answer_matching_the_tracker() {
                 _ => None,
             })
             .collect();
+        // Whole messages are shown live (never held back to learn whether they
+        // were final); the row completing the turn names the final answer.
+        let answers: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                ConversationEvent::Status {
+                    answer: Some(a), ..
+                } => Some(a.as_str()),
+                _ => None,
+            })
+            .collect();
         // opencode b_tool_ask stops after the refused tool: its last text is
         // narration before the tool call, not a turn's final answer.
         let narration_only = c.cli == EngineId::Opencode && c.case == "b_tool_ask";
         if outcome.failed || c.transport == OutputTransport::Text || narration_only {
             assert!(finals.is_empty(), "{} {}", c.cli, c.case);
+            assert!(answers.is_empty(), "{} {}: {answers:?}", c.cli, c.case);
         } else {
-            assert_eq!(finals.len(), 1, "{} {}: {finals:?}", c.cli, c.case);
+            assert!(finals.len() <= 1, "{} {}: {finals:?}", c.cli, c.case);
+            assert_eq!(answers.len(), 1, "{} {}: {answers:?}", c.cli, c.case);
             assert_eq!(
-                Some(finals[0]),
+                Some(answers[0]),
                 outcome.answer.as_deref(),
                 "{} {}",
                 c.cli,
                 c.case
             );
+            // The answer was shown as an agent message before the turn ended.
+            let shown = events.iter().any(
+                |e| matches!(e, ConversationEvent::TaskAgent { text, .. } if text == answers[0]),
+            );
+            assert!(shown, "{} {}: answer never shown", c.cli, c.case);
         }
     }
 }

@@ -83,6 +83,11 @@ pub enum ConversationEvent {
         session_id: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Value>,
+        /// On the row that completes a turn: the turn's final answer (already
+        /// shown live as a `message.taskAgent`, repeated here so a consumer
+        /// never has to guess which message was the last).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
         raw_range: RawRange,
     },
     #[serde(rename = "system.unknownFrame", rename_all = "camelCase")]
@@ -126,6 +131,7 @@ impl ConversationEvent {
             detail,
             session_id: None,
             usage: None,
+            answer: None,
             raw_range: range,
         }
     }
@@ -184,7 +190,7 @@ impl Doc {
     }
 }
 
-/// An agent message held back until it is known whether it is final.
+/// Streamed assistant deltas, merged until the next non-delta frame.
 struct PendingText {
     text: String,
     range: RawRange,
@@ -210,6 +216,8 @@ pub struct Projector {
     run: Option<TextRun>,
     doc: Option<Doc>,
     pending: Option<PendingText>,
+    /// The last agent text emitted, so a turn's closing answer is not shown twice.
+    last_agent: Option<String>,
     burst: Option<Burst>,
 }
 
@@ -252,6 +260,7 @@ impl Projector {
             run: None,
             doc: None,
             pending: None,
+            last_agent: None,
             burst: None,
         }
     }
@@ -579,13 +588,16 @@ impl Projector {
         match rule {
             Rule::Quiet => {}
             Rule::AgentText { text } => {
+                // A whole message is shown at once: live output must not wait
+                // for the next frame to learn whether this one was final.
                 if let Some(t) = nonempty(at(root, text)) {
                     self.flush_burst(out);
                     self.flush_text(out, false);
-                    self.pending = Some(PendingText {
+                    self.last_agent = Some(t.to_string());
+                    out.push(ConversationEvent::TaskAgent {
                         text: t.to_string(),
-                        range,
-                        delta: false,
+                        raw_range: range,
+                        is_final: false,
                     });
                 }
             }
@@ -708,6 +720,8 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         self.flush_text(out, false);
+        // Text before a tool call is narration, not the turn's answer.
+        self.last_agent = None;
         let id = id_of(field(root, spec.id));
         let name = src(spec.name, root);
         let input = summarize_input(field(root, spec.input));
@@ -740,6 +754,7 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         self.flush_text(out, false);
+        self.last_agent = None;
         let id = id_of(field(root, spec.id));
         let status = status_of(&spec.status, root);
         let output = summarize_output(field(root, spec.output))
@@ -794,23 +809,33 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         let failed = spec.always_failed || spec.failed_if.is_some_and(|c| cond(&c, root));
+        let mut answer = None;
         if spec.ends_turn {
             self.flush_burst(out);
             if failed {
                 self.flush_text(out, false);
             } else {
                 match nonempty(field(root, spec.answer)) {
-                    Some(a) if self.pending.as_ref().is_none_or(|p| p.text != a) => {
+                    // The closing frame names an answer not yet shown: show it now.
+                    Some(a)
+                        if self.pending.as_ref().is_none_or(|p| p.text != a)
+                            && (self.pending.is_some()
+                                || self.last_agent.as_deref() != Some(a)) =>
+                    {
                         self.flush_text(out, false);
                         out.push(ConversationEvent::TaskAgent {
                             text: a.to_string(),
                             raw_range: range,
                             is_final: true,
                         });
+                        self.last_agent = Some(a.to_string());
                     }
+                    // Merged deltas still pending are the final answer.
                     _ => self.flush_text(out, true),
                 }
+                answer = self.last_agent.clone();
             }
+            self.last_agent = None;
         }
         out.push(ConversationEvent::Status {
             level: if failed { Level::Error } else { Level::Info },
@@ -827,12 +852,14 @@ impl Projector {
             },
             session_id: nonempty(field(root, spec.session)).map(str::to_string),
             usage: field(root, spec.usage).cloned(),
+            answer,
             raw_range: range,
         });
     }
 
     fn flush_text(&mut self, out: &mut Vec<ConversationEvent>, is_final: bool) {
         if let Some(p) = self.pending.take() {
+            self.last_agent = Some(p.text.clone());
             out.push(ConversationEvent::TaskAgent {
                 text: p.text,
                 raw_range: p.range,

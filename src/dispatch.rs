@@ -26,7 +26,7 @@ use crate::{binary, state};
 /// Lines longer than this are not projected (the raw log still keeps them).
 pub const LINE_CAP: usize = 8 * 1024 * 1024;
 /// How long `--version` may take before it is reported unreadable.
-pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Everything one dispatch needs (already validated by the caller).
 #[derive(Debug, Clone)]
@@ -105,7 +105,8 @@ enum Msg {
     Oversized(u64),
     StdoutEof,
     StderrActivity,
-    StderrEof,
+    /// stderr closed; carries its last bytes (for a failure's one-line reason).
+    StderrEof(Vec<u8>),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -300,6 +301,7 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
     let mut session_mismatch: Option<String> = None;
     let mut lines_seen: u64 = 0;
     let mut channel_open = true;
+    let mut stderr_tail: Vec<u8> = Vec::new();
     let wants_ticks = sink.wants_ticks();
     let mut ticker = tokio::time::interval(Duration::from_millis(125));
 
@@ -322,12 +324,13 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
                     Msg::Oversized(n) => { lines_seen += 1; projector.push_oversized(n) }
                     Msg::StdoutEof => { stdout_open = false; Vec::new() }
                     Msg::StderrActivity => Vec::new(),
-                    Msg::StderrEof => { stderr_open = false; Vec::new() }
+                    Msg::StderrEof(tail) => { stderr_open = false; stderr_tail = tail; Vec::new() }
                 };
                 for ev in &events {
                     sink.event(ev);
                 }
-                if let Some(id) = projector.tracker().session_id()
+                let tracker = projector.tracker();
+                if let Some(id) = tracker.session_id()
                     && marker.engine_session_id.as_deref() != Some(id)
                 {
                     match &spec.session {
@@ -337,10 +340,15 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
                                 session_mismatch = Some(id.to_string());
                             }
                         }
-                        _ => {
+                        // Stored the moment the engine says the session exists natively.
+                        _ if tracker.resumable() => {
                             marker.engine_session_id = Some(id.to_string());
-                            store.save(&mut marker)?;
+                            if let Err(e) = store.save(&mut marker) {
+                                // The run goes on; the final write reports the failure.
+                                sink.warning(&e.to_string());
+                            }
                         }
+                        _ => {}
                     }
                 }
             }
@@ -458,7 +466,10 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
         (None, None) if outcome.failed => (
             UnitState::Failed,
             "engine",
-            outcome.error.clone(),
+            outcome
+                .error
+                .clone()
+                .map(|e| with_stderr_reason(e, spec.engine, exit_code, &stderr_tail)),
             exit::ENGINE_FAILED,
         ),
         (None, None) => (UnitState::Done, "", None, exit::OK),
@@ -479,7 +490,15 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
         engine_version: marker.engine_version.clone(),
         state,
         exit_code,
-        session_id: marker.engine_session_id.clone(),
+        // What the engine reported (shown even when it cannot be resumed), except
+        // that a resume never adopts another session's id.
+        session_id: match session_mismatch {
+            Some(_) => marker.engine_session_id.clone(),
+            None => outcome
+                .session_id
+                .clone()
+                .or(marker.engine_session_id.clone()),
+        },
         summary: summary_value,
         summary_error,
         answer: outcome.answer,
@@ -665,12 +684,17 @@ async fn read_stdout(mut r: tokio::process::ChildStdout, log: PathBuf, tx: mpsc:
 async fn read_stderr(mut r: tokio::process::ChildStderr, log: PathBuf, tx: mpsc::Sender<Msg>) {
     let mut file = tokio::fs::File::create(&log).await.ok();
     let mut buf = vec![0u8; 64 * 1024];
+    let mut tail: Vec<u8> = Vec::new();
     loop {
         match r.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 if let Some(f) = file.as_mut() {
                     let _ = f.write_all(&buf[..n]).await;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
                 }
                 // Activity only matters for stall detection; never block on it.
                 let _ = tx.try_send(Msg::StderrActivity);
@@ -680,7 +704,26 @@ async fn read_stderr(mut r: tokio::process::ChildStderr, log: PathBuf, tx: mpsc:
     if let Some(f) = file.as_mut() {
         let _ = f.flush().await;
     }
-    let _ = tx.send(Msg::StderrEof).await;
+    let _ = tx.send(Msg::StderrEof(tail)).await;
+}
+
+/// How much of stderr's end is kept for a failure's reason.
+const STDERR_TAIL: usize = 4096;
+
+/// A bare "exited with status N" says nothing: add the CLI's own last stderr line
+/// (e.g. claude refusing `--dangerously-skip-permissions` as root).
+fn with_stderr_reason(error: String, engine: EngineId, code: Option<i32>, tail: &[u8]) -> String {
+    if error != crate::engine::exit_text(engine, code) {
+        return error;
+    }
+    let text = crate::doctor::strip_ansi(&String::from_utf8_lossy(tail));
+    match text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
+        Some(line) => {
+            let line: String = line.chars().take(300).collect();
+            format!("{error}: {line}")
+        }
+        None => error,
+    }
 }
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {

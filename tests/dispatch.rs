@@ -1017,3 +1017,51 @@ fn doctor_fix_ends_exactly_the_orphaned_group() {
     let _ = bystander.kill();
     let _ = bystander.wait();
 }
+
+#[test]
+fn a_bare_nonzero_exit_reports_the_clis_last_stderr_line() {
+    let env = Env::new();
+    let err = env.path().join("stderr.txt");
+    std::fs::write(
+        &err,
+        "noise\n\x1b[31m--dangerously-skip-permissions cannot be used with root\x1b[0m\n\n",
+    )
+    .unwrap();
+    let empty = env.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = env.dispatch(
+        "claude",
+        "bare",
+        &[
+            ("FAKE_STDOUT", empty.display().to_string()),
+            ("FAKE_STDERR", err.display().to_string()),
+            ("FAKE_EXIT", "1".into()),
+            ("FAKE_VERSION", "2.1.332".into()),
+        ],
+        &[],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        r["error"],
+        "claude exited with status 1: --dangerously-skip-permissions cannot be used with root"
+    );
+    // An error the engine stated in its frames is kept as it is.
+    let out = env.dispatch(
+        "codex",
+        "framed",
+        &[
+            (
+                "FAKE_STDOUT",
+                fixture("codex/0.171.0/d_error500.stdout.jsonl")
+                    .display()
+                    .to_string(),
+            ),
+            ("FAKE_STDERR", err.display().to_string()),
+            ("FAKE_EXIT", "1".into()),
+        ],
+        &[],
+    );
+    let r = result_json(&out);
+    assert!(!r["error"].as_str().unwrap().contains("root"), "{r}");
+}

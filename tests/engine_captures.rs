@@ -39,7 +39,7 @@ const B: &str =
     "The command printed: hello\n\n```json\n{\"confidence\":0.9,\"files_changed\":[]}\n```\n";
 const C: &str = "Resumed. I still remember the previous answer.\n\n```json\n{\"confidence\":0.8,\"files_changed\":[\"a.txt\"]}\n```\n";
 const DENIED: &str = "Finished (the shell tool may have been refused).\n\n```json\n{\"confidence\":0.5,\"files_changed\":[\"lab-written.txt\"]}\n```\n";
-/// The answer of vf's own verification runs (scripts/fake-model.py).
+/// The answer of vf's own verification runs (the `v_` captures).
 const V: &str = "Done.\n\n```json\n{\"confidence\": 0.9, \"files_changed\": []}\n```";
 
 fn sa() -> Option<Value> {
@@ -548,4 +548,37 @@ fn killed_runs_fail_for_every_engine() {
         let out = e.engine().tracker().finish(None);
         assert!(out.failed, "{e}");
     }
+}
+
+/// gemini keeps a session only once the model answered: the id of a run whose
+/// first request failed is reported but gives no resume authority (`-r` exits 42).
+#[test]
+fn gemini_session_is_resumable_only_after_an_answer() {
+    let engine = vf::engine::EngineId::Gemini.engine();
+    let feed = |rel: &str| {
+        let mut t = engine.tracker();
+        for line in std::fs::read_to_string(fixtures().join(rel))
+            .unwrap()
+            .lines()
+        {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                t.observe(&v);
+            }
+        }
+        t
+    };
+    let failed = feed("gemini/0.61.0/d_error500.stdout.jsonl");
+    assert!(failed.session_id().is_some());
+    assert!(!failed.resumable());
+    let ok = feed("gemini/0.61.0/a_json_stream.stdout.jsonl");
+    assert!(ok.resumable());
+    // Other engines keep even a failed first turn's session.
+    let mut codex = vf::engine::EngineId::Codex.engine().tracker();
+    for line in std::fs::read_to_string(fixtures().join("codex/0.171.0/d_error500.stdout.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        codex.observe(&serde_json::from_str(line).unwrap());
+    }
+    assert!(codex.resumable());
 }

@@ -89,6 +89,9 @@ struct GeminiTracker {
     result_status: Option<String>,
     error: Option<String>,
     usage: Option<Value>,
+    /// The model answered at least once: only then does gemini keep the session
+    /// (a run whose first request failed cannot be resumed: `-r` exits 42).
+    answered: bool,
 }
 
 impl Tracker for GeminiTracker {
@@ -103,15 +106,18 @@ impl Tracker for GeminiTracker {
                 if let Some(t) = str_at(frame, &["content"]) {
                     self.answer.push_str(t);
                     self.saw_answer = true;
+                    self.answered = true;
                 }
             }
             // Text before a tool call is narration, not the answer.
             Some("tool_use") => {
                 self.answer.clear();
                 self.saw_answer = false;
+                self.answered = true;
             }
             Some("result") => {
                 self.result_status = str_at(frame, &["status"]).map(str::to_string);
+                self.answered |= self.result_status.as_deref() == Some("success");
                 self.usage = frame.get("stats").cloned();
                 if let Some(m) = str_at(frame, &["error", "message"]) {
                     self.error = Some(m.to_string());
@@ -128,6 +134,7 @@ impl Tracker for GeminiTracker {
                 if let Some(r) = str_at(frame, &["response"]) {
                     self.response = Some(r.to_string());
                     self.result_status = Some("success".into());
+                    self.answered = true;
                     self.usage = frame.get("stats").cloned();
                 }
                 if let Some(m) = str_at(frame, &["error", "message"]) {
@@ -140,6 +147,10 @@ impl Tracker for GeminiTracker {
 
     fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()
+    }
+
+    fn resumable(&self) -> bool {
+        self.session_id.is_some() && self.answered
     }
 
     fn finish(&self, exit_code: Option<i32>) -> Outcome {

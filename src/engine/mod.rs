@@ -284,6 +284,11 @@ pub trait Tracker: Send {
     fn observe_text(&mut self, _line: &str) {}
     /// The validated session id, as soon as it is known.
     fn session_id(&self) -> Option<&str>;
+    /// Whether that session now exists natively, so an exact resume can find it.
+    /// Only then is the id stored as the unit's resume authority.
+    fn resumable(&self) -> bool {
+        self.session_id().is_some()
+    }
     /// The outcome once the process has exited with `exit_code` (`None`: killed).
     fn finish(&self, exit_code: Option<i32>) -> Outcome;
 }

@@ -336,9 +336,7 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
                     match &spec.session {
                         // A resume that reports another id did not find the native session.
                         Some(requested) if requested != id => {
-                            if session_mismatch.is_none() {
-                                session_mismatch = Some(id.to_string());
-                            }
+                            session_mismatch.get_or_insert_with(|| id.to_string());
                         }
                         // Stored the moment the engine says the session exists natively.
                         _ if tracker.resumable() => {

@@ -48,6 +48,8 @@ pub struct UnitSpec {
     pub kill_grace: Duration,
     /// Engine-specific warnings gathered before the run (e.g. dropped options).
     pub warnings: Vec<String>,
+    /// Why this engine (e.g. the `--engine auto` rule that chose it).
+    pub engine_reason: Option<String>,
 }
 
 impl UnitSpec {
@@ -88,6 +90,7 @@ pub struct DispatchResult {
     pub answer: Option<String>,
     pub unknown_frames: u64,
     pub warnings: Vec<String>,
+    pub engine_reason: Option<String>,
     pub error: Option<String>,
     pub reason: Option<String>,
     pub duration_ms: u64,
@@ -501,6 +504,7 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
         summary_error,
         answer: outcome.answer,
         unknown_frames: projector.unknown_frames(),
+        engine_reason: spec.engine_reason.clone(),
         warnings,
         error,
         reason: marker.reason.clone(),

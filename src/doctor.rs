@@ -394,6 +394,15 @@ pub fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// Readiness of every engine from the doctor's checks (run in parallel), for
+/// `--engine auto`: `ready` engines are preferred, the rest are not ready.
+pub fn readiness(opts: &Options) -> std::collections::HashMap<EngineId, bool> {
+    check(&EngineId::ALL, opts)
+        .into_iter()
+        .map(|r| (r.engine, r.verdict == Verdict::Ready))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

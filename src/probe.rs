@@ -54,6 +54,7 @@ pub async fn probe(
         timeout: Some(timeout),
         kill_grace: Duration::from_secs(2),
         warnings: Vec::new(),
+        engine_reason: None,
     };
     let result = dispatch::run(spec, &mut Quiet).await;
     // `scratch` is removed when dropped, after the run has ended.

@@ -694,3 +694,48 @@ fn probe_skips_engines_that_are_not_ready() {
     assert_eq!(r["verdict"], "degraded");
     assert!(r.get("probe").is_none(), "{r}");
 }
+
+#[test]
+fn auto_engine_dispatch_takes_the_first_ready_capable_engine() {
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    // codex (first in matrix order for images) is installed but degraded;
+    // copilot is ready and answers.
+    Fake::new(EngineId::Codex)
+        .replaying()
+        .omit("--json")
+        .install(&bin);
+    Fake::new(EngineId::Copilot).replaying().install(&bin);
+    let work = t.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    let run = |args: &[&str]| {
+        vf(&bin)
+            .current_dir(&work)
+            .env("VF_STATE_DIR", work.join("state"))
+            .env(
+                "FAKE_STDOUT",
+                fixture("copilot/1.0.102/a_json.stdout.jsonl"),
+            )
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["attach", "add", "shot.png"]).status.success());
+    let out = run(&[
+        "dispatch", "--engine", "auto", "--attach", "shot.png", "--prompt", "look", "--unit", "a",
+        "--output", "json",
+    ]);
+    let r: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(r["engine"], "copilot", "{r}");
+    let why = r["engineReason"].as_str().unwrap();
+    assert!(
+        why.contains("first ready") && why.contains("codex, opencode not ready"),
+        "{why}"
+    );
+    assert_eq!(r["state"], "done", "{r}");
+    assert_eq!(out.status.code(), Some(0));
+}

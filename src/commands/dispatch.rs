@@ -44,14 +44,16 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
     }
     attach::check_session_choice(args.engine, args.session.as_deref())?;
     let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
-    // Readiness is not checked here yet: `auto` falls back to the support matrix.
-    let attach_plan = attach::plan(
-        args.engine,
-        &args.attach,
-        &state_dir,
-        &cwd,
-        &attach::unknown_readiness,
-    )?;
+    // `auto` asks the doctor which engines are ready before a real run; a dry
+    // run spawns nothing and falls back to the support-matrix order.
+    let ready = (args.engine == attach::EngineChoice::Auto && !args.dry_run)
+        .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
+    let is_ready = |e| {
+        ready
+            .as_ref()
+            .map(|m: &std::collections::HashMap<_, bool>| m.get(&e).copied().unwrap_or(false))
+    };
+    let attach_plan = attach::plan(args.engine, &args.attach, &state_dir, &cwd, &is_ready)?;
     let engine_id = attach_plan.pick.engine;
     let unit = match &args.unit {
         Some(u) => u.clone(),
@@ -164,6 +166,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             timeout: seconds("--timeout", args.run.timeout)?,
             kill_grace: UnitSpec::default_kill_grace(),
             warnings: Vec::new(),
+            engine_reason: Some(r.engine_reason.clone()),
         };
         return run_unit(spec, format);
     }

@@ -96,17 +96,22 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
     let store = MarkerStore::new(&state_dir);
 
-    // Everything is checked before anything starts.
+    // Everything is checked before anything starts; `auto` units ask the doctor
+    // which engines are ready (once for the whole plan).
+    let ready = plan
+        .units
+        .iter()
+        .any(|u| u.engine == attach::EngineChoice::Auto)
+        .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
+    let is_ready = |e| {
+        ready
+            .as_ref()
+            .map(|m: &std::collections::HashMap<_, bool>| m.get(&e).copied().unwrap_or(false))
+    };
     let mut units: Vec<Unit> = Vec::with_capacity(plan.units.len());
     for u in &plan.units {
-        let p = attach::plan(
-            u.engine,
-            &u.attachments,
-            &state_dir,
-            &u.cwd,
-            &attach::unknown_readiness,
-        )
-        .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
+        let p = attach::plan(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
+            .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         let engine = p.pick.engine;
         units.push(Unit {
             engine,
@@ -497,6 +502,7 @@ fn prepare(ctx: &Ctx, store: &MarkerStore, ui: &Rc<RefCell<Ui>>, i: usize) -> Re
         timeout: u.plan.timeout,
         kill_grace: UnitSpec::default_kill_grace(),
         warnings: Vec::new(),
+        engine_reason: None,
     })
 }
 

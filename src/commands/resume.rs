@@ -92,6 +92,7 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
         timeout: super::dispatch::seconds("--timeout", args.run.timeout)?,
         kill_grace: UnitSpec::default_kill_grace(),
         warnings: Vec::new(),
+        engine_reason: None,
     };
     super::dispatch::run_unit(spec, super::output::format(&args.run))
 }

@@ -651,13 +651,12 @@ async fn read_stdout(mut r: tokio::process::ChildStdout, log: PathBuf, tx: mpsc:
             };
             match overflow.as_mut() {
                 Some(count) => *count += piece.len() as u64,
-                None => {
-                    cur.extend_from_slice(piece);
-                    if cur.len() > LINE_CAP {
-                        overflow = Some(cur.len() as u64);
-                        cur = Vec::new();
-                    }
+                // Checked before growing: the buffer never passes the cap.
+                None if cur.len() + piece.len() > LINE_CAP => {
+                    overflow = Some((cur.len() + piece.len()) as u64);
+                    cur = Vec::new();
                 }
+                None => cur.extend_from_slice(piece),
             }
             if newline {
                 let msg = match overflow.take() {

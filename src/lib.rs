@@ -23,6 +23,7 @@ pub mod procinfo;
 pub mod replay;
 pub mod state;
 pub mod summary;
+pub mod text;
 pub mod version;
 
 pub use error::{Result, VfError};

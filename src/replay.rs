@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::engine::EngineId;
 use crate::fsutil::{now_rfc3339, write_atomic};
 use crate::marker::{MarkerStore, UnitState};
+use crate::text::cut;
 
 pub const MAX_REPLAYED: usize = 8;
 pub const MAX_RESPONSE_BYTES: usize = 2048;
@@ -54,18 +55,6 @@ pub fn history_path(state_dir: &Path, unit: &str) -> PathBuf {
     MarkerStore::new(state_dir)
         .logs_dir(unit)
         .join("responses.jsonl")
-}
-
-/// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
-pub fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::output::{StdoutSink, human_line};
+use super::output::{GuardedStdout, StdoutSink, human_line};
 use super::resume::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
@@ -197,7 +197,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
         table,
         drawn: 0,
         units,
-        closed: false,
+        out: GuardedStdout::default(),
     }));
     let ctx = Ctx {
         state_dir: state_dir.clone(),
@@ -562,18 +562,12 @@ struct Ui {
     /// Lines of the table currently on screen.
     drawn: usize,
     units: Vec<Unit>,
-    closed: bool,
+    out: GuardedStdout,
 }
 
 impl Ui {
     fn write(&mut self, bytes: &[u8]) {
-        if self.closed {
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        if out.write_all(bytes).and_then(|_| out.flush()).is_err() {
-            self.closed = true;
-        }
+        self.out.write(bytes);
     }
 
     fn json_line(&mut self, v: &impl Serialize) {

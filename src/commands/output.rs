@@ -19,11 +19,30 @@ pub fn format(args: &RunArgs) -> OutputFormat {
     })
 }
 
-/// Writes events to stdout as they arrive. A closed stdout (`| head`) stops
-/// the printing, never the unit: the run still completes and its marker is kept.
+/// stdout that a closed pipe (`| head`) silences instead of failing: the
+/// printing stops, never the work (units still complete and keep their markers).
+#[derive(Default)]
+pub struct GuardedStdout {
+    closed: bool,
+}
+
+impl GuardedStdout {
+    /// Writes and flushes `bytes`, unless stdout has been closed.
+    pub fn write(&mut self, bytes: &[u8]) {
+        if self.closed {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if out.write_all(bytes).and_then(|_| out.flush()).is_err() {
+            self.closed = true;
+        }
+    }
+}
+
+/// Writes events to stdout as they arrive.
 pub struct StdoutSink {
     format: OutputFormat,
-    closed: bool,
+    out: GuardedStdout,
     /// A spinner/elapsed line on stderr, only when stderr is a terminal.
     spinner: Option<usize>,
     /// Extra key/values for every JSONL line (orchestrate tags lines with the unit).
@@ -36,7 +55,7 @@ impl StdoutSink {
             (format == OutputFormat::Human && std::io::stderr().is_terminal()).then_some(0);
         StdoutSink {
             format,
-            closed: false,
+            out: GuardedStdout::default(),
             spinner,
             tag: None,
         }
@@ -49,13 +68,7 @@ impl StdoutSink {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        if self.closed {
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        if out.write_all(bytes).and_then(|_| out.flush()).is_err() {
-            self.closed = true;
-        }
+        self.out.write(bytes);
     }
 
     fn json_line(&mut self, value: &impl serde::Serialize) {

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{EngineId, OutputTransport, Tracker};
+use crate::text::cut;
 use crate::version::Version;
 
 pub mod manifest;
@@ -494,7 +495,7 @@ impl Projector {
         if !run.clipped {
             if run.text.len() + s.len() > MAX_RUN_TEXT {
                 run.text
-                    .push_str(cap(s, MAX_RUN_TEXT.saturating_sub(run.text.len())));
+                    .push_str(cut(s, MAX_RUN_TEXT.saturating_sub(run.text.len())));
                 run.clipped = true;
             } else {
                 run.text.push_str(s);
@@ -909,7 +910,7 @@ fn id_of(v: Option<&Value>) -> String {
 fn src(s: Src, root: &Value) -> String {
     match s {
         Src::Const(c) => c.to_string(),
-        Src::Path(p) => nonempty(field(root, p)).map_or_else(|| "?".into(), |n| cap(n, 80).into()),
+        Src::Path(p) => nonempty(field(root, p)).map_or_else(|| "?".into(), |n| cut(n, 80).into()),
     }
 }
 
@@ -917,7 +918,7 @@ fn status_of(s: &StatusSrc, root: &Value) -> String {
     match s {
         StatusSrc::Path(p) => match nonempty(field(root, p)) {
             Some("success") => "completed".into(),
-            Some(st) => cap(st, 40).to_string(),
+            Some(st) => cut(st, 40).to_string(),
             None => "completed".into(),
         },
         StatusSrc::ErrorFlag(p) => {
@@ -929,7 +930,7 @@ fn status_of(s: &StatusSrc, root: &Value) -> String {
         }
         StatusSrc::SuccessFlag { flag, code } => {
             if field(root, flag).and_then(Value::as_bool) == Some(false) {
-                nonempty(field(root, code)).map_or_else(|| "error".into(), |c| cap(c, 40).into())
+                nonempty(field(root, code)).map_or_else(|| "error".into(), |c| cut(c, 40).into())
             } else {
                 "completed".into()
             }
@@ -948,24 +949,12 @@ fn cond(c: &Cond, root: &Value) -> bool {
     }
 }
 
-/// Cuts `s` to at most `max` bytes on a char boundary.
-fn cap(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 fn one_line(s: &str, max: usize) -> String {
     let s = s.trim();
     let mut lines = s.lines();
     let first = lines.next().unwrap_or("");
     let more = lines.count();
-    let mut out = cap(first, max).to_string();
+    let mut out = cut(first, max).to_string();
     if out.len() < first.len() {
         out.push('…');
     }
@@ -1102,7 +1091,7 @@ fn render(tpl: &str, root: &Value) -> Option<String> {
         return None;
     }
     let out = out.trim();
-    let capped = cap(out, DETAIL_CHARS);
+    let capped = cut(out, DETAIL_CHARS);
     let mut s = capped.to_string();
     if capped.len() < out.len() {
         s.push('…');

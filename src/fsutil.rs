@@ -7,6 +7,18 @@ use std::path::Path;
 /// directory, fsync, rename over the target, fsync of the directory. A crash
 /// at any instant leaves either the old or the new content, never a torn file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replace(path, bytes, true)
+}
+
+/// Atomic but not durable: readers see the old or the new content, never a
+/// torn file, as long as the machine stays up. For state that means nothing
+/// after a reboot (process records are tied to the boot id), so the fsyncs
+/// would only slow every spawn down.
+pub fn write_atomic_volatile(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replace(path, bytes, false)
+}
+
+fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -14,9 +26,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
-    std::fs::File::open(dir)?.sync_all()?;
+    if durable {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
     Ok(())
 }
 

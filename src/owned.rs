@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::{now_rfc3339, write_atomic};
+use crate::fsutil::{now_rfc3339, write_atomic_volatile};
 use crate::procinfo::ProcIdentity;
 
 pub const RECORD_FORMAT: u32 = 1;
@@ -66,7 +66,8 @@ impl ProcRecord {
         self.updated_at = now_rfc3339();
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
-        write_atomic(path, &bytes)
+        // Only meaningful within this boot: atomic, no fsync (see fsutil).
+        write_atomic_volatile(path, &bytes)
     }
 
     pub fn load(path: &Path) -> Result<ProcRecord, String> {

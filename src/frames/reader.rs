@@ -74,10 +74,16 @@ impl<R: BufRead> LineReader<R> {
                 skipped = (self.buf.len() + chunk.len()) as u64;
                 self.buf = Vec::new();
             } else {
-                // Grow by doubling, but never past the cap (no 2x overshoot).
+                // Grow by doubling, never past the cap; past 1 MiB jump straight
+                // to the cap, so a huge line does not leave a trail of copies
+                // (each one resident) on its way there.
                 let need = self.buf.len() + chunk.len();
                 if need > self.buf.capacity() {
-                    let want = (self.buf.capacity() * 2).max(need).min(self.cap);
+                    let want = if need > 1 << 20 {
+                        self.cap
+                    } else {
+                        (self.buf.capacity() * 2).max(need).min(self.cap)
+                    };
                     self.buf.reserve_exact(want - self.buf.len());
                 }
                 self.buf.extend_from_slice(chunk);

@@ -284,6 +284,33 @@ fn engine_tier(engine: &'static str) {
     );
     assert_eq!(err.result["unknownFrames"], 0, "{}", err.result);
 
+    // The other scenarios: a reasoning/thinking block (projected, never drift),
+    // a 429, and an error inside the stream (gemini exits 0 there: still failed).
+    let think = sb.dispatch(
+        "think",
+        "LAB-THINK Think first, then reply with a fenced json block.",
+        &[],
+    );
+    think.assert_done("LAB-THINK");
+    for (unit, prompt) in [
+        ("err429", "LAB-ERR429 Reply with a fenced json block."),
+        ("streamerr", "LAB-STREAMERR Reply with a fenced json block."),
+    ] {
+        let r = sb.dispatch(unit, prompt, &[]);
+        assert_eq!(
+            r.result["state"], "failed",
+            "{unit}: {}\n{}",
+            r.result, r.stderr
+        );
+        assert_eq!(r.code, Some(1), "{unit}: {}", r.result);
+        assert_eq!(r.result["unknownFrames"], 0, "{unit}: {}", r.result);
+        assert!(
+            r.result["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "{unit}: {}",
+            r.result
+        );
+    }
+
     // `vf resume` of that failed unit continues its exact session when the marker
     // holds one (the engine said the session exists natively), and refuses otherwise
     // (gemini keeps no session whose first request failed: its `-r` would exit 42).

@@ -136,12 +136,9 @@ pub enum OutputFormat {
 pub struct ResumeArgs {
     /// The unit to resume (its marker must hold an exact session id).
     pub unit: String,
-    /// The prompt for the resumed turn (default: a short "continue" instruction).
-    #[arg(long, conflicts_with = "prompt_file")]
-    pub prompt: Option<String>,
-    /// Read the prompt for the resumed turn from a file.
-    #[arg(long, value_name = "FILE")]
-    pub prompt_file: Option<PathBuf>,
+    /// The resumed turn's prompt (default: a short "continue" instruction; stdin is not read).
+    #[command(flatten)]
+    pub prompt: PromptArgs,
     /// Let the engine act without asking for permission.
     #[arg(long)]
     pub skip_permissions: bool,

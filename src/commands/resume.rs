@@ -67,17 +67,11 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
     })?;
     let id = resolve_resume_id(&marker)
         .map_err(|why| VfError::usage(format!("cannot resume unit {:?}: {why}", args.unit)))?;
-    let prompt = match (&args.prompt, &args.prompt_file) {
-        (Some(p), _) => p.clone(),
-        (None, Some(f)) => super::prompt::read(&crate::cli::PromptArgs {
-            prompt: None,
-            prompt_file: Some(f.clone()),
-        })?,
-        (None, None) => DEFAULT_RESUME_PROMPT.to_string(),
+    let prompt = if args.prompt.prompt.is_some() || args.prompt.prompt_file.is_some() {
+        super::prompt::read(&args.prompt)?
+    } else {
+        DEFAULT_RESUME_PROMPT.to_string()
     };
-    if prompt.trim().is_empty() {
-        return Err(VfError::usage("the prompt is empty"));
-    }
     let spec = UnitSpec {
         engine: marker.engine,
         unit: marker.unit.clone(),

@@ -713,6 +713,13 @@ impl Projector {
         });
     }
 
+    /// A tool call or result closes any agent text: what came before it is
+    /// narration, never the turn's answer.
+    fn end_narration(&mut self, out: &mut Vec<ConversationEvent>) {
+        self.flush_text(out, false);
+        self.last_agent = None;
+    }
+
     fn tool_call(
         &mut self,
         spec: &ToolCallSpec,
@@ -720,9 +727,7 @@ impl Projector {
         range: RawRange,
         out: &mut Vec<ConversationEvent>,
     ) {
-        self.flush_text(out, false);
-        // Text before a tool call is narration, not the turn's answer.
-        self.last_agent = None;
+        self.end_narration(out);
         let id = id_of(field(root, spec.id));
         let name = src(spec.name, root);
         let input = summarize_input(field(root, spec.input));
@@ -754,8 +759,7 @@ impl Projector {
         range: RawRange,
         out: &mut Vec<ConversationEvent>,
     ) {
-        self.flush_text(out, false);
-        self.last_agent = None;
+        self.end_narration(out);
         let id = id_of(field(root, spec.id));
         let status = status_of(&spec.status, root);
         let output = summarize_output(field(root, spec.output))

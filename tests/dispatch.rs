@@ -9,37 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn vf() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_vf"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fake() -> PathBuf {
-    root().join("tests/fake/fake-engine")
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    root().join("fixtures").join(rel)
-}
-
-/// The engine's session id as the capture itself states it, read independently of vf.
-fn capture_session_id(rel: &str) -> String {
-    let text = std::fs::read_to_string(fixture(rel)).unwrap();
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        for key in ["thread_id", "session_id", "sessionID", "sessionId"] {
-            if let Some(id) = v.get(key).and_then(Value::as_str) {
-                return id.to_string();
-            }
-        }
-    }
-    panic!("no session id in {rel}");
-}
+mod common;
+use common::*;
 
 struct Env {
     dir: tempfile::TempDir,
@@ -108,23 +79,6 @@ impl Env {
             &std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
         )
         .unwrap()
-    }
-}
-
-/// Runs a command but never lets a test hang on it.
-fn run_bounded(mut c: Command, limit: Duration) -> Output {
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("command did not finish within {limit:?}: {c:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -430,24 +384,6 @@ fn wall_timeout_kills_and_exits_4() {
     assert_eq!(r["reason"], "timeout");
 }
 
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-fn group_alive(pgid: i32) -> bool {
-    // kill(-pgid, 0) succeeds while any process of the group exists.
-    unsafe { libc_kill(-pgid, 0) == 0 }
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
-
 fn read_marker_opt(env: &Env, unit: &str) -> Option<Value> {
     let p = env.path().join("state/units").join(format!("{unit}.json"));
     std::fs::read(p)
@@ -489,7 +425,7 @@ fn sigint_reaches_the_whole_group_and_escalates() {
         },
     );
     assert!(pgid > 1 && group_alive(pgid));
-    unsafe { libc_kill(child.id() as i32, 2) };
+    signal(child.id() as i32, libc::SIGINT);
     let start = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -585,7 +521,7 @@ fn kill_9_mid_stream_then_resume_with_exact_id() {
     assert_eq!(m["state"], "running");
     assert_eq!(m["engineSessionId"], capture_session_id(cap));
     // The orphaned fake engine keeps running; end it so it does not leak.
-    unsafe { libc_kill(-pgid, 9) };
+    signal(-pgid, libc::SIGKILL);
 
     let log = env.path().join("resume-args.log");
     let mut c = env.cmd(&[

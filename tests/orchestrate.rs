@@ -8,38 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn vf() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_vf"))
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fixture(rel: &str) -> PathBuf {
-    root().join("fixtures").join(rel)
-}
+mod common;
+use common::*;
 
 const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 const CLAUDE: &str = "claude/2.1.332/b_tool.stdout.jsonl";
 const COPILOT: &str = "copilot/1.0.102/a_json.stdout.jsonl";
 const CODEX_FAIL: &str = "codex/0.171.0/d_error500.stdout.jsonl";
-
-/// The engine's session id as the capture states it, read independently of vf.
-fn capture_session_id(rel: &str) -> String {
-    let text = std::fs::read_to_string(fixture(rel)).unwrap();
-    for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        for key in ["thread_id", "session_id", "sessionId"] {
-            if let Some(id) = v.get(key).and_then(Value::as_str) {
-                return id.to_string();
-            }
-        }
-    }
-    panic!("no session id in {rel}");
-}
 
 struct Env {
     dir: tempfile::TempDir,
@@ -142,28 +117,6 @@ impl Env {
     fn args_of(&self, unit: &str, pid: &str) -> String {
         std::fs::read_to_string(self.runs().join(format!("{unit}.{pid}.args"))).unwrap_or_default()
     }
-}
-
-fn run_bounded(mut c: Command, limit: Duration) -> Output {
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let child = c.spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc_kill(pid as i32, 9) };
-            panic!("command did not finish within {limit:?}: {c:?}");
-        }
-    }
-}
-
-unsafe extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 fn final_json(out: &Output) -> Value {
@@ -874,7 +827,7 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
         assert!(start.elapsed() < Duration::from_secs(20), "no session id");
         std::thread::sleep(Duration::from_millis(10));
     }
-    unsafe { libc_kill(child.id() as i32, 2) };
+    signal(child.id() as i32, libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),

@@ -11,6 +11,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+mod common;
+use common::{first_session_id, root};
+
 const ENGINES: [(&str, &str); 5] = [
     ("codex", "0.171.0"),
     ("claude", "2.1.332"),
@@ -18,10 +21,6 @@ const ENGINES: [(&str, &str); 5] = [
     ("opencode", "1.18.33"),
     ("copilot", "1.0.102"),
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn version_of(engine: &str) -> &'static str {
     ENGINES.iter().find(|(e, _)| *e == engine).unwrap().1
@@ -92,7 +91,7 @@ impl Sandbox {
             .arg("--timeout")
             .arg("240")
             .arg("--")
-            .arg(env!("CARGO_BIN_EXE_vf"))
+            .arg(common::vf())
             .args(args)
             .env("VF_STATE_DIR", self.workdir().join(".vibeflow"))
             .stdin(Stdio::null());
@@ -172,19 +171,7 @@ impl Run {
     /// The session id the CLI itself printed, read from the raw log, not from vf's parse.
     fn raw_session_id(&self) -> Option<String> {
         let log = self.result["stdoutLog"].as_str()?;
-        let text = std::fs::read_to_string(log).ok()?;
-        let mut found = None;
-        for line in text.lines() {
-            let Ok(v) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            for key in ["thread_id", "session_id", "sessionID", "sessionId"] {
-                if let Some(id) = v.get(key).and_then(Value::as_str) {
-                    found.get_or_insert(id.to_string());
-                }
-            }
-        }
-        found
+        first_session_id(&std::fs::read_to_string(log).ok()?)
     }
 
     fn assert_done(&self, what: &str) {

@@ -323,17 +323,7 @@ impl Projector {
         let n = self.line;
         let mut out = std::mem::take(&mut self.startup);
         self.close_run(&mut out);
-        if let Some(doc) = self.doc.take() {
-            out.push(ConversationEvent::status(
-                Level::Warning,
-                "Truncated JSON document",
-                Some("a line inside it was too long".into()),
-                RawRange {
-                    start: doc.start,
-                    end: n,
-                },
-            ));
-        }
+        self.abandon_doc(&mut out, "a line inside it was too long");
         out.push(ConversationEvent::status(
             Level::Warning,
             "Line too long",
@@ -343,21 +333,27 @@ impl Projector {
         out
     }
 
-    /// End of stream: flushes anything pending (text runs, open documents).
-    pub fn finish(&mut self) -> Vec<ConversationEvent> {
-        let mut out = std::mem::take(&mut self.startup);
-        self.close_run(&mut out);
+    /// An open multi-line document that can no longer complete: one warning
+    /// spanning its lines so far.
+    fn abandon_doc(&mut self, out: &mut Vec<ConversationEvent>, why: &str) {
         if let Some(doc) = self.doc.take() {
             out.push(ConversationEvent::status(
                 Level::Warning,
                 "Truncated JSON document",
-                Some("the stream ended inside it".into()),
+                Some(why.into()),
                 RawRange {
                     start: doc.start,
                     end: self.line,
                 },
             ));
         }
+    }
+
+    /// End of stream: flushes anything pending (text runs, open documents).
+    pub fn finish(&mut self) -> Vec<ConversationEvent> {
+        let mut out = std::mem::take(&mut self.startup);
+        self.close_run(&mut out);
+        self.abandon_doc(&mut out, "the stream ended inside it");
         self.flush_burst(&mut out);
         self.flush_text(&mut out, false);
         out

@@ -411,6 +411,27 @@ mod tests {
     }
 
     #[test]
+    fn version_cache_follows_the_file() {
+        let t = tempfile::tempdir().unwrap();
+        let d = Duration::from_secs(10);
+        let bin = script(t.path(), "tool", "echo tool 1.2.3");
+        assert_eq!(
+            read_version_cached(&bin, t.path(), d).unwrap(),
+            Version::new(1, 2, 3)
+        );
+        // The answer is remembered per executable file.
+        let cache = t.path().join("cache/versions.json");
+        assert!(std::fs::read_to_string(&cache).unwrap().contains("1.2.3"));
+        // Replaced by an upgrade (another file): read again.
+        std::fs::remove_file(&bin).unwrap();
+        let bin = script(t.path(), "tool", "echo 'tool 1.2.40 (upgraded)'");
+        assert_eq!(
+            read_version_cached(&bin, t.path(), d).unwrap(),
+            Version::new(1, 2, 40)
+        );
+    }
+
+    #[test]
     fn path_search_skips_non_executables_and_relative_dirs() {
         let t = tempfile::tempdir().unwrap();
         let a = t.path().join("a");

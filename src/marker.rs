@@ -35,9 +35,6 @@ impl UnitState {
             UnitState::Blocked => "blocked",
         }
     }
-    pub fn is_terminal(self) -> bool {
-        matches!(self, UnitState::Done)
-    }
 }
 
 /// Who owns a running unit: the supervising vf and the CLI it spawned.

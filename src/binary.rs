@@ -505,10 +505,17 @@ mod tests {
             .parse()
             .unwrap();
         // The grandchild was in the group: it is gone (or a zombie awaiting init).
-        let alive = std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false);
-        assert!(!alive, "grandchild {grandchild} survived the timeout");
+        // SIGKILL takes effect asynchronously, so allow it a moment to land.
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
+                .map(|s| !s.contains(") Z "))
+                .unwrap_or(false)
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!alive(), "grandchild {grandchild} survived the timeout");
     }
 
     #[test]

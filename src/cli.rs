@@ -1,12 +1,22 @@
 //! Command-line definitions only (clap). Resolution into config happens in
 //! `commands/*`, so these structs stay a plain description of the flags.
+//! This module imports only clap, std and the engine types: the defaults
+//! below are the flags' own, and `commands/*` pass them down as values.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::attach::{EngineChoice, RangeSpec};
 use crate::engine::{EngineId, OutputTransport};
+
+/// `vf doctor --timeout`: seconds each `--version` / `--help` call may take.
+pub const DOCTOR_TIMEOUT_SECS: u64 = 10;
+/// `vf doctor --probe-timeout`: seconds each canary may take.
+pub const PROBE_TIMEOUT_SECS: u64 = 120;
+/// `vf orchestrate --jobs`: units run at once.
+pub const DEFAULT_JOBS: usize = 4;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -111,12 +121,50 @@ pub struct RunArgs {
     /// End the engine after this many seconds in all.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Output format (default: human on a terminal, jsonl otherwise).
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+/// `--output` / `--json`, for every command that reports a run.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Output format (default: human on a terminal, jsonl otherwise; for
+    /// `orchestrate`, human is a live table).
     #[arg(long, value_enum)]
     pub output: Option<OutputFormat>,
     /// Shorthand for `--output json`.
     #[arg(long, conflicts_with = "output")]
     pub json: bool,
+}
+
+impl OutputArgs {
+    /// The format asked for, if any (`--json` is `--output json`).
+    pub fn explicit(&self) -> Option<OutputFormat> {
+        if self.json {
+            Some(OutputFormat::Json)
+        } else {
+            self.output
+        }
+    }
+
+    /// The format to use: the one asked for, else human on a terminal and
+    /// jsonl otherwise.
+    pub fn format(&self) -> OutputFormat {
+        self.explicit().unwrap_or_else(|| {
+            if std::io::stdout().is_terminal() {
+                OutputFormat::Human
+            } else {
+                OutputFormat::Jsonl
+            }
+        })
+    }
+}
+
+/// `--state-dir` / `VF_STATE_DIR`, for every command that reads or writes state.
+#[derive(Debug, Args, Clone)]
+pub struct StateDirArg {
     /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
     #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
@@ -151,21 +199,16 @@ pub struct OrchestrateArgs {
     /// The plan: a TOML file of `[[unit]]` tables (see docs/ORCHESTRATE.md).
     pub plan: PathBuf,
     /// Run at most this many units at once.
-    #[arg(long, default_value_t = 4, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_JOBS, value_name = "N")]
     pub jobs: usize,
     /// Pick up every unit from its marker after a crash: skip done units,
     /// resume exact sessions, re-dispatch the rest with a bounded replay.
     #[arg(long)]
     pub resume: bool,
-    /// Output format (default: a live table on a terminal, jsonl otherwise).
-    #[arg(long, value_enum)]
-    pub output: Option<OutputFormat>,
-    /// Shorthand for `--output json`.
-    #[arg(long, conflicts_with = "output")]
-    pub json: bool,
-    /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
-    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub state: StateDirArg,
 }
 
 #[derive(Debug, Args)]
@@ -175,9 +218,8 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
-    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub state: StateDirArg,
 }
 
 #[derive(Debug, Args)]
@@ -194,14 +236,6 @@ pub enum AttachCommand {
     List(AttachListArgs),
     /// Remove a stored attachment.
     Rm(AttachRmArgs),
-}
-
-/// `--state-dir` / `VF_STATE_DIR`, as for dispatch.
-#[derive(Debug, Args)]
-pub struct StateDirArg {
-    /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
-    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -244,7 +278,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub json: bool,
     /// Seconds each `--version` / `--help` call of a CLI may take before it is cut off.
-    #[arg(long, value_name = "SECS", default_value_t = crate::doctor::DEFAULT_TIMEOUT.as_secs(),
+    #[arg(long, value_name = "SECS", default_value_t = DOCTOR_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..=600))]
     pub timeout: u64,
     /// Also run a live canary on each ready engine (a tiny prompt through the normal runtime).
@@ -254,11 +288,11 @@ pub struct DoctorArgs {
     /// died (proven by pid, start time and boot id), and report everything else.
     #[arg(long, conflicts_with = "probe")]
     pub fix: bool,
-    /// vf's state directory, for --fix and the orphan report (default: the nearest `.vibeflow/`).
-    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    // The state dir of `--fix` and of the orphan report.
+    #[command(flatten)]
+    pub state: StateDirArg,
     /// Seconds each canary may take.
-    #[arg(long, value_name = "SECS", default_value_t = crate::probe::DEFAULT_PROBE_TIMEOUT.as_secs(),
+    #[arg(long, value_name = "SECS", default_value_t = PROBE_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..=3600), requires = "probe")]
     pub probe_timeout: u64,
 }

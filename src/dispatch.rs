@@ -18,7 +18,7 @@ use crate::error::{Result, VfError, exit};
 use crate::frames::{ConversationEvent, Level, Projector, RawRange};
 use crate::fsutil::now_rfc3339;
 use crate::marker::{Marker, MarkerStore, Owner, UnitState};
-use crate::procinfo::{Liveness, ProcIdentity};
+use crate::procinfo::ProcIdentity;
 use crate::summary::{self, Summary};
 use crate::version::Version;
 use crate::{binary, state};
@@ -529,24 +529,7 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
                     store.path(&spec.unit).display()
                 )));
             }
-            if m.state == UnitState::Running {
-                match m.owner_alive() {
-                    Liveness::Dead => {}
-                    Liveness::Alive => {
-                        return Err(VfError::usage(format!(
-                            "unit {:?} is running under vf pid {}; not touching it",
-                            spec.unit,
-                            m.owner.as_ref().map(|o| o.supervisor.pid).unwrap_or(0)
-                        )));
-                    }
-                    Liveness::Unknown => {
-                        return Err(VfError::usage(format!(
-                            "unit {:?} is marked running and its owner cannot be proven dead; not touching it",
-                            spec.unit
-                        )));
-                    }
-                }
-            }
+            crate::marker::policy::refuse_if_owned(&spec.unit, &m)?;
             let mut m = m;
             if m.engine != spec.engine {
                 // Another engine's session id means nothing here.
@@ -559,6 +542,7 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
         None => Marker::new(&spec.unit, spec.engine, &spec.cwd),
     };
     marker.attempts += 1;
+    store.check_attempt_paths(&spec.unit, marker.attempts)?;
     marker.state = UnitState::Pending;
     marker.finished_at = None;
     marker.summary = None;

@@ -1,7 +1,17 @@
-//! Durable file writes.
+//! Durable file writes, and the clean-up of what a crash left of them.
 
+use std::collections::HashSet;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::procinfo::{Liveness, ProcIdentity};
+
+/// Temporaries older than this are stale whoever made them: a write takes
+/// milliseconds, so only a crashed (or frozen) writer leaves one this long.
+pub const STALE_TMP_AGE: Duration = Duration::from_secs(60);
+const TMP_PREFIX: &str = ".tmp-";
 
 /// Writes `bytes` to `path` atomically and durably: a temp file in the same
 /// directory, fsync, rename over the target, fsync of the directory. A crash
@@ -24,7 +34,10 @@ fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    clean_stale_tmps_once(dir);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(tmp_prefix())
+        .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     if durable {
         tmp.as_file().sync_all()?;
@@ -34,6 +47,91 @@ fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()
         std::fs::File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+/// `.tmp-<pid>-<start time>-`: the name says which process writes it, so the
+/// next writer can tell a crashed writer's leftover from a write in progress.
+fn tmp_prefix() -> &'static str {
+    static PREFIX: OnceLock<String> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let me = ProcIdentity::current();
+        format!(
+            "{TMP_PREFIX}{}-{}-",
+            me.pid,
+            me.start_time.unwrap_or_default()
+        )
+    })
+}
+
+/// Removes stale temporaries from `dir` on this process's first write there
+/// (one directory read per directory per process keeps the start path cheap).
+fn clean_stale_tmps_once(dir: &Path) {
+    static DONE: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+    {
+        let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
+        if !done
+            .get_or_insert_with(HashSet::new)
+            .insert(dir.to_path_buf())
+        {
+            return;
+        }
+    }
+    let _ = clean_stale_tmps(dir);
+}
+
+/// Removes every `.tmp-*` file in `dir` whose writer is provably dead or that
+/// is older than [`STALE_TMP_AGE`]. Returns how many it removed.
+pub fn clean_stale_tmps(dir: &Path) -> std::io::Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TMP_PREFIX)) else {
+            continue;
+        };
+        // Only plain files: never a directory, never through a link.
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let writer_dead = writer_of(rest).is_some_and(|w| w.liveness() == Liveness::Dead);
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TMP_AGE);
+        if (writer_dead || old) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The writer named by a temporary's `<pid>-<start time>-<random>` name.
+fn writer_of(rest: &str) -> Option<ProcIdentity> {
+    let mut parts = rest.splitn(3, '-');
+    let pid: u32 = parts.next()?.parse().ok()?;
+    let start: u64 = parts.next()?.parse().ok()?;
+    parts.next()?;
+    let me = ProcIdentity::current();
+    Some(ProcIdentity {
+        pid,
+        start_time: Some(start),
+        ..me
+    })
+}
+
+/// Reads a file without following a symbolic link at its last component
+/// (`ELOOP` then): state read from a cloned repository never reaches outside.
+pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-30T01:33:10.123Z`.
@@ -75,6 +173,33 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         // No temp files left behind.
         assert_eq!(std::fs::read_dir(t.path().join("sub")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn stale_temporaries_go_live_ones_stay() {
+        let t = tempfile::tempdir().unwrap();
+        let me = ProcIdentity::current();
+        let start = me.start_time.unwrap();
+        let live = t.path().join(format!(".tmp-{}-{start}-aaaaaa", me.pid));
+        let dead = t
+            .path()
+            .join(format!(".tmp-{}-{}-bbbbbb", me.pid, start + 1));
+        let fresh_unknown = t.path().join(".tmp-cccccc");
+        let keep = t.path().join("marker.json");
+        for p in [&live, &dead, &fresh_unknown, &keep] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        std::fs::create_dir(t.path().join(".tmp-dir")).unwrap();
+        assert_eq!(clean_stale_tmps(t.path()).unwrap(), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && fresh_unknown.exists() && keep.exists());
+        let old = std::time::SystemTime::now() - STALE_TMP_AGE * 2;
+        for p in [&live, &fresh_unknown] {
+            let f = std::fs::File::options().write(true).open(p).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        assert_eq!(clean_stale_tmps(t.path()).unwrap(), 2);
+        assert!(keep.exists() && t.path().join(".tmp-dir").exists());
     }
 
     #[test]

@@ -11,7 +11,10 @@ use serde_json::Value;
 use crate::engine::EngineId;
 use crate::error::{Result, VfError};
 use crate::fsutil::{now_rfc3339, write_atomic};
+use crate::names;
 use crate::procinfo::{Liveness, ProcIdentity};
+
+pub mod policy;
 
 pub const MARKER_FORMAT: u32 = 1;
 
@@ -112,7 +115,46 @@ impl Marker {
     }
 }
 
-/// Marker files live in `<state>/units/<unit>.json`.
+/// Why a marker file cannot be used. vf never overwrites such a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// It exists but cannot be read (permissions, I/O).
+    Unreadable,
+    /// It does not parse, or it contradicts its own file name or the state
+    /// dir (a hostile or damaged marker).
+    Corrupt,
+    /// Written by a newer vf (`format` above [`MARKER_FORMAT`]).
+    UnsupportedFormat(u64),
+}
+
+/// A marker file vf cannot use, with a one-line explanation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable {
+    pub unit: String,
+    pub path: PathBuf,
+    pub problem: Problem,
+    pub message: String,
+}
+
+impl Unusable {
+    /// Short label for tables: `corrupt`, `unreadable`, `unsupported format N`.
+    pub fn label(&self) -> String {
+        match self.problem {
+            Problem::Unreadable => "unreadable".into(),
+            Problem::Corrupt => "corrupt".into(),
+            Problem::UnsupportedFormat(n) => format!("unsupported format {n}"),
+        }
+    }
+}
+
+impl From<Unusable> for VfError {
+    fn from(u: Unusable) -> VfError {
+        VfError::state(u.message)
+    }
+}
+
+/// Marker files live in `<state>/units/<unit>.json`; the unit's raw logs in
+/// `<state>/units/<unit>/`.
 pub struct MarkerStore {
     dir: PathBuf,
 }
@@ -132,25 +174,124 @@ impl MarkerStore {
         self.dir.join(unit)
     }
 
-    /// `Ok(None)` when there is no marker; an error when it exists but is unreadable.
+    /// `Ok(None)` when there is no marker; an error (exit 5) when it exists
+    /// but cannot be used.
     pub fn load(&self, unit: &str) -> Result<Option<Marker>> {
+        Ok(self.load_checked(unit)?)
+    }
+
+    /// [`MarkerStore::load`], keeping why a marker cannot be used.
+    ///
+    /// The unit's name comes from the file name, never from the file: a
+    /// marker whose own `unit` disagrees, or whose log paths leave the unit's
+    /// log directory, is corrupt. A marker from a newer vf is refused as is.
+    pub fn load_checked(&self, unit: &str) -> std::result::Result<Option<Marker>, Unusable> {
         let path = self.path(unit);
-        let bytes = match std::fs::read(&path) {
+        let fail = |problem: Problem, why: String| Unusable {
+            unit: unit.to_string(),
+            path: path.clone(),
+            message: match &problem {
+                Problem::UnsupportedFormat(_) => format!("marker {} {why}", path.display()),
+                _ => format!(
+                    "marker {} is corrupt ({why}); vf will not overwrite it: inspect it, then move it aside",
+                    path.display()
+                ),
+            },
+            problem,
+        };
+        if let Err(e) = names::check("unit name", unit) {
+            return Err(fail(
+                Problem::Corrupt,
+                format!("its file name is unsafe: {e}"),
+            ));
+        }
+        let bytes = match crate::fsutil::read_no_follow(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                return Err(fail(Problem::Corrupt, "it is a symbolic link".into()));
+            }
             Err(e) => {
-                return Err(VfError::state(format!(
-                    "cannot read marker {}: {e}",
-                    path.display()
-                )));
+                return Err(Unusable {
+                    message: format!("cannot read marker {}: {e}", path.display()),
+                    ..fail(Problem::Unreadable, String::new())
+                });
             }
         };
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            VfError::state(format!(
-                "marker {} is corrupt ({e}); vf will not overwrite it: inspect it, then move it aside",
-                path.display()
-            ))
-        })
+        // The format first: a newer marker may not parse as this one at all.
+        if let Ok(FormatOnly { format: Some(n) }) = serde_json::from_slice(&bytes)
+            && n > u64::from(MARKER_FORMAT)
+        {
+            return Err(fail(
+                Problem::UnsupportedFormat(n),
+                format!(
+                    "has format {n}, but this vf reads format {MARKER_FORMAT}; vf leaves it untouched: use a newer vf"
+                ),
+            ));
+        }
+        let marker: Marker =
+            serde_json::from_slice(&bytes).map_err(|e| fail(Problem::Corrupt, e.to_string()))?;
+        self.check_fields(unit, &marker)
+            .map_err(|why| fail(Problem::Corrupt, why))?;
+        self.check_layout(unit)
+            .map_err(|why| fail(Problem::Corrupt, why))?;
+        Ok(Some(marker))
+    }
+
+    /// What a marker says about itself must agree with where it lives.
+    fn check_fields(&self, unit: &str, m: &Marker) -> std::result::Result<(), String> {
+        if m.format != MARKER_FORMAT {
+            return Err(format!("unknown format {}", m.format));
+        }
+        if m.unit != unit {
+            return Err(format!(
+                "its unit field {:?} does not match its file name",
+                crate::text::cut(&m.unit, 80)
+            ));
+        }
+        let logs = self.logs_dir(unit);
+        for (key, p) in [("stdoutLog", &m.stdout_log), ("stderrLog", &m.stderr_log)] {
+            if let Some(p) = p
+                && !is_file_in(p, &logs)
+            {
+                return Err(format!(
+                    "its {key} {} is not in the unit's log directory {}",
+                    p.display(),
+                    logs.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a unit whose log directory vf would write through a symbolic
+    /// link (a cloned repository can bring its own `.vibeflow/`).
+    fn check_layout(&self, unit: &str) -> std::result::Result<(), String> {
+        for p in [self.dir.clone(), self.logs_dir(unit)] {
+            if is_symlink(&p) {
+                return Err(format!("{} is a symbolic link", p.display()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Before an attempt writes its raw logs: none of its paths may be a
+    /// symbolic link (vf would write outside the state dir through it).
+    pub fn check_attempt_paths(&self, unit: &str, attempt: u32) -> Result<()> {
+        let logs = self.logs_dir(unit);
+        let paths = [
+            self.dir.clone(),
+            logs.clone(),
+            logs.join(format!("attempt-{attempt}.stdout.log")),
+            logs.join(format!("attempt-{attempt}.stderr.log")),
+        ];
+        match paths.iter().find(|p| is_symlink(p)) {
+            Some(p) => Err(VfError::state(format!(
+                "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
+                p.display()
+            ))),
+            None => Ok(()),
+        }
     }
 
     pub fn save(&self, marker: &mut Marker) -> Result<()> {
@@ -162,14 +303,15 @@ impl MarkerStore {
             .map_err(|e| VfError::state(format!("cannot write marker {}: {e}", path.display())))
     }
 
-    /// All markers, sorted by unit name. Corrupt ones are returned as errors in place.
-    pub fn list(&self) -> Result<Vec<std::result::Result<Marker, VfError>>> {
+    /// All markers, sorted by unit name; the unusable ones in place.
+    pub fn list(&self) -> Result<Vec<std::result::Result<Marker, Unusable>>> {
         let mut names = Vec::new();
         match std::fs::read_dir(&self.dir) {
             Ok(rd) => {
                 for entry in rd.flatten() {
                     let name = entry.file_name();
                     let Some(name) = name.to_str() else { continue };
+                    // Dot files are vf's own temporaries (`.tmp-*`).
                     if let Some(unit) = name.strip_suffix(".json")
                         && !unit.starts_with('.')
                     {
@@ -188,13 +330,30 @@ impl MarkerStore {
         names.sort();
         Ok(names
             .into_iter()
-            .filter_map(|u| match self.load(&u) {
-                Ok(Some(m)) => Some(Ok(m)),
-                Ok(None) => None,
-                Err(e) => Some(Err(e)),
-            })
+            .filter_map(|u| self.load_checked(&u).transpose())
             .collect())
     }
+}
+
+#[derive(Deserialize)]
+struct FormatOnly {
+    format: Option<u64>,
+}
+
+fn is_symlink(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// `p` names a file directly inside `dir`: the same path as vf writes, or one
+/// that resolves to the same directory (e.g. reached through `..`).
+fn is_file_in(p: &Path, dir: &Path) -> bool {
+    let Some(std::path::Component::Normal(_)) = p.components().next_back() else {
+        return false;
+    };
+    let Some(parent) = p.parent() else {
+        return false;
+    };
+    parent == dir || matches!((parent.canonicalize(), dir.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 #[cfg(test)]
@@ -216,5 +375,97 @@ mod tests {
         let all = store.list().unwrap();
         assert_eq!(all.len(), 2);
         assert!(all[0].is_ok() && all[1].is_err());
+    }
+
+    fn problem_of(store: &MarkerStore, unit: &str) -> Problem {
+        store.load_checked(unit).unwrap_err().problem
+    }
+
+    #[test]
+    fn the_unit_and_its_log_paths_come_from_the_file_name() {
+        let t = tempfile::tempdir().unwrap();
+        let store = MarkerStore::new(t.path());
+        let mut m = Marker::new("u1", EngineId::Codex, t.path());
+        m.stdout_log = Some(store.logs_dir("u1").join("attempt-1.stdout.log"));
+        store.save(&mut m).unwrap();
+        assert_eq!(store.load("u1").unwrap().unwrap(), m);
+        let hostile: [(&str, serde_json::Value); 5] = [
+            ("unit", "../../escaped".into()),
+            ("unit", "u2".into()),
+            ("stdoutLog", "/tmp/elsewhere.log".into()),
+            (
+                "stderrLog",
+                format!("{}/../x.log", store.logs_dir("u1").display()).into(),
+            ),
+            ("format", 0.into()),
+        ];
+        for (key, value) in hostile {
+            let mut v = serde_json::to_value(&m).unwrap();
+            v[key] = value.clone();
+            std::fs::write(store.path("u1"), serde_json::to_vec(&v).unwrap()).unwrap();
+            let err = store.load("u1").unwrap_err();
+            assert_eq!(err.exit_code(), 5, "{key}={value}: {err}");
+            assert!(err.to_string().contains("corrupt"), "{err}");
+        }
+        // The same directory reached through `..` is still the unit's own.
+        let mut v = serde_json::to_value(&m).unwrap();
+        let via = t.path().join("units/u1/../u1/attempt-1.stdout.log");
+        std::fs::create_dir_all(store.logs_dir("u1")).unwrap();
+        v["stdoutLog"] = via.display().to_string().into();
+        std::fs::write(store.path("u1"), serde_json::to_vec(&v).unwrap()).unwrap();
+        assert!(store.load("u1").unwrap().is_some());
+        // An unsafe file name is never taken as a unit.
+        std::fs::write(t.path().join("units/a b.json"), b"{}").unwrap();
+        let listed = store.list().unwrap();
+        assert_eq!(listed[0].as_ref().unwrap_err().problem, Problem::Corrupt);
+    }
+
+    #[test]
+    fn a_newer_format_is_refused_and_left_as_is() {
+        let t = tempfile::tempdir().unwrap();
+        let store = MarkerStore::new(t.path());
+        std::fs::create_dir_all(t.path().join("units")).unwrap();
+        let text = r#"{"format":2,"unit":"u1","whatever":{"new":true}}"#;
+        std::fs::write(store.path("u1"), text).unwrap();
+        assert_eq!(problem_of(&store, "u1"), Problem::UnsupportedFormat(2));
+        let err = store.load("u1").unwrap_err();
+        assert_eq!(err.exit_code(), 5);
+        assert!(err.to_string().contains("format 2"), "{err}");
+        assert_eq!(
+            store.load_checked("u1").unwrap_err().label(),
+            "unsupported format 2"
+        );
+        assert_eq!(std::fs::read_to_string(store.path("u1")).unwrap(), text);
+    }
+
+    #[test]
+    fn symbolic_links_in_the_state_layout_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let store = MarkerStore::new(t.path());
+        let mut m = Marker::new("u1", EngineId::Codex, t.path());
+        store.save(&mut m).unwrap();
+        // A symlinked marker is not read.
+        let real = outside.path().join("m.json");
+        std::fs::copy(store.path("u1"), &real).unwrap();
+        std::fs::remove_file(store.path("u1")).unwrap();
+        std::os::unix::fs::symlink(&real, store.path("u1")).unwrap();
+        assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
+        std::fs::remove_file(store.path("u1")).unwrap();
+        store.save(&mut m).unwrap();
+        // Nor is a unit whose log directory leads elsewhere.
+        std::os::unix::fs::symlink(outside.path(), store.logs_dir("u1")).unwrap();
+        assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
+        assert_eq!(
+            store.check_attempt_paths("u1", 1).unwrap_err().exit_code(),
+            5
+        );
+        std::fs::remove_file(store.logs_dir("u1")).unwrap();
+        // Nor a log file that is a link.
+        std::fs::create_dir_all(store.logs_dir("u1")).unwrap();
+        let log = store.logs_dir("u1").join("attempt-2.stderr.log");
+        std::os::unix::fs::symlink(outside.path().join("x"), &log).unwrap();
+        assert!(store.check_attempt_paths("u1", 1).is_ok());
+        assert!(store.check_attempt_paths("u1", 2).is_err());
     }
 }

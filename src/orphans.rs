@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use crate::owned::{self, ProcRecord};
-use crate::procinfo::Liveness;
+use crate::procinfo::{self, Liveness, Presence};
 
 /// What a record turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,6 +59,28 @@ pub struct Finding {
     pub reason: String,
     pub action: Action,
     pub detail: Option<String>,
+    /// A group whose leader is gone while members run on: unproven, so never
+    /// ended by vf, but listed with what runs and how to end it by hand.
+    pub leftover: Option<Leftover>,
+}
+
+/// What still runs in a leaderless group, and the command that ends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Leftover {
+    pub members: Vec<Member>,
+    /// Run it yourself once you have checked these processes are yours.
+    pub manual: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Member {
+    pub pid: u32,
+    /// Its command line (escaped, cut to a line).
+    pub command: String,
+    /// Seconds since it started.
+    pub age_secs: Option<u64>,
 }
 
 /// Reads every record under `<state>/procs` and classifies it. Touches nothing.
@@ -97,10 +119,12 @@ fn classify(path: &Path) -> Finding {
                 reason: format!("record {e}"),
                 action: Action::None,
                 detail: None,
+                leftover: None,
             };
         }
     };
     let (class, reason) = judge(&rec);
+    let leftover = (class == Class::Unproven).then(|| leftover(&rec)).flatten();
     Finding {
         record: path.to_path_buf(),
         unit: Some(rec.unit.clone()),
@@ -112,7 +136,33 @@ fn classify(path: &Path) -> Finding {
         reason,
         action: Action::None,
         detail: None,
+        leftover,
     }
+}
+
+/// A record's group when vf and the CLI are gone, no process holds the
+/// group's id as its pid (so it was not reused for a new group), and members
+/// still run: most likely the CLI's own children, but nothing proves it.
+fn leftover(rec: &ProcRecord) -> Option<Leftover> {
+    if rec.supervisor.liveness() != Liveness::Dead
+        || rec.cli.presence() != Presence::Gone
+        || rec.pgid <= 1
+        || procinfo::stat(rec.pgid as u32).is_some()
+    {
+        return None;
+    }
+    let members: Vec<Member> = group_members(rec.pgid)
+        .into_iter()
+        .map(|pid| Member {
+            pid,
+            command: procinfo::command_line(pid).unwrap_or_else(|| "?".into()),
+            age_secs: procinfo::stat(pid).and_then(|s| procinfo::age_secs(s.start_time)),
+        })
+        .collect();
+    (!members.is_empty()).then(|| Leftover {
+        members,
+        manual: format!("kill -TERM -- -{}", rec.pgid),
+    })
 }
 
 fn judge(rec: &ProcRecord) -> (Class, String) {
@@ -140,8 +190,8 @@ fn judge(rec: &ProcRecord) -> (Class, String) {
             "the record's group is not led by its CLI".into(),
         );
     }
-    match rec.cli.liveness() {
-        Liveness::Alive if is_zombie(rec.cli.pid) => {
+    match rec.cli.presence() {
+        Presence::Zombie => {
             let members = group_members(rec.pgid);
             if members.is_empty() {
                 (
@@ -159,14 +209,14 @@ fn judge(rec: &ProcRecord) -> (Class, String) {
                 )
             }
         }
-        Liveness::Alive => (
+        Presence::Running => (
             Class::Orphan,
             format!(
                 "vf (pid {}) is dead and its CLI (pid {}) still runs with the recorded identity",
                 rec.supervisor.pid, rec.cli.pid
             ),
         ),
-        Liveness::Dead => {
+        Presence::Gone => {
             let members = group_members(rec.pgid);
             if members.is_empty() {
                 (
@@ -185,7 +235,7 @@ fn judge(rec: &ProcRecord) -> (Class, String) {
                 )
             }
         }
-        Liveness::Unknown => (
+        Presence::Unknown => (
             Class::Unproven,
             format!(
                 "the identity of pid {} cannot be proven (other host, or /proc unreadable)",
@@ -293,25 +343,32 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
     };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            stat_fields(*pid)
-                .is_some_and(|(state, pgrp)| pgrp == pgid && state != 'Z' && state != 'X')
-        })
+        .filter(|pid| procinfo::stat(*pid).is_some_and(|s| s.pgrp == pgid && !s.is_zombie()))
         .collect()
 }
 
-fn is_zombie(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|(s, _)| s == 'Z' || s == 'X')
-}
-
-/// (state, pgrp) from `/proc/<pid>/stat` (fields 3 and 5).
-fn stat_fields(pid: u32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = rest.next()?.chars().next()?;
-    let _ppid = rest.next()?;
-    let pgrp = rest.next()?.parse().ok()?;
-    Some((state, pgrp))
+/// Before a unit runs again, nothing of an earlier attempt may still run.
+/// Ends the unit's proven orphans (SIGTERM, SIGKILL after `grace`) and
+/// releases its stale records; any other record of the unit (owned by a live
+/// vf, or not provable) refuses, fail closed. Returns the groups it ended.
+/// `vf resume` and `vf orchestrate --resume` both go through here.
+pub fn take_over(state_dir: &Path, unit: &str, grace: Duration) -> Result<Vec<Finding>, String> {
+    let found = fix_where(state_dir, grace, |f| f.unit.as_deref() == Some(unit));
+    let mut ended = Vec::new();
+    for f in found {
+        match (f.class, f.action) {
+            (Class::Orphan, Action::Ended) => ended.push(f),
+            (Class::Stale, _) | (_, Action::Released) => {}
+            _ => {
+                return Err(format!(
+                    "an earlier attempt's engine process is not proven gone ({}); see {} and `vf doctor --fix`",
+                    f.reason,
+                    f.record.display()
+                ));
+            }
+        }
+    }
+    Ok(ended)
 }
 
 #[cfg(test)]
@@ -390,5 +447,48 @@ mod tests {
         let json = serde_json::to_value(&fixed).unwrap();
         assert_eq!(json[2]["class"], "stale");
         assert!(json[0]["supervisorPid"].is_number());
+    }
+
+    #[test]
+    fn a_group_outliving_its_leader_is_unproven_but_listed() {
+        use std::os::unix::process::CommandExt;
+        let t = tempfile::tempdir().unwrap();
+        // The leader starts a grandchild and exits; it is reaped at once (as
+        // init would after vf died), leaving a group without its leader.
+        let mut leader = std::process::Command::new("sh");
+        leader
+            .args(["-c", "sleep 300 & exit 0"])
+            .stdout(std::process::Stdio::null())
+            .process_group(0);
+        let mut leader = leader.spawn().unwrap();
+        let pgid = leader.id() as i32;
+        leader.wait().unwrap();
+        let start = std::time::Instant::now();
+        while group_members(pgid).is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(10), "no grandchild");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut rec = ProcRecord::new("left", 1, "codex", pgid as u32);
+        rec.supervisor = dead_supervisor();
+        write(t.path(), "left-1", &rec);
+
+        let found = fix(t.path(), Duration::from_millis(100));
+        let took = take_over(t.path(), "left", Duration::from_millis(100));
+        let members = group_members(pgid);
+        nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL).unwrap();
+        assert_eq!(found.len(), 1);
+        let f = &found[0];
+        assert_eq!(
+            (f.class, f.action),
+            (Class::Unproven, Action::None),
+            "{f:#?}"
+        );
+        let left = f.leftover.as_ref().expect("the leftover group is listed");
+        assert_eq!(left.manual, format!("kill -TERM -- -{pgid}"));
+        let pids: Vec<u32> = left.members.iter().map(|m| m.pid).collect();
+        assert_eq!(pids, members, "fix must not have touched the group");
+        assert!(left.members[0].command.contains("sleep 300"), "{left:?}");
+        assert!(left.members[0].age_secs.is_some_and(|a| a < 60), "{left:?}");
+        assert!(took.unwrap_err().contains("vf doctor --fix"));
     }
 }

@@ -70,9 +70,40 @@ impl ProcRecord {
         write_atomic_volatile(path, &bytes)
     }
 
+    /// Reads a record and checks it against its own file name: the unit
+    /// comes from `<unit>-<attempt>.json` and must be a safe name, the engine
+    /// a known one. Anything else is corrupt (a hostile or damaged record).
     pub fn load(path: &Path) -> Result<ProcRecord, String> {
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-        serde_json::from_slice(&bytes).map_err(|e| format!("corrupt: {e}"))
+        let bytes = crate::fsutil::read_no_follow(path).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => "corrupt: it is a symbolic link".to_string(),
+            _ => format!("cannot read: {e}"),
+        })?;
+        let rec: ProcRecord =
+            serde_json::from_slice(&bytes).map_err(|e| format!("corrupt: {e}"))?;
+        rec.check_against(path)
+            .map_err(|why| format!("corrupt: {why}"))?;
+        Ok(rec)
+    }
+
+    fn check_against(&self, path: &Path) -> Result<(), String> {
+        if self.format != RECORD_FORMAT {
+            return Err(format!("unsupported format {}", self.format));
+        }
+        crate::names::check("unit name", &self.unit).map_err(|e| e.to_string())?;
+        let expected = format!("{}-{}.json", self.unit, self.attempt);
+        if path.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) {
+            return Err(format!(
+                "its unit {:?} and attempt {} do not match its file name",
+                self.unit, self.attempt
+            ));
+        }
+        if crate::engine::EngineId::parse(&self.engine).is_none() {
+            return Err(format!(
+                "unknown engine {:?}",
+                crate::text::cut(&self.engine, 40)
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -105,5 +136,54 @@ mod tests {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, b"{").unwrap();
         assert!(ProcRecord::load(&p).unwrap_err().contains("corrupt"));
+    }
+
+    #[test]
+    fn hostile_records_are_corrupt() {
+        let t = tempfile::tempdir().unwrap();
+        let good = ProcRecord::new("u1", 3, "codex", std::process::id());
+        let cases: Vec<(&str, ProcRecord)> = vec![
+            ("u1-4.json", good.clone()),
+            ("other-3.json", good.clone()),
+            (
+                "x-3.json",
+                ProcRecord {
+                    unit: "../../x".into(),
+                    ..good.clone()
+                },
+            ),
+            (
+                "u1-3.json",
+                ProcRecord {
+                    engine: "evil".into(),
+                    ..good.clone()
+                },
+            ),
+            (
+                "u1-3.json",
+                ProcRecord {
+                    format: 9,
+                    ..good.clone()
+                },
+            ),
+        ];
+        for (name, rec) in cases {
+            let p = procs_dir(t.path()).join(name);
+            let mut rec = rec;
+            rec.save(&p).unwrap();
+            let err = ProcRecord::load(&p).unwrap_err();
+            assert!(err.starts_with("corrupt: "), "{name}: {err}");
+            std::fs::remove_file(&p).unwrap();
+        }
+        // A symbolic link is never followed.
+        let real = t.path().join("elsewhere.json");
+        good.clone().save(&real).unwrap();
+        let link = record_path(t.path(), "u1", 3);
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(
+            ProcRecord::load(&link)
+                .unwrap_err()
+                .contains("symbolic link")
+        );
     }
 }

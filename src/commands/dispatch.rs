@@ -43,7 +43,7 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
         )));
     }
     attach::check_session_choice(args.engine, args.session.as_deref())?;
-    let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
+    let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     // `auto` asks the doctor which engines are ready before a real run; a dry
     // run spawns nothing and falls back to the support-matrix order.
     let ready = (args.engine == attach::EngineChoice::Auto && !args.dry_run)
@@ -142,7 +142,7 @@ fn dry_run_attachments(r: &Resolved) -> Vec<DryRunAttachment<'_>> {
 pub fn run(args: &DispatchArgs) -> Result<i32> {
     let r = resolve(args)?;
     if !args.dry_run {
-        let format = super::output::format(&args.run);
+        let format = args.run.output.format();
         if r.attach_plan.pick.ready == Some(false) {
             return Err(VfError::not_ready(format!(
                 "{} is not ready ({}); run `vf doctor`",
@@ -181,7 +181,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     for w in &inv.warnings {
         eprintln!("vf: warning: {w}");
     }
-    if args.run.json || args.run.output == Some(crate::cli::OutputFormat::Json) {
+    if args.run.output.explicit() == Some(OutputFormat::Json) {
         super::print_json(&DryRun {
             engine: r.engine.spec().id.as_str(),
             engine_reason: &r.engine_reason,

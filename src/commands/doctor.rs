@@ -32,8 +32,10 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
             exit::ENGINE_FAILED
         }
     };
-    let state_dir =
-        crate::state::resolve_state_dir(args.state_dir.as_deref(), &std::env::current_dir()?)?;
+    let state_dir = crate::state::resolve_state_dir(
+        args.state.state_dir.as_deref(),
+        &std::env::current_dir()?,
+    )?;
     if args.fix {
         return fix(&state_dir, args.json);
     }

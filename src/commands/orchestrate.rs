@@ -12,7 +12,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::output::{GuardedStdout, StdoutSink, human_line};
-use super::resume::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
@@ -20,6 +19,7 @@ use crate::engine::{Attachment, EngineId};
 use crate::error::{Result, VfError, exit};
 use crate::frames::ConversationEvent;
 use crate::fsutil::now_rfc3339;
+use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::{self, PlanUnit};
 use crate::procinfo::Liveness;
@@ -93,7 +93,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     }
     let plan = plan::load(&args.plan)?;
     let cwd = std::env::current_dir()?;
-    let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
+    let state_dir = state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?;
     let store = MarkerStore::new(&state_dir);
 
     // Everything is checked before anything starts; `auto` units ask the doctor
@@ -180,17 +180,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
         )));
     }
 
-    let format = if args.json {
-        OutputFormat::Json
-    } else {
-        args.output.unwrap_or_else(|| {
-            if std::io::stdout().is_terminal() {
-                OutputFormat::Human
-            } else {
-                OutputFormat::Jsonl
-            }
-        })
-    };
+    let format = args.output.format();
     let table = format == OutputFormat::Human && std::io::stdout().is_terminal();
     let ui = Rc::new(RefCell::new(Ui {
         format,

@@ -2,22 +2,9 @@
 
 use std::io::{IsTerminal, Write};
 
-use crate::cli::{OutputFormat, RunArgs};
+use crate::cli::OutputFormat;
 use crate::dispatch::{DispatchResult, EventSink};
 use crate::frames::ConversationEvent;
-
-pub fn format(args: &RunArgs) -> OutputFormat {
-    if args.json {
-        return OutputFormat::Json;
-    }
-    args.output.unwrap_or_else(|| {
-        if std::io::stdout().is_terminal() {
-            OutputFormat::Human
-        } else {
-            OutputFormat::Jsonl
-        }
-    })
-}
 
 /// stdout that a closed pipe (`| head`) silences instead of failing: the
 /// printing stops, never the work (units still complete and keep their markers).

@@ -29,6 +29,13 @@ pub fn run(a: &ReplayArgs) -> Result<i32> {
     } else {
         let f = File::open(&a.file)
             .map_err(|e| VfError::usage(format!("cannot read {}: {e}", a.file)))?;
+        // Opening a directory succeeds; reading it would fail mid-way as exit 1.
+        if f.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(VfError::usage(format!(
+                "cannot read {}: it is a directory (give the attempt's stdout log)",
+                a.file
+            )));
+        }
         Box::new(BufReader::with_capacity(256 << 10, f))
     };
     let mut lines = LineReader::new(input, MAX_LINE_BYTES);

@@ -1,62 +1,24 @@
 //! `vf resume UNIT`: continue a unit's exact native session.
 
-use crate::cli::ResumeArgs;
+use crate::cli::{OutputFormat, ResumeArgs};
 use crate::dispatch::UnitSpec;
 use crate::error::{Result, VfError};
-use crate::marker::{Marker, MarkerStore, UnitState};
-use crate::procinfo::Liveness;
-use crate::version::Version;
-use crate::{names, state};
+use crate::marker::MarkerStore;
+use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
+use crate::{names, orphans, state};
 
-/// The prompt of a resumed turn when the user gives none.
-pub const DEFAULT_RESUME_PROMPT: &str =
-    "Continue the task from where you stopped. End with the fenced ```json summary as before.";
-
-/// The resume policy: which session id, if any, a marker gives authority to resume.
-/// Only non-terminal markers (`failed`, `blocked`, or `running` whose owner is
-/// provably dead) with a valid exact id on an exact-resume engine qualify.
-pub fn resolve_resume_id(marker: &Marker) -> std::result::Result<String, String> {
-    match marker.state {
-        UnitState::Done => return Err("it is done; done units are never resumed".into()),
-        // A pending marker with an id: a later attempt was claimed but vf died
-        // before it spawned; the recorded session is still the one to resume.
-        UnitState::Pending if marker.engine_session_id.is_some() => {}
-        UnitState::Pending => return Err("it never started (pending); dispatch it instead".into()),
-        UnitState::Running => match marker.owner_alive() {
-            Liveness::Dead => {}
-            Liveness::Alive => {
-                return Err(format!(
-                    "it is running under a live vf (pid {})",
-                    marker.owner.as_ref().map(|o| o.supervisor.pid).unwrap_or(0)
-                ));
-            }
-            Liveness::Unknown => {
-                return Err("it is marked running and its owner cannot be proven dead".into());
-            }
-        },
-        UnitState::Failed | UnitState::Blocked => {}
-    }
-    let engine = marker.engine.engine();
-    let version = marker.engine_version.as_deref().and_then(Version::parse);
-    if !engine.exact_resume(version.as_ref()) {
-        return Err(format!(
-            "{} has no exact resume by session id",
-            marker.engine
-        ));
-    }
-    match &marker.engine_session_id {
-        None => Err("no engine session id was recorded".into()),
-        Some(id) if !engine.valid_session_id(id) => {
-            Err(format!("the recorded session id {id:?} is not valid"))
-        }
-        Some(id) => Ok(id.clone()),
-    }
+/// A validated `vf resume`: everything is checked before anything is touched.
+struct Request {
+    spec: UnitSpec,
+    format: OutputFormat,
 }
 
-pub fn run(args: &ResumeArgs) -> Result<i32> {
+/// The unit's name is the one asked for (checked, and the marker's own
+/// `unit` must agree with it); the session comes from the resume policy.
+fn resolve(args: &ResumeArgs) -> Result<Request> {
     names::check("unit name", &args.unit)?;
     let cwd = std::env::current_dir()?;
-    let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
+    let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let store = MarkerStore::new(&state_dir);
     let marker = store.load(&args.unit)?.ok_or_else(|| {
         VfError::usage(format!(
@@ -74,10 +36,10 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
     };
     let spec = UnitSpec {
         engine: marker.engine,
-        unit: marker.unit.clone(),
+        unit: args.unit.clone(),
         prompt,
         session: Some(id),
-        cwd: marker.cwd.clone(),
+        cwd: marker.cwd,
         state_dir,
         skip_permissions: args.skip_permissions,
         engine_bin: args.run.engine_bin.clone(),
@@ -88,5 +50,28 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
         warnings: Vec::new(),
         engine_reason: None,
     };
-    super::dispatch::run_unit(spec, super::output::format(&args.run))
+    Ok(Request {
+        spec,
+        format: args.run.output.format(),
+    })
+}
+
+pub fn run(args: &ResumeArgs) -> Result<i32> {
+    let Request { spec, format } = resolve(args)?;
+    // Never a second engine on the session: end what a dead vf left running
+    // (proven orphans only), refuse when something cannot be proven gone.
+    let ended = orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
+        .map_err(|why| VfError::usage(format!("cannot resume unit {:?}: {why}", spec.unit)))?;
+    for f in &ended {
+        eprintln!("{}", ended_notice(&spec.unit, f));
+    }
+    super::dispatch::run_unit(spec, format)
+}
+
+/// What vf says on stderr after ending an orphan before a unit runs again.
+pub fn ended_notice(unit: &str, f: &orphans::Finding) -> String {
+    format!(
+        "vf: {unit}: ended the engine left running by a dead vf (process group {})",
+        f.pgid.unwrap_or(0)
+    )
 }

@@ -1,101 +1,141 @@
 //! `vf status [UNIT]`: what every unit is doing, from its marker.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::error::{Result, VfError, exit};
-use crate::marker::{Marker, MarkerStore};
+use crate::marker::{Marker, MarkerStore, Problem, Unusable};
 use crate::{names, state};
 
+/// A validated `vf status` request.
+struct Request {
+    state_dir: PathBuf,
+    unit: Option<String>,
+    json: bool,
+}
+
+fn resolve(args: &StatusArgs) -> Result<Request> {
+    if let Some(u) = &args.unit {
+        names::check("unit name", u)?;
+    }
+    let cwd = std::env::current_dir()?;
+    Ok(Request {
+        state_dir: state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?,
+        unit: args.unit.clone(),
+        json: args.json,
+    })
+}
+
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Row<'a> {
-    #[serde(flatten)]
-    marker: &'a Marker,
-    /// The marker's last error, under a stable name.
-    last_error: Option<&'a str>,
+#[serde(untagged)]
+enum Row<'a> {
+    Unit {
+        #[serde(flatten)]
+        marker: &'a Marker,
+        /// The marker's last error, under a stable name.
+        #[serde(rename = "lastError")]
+        last_error: Option<&'a str>,
+    },
+    /// A marker vf cannot use: shown, never touched.
+    Unusable {
+        unit: &'a str,
+        /// `corrupt`, `unreadable`, or `unsupported format N`.
+        problem: String,
+        /// The newer format, for `unsupported format N`.
+        format: Option<u64>,
+        error: &'a str,
+    },
+}
+
+impl<'a> Row<'a> {
+    fn of(entry: &'a std::result::Result<Marker, Unusable>) -> Row<'a> {
+        match entry {
+            Ok(m) => Row::Unit {
+                marker: m,
+                last_error: m.error.as_deref(),
+            },
+            Err(u) => Row::Unusable {
+                unit: &u.unit,
+                problem: u.label(),
+                format: match u.problem {
+                    Problem::UnsupportedFormat(n) => Some(n),
+                    _ => None,
+                },
+                error: &u.message,
+            },
+        }
+    }
 }
 
 pub fn run(args: &StatusArgs) -> Result<i32> {
-    let cwd = std::env::current_dir()?;
-    let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
-    let store = MarkerStore::new(&state_dir);
-    let (markers, corrupt): (Vec<Marker>, Vec<VfError>) = match &args.unit {
-        Some(u) => {
-            names::check("unit name", u)?;
-            match store.load(u)? {
-                Some(m) => (vec![m], vec![]),
-                None => {
-                    return Err(VfError::usage(format!(
-                        "no unit {u:?} under {}",
-                        state_dir.display()
-                    )));
-                }
+    let req = resolve(args)?;
+    let store = MarkerStore::new(&req.state_dir);
+    let entries = match &req.unit {
+        Some(u) => match store.load_checked(u).transpose() {
+            Some(entry) => vec![entry],
+            None => {
+                return Err(VfError::usage(format!(
+                    "no unit {u:?} under {}",
+                    req.state_dir.display()
+                )));
             }
-        }
-        None => {
-            let mut ok = Vec::new();
-            let mut bad = Vec::new();
-            for m in store.list()? {
-                match m {
-                    Ok(m) => ok.push(m),
-                    Err(e) => bad.push(e),
-                }
-            }
-            (ok, bad)
-        }
+        },
+        None => store.list()?,
     };
-    for e in &corrupt {
-        eprintln!("vf: {e}");
+    for e in entries.iter().filter_map(|e| e.as_ref().err()) {
+        eprintln!("vf: {}", e.message);
     }
-    let rows: Vec<Row> = markers
-        .iter()
-        .map(|m| Row {
-            marker: m,
-            last_error: m.error.as_deref(),
-        })
-        .collect();
-    if args.json {
-        if args.unit.is_some() {
-            super::print_json(&rows[0])?;
-        } else {
-            super::print_json(&rows)?;
+    let rows: Vec<Row> = entries.iter().map(Row::of).collect();
+    if req.json {
+        match (&req.unit, rows.first()) {
+            (Some(_), Some(row)) => super::print_json(row)?,
+            _ => super::print_json(&rows)?,
         }
     } else {
-        let mut out = std::io::stdout().lock();
-        if rows.is_empty() {
-            writeln!(out, "no units under {}", state_dir.display())?;
-        } else {
-            writeln!(
-                out,
-                "{:<24} {:<8} {:<9} {:<9} {:<38} SUMMARY / ERROR",
-                "UNIT", "STATE", "ENGINE", "VERSION", "SESSION"
-            )?;
-        }
-        for r in &rows {
-            let m = r.marker;
-            let detail = match (&m.summary, &m.error) {
-                (_, Some(e)) => format!("error: {e}"),
-                (Some(s), None) => format!("summary: {s}"),
-                (None, None) => String::new(),
-            };
-            writeln!(
-                out,
-                "{:<24} {:<8} {:<9} {:<9} {:<38} {}",
-                m.unit,
-                m.state.as_str(),
-                m.engine.as_str(),
-                m.engine_version.as_deref().unwrap_or("-"),
-                m.engine_session_id.as_deref().unwrap_or("-"),
-                detail
-            )?;
-        }
+        print_table(&rows, &req.state_dir)?;
     }
-    Ok(if corrupt.is_empty() {
+    Ok(if entries.iter().all(|e| e.is_ok()) {
         exit::OK
     } else {
         exit::STATE
     })
+}
+
+fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if rows.is_empty() {
+        writeln!(out, "no units under {}", state_dir.display())?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<24} {:<8} {:<9} {:<9} {:<38} SUMMARY / ERROR",
+        "UNIT", "STATE", "ENGINE", "VERSION", "SESSION"
+    )?;
+    for r in rows {
+        match r {
+            Row::Unit { marker: m, .. } => {
+                let detail = match (&m.summary, &m.error) {
+                    (_, Some(e)) => format!("error: {e}"),
+                    (Some(s), None) => format!("summary: {s}"),
+                    (None, None) => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{:<24} {:<8} {:<9} {:<9} {:<38} {}",
+                    m.unit,
+                    m.state.as_str(),
+                    m.engine.as_str(),
+                    m.engine_version.as_deref().unwrap_or("-"),
+                    m.engine_session_id.as_deref().unwrap_or("-"),
+                    detail
+                )?;
+            }
+            Row::Unusable { unit, problem, .. } => writeln!(out, "{unit:<24} {problem}")?,
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,150 @@
+//! What a marker authorises: touching the unit at all (its owner must be
+//! provably gone), and resuming its native session (the resume policy).
+//! `vf dispatch`, `vf resume` and `vf orchestrate` all decide here.
+
+use crate::error::{Result, VfError};
+use crate::marker::{Marker, UnitState};
+use crate::procinfo::Liveness;
+use crate::version::Version;
+
+/// The prompt of a resumed turn when the user gives none.
+pub const DEFAULT_RESUME_PROMPT: &str =
+    "Continue the task from where you stopped. End with the fenced ```json summary as before.";
+
+/// Why a `running` marker must not be touched, as a predicate for "unit X" or
+/// "it" (`is running under vf pid N, ...`), or `None` when its supervising vf
+/// is provably dead (or the marker is not `running`). A zombie vf is dead.
+pub fn owner_refusal(marker: &Marker) -> Option<String> {
+    if marker.state != UnitState::Running {
+        return None;
+    }
+    let pid = marker.owner.as_ref().map_or(0, |o| o.supervisor.pid);
+    match marker.owner_alive() {
+        Liveness::Dead => None,
+        Liveness::Alive => Some(live_owner(pid)),
+        Liveness::Unknown => Some(format!(
+            "is marked running and its owner (vf pid {pid}) cannot be proven dead; not touching it"
+        )),
+    }
+}
+
+/// The one refusal (exit 2) for a unit that another vf may still be running.
+pub fn refuse_if_owned(unit: &str, marker: &Marker) -> Result<()> {
+    match owner_refusal(marker) {
+        Some(why) => Err(VfError::usage(format!("unit {unit:?} {why}"))),
+        None => Ok(()),
+    }
+}
+
+/// The refusal for a unit whose lock is held by the live vf `pid`.
+pub fn running_elsewhere(unit: &str, pid: u32) -> VfError {
+    VfError::usage(format!("unit {unit:?} {}", live_owner(pid)))
+}
+
+fn live_owner(pid: u32) -> String {
+    format!("is running under vf pid {pid}, a live vf; not touching it")
+}
+
+/// The resume policy: which session id, if any, a marker gives authority to resume.
+/// Only non-terminal markers (`failed`, `blocked`, or `running` whose owner is
+/// provably dead) with a valid exact id on an exact-resume engine qualify.
+pub fn resolve_resume_id(marker: &Marker) -> std::result::Result<String, String> {
+    match marker.state {
+        UnitState::Done => return Err("it is done; done units are never resumed".into()),
+        // A pending marker with an id: a later attempt was claimed but vf died
+        // before it spawned; the recorded session is still the one to resume.
+        UnitState::Pending if marker.engine_session_id.is_some() => {}
+        UnitState::Pending => return Err("it never started (pending); dispatch it instead".into()),
+        UnitState::Running => {
+            if let Some(why) = owner_refusal(marker) {
+                return Err(format!("it {why}"));
+            }
+        }
+        UnitState::Failed | UnitState::Blocked => {}
+    }
+    let engine = marker.engine.engine();
+    let version = marker.engine_version.as_deref().and_then(Version::parse);
+    if !engine.exact_resume(version.as_ref()) {
+        return Err(format!(
+            "{} has no exact resume by session id",
+            marker.engine
+        ));
+    }
+    match &marker.engine_session_id {
+        None => Err("no engine session id was recorded".into()),
+        Some(id) if !engine.valid_session_id(id) => Err(format!(
+            "the recorded session id {:?} is not valid",
+            crate::text::cut(id, 80)
+        )),
+        Some(id) => Ok(id.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineId;
+    use crate::marker::Owner;
+    use crate::procinfo::ProcIdentity;
+
+    fn running(supervisor: ProcIdentity) -> Marker {
+        let mut m = Marker::new("u", EngineId::Codex, std::path::Path::new("/"));
+        m.state = UnitState::Running;
+        m.engine_version = Some("0.171.0".into());
+        m.engine_session_id = Some("01a229e6-b739-7472-9ac7-c8fe37200f9b".into());
+        m.owner = Some(Owner {
+            supervisor,
+            cli: None,
+            pgid: None,
+        });
+        m
+    }
+
+    #[test]
+    fn one_refusal_for_live_and_unprovable_owners() {
+        let live = running(ProcIdentity::current());
+        let err = refuse_if_owned("u", &live).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "unit \"u\" is running under vf pid {}, a live vf; not touching it",
+                std::process::id()
+            )
+        );
+        assert_eq!(
+            resolve_resume_id(&live).unwrap_err(),
+            format!("it {}", owner_refusal(&live).unwrap())
+        );
+        let mut elsewhere = ProcIdentity::current();
+        elsewhere.host = "elsewhere.invalid".into();
+        assert!(
+            owner_refusal(&running(elsewhere))
+                .unwrap()
+                .contains("cannot be proven dead")
+        );
+        let mut dead = ProcIdentity::current();
+        dead.start_time = dead.start_time.map(|t| t + 1);
+        let dead = running(dead);
+        assert_eq!(owner_refusal(&dead), None);
+        assert_eq!(
+            resolve_resume_id(&dead).unwrap(),
+            "01a229e6-b739-7472-9ac7-c8fe37200f9b"
+        );
+    }
+
+    #[test]
+    fn a_zombie_vf_is_no_owner() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let start = std::time::Instant::now();
+        while !crate::procinfo::stat(pid).is_some_and(|s| s.is_zombie()) {
+            assert!(start.elapsed() < std::time::Duration::from_secs(10));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let m = running(ProcIdentity::of(pid));
+        assert_eq!(owner_refusal(&m), None);
+        assert!(refuse_if_owned("u", &m).is_ok());
+        child.wait().unwrap();
+    }
+}

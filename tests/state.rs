@@ -1,0 +1,360 @@
+//! vf's own state under attack or after a crash: hostile and future-format
+//! markers, hostile process records, zombie owners, orphans left by a
+//! kill -9'd vf before `vf resume`, and temporaries left by a crash.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+mod common;
+use common::*;
+
+const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(env.state().join("units")).unwrap();
+        env
+    }
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    fn state(&self) -> PathBuf {
+        self.path().join("state")
+    }
+    fn marker_path(&self, unit: &str) -> PathBuf {
+        self.state().join("units").join(format!("{unit}.json"))
+    }
+    fn args_log(&self) -> PathBuf {
+        self.path().join("engine-args.log")
+    }
+    /// `vf ARGS` in the work dir, with the fake as codex and its argv logged.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(vf());
+        c.args(args)
+            .current_dir(self.path())
+            .env("VF_STATE_DIR", self.state())
+            .env("VF_KILL_GRACE_MS", "300")
+            .env("VF_CODEX_BIN", fake())
+            .env("FAKE_STDOUT", fixture(CODEX))
+            .env("FAKE_ARGS_LOG", self.args_log())
+            .env_remove("FAKE_MODE")
+            .stdin(Stdio::null());
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        run_bounded(self.cmd(args), Duration::from_secs(60))
+    }
+    /// A codex marker in `state` with an exact session id, as vf writes it.
+    fn marker(&self, unit: &str, state: vf::marker::UnitState) -> vf::marker::Marker {
+        let mut m = vf::marker::Marker::new(unit, vf::engine::EngineId::Codex, self.path());
+        m.state = state;
+        m.attempts = 1;
+        m.engine_version = Some("0.171.0".into());
+        m.engine_session_id = Some(capture_session_id(CODEX));
+        m
+    }
+    fn save(&self, m: &mut vf::marker::Marker) {
+        vf::marker::MarkerStore::new(&self.state()).save(m).unwrap();
+    }
+    fn write_json(&self, unit: &str, v: &Value) -> Vec<u8> {
+        let bytes = serde_json::to_vec_pretty(v).unwrap();
+        std::fs::write(self.marker_path(unit), &bytes).unwrap();
+        bytes
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every path under `dir`, recursively (directories too).
+fn tree(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            out.push(e.path());
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                out.extend(tree(&e.path()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_marker_naming_another_unit_is_corrupt_and_nothing_escapes() {
+    let env = Env::new();
+    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    v["unit"] = "../../escaped".into();
+    let before = env.write_json("u", &v);
+    let files_before = tree(env.path());
+
+    let out = env.run(&["resume", "u", "--output", "json"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("corrupt"), "{}", stderr(&out));
+    assert!(!env.path().join("escaped.json").exists());
+    assert!(!env.args_log().exists(), "an engine was started");
+    assert_eq!(std::fs::read(env.marker_path("u")).unwrap(), before);
+    assert_eq!(tree(env.path()), files_before, "something was written");
+
+    // Log paths outside the unit's log directory are just as corrupt.
+    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    v["stdoutLog"] = env.path().join("outside.log").display().to_string().into();
+    env.write_json("u", &v);
+    let out = env.run(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(!env.path().join("outside.log").exists());
+    let out = env.run(&["status", "--json"]);
+    assert_eq!(out.status.code(), Some(5));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["unit"], "u");
+    assert_eq!(rows[0]["problem"], "corrupt");
+}
+
+#[test]
+fn a_unit_log_dir_linking_outside_is_never_written_through() {
+    let env = Env::new();
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, env.state().join("units/u")).unwrap();
+    let out = env.run(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
+    assert_eq!(tree(&outside), Vec::<PathBuf>::new());
+    assert!(!env.args_log().exists(), "an engine was started");
+}
+
+#[test]
+fn a_future_format_marker_is_refused_untouched_and_shown() {
+    let env = Env::new();
+    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    v["format"] = 2.into();
+    v["somethingNew"] = serde_json::json!({"kept": true});
+    let before = env.write_json("u", &v);
+    std::fs::write(
+        env.path().join("plan.toml"),
+        "[[unit]]\nname = \"u\"\nengine = \"codex\"\nprompt = \"x\"\n",
+    )
+    .unwrap();
+    for args in [
+        &["resume", "u"][..],
+        &["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"][..],
+        &["orchestrate", "plan.toml", "--resume", "--output", "json"][..],
+    ] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("format 2"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read(env.marker_path("u")).unwrap(),
+            before,
+            "{args:?}"
+        );
+    }
+    assert!(!env.args_log().exists(), "an engine was started");
+
+    let out = env.run(&["status", "--json"]);
+    assert_eq!(out.status.code(), Some(5));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows[0].as_object().unwrap();
+    assert_eq!(row["unit"], "u");
+    assert_eq!(row["problem"], "unsupported format 2");
+    assert_eq!(row["format"], 2);
+    let out = env.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("u ") && l.contains("unsupported format 2")),
+        "{text}"
+    );
+    let out = env.run(&["status", "u", "--json"]);
+    assert_eq!(out.status.code(), Some(5));
+    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(row["problem"], "unsupported format 2");
+    assert_eq!(std::fs::read(env.marker_path("u")).unwrap(), before);
+}
+
+/// A child that has exited and is not reaped: a zombie with the identity it had.
+fn zombie() -> std::process::Child {
+    let child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    wait_for("a zombie", Duration::from_secs(10), || {
+        vf::procinfo::stat(pid).is_some_and(|s| s.is_zombie())
+    });
+    child
+}
+
+#[test]
+fn a_zombie_vf_is_not_a_live_owner() {
+    let env = Env::new();
+    let mut z = zombie();
+    let mut m = env.marker("u", vf::marker::UnitState::Running);
+    m.owner = Some(vf::marker::Owner {
+        supervisor: vf::procinfo::ProcIdentity::of(z.id()),
+        cli: None,
+        pgid: None,
+    });
+    env.save(&mut m);
+    let out = env.run(&["resume", "u", "--output", "json"]);
+    z.wait().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = std::fs::read_to_string(env.args_log()).unwrap();
+    assert!(log.starts_with("exec\nresume\n"), "{log}");
+}
+
+#[test]
+fn resume_ends_the_orphan_of_a_killed_vf_first() {
+    let env = Env::new();
+    // A dispatch whose engine hangs after printing its session; then kill -9 vf.
+    let mut c = env.cmd(&["dispatch", "-e", "codex", "--unit", "a", "--prompt", "x"]);
+    c.env("FAKE_MODE", "hang")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    wait_for("the session id on record", Duration::from_secs(20), || {
+        std::fs::read_to_string(env.marker_path("a"))
+            .is_ok_and(|t| t.contains(&capture_session_id(CODEX)))
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let found = vf::orphans::scan(&env.state());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].class, vf::orphans::Class::Orphan, "{found:?}");
+    let pgid = found[0].pgid.unwrap();
+    assert!(!vf::orphans::group_members(pgid).is_empty());
+
+    let out = env.run(&["resume", "a", "--output", "json"]);
+    // Live members only: a killed orphan may stay a zombie until init reaps it.
+    let alive_after = !vf::orphans::group_members(pgid).is_empty();
+    if alive_after {
+        signal(-pgid, libc::SIGKILL);
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!alive_after, "the orphan survived the resume");
+    assert!(
+        stderr(&out).contains(&format!(
+            "ended the engine left running by a dead vf (process group {pgid})"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(vf::orphans::scan(&env.state()).is_empty());
+}
+
+/// A process group whose leader has exited (and been reaped) while a child
+/// of it runs on, as a CLI leaves it when it dies before its tools.
+fn leaderless_group() -> i32 {
+    let mut leader = Command::new("sh");
+    leader
+        .args(["-c", "sleep 300 & exit 0"])
+        .stdout(Stdio::null())
+        .process_group(0);
+    let mut leader = leader.spawn().unwrap();
+    let pgid = leader.id() as i32;
+    leader.wait().unwrap();
+    wait_for("the grandchild", Duration::from_secs(10), || {
+        !vf::orphans::group_members(pgid).is_empty()
+    });
+    pgid
+}
+
+/// A record of `unit`'s attempt 1 whose vf died, with `pgid` as its CLI.
+fn dead_vf_record(state: &Path, unit: &str, pgid: i32) {
+    let mut rec = vf::owned::ProcRecord::new(unit, 1, "codex", pgid as u32);
+    rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
+    rec.save(&vf::owned::record_path(state, unit, 1)).unwrap();
+}
+
+#[test]
+fn resume_refuses_while_an_unproven_group_of_the_unit_runs() {
+    let env = Env::new();
+    env.save(&mut env.marker("b", vf::marker::UnitState::Failed));
+    let pgid = leaderless_group();
+    dead_vf_record(&env.state(), "b", pgid);
+    let out = env.run(&["resume", "b", "--output", "json"]);
+    let alive = !vf::orphans::group_members(pgid).is_empty();
+    signal(-pgid, libc::SIGKILL);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("vf doctor --fix"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(alive, "vf ended a group it could not prove");
+    assert!(!env.args_log().exists(), "an engine was started");
+}
+
+#[test]
+fn a_hostile_process_record_is_corrupt_and_never_acted_on() {
+    let env = Env::new();
+    let pgid = leaderless_group();
+    // Named for unit `a`, claiming unit `b`: its fields are not trusted.
+    let mut rec = vf::owned::ProcRecord::new("b", 1, "codex", pgid as u32);
+    rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
+    let path = vf::owned::record_path(&env.state(), "a", 1);
+    rec.save(&path).unwrap();
+    let out = env.run(&["doctor", "--fix", "--json"]);
+    let alive = !vf::orphans::group_members(pgid).is_empty();
+    signal(-pgid, libc::SIGKILL);
+    let findings: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(findings[0]["class"], "corrupt", "{findings}");
+    assert_eq!(findings[0]["unit"], Value::Null);
+    assert!(alive);
+    assert!(path.exists(), "a corrupt record was deleted");
+}
+
+#[test]
+fn replay_of_a_directory_is_a_usage_error_naming_it() {
+    let env = Env::new();
+    let dir = env.path().display().to_string();
+    let out = env.run(&["replay", &dir, "--cli", "codex"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&dir), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1);
+}
+
+#[test]
+fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
+    let env = Env::new();
+    let units = env.state().join("units");
+    // Left by a vf that died mid-write (its pid and start time name it), and
+    // by an older vf (no creator in the name, older than a minute).
+    let mut z = zombie();
+    let zid = vf::procinfo::ProcIdentity::of(z.id());
+    let dead = units.join(format!(
+        ".tmp-{}-{}-abc123",
+        z.id(),
+        zid.start_time.unwrap()
+    ));
+    let old = units.join(".tmp-Xy12Ab");
+    let me = vf::procinfo::ProcIdentity::current();
+    let live = units.join(format!(".tmp-{}-{}-live01", me.pid, me.start_time.unwrap()));
+    for p in [&dead, &old, &live] {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    let old_time = std::time::SystemTime::now() - Duration::from_secs(120);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(old_time)
+        .unwrap();
+    let out = env.run(&["dispatch", "-e", "codex", "--unit", "t", "--prompt", "x"]);
+    z.wait().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!dead.exists(), "a dead writer's temporary is left");
+    assert!(!old.exists(), "an old temporary is left");
+    assert!(live.exists(), "a live writer's temporary was removed");
+}

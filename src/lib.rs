@@ -21,6 +21,7 @@ pub mod plan;
 pub mod probe;
 pub mod procinfo;
 pub mod replay;
+pub mod scheduler;
 pub mod state;
 pub mod summary;
 pub mod text;

@@ -58,7 +58,8 @@ impl StdoutSink {
         self.out.write(bytes);
     }
 
-    fn json_line(&mut self, value: &impl serde::Serialize) {
+    /// One JSON line (with the tag, when set).
+    pub fn json_line(&mut self, value: &impl serde::Serialize) {
         let mut v = serde_json::to_value(value).unwrap_or(serde_json::Value::Null);
         if let (Some((k, val)), Some(obj)) = (&self.tag, v.as_object_mut()) {
             obj.insert(k.clone(), serde_json::Value::String(val.clone()));

@@ -1,0 +1,514 @@
+//! The executor of `vf orchestrate`: runs a plan's DAG of units with at most
+//! `parallel` at once, each through `dispatch::run`, and picks every unit up
+//! from its marker on `--resume`. It knows nothing of the terminal: it tells a
+//! [`Reporter`] what happens (unit started / event / finished / blocked / the
+//! plan's result), so the live table and JSONL are just reporters.
+//!
+//! Rules: a unit whose dependency did not finish is `blocked` (marker written,
+//! never run); a `running` marker with a live or unprovable owner is
+//! `refused`; before a unit runs again its proven orphans are ended and
+//! anything unproven refuses it; SIGINT/SIGTERM stop starting units (running
+//! ones get the signal through their own dispatch) and leave the rest without
+//! a marker, ready for `--resume`.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
+use crate::engine::{Attachment, EngineId};
+use crate::error::{Result, VfError, exit};
+use crate::frames::ConversationEvent;
+use crate::fsutil::now_rfc3339;
+use crate::marker::policy::{DEFAULT_RESUME_PROMPT, owner_refusal, resolve_resume_id};
+use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::plan::PlanUnit;
+use crate::{orphans, replay};
+
+/// One unit of a resolved plan: its engine and attachments already chosen.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub plan: PlanUnit,
+    pub engine: EngineId,
+    pub attachments: Vec<Attachment>,
+}
+
+/// A validated `vf orchestrate` request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The plan file (reported back in the result).
+    pub plan: PathBuf,
+    pub state_dir: PathBuf,
+    /// In dependency order.
+    pub jobs: Vec<Job>,
+    /// Units run at once (at least 1).
+    pub parallel: usize,
+    pub resume: bool,
+    /// Between SIGTERM and SIGKILL, for each unit and for orphans.
+    pub kill_grace: Duration,
+}
+
+/// A unit's place in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RunState {
+    Waiting,
+    Running,
+    Done,
+    Failed,
+    Blocked,
+    /// `--resume` would not touch it (a live or unprovable owner).
+    Refused,
+    /// Never started because vf was interrupted.
+    NotStarted,
+}
+
+impl RunState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Waiting => "waiting",
+            RunState::Running => "running",
+            RunState::Done => "done",
+            RunState::Failed => "failed",
+            RunState::Blocked => "blocked",
+            RunState::Refused => "refused",
+            RunState::NotStarted => "notStarted",
+        }
+    }
+
+    /// A dependency in this state will never let its dependents run.
+    fn blocks_dependents(self) -> bool {
+        matches!(
+            self,
+            RunState::Failed | RunState::Blocked | RunState::Refused | RunState::NotStarted
+        )
+    }
+}
+
+/// How a unit was started in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StartMode {
+    Fresh,
+    /// Exact native session resumed with its recorded id.
+    ExactResume,
+    /// Fresh session with a bounded replay of the unit's earlier responses.
+    Replay,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnitReport {
+    pub unit: String,
+    pub engine: EngineId,
+    pub state: RunState,
+    /// False for units skipped because they were already done.
+    pub ran: bool,
+    pub start: Option<StartMode>,
+    pub replay: Option<replay::Counts>,
+    pub attempt: Option<u32>,
+    pub session_id: Option<String>,
+    pub summary: Option<Value>,
+    pub error: Option<String>,
+    pub duration_ms: Option<u64>,
+}
+
+/// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanResult {
+    pub kind: &'static str,
+    pub plan: PathBuf,
+    /// Every unit is done.
+    pub ok: bool,
+    pub units: Vec<UnitReport>,
+    /// The signal's exit code (130/143) when vf was interrupted.
+    #[serde(skip)]
+    pub interrupted: Option<i32>,
+}
+
+impl PlanResult {
+    /// vf's exit code: the signal's, else 0 when every unit is done, else 1.
+    pub fn exit_code(&self) -> i32 {
+        match self.interrupted {
+            Some(code) => code,
+            None if self.ok => exit::OK,
+            None => exit::ENGINE_FAILED,
+        }
+    }
+}
+
+/// What the executor tells its caller, as it happens. `index` is the unit's
+/// place in [`Run::reports`].
+pub trait Reporter {
+    /// A unit is about to run; its report says how it starts.
+    fn started(&mut self, index: usize, report: &UnitReport);
+    /// One of a running unit's events, as projected live.
+    fn event(&mut self, index: usize, event: &ConversationEvent);
+    /// vf's own notice about a unit (not engine output).
+    fn warning(&mut self, index: usize, message: &str);
+    /// A unit ran to its end; `result` is its dispatch result when it got one.
+    fn finished(&mut self, index: usize, report: &UnitReport, result: Option<&DispatchResult>);
+    /// A unit will not run: a dependency did not finish.
+    fn blocked(&mut self, index: usize, report: &UnitReport);
+    /// Every unit has settled.
+    fn plan_result(&mut self, result: &PlanResult);
+    /// Called a few times a second while units run, when `wants_ticks`.
+    fn tick(&mut self) {}
+    fn wants_ticks(&self) -> bool {
+        false
+    }
+}
+
+struct Unit {
+    job: Job,
+    report: UnitReport,
+    started: Option<Instant>,
+}
+
+/// A plan checked against the state dir, ready to run.
+pub struct Run {
+    req: Request,
+    store: MarkerStore,
+    units: Vec<Unit>,
+    /// What vf did before running (orphans it ended), one line each.
+    pub notices: Vec<String>,
+}
+
+/// Checks the plan against its markers (a corrupt or newer marker stops
+/// everything; markers without `--resume` are refused), then, on `--resume`,
+/// decides each unit's start and ends its proven orphans.
+pub fn open(req: Request) -> Result<Run> {
+    let store = MarkerStore::new(&req.state_dir);
+    let mut units: Vec<Unit> = req.jobs.iter().map(Unit::new).collect();
+    let mut existing = Vec::new();
+    for u in &mut units {
+        // vf never overwrites a marker it cannot use.
+        if let Some(m) = store.load(&u.job.plan.name)? {
+            existing.push(u.job.plan.name.clone());
+            u.adopt(&m);
+        }
+    }
+    if !req.resume && !existing.is_empty() {
+        return Err(VfError::usage(format!(
+            "units of this plan already have markers under {} ({}); continue them with --resume, or use another --state-dir",
+            req.state_dir.display(),
+            existing.join(", ")
+        )));
+    }
+    let mut notices = Vec::new();
+    if req.resume {
+        for u in units
+            .iter_mut()
+            .filter(|u| u.report.state == RunState::Waiting)
+        {
+            let name = u.job.plan.name.clone();
+            match orphans::take_over(&req.state_dir, &name, req.kill_grace) {
+                Ok(ended) => notices.extend(ended.iter().map(|f| {
+                    format!(
+                        "{name}: ended the engine left running by a dead vf (process group {})",
+                        f.pgid.unwrap_or(0)
+                    )
+                })),
+                Err(why) => u.refuse(why),
+            }
+        }
+    }
+    Ok(Run {
+        req,
+        store,
+        units,
+        notices,
+    })
+}
+
+impl Unit {
+    fn new(job: &Job) -> Unit {
+        Unit {
+            report: UnitReport {
+                unit: job.plan.name.clone(),
+                engine: job.engine,
+                state: RunState::Waiting,
+                ran: false,
+                start: None,
+                replay: None,
+                attempt: None,
+                session_id: None,
+                summary: None,
+                error: None,
+                duration_ms: None,
+            },
+            job: job.clone(),
+            started: None,
+        }
+    }
+
+    /// What an existing marker says (only used with `--resume`).
+    fn adopt(&mut self, m: &Marker) {
+        self.report.session_id = m.engine_session_id.clone();
+        self.report.attempt = Some(m.attempts);
+        if m.state == UnitState::Done {
+            self.report.state = RunState::Done;
+            self.report.summary = m.summary.clone();
+        } else if let Some(why) = owner_refusal(m) {
+            self.refuse(format!("it {why}"));
+        }
+    }
+
+    fn refuse(&mut self, why: String) {
+        self.report.state = RunState::Refused;
+        self.report.error = Some(why);
+    }
+}
+
+type Shared = Rc<RefCell<dyn Reporter>>;
+type Joined = (usize, Result<DispatchResult>);
+
+impl Run {
+    /// Every unit's report as it stands (before `execute`: skipped, refused or waiting).
+    pub fn reports(&self) -> Vec<UnitReport> {
+        self.units.iter().map(|u| u.report.clone()).collect()
+    }
+
+    /// Runs the DAG to its end (or to an interruption) on a fresh runtime.
+    pub fn execute(mut self, reporter: Shared) -> Result<PlanResult> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)?;
+        let local = tokio::task::LocalSet::new();
+        let interrupted = local.block_on(&rt, self.schedule(&reporter))?;
+        let units = self.reports();
+        let result = PlanResult {
+            kind: "orchestrate.result",
+            plan: self.req.plan.clone(),
+            ok: units.iter().all(|r| r.state == RunState::Done),
+            units,
+            interrupted,
+        };
+        reporter.borrow_mut().plan_result(&result);
+        Ok(result)
+    }
+
+    /// Runs the DAG; returns the signal's exit code if vf was interrupted.
+    async fn schedule(&mut self, reporter: &Shared) -> Result<Option<i32>> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let mut sigterm = signal(SignalKind::terminate())?;
+        let mut set: tokio::task::JoinSet<Joined> = tokio::task::JoinSet::new();
+        let mut interrupted: Option<i32> = None;
+        let mut ticker = tokio::time::interval(Duration::from_millis(250));
+        let ticks = reporter.borrow().wants_ticks();
+        loop {
+            if interrupted.is_none() {
+                self.start_ready(&mut set, reporter)?;
+            }
+            if set.is_empty() {
+                break;
+            }
+            tokio::select! {
+                joined = set.join_next() => {
+                    let Some(joined) = joined else { break };
+                    let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
+                    self.finish(i, r, reporter);
+                }
+                _ = sigint.recv() => { interrupted.get_or_insert(exit::SIGINT); }
+                _ = sigterm.recv() => { interrupted.get_or_insert(exit::SIGTERM); }
+                _ = ticker.tick(), if ticks => { reporter.borrow_mut().tick(); }
+            }
+        }
+        // Whatever never started stays without a (new) marker, ready for --resume.
+        for u in &mut self.units {
+            if u.report.state == RunState::Waiting {
+                u.report.state = RunState::NotStarted;
+            }
+        }
+        Ok(interrupted)
+    }
+
+    /// Blocks what cannot run and starts what can, until nothing changes.
+    fn start_ready(
+        &mut self,
+        set: &mut tokio::task::JoinSet<Joined>,
+        reporter: &Shared,
+    ) -> Result<()> {
+        loop {
+            let mut changed = false;
+            for i in 0..self.units.len() {
+                if self.units[i].report.state != RunState::Waiting {
+                    continue;
+                }
+                let deps = self.dep_states(i);
+                if let Some((d, s)) = deps.iter().find(|(_, s)| s.blocks_dependents()) {
+                    let why = format!("dependency {d:?} is {}", s.as_str());
+                    self.block(i, &why, reporter)?;
+                    changed = true;
+                } else if deps.iter().all(|(_, s)| *s == RunState::Done)
+                    && set.len() < self.req.parallel
+                {
+                    let spec = self.prepare(i)?;
+                    reporter.borrow_mut().started(i, &self.units[i].report);
+                    let mut sink = UnitSink {
+                        index: i,
+                        reporter: reporter.clone(),
+                    };
+                    set.spawn_local(async move { (i, dispatch::run(spec, &mut sink).await) });
+                    changed = true;
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Each dependency of unit `i` with its state (an unknown one counts as failed).
+    fn dep_states(&self, i: usize) -> Vec<(String, RunState)> {
+        self.units[i]
+            .job
+            .plan
+            .depends_on
+            .iter()
+            .map(|d| {
+                let s = self
+                    .units
+                    .iter()
+                    .find(|u| &u.job.plan.name == d)
+                    .map_or(RunState::Failed, |u| u.report.state);
+                (d.clone(), s)
+            })
+            .collect()
+    }
+
+    fn block(&mut self, i: usize, why: &str, reporter: &Shared) -> Result<()> {
+        let u = &mut self.units[i];
+        let name = &u.job.plan.name;
+        let mut m = match self.store.load(name)? {
+            Some(m) => m,
+            None => Marker::new(name, u.job.engine, &u.job.plan.cwd),
+        };
+        m.state = UnitState::Blocked;
+        m.error = Some(why.to_string());
+        m.reason = Some("dependency".into());
+        m.owner = None;
+        m.finished_at = Some(now_rfc3339());
+        self.store.save(&mut m)?;
+        u.report.state = RunState::Blocked;
+        u.report.error = Some(why.to_string());
+        reporter.borrow_mut().blocked(i, &u.report);
+        Ok(())
+    }
+
+    /// Chooses how the unit starts (fresh, exact resume, replay) and builds its spec.
+    fn prepare(&mut self, i: usize) -> Result<UnitSpec> {
+        let state_dir = &self.req.state_dir;
+        let u = &mut self.units[i];
+        let marker = match self.req.resume {
+            true => self.store.load(&u.job.plan.name)?,
+            false => None,
+        };
+        let (mut session, mut prompt, mut mode) =
+            (None, u.job.plan.prompt.clone(), StartMode::Fresh);
+        if let Some(m) = &marker {
+            match resolve_resume_id(m) {
+                Ok(id) if m.engine == u.job.engine => {
+                    session = Some(id);
+                    prompt = DEFAULT_RESUME_PROMPT.to_string();
+                    mode = StartMode::ExactResume;
+                }
+                _ => {
+                    let history = replay::load(state_dir, &u.job.plan.name);
+                    if let Some((p, counts)) = replay::prepend(&u.job.plan.name, &history, &prompt)
+                    {
+                        prompt = p;
+                        mode = StartMode::Replay;
+                        u.report.replay = Some(counts);
+                    }
+                }
+            }
+        }
+        u.report.start = Some(mode);
+        u.report.state = RunState::Running;
+        u.report.ran = true;
+        u.started = Some(Instant::now());
+        Ok(UnitSpec {
+            engine: u.job.engine,
+            unit: u.job.plan.name.clone(),
+            prompt,
+            session,
+            cwd: u.job.plan.cwd.clone(),
+            state_dir: state_dir.clone(),
+            skip_permissions: u.job.plan.skip_permissions,
+            engine_bin: None,
+            attachments: u.job.attachments.clone(),
+            stall_timeout: u.job.plan.stall_timeout,
+            timeout: u.job.plan.timeout,
+            kill_grace: self.req.kill_grace,
+            warnings: Vec::new(),
+            engine_reason: None,
+        })
+    }
+
+    fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) {
+        let u = &mut self.units[i];
+        u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
+        match &r {
+            Ok(res) => {
+                if let Err(e) = record_response(&self.req.state_dir, res) {
+                    let msg = format!("cannot record its response: {e}");
+                    reporter.borrow_mut().warning(i, &msg);
+                }
+                u.report.state = match res.state {
+                    UnitState::Done => RunState::Done,
+                    _ => RunState::Failed,
+                };
+                u.report.attempt = Some(res.attempt);
+                u.report.session_id = res.session_id.clone();
+                u.report.summary = res.summary.clone();
+                u.report.error = res.error.clone();
+            }
+            Err(e) => {
+                u.report.state = RunState::Failed;
+                u.report.error = Some(e.to_string());
+            }
+        }
+        reporter
+            .borrow_mut()
+            .finished(i, &u.report, r.as_ref().ok());
+    }
+}
+
+/// Keeps the attempt's public answer for a later replay (never the prompt).
+fn record_response(state_dir: &Path, res: &DispatchResult) -> std::io::Result<()> {
+    match res.answer.as_deref().filter(|a| !a.trim().is_empty()) {
+        Some(answer) => replay::record(
+            state_dir,
+            &res.unit,
+            res.engine,
+            res.attempt,
+            res.state,
+            answer,
+        ),
+        None => Ok(()),
+    }
+}
+
+/// One unit's live events, forwarded to the shared reporter.
+struct UnitSink {
+    index: usize,
+    reporter: Shared,
+}
+
+impl EventSink for UnitSink {
+    fn event(&mut self, event: &ConversationEvent) {
+        self.reporter.borrow_mut().event(self.index, event);
+    }
+
+    fn warning(&mut self, message: &str) {
+        self.reporter.borrow_mut().warning(self.index, message);
+    }
+}

@@ -12,6 +12,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde::Serialize;
 
+use crate::engine::EngineId;
 use crate::owned::{self, ProcRecord};
 use crate::procinfo::{self, Liveness, Presence};
 
@@ -51,6 +52,7 @@ pub struct Finding {
     pub record: PathBuf,
     pub unit: Option<String>,
     pub attempt: Option<u32>,
+    pub engine: Option<EngineId>,
     pub supervisor_pid: Option<u32>,
     pub cli_pid: Option<u32>,
     pub pgid: Option<i32>,
@@ -112,6 +114,7 @@ fn classify(path: &Path) -> Finding {
                 record: path.to_path_buf(),
                 unit: None,
                 attempt: None,
+                engine: None,
                 supervisor_pid: None,
                 cli_pid: None,
                 pgid: None,
@@ -129,6 +132,7 @@ fn classify(path: &Path) -> Finding {
         record: path.to_path_buf(),
         unit: Some(rec.unit.clone()),
         attempt: Some(rec.attempt),
+        engine: EngineId::parse(&rec.engine),
         supervisor_pid: Some(rec.supervisor.pid),
         cli_pid: Some(rec.cli.pid),
         pgid: Some(rec.pgid),

@@ -699,3 +699,90 @@ fn auto_engine_dispatch_takes_the_first_ready_capable_engine() {
     assert_eq!(r["state"], "done", "{r}");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// A process group whose leader has exited (and been reaped) while its child
+/// runs on; returns (pgid, the child's pid).
+fn leaderless_group() -> (i32, u32) {
+    use std::os::unix::process::CommandExt;
+    let mut leader = std::process::Command::new("sh");
+    leader
+        .args(["-c", "sleep 300 & exit 0"])
+        .stdout(std::process::Stdio::null())
+        .process_group(0);
+    let mut leader = leader.spawn().unwrap();
+    let pgid = leader.id() as i32;
+    leader.wait().unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if let [pid] = vf::orphans::group_members(pgid)[..] {
+            return (pgid, pid);
+        }
+        assert!(start.elapsed().as_secs() < 10, "no grandchild");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
+    let t = tempfile::tempdir().unwrap();
+    let bin = t.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    Fake::new(EngineId::Codex).install(&bin);
+    let state = t.path().join("state");
+    let (pgid, pid) = leaderless_group();
+    // The record of a vf that died (its start time no longer matches).
+    let mut rec = vf::owned::ProcRecord::new("left", 1, "codex", pgid as u32);
+    rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
+    let record = vf::owned::record_path(&state, "left", 1);
+    rec.save(&record).unwrap();
+    let run = |args: &[&str]| {
+        vf(&bin)
+            .env("VF_STATE_DIR", &state)
+            .arg("doctor")
+            .args(["-e", "codex"])
+            .args(args)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let json = run(&["--json"]);
+    let human = run(&[]);
+    let fixed = run(&["--fix"]);
+    let alive = vf::orphans::group_members(pgid) == vec![pid];
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    assert!(alive, "vf ended a group it cannot prove");
+
+    let reports = json_of(&json);
+    let group = &reports[0]["leftoverGroups"][0];
+    let age = group["leftover"]["members"][0]["ageSecs"].clone();
+    assert!(age.as_u64().is_some_and(|a| a < 60), "{group}");
+    let expected = serde_json::json!({
+        "record": record, "unit": "left", "attempt": 1, "engine": "codex",
+        "supervisorPid": std::process::id(), "cliPid": pgid, "pgid": pgid,
+        "class": "unproven", "reason": group["reason"], "action": "none", "detail": null,
+        "leftover": {
+            "members": [{"pid": pid, "command": "sleep 300", "ageSecs": age}],
+            "manual": format!("kill -TERM -- -{pgid}"),
+        },
+    });
+    assert_eq!(group, &expected);
+    assert!(
+        group["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not proven ours")
+    );
+
+    for out in [&human, &fixed] {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("kill -TERM -- -{pgid}")), "{text}");
+        assert!(
+            text.contains(&format!("pid {pid}")) && text.contains("sleep 300"),
+            "{text}"
+        );
+    }
+    assert!(
+        record.exists(),
+        "the record of an unproven group was released"
+    );
+}

@@ -1,12 +1,16 @@
 //! `vf doctor`: each engine's readiness on this machine, as a table or JSON.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
+
+use serde::Serialize;
 
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, EngineReport, Options, Verdict};
 use crate::engine::EngineId;
 use crate::error::{Result, exit};
+use crate::orphans::{self, Class, Finding};
 
 /// The auxiliary runtime reported alongside the engines.
 const AUX_RUNTIME: &str = "bun";
@@ -40,10 +44,18 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         return fix(&state_dir, args.json);
     }
     let probe_timeout = args.probe.then(|| Duration::from_secs(args.probe_timeout));
+    let findings = orphans::scan(&state_dir);
     if args.json {
         let mut reports = doctor::check(&ids, &opts);
         run_probes(&mut reports, probe_timeout)?;
-        super::print_json(&reports)?;
+        let shown: Vec<Reported> = reports
+            .iter()
+            .map(|r| Reported {
+                report: r,
+                leftover_groups: leftovers(&findings, Some(r.engine)).collect(),
+            })
+            .collect();
+        super::print_json(&shown)?;
         return Ok(code(&reports));
     }
     let (mut reports, aux) = std::thread::scope(|s| {
@@ -56,24 +68,82 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     });
     run_probes(&mut reports, probe_timeout)?;
     print_table(&reports, &aux)?;
-    let orphans = crate::orphans::scan(&state_dir)
-        .into_iter()
-        .filter(|f| f.class == crate::orphans::Class::Orphan)
-        .count();
-    if orphans > 0 {
-        writeln!(
-            std::io::stdout(),
-            "{orphans} orphaned engine process group(s) under {}: run `vf doctor --fix` to end them.",
-            state_dir.display()
-        )?;
-    }
+    print_orphans(&findings, &ids, &state_dir)?;
     Ok(code(&reports))
 }
 
+/// An engine's report, with the process groups its dead vf left behind that
+/// vf cannot prove are its own (listed so they can be ended by hand).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Reported<'a> {
+    #[serde(flatten)]
+    report: &'a EngineReport,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    leftover_groups: Vec<&'a Finding>,
+}
+
+/// Findings of leaderless groups (of `engine`'s records, when given).
+fn leftovers(findings: &[Finding], engine: Option<EngineId>) -> impl Iterator<Item = &Finding> {
+    findings
+        .iter()
+        .filter(move |f| f.leftover.is_some() && engine.is_none_or(|e| f.engine == Some(e)))
+}
+
+/// After the table: proven orphans (for `--fix`) and the leftover groups of
+/// the engines checked, with the command that ends each by hand.
+fn print_orphans(findings: &[Finding], ids: &[EngineId], state_dir: &Path) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let proven = findings.iter().filter(|f| f.class == Class::Orphan).count();
+    if proven > 0 {
+        writeln!(
+            out,
+            "{proven} orphaned engine process group(s) under {}: run `vf doctor --fix` to end them.",
+            state_dir.display()
+        )?;
+    }
+    for f in leftovers(findings, None).filter(|f| f.engine.is_some_and(|e| ids.contains(&e))) {
+        writeln!(
+            out,
+            "Process group {} of unit {} (attempt {}) outlived its vf and its CLI; vf cannot prove it is its own, so it leaves it alone:",
+            f.pgid.unwrap_or(0),
+            f.unit.as_deref().unwrap_or("?"),
+            f.attempt.unwrap_or(0)
+        )?;
+        write_leftover(&mut out, f)?;
+    }
+    Ok(())
+}
+
+/// The members of a finding's leftover group and how to end it by hand.
+fn write_leftover(out: &mut impl Write, f: &Finding) -> Result<()> {
+    let Some(left) = &f.leftover else {
+        return Ok(());
+    };
+    for m in &left.members {
+        let age = m.age_secs.map_or("?".to_string(), human_age);
+        writeln!(out, "  pid {:<8} up {:<8} {}", m.pid, age, m.command)?;
+    }
+    writeln!(
+        out,
+        "  end it by hand once you have checked it: {}",
+        left.manual
+    )?;
+    Ok(())
+}
+
+fn human_age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s / 60) % 60),
+    }
+}
+
 /// `vf doctor --fix`: end proven orphans, release stale records, leave the rest.
-fn fix(state_dir: &std::path::Path, json: bool) -> Result<i32> {
-    use crate::orphans::{Action, Class};
-    let findings = crate::orphans::fix(state_dir, crate::dispatch::UnitSpec::default_kill_grace());
+fn fix(state_dir: &Path, json: bool) -> Result<i32> {
+    use crate::orphans::Action;
+    let findings = orphans::fix(state_dir, crate::dispatch::UnitSpec::default_kill_grace());
     if json {
         super::print_json(&findings)?;
     } else {
@@ -108,6 +178,7 @@ fn fix(state_dir: &std::path::Path, json: bool) -> Result<i32> {
                     .map(|d| format!(" ({d})"))
                     .unwrap_or_default()
             )?;
+            write_leftover(&mut out, f)?;
         }
     }
     Ok(if findings.iter().any(|f| f.action == Action::Failed) {
@@ -225,4 +296,25 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// cli.rs may not import doctor or probe: their defaults are restated
+    /// there as the flags' own; this keeps the two equal.
+    #[test]
+    fn the_flags_defaults_are_the_cores_defaults() {
+        use std::time::Duration;
+        assert_eq!(
+            Duration::from_secs(crate::cli::DOCTOR_TIMEOUT_SECS),
+            crate::doctor::DEFAULT_TIMEOUT
+        );
+        assert_eq!(
+            Duration::from_secs(crate::cli::PROBE_TIMEOUT_SECS),
+            crate::probe::DEFAULT_PROBE_TIMEOUT
+        );
+        assert_eq!(super::human_age(59), "59s");
+        assert_eq!(super::human_age(61), "1m01s");
+        assert_eq!(super::human_age(7260), "2h01m");
+    }
 }

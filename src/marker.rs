@@ -275,15 +275,20 @@ impl MarkerStore {
         Ok(())
     }
 
-    /// Before an attempt writes its raw logs: none of its paths may be a
-    /// symbolic link (vf would write outside the state dir through it).
+    /// Before an attempt writes anything: none of the paths it writes in or
+    /// through (the unit's logs, and the state dir's `units/`, `procs/` and
+    /// `dispatch/` directories) may be a symbolic link, or vf would write
+    /// outside its state dir.
     pub fn check_attempt_paths(&self, unit: &str, attempt: u32) -> Result<()> {
         let logs = self.logs_dir(unit);
+        let state = self.dir.parent().unwrap_or(Path::new("."));
         let paths = [
             self.dir.clone(),
             logs.clone(),
             logs.join(format!("attempt-{attempt}.stdout.log")),
             logs.join(format!("attempt-{attempt}.stderr.log")),
+            state.join("procs"),
+            state.join("dispatch"),
         ];
         match paths.iter().find(|p| is_symlink(p)) {
             Some(p) => Err(VfError::state(format!(
@@ -467,5 +472,11 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("x"), &log).unwrap();
         assert!(store.check_attempt_paths("u1", 1).is_ok());
         assert!(store.check_attempt_paths("u1", 2).is_err());
+        // Nor the directories of process records and prompt files.
+        for dir in ["procs", "dispatch"] {
+            std::os::unix::fs::symlink(outside.path(), t.path().join(dir)).unwrap();
+            assert!(store.check_attempt_paths("u1", 1).is_err(), "{dir}");
+            std::fs::remove_file(t.path().join(dir)).unwrap();
+        }
     }
 }

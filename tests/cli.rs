@@ -87,3 +87,45 @@ fn help_and_version_succeed() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("vf "));
 }
+
+#[test]
+fn cli_rs_holds_clap_definitions_only() {
+    // Lower layers never import cli; cli imports only clap, std and engine types.
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cli.rs")).unwrap();
+    for layer in [
+        "crate::doctor",
+        "crate::probe",
+        "crate::dispatch",
+        "crate::commands",
+    ] {
+        assert!(!src.contains(layer), "cli.rs uses {layer}");
+    }
+}
+
+#[test]
+fn state_dir_and_output_flags_are_the_same_everywhere() {
+    // Help text with its wrapping undone.
+    let help = |cmd: &str| {
+        let out = vf().args([cmd, "--help"]).output().unwrap();
+        assert!(out.status.success(), "{cmd}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let state = "--state-dir <DIR> vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`) [env: VF_STATE_DIR";
+    let output = "--output <OUTPUT> Output format (default: human on a terminal, jsonl otherwise; for `orchestrate`, human is a live table)";
+    for cmd in ["dispatch", "resume", "orchestrate", "status", "doctor"] {
+        assert!(help(cmd).contains(state), "{cmd}: {}", help(cmd));
+        if matches!(cmd, "dispatch" | "resume" | "orchestrate") {
+            assert!(help(cmd).contains(output), "{cmd}: {}", help(cmd));
+            let out = vf()
+                .args([cmd, "x", "--json", "--output", "jsonl"])
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{cmd}: --json and --output conflict"
+            );
+        }
+    }
+}

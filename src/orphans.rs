@@ -452,47 +452,4 @@ mod tests {
         assert_eq!(json[2]["class"], "stale");
         assert!(json[0]["supervisorPid"].is_number());
     }
-
-    #[test]
-    fn a_group_outliving_its_leader_is_unproven_but_listed() {
-        use std::os::unix::process::CommandExt;
-        let t = tempfile::tempdir().unwrap();
-        // The leader starts a grandchild and exits; it is reaped at once (as
-        // init would after vf died), leaving a group without its leader.
-        let mut leader = std::process::Command::new("sh");
-        leader
-            .args(["-c", "sleep 300 & exit 0"])
-            .stdout(std::process::Stdio::null())
-            .process_group(0);
-        let mut leader = leader.spawn().unwrap();
-        let pgid = leader.id() as i32;
-        leader.wait().unwrap();
-        let start = std::time::Instant::now();
-        while group_members(pgid).is_empty() {
-            assert!(start.elapsed() < Duration::from_secs(10), "no grandchild");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let mut rec = ProcRecord::new("left", 1, "codex", pgid as u32);
-        rec.supervisor = dead_supervisor();
-        write(t.path(), "left-1", &rec);
-
-        let found = fix(t.path(), Duration::from_millis(100));
-        let took = take_over(t.path(), "left", Duration::from_millis(100));
-        let members = group_members(pgid);
-        nix::sys::signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL).unwrap();
-        assert_eq!(found.len(), 1);
-        let f = &found[0];
-        assert_eq!(
-            (f.class, f.action),
-            (Class::Unproven, Action::None),
-            "{f:#?}"
-        );
-        let left = f.leftover.as_ref().expect("the leftover group is listed");
-        assert_eq!(left.manual, format!("kill -TERM -- -{pgid}"));
-        let pids: Vec<u32> = left.members.iter().map(|m| m.pid).collect();
-        assert_eq!(pids, members, "fix must not have touched the group");
-        assert!(left.members[0].command.contains("sleep 300"), "{left:?}");
-        assert!(left.members[0].age_secs.is_some_and(|a| a < 60), "{left:?}");
-        assert!(took.unwrap_err().contains("vf doctor --fix"));
-    }
 }

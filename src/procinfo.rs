@@ -177,7 +177,7 @@ impl ProcIdentity {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -202,17 +202,21 @@ mod tests {
         assert_eq!(other_host.liveness(), Liveness::Unknown);
     }
 
-    #[test]
-    fn a_zombie_is_dead_but_still_present() {
-        // A child that exits and is not reaped (yet) is a zombie.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
+    /// A child that has exited and is not reaped (yet): a zombie.
+    pub(crate) fn zombie() -> std::process::Child {
+        let child = std::process::Command::new("true").spawn().unwrap();
         let start = std::time::Instant::now();
-        while !stat(pid).is_some_and(|s| s.is_zombie()) {
+        while !stat(child.id()).is_some_and(|s| s.is_zombie()) {
             assert!(start.elapsed() < std::time::Duration::from_secs(10));
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let id = ProcIdentity::of(pid);
+        child
+    }
+
+    #[test]
+    fn a_zombie_is_dead_but_still_present() {
+        let mut child = zombie();
+        let id = ProcIdentity::of(child.id());
         assert!(id.start_time.is_some());
         assert_eq!(id.presence(), Presence::Zombie);
         assert_eq!(id.liveness(), Liveness::Dead);

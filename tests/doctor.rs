@@ -9,6 +9,8 @@ use assert_cmd::Command;
 use serde_json::Value;
 use vf::engine::EngineId;
 
+mod common;
+
 /// A fake engine CLI: what it does on `--version` and which flags its help omits.
 struct Fake {
     id: EngineId,
@@ -700,28 +702,6 @@ fn auto_engine_dispatch_takes_the_first_ready_capable_engine() {
     assert_eq!(out.status.code(), Some(0));
 }
 
-/// A process group whose leader has exited (and been reaped) while its child
-/// runs on; returns (pgid, the child's pid).
-fn leaderless_group() -> (i32, u32) {
-    use std::os::unix::process::CommandExt;
-    let mut leader = std::process::Command::new("sh");
-    leader
-        .args(["-c", "sleep 300 & exit 0"])
-        .stdout(std::process::Stdio::null())
-        .process_group(0);
-    let mut leader = leader.spawn().unwrap();
-    let pgid = leader.id() as i32;
-    leader.wait().unwrap();
-    let start = std::time::Instant::now();
-    loop {
-        if let [pid] = vf::orphans::group_members(pgid)[..] {
-            return (pgid, pid);
-        }
-        assert!(start.elapsed().as_secs() < 10, "no grandchild");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
     let t = tempfile::tempdir().unwrap();
@@ -729,7 +709,7 @@ fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
     std::fs::create_dir(&bin).unwrap();
     Fake::new(EngineId::Codex).install(&bin);
     let state = t.path().join("state");
-    let (pgid, pid) = leaderless_group();
+    let (pgid, pid) = common::leaderless_group();
     // The record of a vf that died (its start time no longer matches).
     let mut rec = vf::owned::ProcRecord::new("left", 1, "codex", pgid as u32);
     rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);

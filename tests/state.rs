@@ -2,7 +2,6 @@
 //! markers, hostile process records, zombie owners, orphans left by a
 //! kill -9'd vf before `vf resume`, and temporaries left by a crash.
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -189,16 +188,6 @@ fn a_future_format_marker_is_refused_untouched_and_shown() {
     assert_eq!(std::fs::read(env.marker_path("u")).unwrap(), before);
 }
 
-/// A child that has exited and is not reaped: a zombie with the identity it had.
-fn zombie() -> std::process::Child {
-    let child = Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    wait_for("a zombie", Duration::from_secs(10), || {
-        vf::procinfo::stat(pid).is_some_and(|s| s.is_zombie())
-    });
-    child
-}
-
 #[test]
 fn a_zombie_vf_is_not_a_live_owner() {
     let env = Env::new();
@@ -256,23 +245,6 @@ fn resume_ends_the_orphan_of_a_killed_vf_first() {
     assert!(vf::orphans::scan(&env.state()).is_empty());
 }
 
-/// A process group whose leader has exited (and been reaped) while a child
-/// of it runs on, as a CLI leaves it when it dies before its tools.
-fn leaderless_group() -> i32 {
-    let mut leader = Command::new("sh");
-    leader
-        .args(["-c", "sleep 300 & exit 0"])
-        .stdout(Stdio::null())
-        .process_group(0);
-    let mut leader = leader.spawn().unwrap();
-    let pgid = leader.id() as i32;
-    leader.wait().unwrap();
-    wait_for("the grandchild", Duration::from_secs(10), || {
-        !vf::orphans::group_members(pgid).is_empty()
-    });
-    pgid
-}
-
 /// A record of `unit`'s attempt 1 whose vf died, with `pgid` as its CLI.
 fn dead_vf_record(state: &Path, unit: &str, pgid: i32) {
     let mut rec = vf::owned::ProcRecord::new(unit, 1, "codex", pgid as u32);
@@ -284,7 +256,7 @@ fn dead_vf_record(state: &Path, unit: &str, pgid: i32) {
 fn resume_refuses_while_an_unproven_group_of_the_unit_runs() {
     let env = Env::new();
     env.save(&mut env.marker("b", vf::marker::UnitState::Failed));
-    let pgid = leaderless_group();
+    let (pgid, _) = leaderless_group();
     dead_vf_record(&env.state(), "b", pgid);
     let out = env.run(&["resume", "b", "--output", "json"]);
     let alive = !vf::orphans::group_members(pgid).is_empty();
@@ -299,7 +271,7 @@ fn resume_refuses_while_an_unproven_group_of_the_unit_runs() {
 #[test]
 fn a_hostile_process_record_is_corrupt_and_never_acted_on() {
     let env = Env::new();
-    let pgid = leaderless_group();
+    let (pgid, _) = leaderless_group();
     // Named for unit `a`, claiming unit `b`: its fields are not trusted.
     let mut rec = vf::owned::ProcRecord::new("b", 1, "codex", pgid as u32);
     rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);

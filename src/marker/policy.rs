@@ -135,14 +135,8 @@ mod tests {
 
     #[test]
     fn a_zombie_vf_is_no_owner() {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        let start = std::time::Instant::now();
-        while !crate::procinfo::stat(pid).is_some_and(|s| s.is_zombie()) {
-            assert!(start.elapsed() < std::time::Duration::from_secs(10));
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        let m = running(ProcIdentity::of(pid));
+        let mut child = crate::procinfo::tests::zombie();
+        let m = running(ProcIdentity::of(child.id()));
         assert_eq!(owner_refusal(&m), None);
         assert!(refuse_if_owned("u", &m).is_ok());
         child.wait().unwrap();

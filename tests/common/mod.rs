@@ -79,3 +79,40 @@ pub fn signal(pid: i32, sig: i32) -> bool {
 pub fn group_alive(pgid: i32) -> bool {
     signal(-pgid, 0)
 }
+
+/// A child that has exited and is not reaped: a zombie with the identity it had.
+pub fn zombie() -> std::process::Child {
+    let child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    wait_for("a zombie", Duration::from_secs(10), || {
+        vf::procinfo::stat(pid).is_some_and(|s| s.is_zombie())
+    });
+    child
+}
+
+/// A process group whose leader has exited (and been reaped, as init does
+/// once vf is gone) while its child runs on: `(pgid, the child's pid)`.
+pub fn leaderless_group() -> (i32, u32) {
+    use std::os::unix::process::CommandExt;
+    let mut leader = Command::new("sh");
+    leader
+        .args(["-c", "sleep 300 & exit 0"])
+        .stdout(Stdio::null())
+        .process_group(0);
+    let mut leader = leader.spawn().unwrap();
+    let pgid = leader.id() as i32;
+    leader.wait().unwrap();
+    let mut child = 0;
+    wait_for(
+        "the grandchild",
+        Duration::from_secs(10),
+        || match vf::orphans::group_members(pgid)[..] {
+            [pid] => {
+                child = pid;
+                true
+            }
+            _ => false,
+        },
+    );
+    (pgid, child)
+}

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::attach::{EngineChoice, RangeSpec};
+use crate::engine::choice::EngineChoice;
 use crate::engine::{EngineId, OutputTransport};
+use crate::private::RangeSpec;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -100,7 +100,7 @@ fn classify(path: &Path) -> Finding {
             };
         }
     };
-    let (class, reason) = judge(&rec);
+    let (class, reason) = class_of(&rec);
     Finding {
         record: path.to_path_buf(),
         unit: Some(rec.unit.clone()),
@@ -115,7 +115,7 @@ fn classify(path: &Path) -> Finding {
     }
 }
 
-fn judge(rec: &ProcRecord) -> (Class, String) {
+fn class_of(rec: &ProcRecord) -> (Class, String) {
     match rec.supervisor.liveness() {
         Liveness::Alive => {
             return (
@@ -223,7 +223,7 @@ pub fn fix_where(
                         continue;
                     }
                 };
-                if judge(&rec).0 != Class::Orphan {
+                if class_of(&rec).0 != Class::Orphan {
                     f.detail = Some("no longer a proven orphan; left alone".into());
                     continue;
                 }

@@ -16,14 +16,15 @@ use super::resume::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
+use crate::engine::choice::EngineChoice;
 use crate::engine::{Attachment, EngineId};
 use crate::error::{Result, VfError, exit};
 use crate::frames::ConversationEvent;
 use crate::fsutil::now_rfc3339;
+use crate::history;
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::{self, PlanUnit};
 use crate::procinfo::Liveness;
-use crate::replay;
 use crate::state;
 
 /// A unit's place in this run.
@@ -61,7 +62,7 @@ pub struct UnitReport {
     /// False for units skipped because they were already done.
     pub ran: bool,
     pub start: Option<StartMode>,
-    pub replay: Option<replay::Counts>,
+    pub replay: Option<history::Counts>,
     pub attempt: Option<u32>,
     pub session_id: Option<String>,
     pub summary: Option<Value>,
@@ -101,7 +102,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     let ready = plan
         .units
         .iter()
-        .any(|u| u.engine == attach::EngineChoice::Auto)
+        .any(|u| u.engine == EngineChoice::Auto)
         .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
     let is_ready = |e| {
         ready
@@ -110,7 +111,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     };
     let mut units: Vec<Unit> = Vec::with_capacity(plan.units.len());
     for u in &plan.units {
-        let p = attach::plan(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
+        let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         let engine = p.pick.engine;
         units.push(Unit {
@@ -475,8 +476,8 @@ fn prepare(ctx: &Ctx, store: &MarkerStore, ui: &Rc<RefCell<Ui>>, i: usize) -> Re
                 mode = StartMode::ExactResume;
             }
             _ => {
-                let history = replay::load(&ctx.state_dir, &u.plan.name);
-                if let Some((p, counts)) = replay::prepend(&u.plan.name, &history, &prompt) {
+                let history = history::load(&ctx.state_dir, &u.plan.name);
+                if let Some((p, counts)) = history::prepend(&u.plan.name, &history, &prompt) {
                     prompt = p;
                     mode = StartMode::Replay;
                     u.report.replay = Some(counts);
@@ -513,7 +514,7 @@ fn finish(ctx: &Ctx, ui: &Rc<RefCell<Ui>>, i: usize, r: Result<DispatchResult>) 
     match r {
         Ok(res) => {
             if let Some(answer) = res.answer.as_deref().filter(|a| !a.trim().is_empty())
-                && let Err(e) = replay::record(
+                && let Err(e) = history::record(
                     &ctx.state_dir,
                     &res.unit,
                     res.engine,

@@ -16,6 +16,7 @@ use crate::error::{Result, VfError};
 use crate::version::Version;
 
 pub mod agy;
+pub mod choice;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
@@ -143,6 +144,52 @@ impl AttachmentKind {
             AttachmentKind::Image => "image",
             AttachmentKind::Document => "document",
         }
+    }
+
+    /// The distinct kinds among `kinds`, in a stable order (text, image, document).
+    pub fn distinct(kinds: &[AttachmentKind]) -> Vec<AttachmentKind> {
+        [
+            AttachmentKind::Text,
+            AttachmentKind::Image,
+            AttachmentKind::Document,
+        ]
+        .into_iter()
+        .filter(|k| kinds.contains(k))
+        .collect()
+    }
+
+    /// Engines that accept this kind, in support-matrix order.
+    pub fn accepting(self) -> Vec<EngineId> {
+        EngineId::ALL
+            .into_iter()
+            .filter(|e| e.engine().spec().attachment_kinds.contains(&self))
+            .collect()
+    }
+}
+
+/// `claude, codex` (or `none`), for messages.
+pub fn engine_list(es: &[EngineId]) -> String {
+    if es.is_empty() {
+        "none".to_string()
+    } else {
+        es.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Refuses, before anything is spawned, a kind `engine` does not accept,
+/// naming the engines that would.
+pub fn check_attachment_kinds(engine: EngineId, kinds: &[AttachmentKind]) -> Result<()> {
+    let accepted = engine.engine().spec().attachment_kinds;
+    match AttachmentKind::distinct(kinds)
+        .into_iter()
+        .find(|k| !accepted.contains(k))
+    {
+        Some(k) => Err(VfError::usage(format!(
+            "{engine}: {} attachments are not supported (engines that accept them: {})",
+            k.as_str(),
+            engine_list(&k.accepting())
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -350,25 +397,8 @@ pub fn check_request(engine: &dyn Engine, req: &Request<'_>) -> Result<()> {
             )));
         }
     }
-    for a in req.attachments {
-        if !spec.attachment_kinds.contains(&a.kind) {
-            let accepting: Vec<&str> = EngineId::ALL
-                .iter()
-                .filter(|e| e.engine().spec().attachment_kinds.contains(&a.kind))
-                .map(|e| e.as_str())
-                .collect();
-            return Err(VfError::usage(format!(
-                "{}: {} attachments are not supported (engines that accept them: {})",
-                spec.id,
-                a.kind.as_str(),
-                if accepting.is_empty() {
-                    "none".to_string()
-                } else {
-                    accepting.join(", ")
-                }
-            )));
-        }
-    }
+    let kinds: Vec<AttachmentKind> = req.attachments.iter().map(|a| a.kind).collect();
+    check_attachment_kinds(spec.id, &kinds)?;
     Ok(())
 }
 

@@ -8,8 +8,10 @@ pub mod copilot;
 pub mod gemini;
 pub mod opencode;
 
-use super::Level;
-use super::manifest::{LifecycleSpec, Rule, StatusSpec, Tpl};
+use super::event::Level;
+use super::manifest::{LifecycleSpec, Manifest, Rule, StatusSpec, Tpl};
+use crate::engine::EngineId;
+use crate::version::Version;
 
 pub(crate) const fn status(level: Level, label: &'static str, detail: Tpl) -> Rule {
     Rule::Status(StatusSpec {
@@ -33,4 +35,117 @@ pub(crate) const fn error(label: &'static str, detail: Tpl) -> Rule {
 
 pub(crate) const fn lifecycle(spec: LifecycleSpec) -> Rule {
     Rule::Lifecycle(spec)
+}
+
+/// All families of one CLI, oldest first.
+pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
+    match cli {
+        EngineId::Codex => codex::FAMILIES,
+        EngineId::Claude => claude::FAMILIES,
+        EngineId::Gemini => gemini::FAMILIES,
+        EngineId::Opencode => opencode::FAMILIES,
+        EngineId::Copilot => copilot::FAMILIES,
+        EngineId::Agy => agy::FAMILIES,
+    }
+}
+
+/// The manifest chosen for a CLI version.
+#[derive(Debug)]
+pub struct Resolved {
+    pub manifest: &'static Manifest,
+    /// The version string reported in events (`0.171.x` when unknown).
+    pub cli_version: String,
+    /// Set when the version has no family of its own.
+    pub warning: Option<String>,
+}
+
+/// Exact version → its family; a version without a family (or no version)
+/// → the newest family, with a warning when a version was given.
+pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
+    let fams = families(cli);
+    let newest = *fams
+        .last()
+        .expect("every CLI has at least one manifest family");
+    match version {
+        None => Resolved {
+            manifest: newest,
+            cli_version: format!("{}.x", newest.family()),
+            warning: None,
+        },
+        Some(v) => match fams.iter().find(|m| (m.major, m.minor) == v.family()) {
+            Some(m) => Resolved {
+                manifest: m,
+                cli_version: v.to_string(),
+                warning: None,
+            },
+            None => Resolved {
+                manifest: newest,
+                cli_version: v.to_string(),
+                warning: Some(format!(
+                    "{cli} {v} is unverified: no manifest family {}.{}, using the newest ({})",
+                    v.major,
+                    v.minor,
+                    newest.family()
+                )),
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frames::manifest::Entry;
+
+    fn check_unique(entries: &[Entry], ctx: &str) {
+        for (i, e) in entries.iter().enumerate() {
+            assert!(
+                !entries[..i].iter().any(|o| o.kind == e.kind),
+                "{ctx}: duplicate kind {}",
+                e.kind
+            );
+            let nested = match &e.rule {
+                Rule::Nested(n) => Some(n),
+                _ => None,
+            };
+            if let Some(n) = nested {
+                check_unique(n.entries, &format!("{ctx}/{}", e.kind));
+            }
+        }
+    }
+
+    #[test]
+    fn families_are_ordered_and_tables_have_unique_kinds() {
+        for cli in EngineId::ALL {
+            let fams = families(cli);
+            assert!(!fams.is_empty());
+            for w in fams.windows(2) {
+                assert!((w[0].major, w[0].minor) < (w[1].major, w[1].minor), "{cli}");
+            }
+            for m in fams {
+                assert_eq!(m.cli, cli);
+                for t in m.transports {
+                    check_unique(
+                        t.entries,
+                        &format!("{cli} {} {:?}", m.family(), t.transport),
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn resolution_picks_family_or_newest_with_warning() {
+        let v = |s| Version::parse(s).unwrap();
+        let r = resolve(EngineId::Codex, Some(&v("0.146.9")));
+        assert_eq!(
+            (r.manifest.family(), r.warning.is_none()),
+            ("0.146".into(), true)
+        );
+        let r = resolve(EngineId::Codex, Some(&v("0.100.0")));
+        assert_eq!(r.manifest.family(), "0.171");
+        assert!(r.warning.unwrap().contains("unverified"));
+        let r = resolve(EngineId::Claude, None);
+        assert_eq!(r.cli_version, "2.1.x");
+    }
 }

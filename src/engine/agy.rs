@@ -6,10 +6,9 @@
 
 use super::{
     Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport, PromptTransport, Request,
-    Spec, Tracker, check_request,
+    SessionIds, Spec, Tracker, check_request,
 };
 use crate::error::Result;
-use crate::version::Version;
 
 pub struct Agy;
 
@@ -29,6 +28,8 @@ static SPEC: Spec = Spec {
         label: "-p",
     }],
     install_hint: "install Antigravity and put `agy` on PATH",
+    session_ids: SessionIds::None,
+    resumable_after_answer: false,
 };
 
 impl Engine for Agy {
@@ -48,14 +49,6 @@ impl Engine for Agy {
             warnings,
             ..Invocation::over_argv(SPEC.binary, vec!["-p".into(), req.prompt.to_string()], req)
         })
-    }
-
-    fn valid_session_id(&self, _id: &str) -> bool {
-        false
-    }
-
-    fn exact_resume(&self, _version: Option<&Version>) -> bool {
-        false
     }
 
     fn tracker(&self) -> Box<dyn Tracker> {

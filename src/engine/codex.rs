@@ -9,10 +9,9 @@ use serde_json::Value;
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport,
-    PromptTransport, Request, Spec, Tracker, check_request, is_uuid, str_at,
+    PromptTransport, Request, SessionIds, Spec, Tracker, check_request, is_uuid, str_at,
 };
 use crate::error::Result;
-use crate::version::Version;
 
 pub struct Codex;
 
@@ -54,6 +53,8 @@ static SPEC: Spec = Spec {
         },
     ],
     install_hint: "npm install -g @openai/codex",
+    session_ids: SessionIds::Uuid,
+    resumable_after_answer: false,
 };
 
 impl Engine for Codex {
@@ -81,14 +82,6 @@ impl Engine for Codex {
         }
         args.push("-".into());
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
-    }
-
-    fn valid_session_id(&self, id: &str) -> bool {
-        is_uuid(id)
-    }
-
-    fn exact_resume(&self, _version: Option<&Version>) -> bool {
-        true
     }
 
     fn tracker(&self) -> Box<dyn Tracker> {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport,
-    PromptTransport, Request, Spec, Tracker, check_request, is_uuid, str_at,
+    PromptTransport, Request, SessionIds, Spec, Tracker, check_request, is_uuid, str_at,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -80,6 +80,8 @@ static SPEC: Spec = Spec {
         },
     ],
     install_hint: "npm install -g @github/copilot",
+    session_ids: SessionIds::Uuid,
+    resumable_after_answer: false,
 };
 
 impl Copilot {
@@ -151,10 +153,6 @@ impl Engine for Copilot {
             warnings,
             ..Invocation::over_argv(SPEC.binary, args, req)
         })
-    }
-
-    fn valid_session_id(&self, id: &str) -> bool {
-        is_uuid(id)
     }
 
     fn exact_resume(&self, version: Option<&Version>) -> bool {

@@ -9,10 +9,9 @@ use serde_json::Value;
 
 use super::{
     Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport, PromptTransport, Request,
-    Spec, Tracker, check_request, is_uuid, str_at,
+    SessionIds, Spec, Tracker, check_request, is_uuid, str_at,
 };
 use crate::error::Result;
-use crate::version::Version;
 
 pub struct Gemini;
 
@@ -45,6 +44,8 @@ static SPEC: Spec = Spec {
         },
     ],
     install_hint: "npm install -g @google/gemini-cli",
+    session_ids: SessionIds::Uuid,
+    resumable_after_answer: true,
 };
 
 impl Engine for Gemini {
@@ -63,14 +64,6 @@ impl Engine for Gemini {
             args.push(SPEC.skip_permissions_flag.unwrap().into());
         }
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
-    }
-
-    fn valid_session_id(&self, id: &str) -> bool {
-        is_uuid(id)
-    }
-
-    fn exact_resume(&self, _version: Option<&Version>) -> bool {
-        true
     }
 
     fn tracker(&self) -> Box<dyn Tracker> {

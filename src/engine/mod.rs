@@ -204,6 +204,30 @@ pub struct FlagCheck {
     pub label: &'static str,
 }
 
+/// The shape of an engine's native session ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionIds {
+    /// No session vf could name (agy): no exact resume.
+    None,
+    /// Canonical UUIDs (8-4-4-4-12 hex).
+    Uuid,
+    /// `prefix` followed by exactly `len` ASCII alphanumerics (opencode `ses_…`).
+    Prefixed { prefix: &'static str, len: usize },
+}
+
+impl SessionIds {
+    pub fn matches(self, id: &str) -> bool {
+        match self {
+            SessionIds::None => false,
+            SessionIds::Uuid => is_uuid(id),
+            SessionIds::Prefixed { prefix, len } => id.strip_prefix(prefix).is_some_and(|rest| {
+                rest.len() == len && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+            }),
+        }
+    }
+}
+
 /// Static facts about an engine.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -227,6 +251,13 @@ pub struct Spec {
     pub required_flags: &'static [FlagCheck],
     /// The package the CLI installs from, for messages (`npm i -g ...`).
     pub install_hint: &'static str,
+    /// The shape of native session ids: checked before an id is passed on, and
+    /// on every id read from the output (others are ignored).
+    pub session_ids: SessionIds,
+    /// The CLI keeps a session only once the model has answered (gemini: `-r`
+    /// on the id of a run whose first request failed exits 42). Until then the
+    /// id is reported but is no resume authority.
+    pub resumable_after_answer: bool,
 }
 
 /// A file handed to the engine.
@@ -348,10 +379,14 @@ pub trait Engine: Sync {
     fn build(&self, req: &Request<'_>) -> Result<Invocation>;
 
     /// True when `id` has the shape of this engine's native session ids.
-    fn valid_session_id(&self, id: &str) -> bool;
+    fn valid_session_id(&self, id: &str) -> bool {
+        self.spec().session_ids.matches(id)
+    }
 
     /// Whether `--session ID` can resume exactly that native session.
-    fn exact_resume(&self, _version: Option<&Version>) -> bool;
+    fn exact_resume(&self, _version: Option<&Version>) -> bool {
+        self.spec().session_ids != SessionIds::None
+    }
 
     fn tracker(&self) -> Box<dyn Tracker>;
 

@@ -8,10 +8,9 @@ use serde_json::Value;
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport,
-    PromptTransport, Request, Spec, Tracker, check_request, str_at,
+    PromptTransport, Request, SessionIds, Spec, Tracker, check_request, str_at,
 };
 use crate::error::Result;
-use crate::version::Version;
 
 pub struct Opencode;
 
@@ -52,6 +51,11 @@ static SPEC: Spec = Spec {
         },
     ],
     install_hint: "npm install -g opencode-ai",
+    session_ids: SessionIds::Prefixed {
+        prefix: "ses_",
+        len: 26,
+    },
+    resumable_after_answer: false,
 };
 
 impl Engine for Opencode {
@@ -75,14 +79,6 @@ impl Engine for Opencode {
             args.push(format!("--file={}", a.path.display()));
         }
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
-    }
-
-    fn valid_session_id(&self, id: &str) -> bool {
-        valid_id(id)
-    }
-
-    fn exact_resume(&self, _version: Option<&Version>) -> bool {
-        true
     }
 
     fn tracker(&self) -> Box<dyn Tracker> {

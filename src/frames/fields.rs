@@ -45,33 +45,45 @@ pub(super) fn src(s: Src, root: &Value) -> String {
     }
 }
 
-pub(super) fn status_of(s: &StatusSrc, root: &Value) -> String {
+/// A tool result's status, and whether it says the tool failed.
+pub(super) fn status_of(s: &StatusSrc, root: &Value) -> (String, bool) {
+    let done = || ("completed".to_string(), false);
     match s {
         StatusSrc::Path(p) => match nonempty(field(root, p)) {
-            Some("success") => "completed".into(),
-            Some(st) => cut(st, 40).to_string(),
-            None => "completed".into(),
+            Some("success") | None => done(),
+            Some(st) => (cut(st, 40).to_string(), st == "error"),
         },
         StatusSrc::ErrorFlag(p) => {
             if field(root, p).and_then(Value::as_bool) == Some(true) {
-                "error".into()
+                ("error".into(), true)
             } else {
-                "completed".into()
+                done()
             }
         }
         StatusSrc::SuccessFlag { flag, code } => {
             if field(root, flag).and_then(Value::as_bool) == Some(false) {
-                nonempty(field(root, code)).map_or_else(|| "error".into(), |c| cut(c, 40).into())
+                let st = nonempty(field(root, code))
+                    .map_or_else(|| "error".into(), |c| cut(c, 40).into());
+                (st, true)
             } else {
-                "completed".into()
+                done()
             }
         }
     }
 }
 
+/// The first of `paths` that holds a non-empty string.
+pub(super) fn first_text(root: &Value, paths: &[Path]) -> Option<String> {
+    paths
+        .iter()
+        .find_map(|p| nonempty(field(root, p)))
+        .map(str::to_string)
+}
+
 pub(super) fn cond(c: &Cond, root: &Value) -> bool {
     match c {
         Cond::True(p) => field(root, p).and_then(Value::as_bool) == Some(true),
+        Cond::StrEq(p, s) => field(root, p).and_then(Value::as_str) == Some(*s),
         Cond::StrNe(p, s) => field(root, p).and_then(Value::as_str) != Some(*s),
         Cond::NonZero(p) => field(root, p)
             .and_then(Value::as_i64)

@@ -54,6 +54,7 @@ pub enum StatusSrc {
 #[derive(Debug, Clone, Copy)]
 pub enum Cond {
     True(Path),
+    StrEq(Path, &'static str),
     StrNe(Path, &'static str),
     NonZero(Path),
     Exists(Path),
@@ -84,6 +85,9 @@ pub struct StatusSpec {
     pub level: Level,
     pub label: &'static str,
     pub detail: Tpl,
+    /// The detail explains a failure decided elsewhere (a non-zero exit, a
+    /// failing row without a message of its own): codex's top-level `error`.
+    pub explains_failure: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -95,12 +99,19 @@ pub struct LifecycleSpec {
     pub always_failed: bool,
     /// Detail shown on failure.
     pub failed_detail: Tpl,
-    pub session: Path,
+    /// The failure in the engine's words: the first of these that is a
+    /// non-empty string (the run's error text; `failed_detail` is for display).
+    pub error: &'static [Path],
+    /// The row shows the frame's session id (read at the manifest's `session`).
+    pub shows_session: bool,
     pub usage: Path,
     /// The final answer carried by this frame (claude `result`, gemini json document).
     pub answer: Path,
     /// This frame ends a turn: the pending agent message is the final answer.
     pub ends_turn: bool,
+    /// When this is the last closing frame, the run was cut short: the CLI
+    /// always goes on after it (opencode's step ending in `tool-calls`).
+    pub cut_short_if: Option<Cond>,
 }
 
 impl LifecycleSpec {
@@ -110,10 +121,12 @@ impl LifecycleSpec {
         failed_if: None,
         always_failed: false,
         failed_detail: "",
-        session: &[],
+        error: &[],
+        shows_session: false,
         usage: &[],
         answer: &[],
         ends_turn: false,
+        cut_short_if: None,
     };
 }
 
@@ -208,6 +221,11 @@ pub struct Manifest {
     pub verified: &'static [&'static str],
     /// Where the top-level kind is read.
     pub kind: Path,
+    /// Where a frame names the session, read on every frame (top level).
+    pub session: Path,
+    /// What a stream that no row closed lacks, for the failure message
+    /// ("the stream ended without a result frame").
+    pub closing: &'static str,
     /// Top-level kinds whose kind is `type/<subkind>` (claude `system/init`).
     pub subkinds: &'static [(&'static str, Path)],
     pub transports: &'static [TransportTable],

@@ -16,6 +16,8 @@ mod projector;
 pub mod reader;
 pub mod render;
 mod rules;
+mod tracker;
 
 pub use event::{ConversationEvent, Level, RawRange, ToolCall};
 pub use projector::Projector;
+pub use tracker::Tracker;

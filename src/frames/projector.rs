@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::event::{ConversationEvent, Level, RawRange, ToolCall};
 use super::manifest::{Entry, Manifest};
 use super::manifests;
-use crate::engine::{EngineId, OutputTransport, Tracker};
+use super::tracker::Tracker;
+use crate::engine::{EngineId, OutputTransport};
 use crate::text::cut;
 use crate::version::Version;
 
@@ -74,7 +75,11 @@ pub(super) struct Burst {
 
 /// Streaming projector for one CLI's stdout.
 pub struct Projector {
-    pub(super) tracker: Box<dyn Tracker>,
+    pub(super) tracker: Tracker,
+    /// The engine's own tracker, kept beside the generic one until they are proven equal.
+    pub(super) legacy: Box<dyn crate::engine::Tracker>,
+    /// The session id the current frame names (at the manifest's `session`).
+    pub(super) frame_session: Option<String>,
     pub(super) cli: EngineId,
     pub(super) manifest: &'static Manifest,
     pub(super) table: Option<&'static [Entry]>,
@@ -118,7 +123,9 @@ impl Projector {
             ));
         }
         Projector {
-            tracker: engine.engine().tracker(),
+            tracker: Tracker::new(engine, transport, resolved.manifest.closing),
+            legacy: engine.engine().tracker(),
+            frame_session: None,
             cli: engine,
             manifest: resolved.manifest,
             table,
@@ -146,7 +153,8 @@ impl Projector {
         let n = self.line;
         let mut out = std::mem::take(&mut self.startup);
         if self.transport == OutputTransport::Text {
-            self.tracker.observe_text(&String::from_utf8_lossy(raw));
+            self.legacy.observe_text(&String::from_utf8_lossy(raw));
+            self.tracker.text_line(&String::from_utf8_lossy(raw));
             self.text_line(raw, n, &mut out);
             return out;
         }
@@ -229,8 +237,13 @@ impl Projector {
     }
 
     /// The engine's reading of the stream so far (session id, outcome).
-    pub fn tracker(&self) -> &dyn Tracker {
-        self.tracker.as_ref()
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    #[doc(hidden)]
+    pub fn legacy_tracker(&self) -> &dyn crate::engine::Tracker {
+        self.legacy.as_ref()
     }
 
     /// Number of `system.unknownFrame` events emitted so far.

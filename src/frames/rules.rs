@@ -7,15 +7,26 @@ use serde_json::Value;
 
 use super::event::{ConversationEvent, Level, RawRange, ToolCall};
 use super::fields::{
-    at, cond, field, fill, id_of, nonempty, sanitize_kind, src, status_of, summarize_input,
-    summarize_output,
+    at, cond, field, fill, first_text, id_of, nonempty, sanitize_kind, src, status_of,
+    summarize_input, summarize_output,
 };
 use super::manifest::{LifecycleSpec, Nested, Rule, ToolCallSpec, ToolResultSpec, lookup};
 use super::projector::{Burst, MAX_BURST_CALLS, MAX_MESSAGE_BYTES, PendingText, Projector};
+use super::tracker::Row;
 
 impl Projector {
     pub(super) fn frame(&mut self, v: Value, range: RawRange, out: &mut Vec<ConversationEvent>) {
-        self.tracker.observe(&v);
+        self.legacy.observe(&v);
+        // The session id is read on every frame, known kind or not.
+        match nonempty(field(&v, self.manifest.session)) {
+            Some(id) => {
+                if self.frame_session.as_deref() != Some(id) {
+                    self.frame_session = Some(id.to_string());
+                }
+                self.tracker.saw_session(id, false);
+            }
+            None => self.frame_session = None,
+        }
         let kind = self.kind_of(&v);
         let rule = self.table.and_then(|t| lookup(t, &kind));
         match rule {
@@ -78,16 +89,12 @@ impl Projector {
                 if let Some(t) = nonempty(at(root, text)) {
                     self.flush_burst(out);
                     self.flush_text(out, false);
-                    self.last_agent = Some(t.to_string());
-                    out.push(ConversationEvent::TaskAgent {
-                        text: t.to_string(),
-                        raw_range: range,
-                        is_final: false,
-                    });
+                    self.agent(t.to_string(), range, false, out);
                 }
             }
             Rule::AgentDelta { text } => {
                 if let Some(t) = nonempty(at(root, text)) {
+                    self.tracker.answered();
                     self.delta(t, range, out);
                 }
             }
@@ -110,12 +117,13 @@ impl Projector {
                 }
             }
             Rule::ToolResult(spec) => self.tool_result(spec, root, range, out),
-            Rule::Status(s) => out.push(ConversationEvent::status(
-                s.level,
-                s.label,
-                fill(s.detail, root),
-                range,
-            )),
+            Rule::Status(s) => {
+                let detail = fill(s.detail, root);
+                if s.explains_failure {
+                    self.tracker.note(detail.clone());
+                }
+                out.push(ConversationEvent::status(s.level, s.label, detail, range));
+            }
             Rule::Lifecycle(spec) => self.lifecycle(spec, root, range, out),
             Rule::Truncated { detail } => out.push(ConversationEvent::status(
                 Level::Warning,
@@ -212,6 +220,7 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         self.end_narration(out);
+        self.tracker.answered();
         let id = id_of(field(root, spec.id));
         let name = src(spec.name, root);
         let input = summarize_input(field(root, spec.input));
@@ -244,8 +253,13 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         self.end_narration(out);
+        self.tracker.answered();
         let id = id_of(field(root, spec.id));
-        let status = status_of(&spec.status, root);
+        let (status, failed) = status_of(&spec.status, root);
+        if failed {
+            self.tracker
+                .tool_failed(first_text(root, &[spec.error, spec.output]));
+        }
         let output = summarize_output(field(root, spec.output))
             .or_else(|| summarize_output(field(root, spec.error)));
         let exit = field(root, spec.exit).and_then(Value::as_i64);
@@ -302,34 +316,36 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         let failed = spec.always_failed || spec.failed_if.is_some_and(|c| cond(&c, root));
-        let mut answer = None;
-        if spec.ends_turn {
-            self.flush_burst(out);
-            if failed {
-                self.flush_text(out, false);
-            } else {
-                match nonempty(field(root, spec.answer)) {
-                    // The closing frame names an answer not yet shown: show it now.
-                    Some(a)
-                        if self.pending.as_ref().is_none_or(|p| p.text != a)
-                            && (self.pending.is_some()
-                                || self.last_agent.as_deref() != Some(a)) =>
-                    {
-                        self.flush_text(out, false);
-                        out.push(ConversationEvent::TaskAgent {
-                            text: a.to_string(),
-                            raw_range: range,
-                            is_final: true,
-                        });
-                        self.last_agent = Some(a.to_string());
-                    }
-                    // Merged deltas still pending are the final answer.
-                    _ => self.flush_text(out, true),
-                }
-                answer = self.last_agent.clone();
-            }
-            self.last_agent = None;
+        let answer = if spec.ends_turn {
+            self.close_turn(spec, root, range, failed, out)
+        } else {
+            None
+        };
+        let detail = if failed {
+            fill(spec.failed_detail, root)
+        } else {
+            None
+        };
+        let usage = (!spec.usage.is_empty()).then(|| field(root, spec.usage).cloned());
+        if spec.ends_turn
+            && let Some(id) = &self.frame_session
+        {
+            // A closing frame's session id is final (claude repeats it on `result`).
+            self.tracker.saw_session(&id.clone(), true);
         }
+        self.tracker.row(Row {
+            failed,
+            error: if failed {
+                first_text(root, spec.error)
+            } else {
+                None
+            },
+            detail: detail.clone(),
+            closes_turn: spec.ends_turn,
+            answer: answer.clone(),
+            cut_short: spec.cut_short_if.is_some_and(|c| cond(&c, root)),
+            usage: usage.clone(),
+        });
         out.push(ConversationEvent::Status {
             level: if failed { Level::Error } else { Level::Info },
             label: if failed {
@@ -338,27 +354,70 @@ impl Projector {
                 spec.label
             }
             .to_string(),
-            detail: if failed {
-                fill(spec.failed_detail, root)
+            detail,
+            session_id: if spec.shows_session {
+                self.frame_session.clone()
             } else {
                 None
             },
-            session_id: nonempty(field(root, spec.session)).map(str::to_string),
-            usage: field(root, spec.usage).cloned(),
+            usage: usage.flatten(),
             answer,
             raw_range: range,
         });
     }
 
+    /// A frame that ends a turn: flushes what is pending and returns the
+    /// turn's final answer (none when the turn failed).
+    fn close_turn(
+        &mut self,
+        spec: &LifecycleSpec,
+        root: &Value,
+        range: RawRange,
+        failed: bool,
+        out: &mut Vec<ConversationEvent>,
+    ) -> Option<String> {
+        self.flush_burst(out);
+        if failed {
+            self.flush_text(out, false);
+            self.last_agent = None;
+            return None;
+        }
+        match nonempty(field(root, spec.answer)) {
+            // The closing frame names an answer not yet shown: show it now.
+            Some(a)
+                if self.pending.as_ref().is_none_or(|p| p.text != a)
+                    && (self.pending.is_some() || self.last_agent.as_deref() != Some(a)) =>
+            {
+                self.flush_text(out, false);
+                self.agent(a.to_string(), range, true, out);
+            }
+            // Merged deltas still pending are the final answer.
+            _ => self.flush_text(out, true),
+        }
+        self.last_agent.take()
+    }
+
     pub(super) fn flush_text(&mut self, out: &mut Vec<ConversationEvent>, is_final: bool) {
         if let Some(p) = self.pending.take() {
-            self.last_agent = Some(p.text.clone());
-            out.push(ConversationEvent::TaskAgent {
-                text: p.text,
-                raw_range: p.range,
-                is_final,
-            });
+            self.agent(p.text, p.range, is_final, out);
         }
+    }
+
+    /// Shows an agent message; it is the turn's answer until something else is.
+    fn agent(
+        &mut self,
+        text: String,
+        range: RawRange,
+        is_final: bool,
+        out: &mut Vec<ConversationEvent>,
+    ) {
+        self.tracker.agent_message(&text);
+        self.last_agent = Some(text.clone());
+        out.push(ConversationEvent::TaskAgent {
+            text,
+            raw_range: range,
+            is_final,
+        });
     }
 
     pub(super) fn flush_burst(&mut self, out: &mut Vec<ConversationEvent>) {

@@ -18,7 +18,19 @@ pub(crate) const fn status(level: Level, label: &'static str, detail: Tpl) -> Ru
         level,
         label,
         detail,
+        explains_failure: false,
     })
+}
+
+/// A status row whose detail explains a failure decided elsewhere.
+pub(crate) const fn explains_failure(rule: Rule) -> Rule {
+    match rule {
+        Rule::Status(s) => Rule::Status(StatusSpec {
+            explains_failure: true,
+            ..s
+        }),
+        other => other,
+    }
 }
 
 pub(crate) const fn info(label: &'static str, detail: Tpl) -> Rule {

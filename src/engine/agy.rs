@@ -5,8 +5,8 @@
 //! before spawn.
 
 use super::{
-    Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport, PromptTransport, Request,
-    SessionIds, Spec, Tracker, check_request,
+    Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport, Request, SessionIds,
+    Spec, check_request,
 };
 use crate::error::Result;
 
@@ -49,51 +49,5 @@ impl Engine for Agy {
             warnings,
             ..Invocation::over_argv(SPEC.binary, vec!["-p".into(), req.prompt.to_string()], req)
         })
-    }
-
-    fn tracker(&self) -> Box<dyn Tracker> {
-        Box::<AgyTracker>::default()
-    }
-}
-
-#[derive(Default)]
-struct AgyTracker {
-    text: String,
-    saw_text: bool,
-}
-
-impl Tracker for AgyTracker {
-    // Plain-text engine: a JSON-looking line is part of the answer too.
-    fn observe(&mut self, frame: &serde_json::Value) {
-        self.observe_text(&frame.to_string());
-    }
-
-    fn observe_text(&mut self, line: &str) {
-        if self.saw_text {
-            self.text.push('\n');
-        }
-        self.text.push_str(line);
-        self.saw_text = true;
-    }
-
-    fn session_id(&self) -> Option<&str> {
-        None
-    }
-
-    fn finish(&self, exit_code: Option<i32>) -> Outcome {
-        let error = match exit_code {
-            Some(0) => None,
-            code => Some(super::exit_text(EngineId::Agy, code)),
-        };
-        Outcome {
-            session_id: None,
-            // Trailing blank lines are output padding, not part of the answer.
-            answer: self
-                .saw_text
-                .then(|| self.text.trim_end_matches(['\n', '\r']).to_string()),
-            failed: error.is_some(),
-            error,
-            usage: None,
-        }
     }
 }

@@ -5,11 +5,9 @@
 //! The prompt goes on stdin. Variadic flags (`--allowedTools`) would swallow a
 //! following positional prompt, so vf never puts a positional in argv at all.
 
-use serde_json::Value;
-
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport,
-    PromptTransport, Request, SessionIds, Spec, Tracker, check_request, is_uuid, str_at,
+    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
+    Request, SessionIds, Spec, check_request,
 };
 use crate::error::Result;
 
@@ -79,89 +77,4 @@ impl Engine for Claude {
         }
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
-
-    fn tracker(&self) -> Box<dyn Tracker> {
-        Box::<ClaudeTracker>::default()
-    }
-}
-
-#[derive(Default)]
-struct ClaudeTracker {
-    session_id: Option<String>,
-    /// The `result` envelope (the last one wins: it is authoritative).
-    result: Option<Value>,
-    /// Assistant text blocks, in case no `result` envelope arrives.
-    last_text: Option<String>,
-}
-
-impl Tracker for ClaudeTracker {
-    fn observe(&mut self, frame: &Value) {
-        if let Some(id) = str_at(frame, &["session_id"]).filter(|id| is_uuid(id)) {
-            // Every frame carries it; the result envelope's value is final.
-            if self.session_id.is_none() || str_at(frame, &["type"]) == Some("result") {
-                self.session_id = Some(id.to_string());
-            }
-        }
-        match str_at(frame, &["type"]) {
-            Some("result") => self.result = Some(frame.clone()),
-            Some("assistant") => {
-                if let Some(blocks) = frame.pointer("/message/content").and_then(Value::as_array) {
-                    for b in blocks {
-                        if str_at(b, &["type"]) == Some("text")
-                            && let Some(t) = str_at(b, &["text"])
-                        {
-                            self.last_text = Some(t.to_string());
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
-    fn finish(&self, exit_code: Option<i32>) -> Outcome {
-        let mut out = Outcome {
-            session_id: self.session_id.clone(),
-            ..Outcome::default()
-        };
-        match &self.result {
-            Some(r) => {
-                let text = str_at(r, &["result"]).map(str::to_string);
-                out.usage = r.get("usage").cloned();
-                // `subtype` says "success" even on API errors: `is_error` decides.
-                let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                if is_error {
-                    out.error = Some(text.clone().unwrap_or_else(|| {
-                        format!(
-                            "claude reported an error ({})",
-                            str_at(r, &["subtype"]).unwrap_or("?")
-                        )
-                    }));
-                } else if exit_code != Some(0) {
-                    out.error = Some(exit_text(exit_code));
-                    out.answer = text;
-                } else {
-                    out.answer = text;
-                }
-            }
-            None => {
-                out.answer = self.last_text.clone();
-                out.error = Some(if exit_code == Some(0) {
-                    "the stream ended without a result frame".to_string()
-                } else {
-                    exit_text(exit_code)
-                });
-            }
-        }
-        out.failed = out.error.is_some();
-        out
-    }
-}
-
-fn exit_text(code: Option<i32>) -> String {
-    super::exit_text(EngineId::Claude, code)
 }

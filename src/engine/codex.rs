@@ -5,11 +5,9 @@
 //! The prompt goes on stdin (`-`), and stdin is then closed: with an open
 //! stdin pipe codex waits for EOF forever.
 
-use serde_json::Value;
-
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport,
-    PromptTransport, Request, SessionIds, Spec, Tracker, check_request, is_uuid, str_at,
+    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
+    Request, SessionIds, Spec, check_request,
 };
 use crate::error::Result;
 
@@ -82,84 +80,5 @@ impl Engine for Codex {
         }
         args.push("-".into());
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
-    }
-
-    fn tracker(&self) -> Box<dyn Tracker> {
-        Box::<CodexTracker>::default()
-    }
-}
-
-#[derive(Default)]
-struct CodexTracker {
-    session_id: Option<String>,
-    answer: Option<String>,
-    failure: Option<String>,
-    last_error: Option<String>,
-    completed: bool,
-    usage: Option<Value>,
-}
-
-impl Tracker for CodexTracker {
-    fn observe(&mut self, frame: &Value) {
-        match str_at(frame, &["type"]) {
-            // The first thread.started names the session; a resume repeats the same id.
-            Some("thread.started") => {
-                if self.session_id.is_none()
-                    && let Some(id) = str_at(frame, &["thread_id"]).filter(|id| is_uuid(id))
-                {
-                    self.session_id = Some(id.to_string());
-                }
-            }
-            // Only agent_message is the answer; reasoning often echoes the same json.
-            Some("item.completed") => {
-                if str_at(frame, &["item", "type"]) == Some("agent_message")
-                    && let Some(t) = str_at(frame, &["item", "text"])
-                {
-                    self.answer = Some(t.to_string());
-                }
-            }
-            Some("turn.completed") => {
-                self.completed = true;
-                self.usage = frame.get("usage").cloned();
-            }
-            Some("turn.failed") => {
-                self.failure = Some(
-                    str_at(frame, &["error", "message"])
-                        .unwrap_or("turn failed")
-                        .to_string(),
-                );
-            }
-            // Top-level errors are retries in progress until turn.failed says otherwise.
-            Some("error") => {
-                self.last_error = str_at(frame, &["message"]).map(str::to_string);
-            }
-            _ => {}
-        }
-    }
-
-    fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
-    fn finish(&self, exit_code: Option<i32>) -> Outcome {
-        let error = if let Some(f) = &self.failure {
-            Some(f.clone())
-        } else if exit_code != Some(0) {
-            Some(match (exit_code, &self.last_error) {
-                (_, Some(e)) => e.clone(),
-                (code, None) => super::exit_text(EngineId::Codex, code),
-            })
-        } else if !self.completed {
-            Some("the stream ended without turn.completed".to_string())
-        } else {
-            None
-        };
-        Outcome {
-            session_id: self.session_id.clone(),
-            answer: self.answer.clone(),
-            failed: error.is_some(),
-            error,
-            usage: self.usage.clone(),
-        }
     }
 }

@@ -351,26 +351,6 @@ pub struct Outcome {
     pub usage: Option<Value>,
 }
 
-/// Reads an engine's frames in order and keeps what the contract cares about.
-///
-/// The projector feeds every parsed frame here, once; the dispatch runtime
-/// reads session id and outcome from it without re-parsing output.
-pub trait Tracker: Send {
-    /// One parsed JSON frame, in stream order.
-    fn observe(&mut self, frame: &Value);
-    /// One non-JSON line (text-mode engines).
-    fn observe_text(&mut self, _line: &str) {}
-    /// The validated session id, as soon as it is known.
-    fn session_id(&self) -> Option<&str>;
-    /// Whether that session now exists natively, so an exact resume can find it.
-    /// Only then is the id stored as the unit's resume authority.
-    fn resumable(&self) -> bool {
-        self.session_id().is_some()
-    }
-    /// The outcome once the process has exited with `exit_code` (`None`: killed).
-    fn finish(&self, exit_code: Option<i32>) -> Outcome;
-}
-
 /// The per-engine contract.
 pub trait Engine: Sync {
     fn spec(&self) -> &'static Spec;
@@ -387,8 +367,6 @@ pub trait Engine: Sync {
     fn exact_resume(&self, _version: Option<&Version>) -> bool {
         self.spec().session_ids != SessionIds::None
     }
-
-    fn tracker(&self) -> Box<dyn Tracker>;
 
     /// Whether vf runs this engine (with a warning) when its `--version`
     /// cannot be read. `vf doctor` then reports an unreadable version as a
@@ -445,15 +423,6 @@ pub fn is_uuid(s: &str) -> bool {
             8 | 13 | 18 | 23 => *c == b'-',
             _ => c.is_ascii_hexdigit(),
         })
-}
-
-/// Lossy string access into a JSON object path.
-pub fn str_at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
-    let mut cur = v;
-    for k in path {
-        cur = cur.get(k)?;
-    }
-    cur.as_str()
 }
 
 #[cfg(test)]

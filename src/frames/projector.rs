@@ -76,8 +76,6 @@ pub(super) struct Burst {
 /// Streaming projector for one CLI's stdout.
 pub struct Projector {
     pub(super) tracker: Tracker,
-    /// The engine's own tracker, kept beside the generic one until they are proven equal.
-    pub(super) legacy: Box<dyn crate::engine::Tracker>,
     /// The session id the current frame names (at the manifest's `session`).
     pub(super) frame_session: Option<String>,
     pub(super) cli: EngineId,
@@ -124,7 +122,6 @@ impl Projector {
         }
         Projector {
             tracker: Tracker::new(engine, transport, resolved.manifest.closing),
-            legacy: engine.engine().tracker(),
             frame_session: None,
             cli: engine,
             manifest: resolved.manifest,
@@ -153,7 +150,6 @@ impl Projector {
         let n = self.line;
         let mut out = std::mem::take(&mut self.startup);
         if self.transport == OutputTransport::Text {
-            self.legacy.observe_text(&String::from_utf8_lossy(raw));
             self.tracker.text_line(&String::from_utf8_lossy(raw));
             self.text_line(raw, n, &mut out);
             return out;
@@ -239,11 +235,6 @@ impl Projector {
     /// The engine's reading of the stream so far (session id, outcome).
     pub fn tracker(&self) -> &Tracker {
         &self.tracker
-    }
-
-    #[doc(hidden)]
-    pub fn legacy_tracker(&self) -> &dyn crate::engine::Tracker {
-        self.legacy.as_ref()
     }
 
     /// Number of `system.unknownFrame` events emitted so far.

@@ -16,7 +16,6 @@ use super::tracker::Row;
 
 impl Projector {
     pub(super) fn frame(&mut self, v: Value, range: RawRange, out: &mut Vec<ConversationEvent>) {
-        self.legacy.observe(&v);
         // The session id is read on every frame, known kind or not.
         match nonempty(field(&v, self.manifest.session)) {
             Some(id) => {

@@ -6,7 +6,7 @@
 
 use super::{
     Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport, Request, SessionIds,
-    Spec, check_request,
+    Spec,
 };
 use crate::error::Result;
 
@@ -22,11 +22,7 @@ static SPEC: Spec = Spec {
     attachment_flag: None,
     skip_permissions_flag: None,
     prompt_limit_bytes: Some(30 * 1024),
-    required_flags: &[FlagCheck {
-        help_args: &["--help"],
-        flag: "-p",
-        label: "-p",
-    }],
+    required_flags: &[FlagCheck::new(&["--help"], "-p", "-p")],
     install_hint: "install Antigravity and put `agy` on PATH",
     session_ids: SessionIds::None,
     resumable_after_answer: false,
@@ -37,8 +33,7 @@ impl Engine for Agy {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut warnings = Vec::new();
         if req.skip_permissions {
             warnings.push(

@@ -7,7 +7,7 @@
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec, check_request,
+    Request, SessionIds, Spec,
 };
 use crate::error::Result;
 
@@ -24,31 +24,15 @@ static SPEC: Spec = Spec {
     skip_permissions_flag: Some("--dangerously-skip-permissions"),
     prompt_limit_bytes: None,
     required_flags: &[
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--print",
-            label: "-p/--print",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--output-format",
-            label: "--output-format",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--verbose",
-            label: "--verbose",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--resume",
-            label: "-r/--resume",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--dangerously-skip-permissions",
-            label: "--dangerously-skip-permissions",
-        },
+        FlagCheck::new(&["--help"], "--print", "-p/--print"),
+        FlagCheck::new(&["--help"], "--output-format", "--output-format"),
+        FlagCheck::new(&["--help"], "--verbose", "--verbose"),
+        FlagCheck::new(&["--help"], "--resume", "-r/--resume"),
+        FlagCheck::new(
+            &["--help"],
+            "--dangerously-skip-permissions",
+            "--dangerously-skip-permissions",
+        ),
     ],
     install_hint: "npm install -g @anthropic-ai/claude-code",
     session_ids: SessionIds::Uuid,
@@ -60,21 +44,13 @@ impl Engine for Claude {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         // `-r` only works together with `-p`.
         let mut args: Vec<String> = vec!["-p".into()];
-        if let Some(id) = req.session {
-            args.push("-r".into());
-            args.push(id.into());
-        }
+        args.extend(req.resume_args("-r"));
         args.extend(["--output-format", "stream-json", "--verbose"].map(String::from));
-        if req.skip_permissions {
-            args.push(SPEC.skip_permissions_flag.unwrap().into());
-        }
-        for a in req.attachments {
-            args.push(format!("--append-system-prompt-file={}", a.path.display()));
-        }
+        args.extend(SPEC.permission_arg(req));
+        args.extend(SPEC.attachment_args(req));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 }

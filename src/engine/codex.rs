@@ -7,7 +7,7 @@
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec, check_request,
+    Request, SessionIds, Spec,
 };
 use crate::error::Result;
 
@@ -24,31 +24,23 @@ static SPEC: Spec = Spec {
     skip_permissions_flag: Some("--dangerously-bypass-approvals-and-sandbox"),
     prompt_limit_bytes: None,
     required_flags: &[
-        FlagCheck {
-            help_args: &["exec", "--help"],
-            flag: "--json",
-            label: "exec --json",
-        },
-        FlagCheck {
-            help_args: &["exec", "--help"],
-            flag: "--skip-git-repo-check",
-            label: "exec --skip-git-repo-check",
-        },
-        FlagCheck {
-            help_args: &["exec", "--help"],
-            flag: "--dangerously-bypass-approvals-and-sandbox",
-            label: "exec --dangerously-bypass-approvals-and-sandbox",
-        },
-        FlagCheck {
-            help_args: &["exec", "--help"],
-            flag: "--image",
-            label: "exec --image",
-        },
-        FlagCheck {
-            help_args: &["exec", "resume", "--help"],
-            flag: "--json",
-            label: "exec resume --json",
-        },
+        FlagCheck::new(&["exec", "--help"], "--json", "exec --json"),
+        FlagCheck::new(
+            &["exec", "--help"],
+            "--skip-git-repo-check",
+            "exec --skip-git-repo-check",
+        ),
+        FlagCheck::new(
+            &["exec", "--help"],
+            "--dangerously-bypass-approvals-and-sandbox",
+            "exec --dangerously-bypass-approvals-and-sandbox",
+        ),
+        FlagCheck::new(&["exec", "--help"], "--image", "exec --image"),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--json",
+            "exec resume --json",
+        ),
     ],
     install_hint: "npm install -g @openai/codex",
     session_ids: SessionIds::Uuid,
@@ -60,24 +52,15 @@ impl Engine for Codex {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut args: Vec<String> = vec!["exec".into()];
-        if let Some(id) = req.session {
-            args.push("resume".into());
-            args.push(id.into());
-        }
+        args.extend(req.resume_args("resume"));
         args.push("--json".into());
         if !req.in_git_repo {
             args.push("--skip-git-repo-check".into());
         }
-        if req.skip_permissions {
-            args.push(SPEC.skip_permissions_flag.unwrap().into());
-        }
-        // `--image` takes several values: the `=` form keeps it from eating `-`.
-        for a in req.attachments {
-            args.push(format!("--image={}", a.path.display()));
-        }
+        args.extend(SPEC.permission_arg(req));
+        args.extend(SPEC.attachment_args(req));
         args.push("-".into());
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }

@@ -8,7 +8,7 @@
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec, check_request,
+    Request, SessionIds, Spec,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -46,36 +46,12 @@ static SPEC: Spec = Spec {
     skip_permissions_flag: Some("--allow-all"),
     prompt_limit_bytes: None,
     required_flags: &[
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--prompt",
-            label: "-p/--prompt",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--allow-all",
-            label: "--allow-all",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--output-format",
-            label: "--output-format",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--resume",
-            label: "--resume",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--attachment",
-            label: "--attachment",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--no-auto-update",
-            label: "--no-auto-update",
-        },
+        FlagCheck::new(&["--help"], "--prompt", "-p/--prompt"),
+        FlagCheck::new(&["--help"], "--allow-all", "--allow-all"),
+        FlagCheck::new(&["--help"], "--output-format", "--output-format"),
+        FlagCheck::new(&["--help"], "--resume", "--resume"),
+        FlagCheck::new(&["--help"], "--attachment", "--attachment"),
+        FlagCheck::new(&["--help"], "--no-auto-update", "--no-auto-update"),
     ],
     install_hint: "npm install -g @github/copilot",
     session_ids: SessionIds::Uuid,
@@ -94,8 +70,7 @@ impl Engine for Copilot {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut warnings = Vec::new();
         let mut args: Vec<String> = Vec::new();
         if req.version.is_none() {
@@ -112,17 +87,13 @@ impl Engine for Copilot {
         if req.version.is_none_or(|v| *v >= TELEMETRY_FLAG_SINCE) {
             args.push("--disable-client-telemetry".into());
         }
-        for a in req.attachments {
-            args.push(format!("--attachment={}", a.path.display()));
-        }
+        args.extend(SPEC.attachment_args(req));
         if req.read_only {
             // Copilot has no read-only mode; an invented flag would be a hard error.
             warnings
                 .push("copilot has no read-only mode: the read-only request was dropped".into());
         }
-        if req.skip_permissions {
-            args.push(SPEC.skip_permissions_flag.unwrap().into());
-        }
+        args.extend(SPEC.permission_arg(req));
         if let Some(id) = req.session {
             args.push(format!("--resume={id}"));
         }

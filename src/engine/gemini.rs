@@ -7,7 +7,7 @@
 
 use super::{
     Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport, Request, SessionIds,
-    Spec, check_request,
+    Spec,
 };
 use crate::error::Result;
 
@@ -25,21 +25,9 @@ static SPEC: Spec = Spec {
     skip_permissions_flag: Some("--yolo"),
     prompt_limit_bytes: None,
     required_flags: &[
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--output-format",
-            label: "--output-format",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--resume",
-            label: "-r/--resume",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--yolo",
-            label: "--yolo",
-        },
+        FlagCheck::new(&["--help"], "--output-format", "--output-format"),
+        FlagCheck::new(&["--help"], "--resume", "-r/--resume"),
+        FlagCheck::new(&["--help"], "--yolo", "--yolo"),
     ],
     install_hint: "npm install -g @google/gemini-cli",
     session_ids: SessionIds::Uuid,
@@ -51,16 +39,10 @@ impl Engine for Gemini {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut args: Vec<String> = vec!["--output-format".into(), "stream-json".into()];
-        if let Some(id) = req.session {
-            args.push("-r".into());
-            args.push(id.into());
-        }
-        if req.skip_permissions {
-            args.push(SPEC.skip_permissions_flag.unwrap().into());
-        }
+        args.extend(req.resume_args("-r"));
+        args.extend(SPEC.permission_arg(req));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 }

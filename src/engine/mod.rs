@@ -1,10 +1,11 @@
 //! The engine contract: one module per coding-agent CLI.
 //!
-//! Everything vf knows about a CLI (binary name, verified versions, argv for a
-//! fresh run and for a resume, prompt transport, session-id shape, how to read
-//! the final answer and decide success) lives in that engine's file. Code
-//! outside `engine/` asks through [`Engine`] and never matches on an engine's
-//! strings.
+//! An engine's file holds its [`Spec`] (binary, verified versions, transports,
+//! flags, session-id shape, the little policy no frame carries) and its argv
+//! builder. What its output means (session id, answer, failure) is its frame
+//! manifest under `frames/manifests/`, read by one generic tracker
+//! (`frames::Tracker`). Code outside `engine/` asks through [`Engine`] and
+//! never matches on an engine's strings.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -204,6 +205,20 @@ pub struct FlagCheck {
     pub label: &'static str,
 }
 
+impl FlagCheck {
+    pub const fn new(
+        help_args: &'static [&'static str],
+        flag: &'static str,
+        label: &'static str,
+    ) -> FlagCheck {
+        FlagCheck {
+            help_args,
+            flag,
+            label,
+        }
+    }
+}
+
 /// The shape of an engine's native session ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -260,6 +275,26 @@ pub struct Spec {
     pub resumable_after_answer: bool,
 }
 
+impl Spec {
+    /// The permission-skip flag, when the request asks for it.
+    pub fn permission_arg(&self, req: &Request<'_>) -> Option<String> {
+        self.skip_permissions_flag
+            .filter(|_| req.skip_permissions)
+            .map(String::from)
+    }
+
+    /// `<attachment_flag>=<path>` per attachment. The `=` form binds each value
+    /// to its flag: several of these flags take many values and would swallow
+    /// what follows (codex `--image P -` eats the stdin marker).
+    pub fn attachment_args(&self, req: &Request<'_>) -> Vec<String> {
+        let flag = self.attachment_flag.unwrap_or_default();
+        req.attachments
+            .iter()
+            .map(|a| format!("{flag}={}", a.path.display()))
+            .collect()
+    }
+}
+
 /// A file handed to the engine.
 #[derive(Debug, Clone)]
 pub struct Attachment {
@@ -287,6 +322,15 @@ pub struct Request<'a> {
     pub version: Option<&'a Version>,
     /// The caller asked for a read-only run.
     pub read_only: bool,
+}
+
+impl Request<'_> {
+    /// `[flag, id]` for an exact resume; nothing for a fresh run.
+    pub fn resume_args(&self, flag: &str) -> Vec<String> {
+        self.session
+            .map(|id| vec![flag.to_string(), id.to_string()])
+            .unwrap_or_default()
+    }
 }
 
 /// The exact process vf will spawn.
@@ -338,7 +382,7 @@ pub fn exit_text(engine: EngineId, code: Option<i32>) -> String {
     }
 }
 
-/// What a finished run amounts to, as the engine contract reads it.
+/// What a finished run amounts to (read off the projection by `frames::Tracker`).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
@@ -355,8 +399,15 @@ pub struct Outcome {
 pub trait Engine: Sync {
     fn spec(&self) -> &'static Spec;
 
-    /// Builds the exact argv/stdin for a fresh run or an exact resume.
-    fn build(&self, req: &Request<'_>) -> Result<Invocation>;
+    /// Builds the exact argv/stdin for a fresh run or an exact resume, after
+    /// the checks every engine shares ([`check_request`]).
+    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
+        check_request(self.spec(), req)?;
+        self.invocation(req)
+    }
+
+    /// The engine's own argv builder (the request is already checked).
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation>;
 
     /// True when `id` has the shape of this engine's native session ids.
     fn valid_session_id(&self, id: &str) -> bool {
@@ -382,8 +433,8 @@ pub trait Engine: Sync {
 }
 
 /// Shared checks every `build` applies before engine-specific work.
-pub fn check_request(engine: &dyn Engine, req: &Request<'_>) -> Result<()> {
-    let spec = engine.spec();
+pub fn check_request(spec: &Spec, req: &Request<'_>) -> Result<()> {
+    let engine = spec.id.engine();
     if let Some(limit) = spec.prompt_limit_bytes
         && req.prompt.len() >= limit
     {

@@ -6,7 +6,7 @@
 
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec, check_request,
+    Request, SessionIds, Spec,
 };
 use crate::error::Result;
 
@@ -27,26 +27,10 @@ static SPEC: Spec = Spec {
     skip_permissions_flag: Some("--auto"),
     prompt_limit_bytes: None,
     required_flags: &[
-        FlagCheck {
-            help_args: &["run", "--help"],
-            flag: "--format",
-            label: "run --format",
-        },
-        FlagCheck {
-            help_args: &["run", "--help"],
-            flag: "--session",
-            label: "run --session",
-        },
-        FlagCheck {
-            help_args: &["run", "--help"],
-            flag: "--file",
-            label: "run --file",
-        },
-        FlagCheck {
-            help_args: &["run", "--help"],
-            flag: "--auto",
-            label: "run --auto",
-        },
+        FlagCheck::new(&["run", "--help"], "--format", "run --format"),
+        FlagCheck::new(&["run", "--help"], "--session", "run --session"),
+        FlagCheck::new(&["run", "--help"], "--file", "run --file"),
+        FlagCheck::new(&["run", "--help"], "--auto", "run --auto"),
     ],
     install_hint: "npm install -g opencode-ai",
     session_ids: SessionIds::Prefixed {
@@ -61,21 +45,12 @@ impl Engine for Opencode {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut args: Vec<String> = vec!["run".into()];
-        if let Some(id) = req.session {
-            args.push("--session".into());
-            args.push(id.into());
-        }
+        args.extend(req.resume_args("--session"));
         args.extend(["--format", "json"].map(String::from));
-        if req.skip_permissions {
-            args.push(SPEC.skip_permissions_flag.unwrap().into());
-        }
-        // `--file` is an array option: the `=` form keeps each value bound to it.
-        for a in req.attachments {
-            args.push(format!("--file={}", a.path.display()));
-        }
+        args.extend(SPEC.permission_arg(req));
+        args.extend(SPEC.attachment_args(req));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 }

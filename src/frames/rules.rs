@@ -205,10 +205,11 @@ impl Projector {
     }
 
     /// A tool call or result closes any agent text: what came before it is
-    /// narration, never the turn's answer.
+    /// narration, never the turn's answer. The model acted, so it answered.
     pub(super) fn end_narration(&mut self, out: &mut Vec<ConversationEvent>) {
         self.flush_text(out, false);
         self.last_agent = None;
+        self.tracker.answered();
     }
 
     pub(super) fn tool_call(
@@ -219,7 +220,6 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         self.end_narration(out);
-        self.tracker.answered();
         let id = id_of(field(root, spec.id));
         let name = src(spec.name, root);
         let input = summarize_input(field(root, spec.input));
@@ -252,7 +252,6 @@ impl Projector {
         out: &mut Vec<ConversationEvent>,
     ) {
         self.end_narration(out);
-        self.tracker.answered();
         let id = id_of(field(root, spec.id));
         let (status, failed) = status_of(&spec.status, root);
         if failed {

@@ -18,15 +18,10 @@ pub enum EngineChoice {
 }
 
 impl EngineChoice {
-    const ALL: [EngineChoice; 7] = [
-        EngineChoice::Auto,
-        EngineChoice::Engine(EngineId::Claude),
-        EngineChoice::Engine(EngineId::Codex),
-        EngineChoice::Engine(EngineId::Copilot),
-        EngineChoice::Engine(EngineId::Opencode),
-        EngineChoice::Engine(EngineId::Gemini),
-        EngineChoice::Engine(EngineId::Agy),
-    ];
+    /// `auto`, then every engine in support-matrix order.
+    fn all() -> impl Iterator<Item = EngineChoice> {
+        std::iter::once(EngineChoice::Auto).chain(EngineId::ALL.map(EngineChoice::Engine))
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -55,11 +50,10 @@ impl FromStr for EngineChoice {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        EngineChoice::ALL
-            .into_iter()
+        EngineChoice::all()
             .find(|c| c.as_str() == s)
             .ok_or_else(|| {
-                let known: Vec<&str> = EngineChoice::ALL.iter().map(|c| c.as_str()).collect();
+                let known: Vec<&str> = EngineChoice::all().map(|c| c.as_str()).collect();
                 format!("unknown engine {s:?} (one of: {})", known.join(", "))
             })
     }
@@ -84,7 +78,7 @@ impl clap::builder::ValueParserFactory for EngineChoice {
     fn value_parser() -> ChoiceParser {
         let parse: fn(String) -> std::result::Result<EngineChoice, String> = |s| s.parse();
         clap::builder::PossibleValuesParser::new(
-            EngineChoice::ALL.map(EngineChoice::possible_value),
+            EngineChoice::all().map(EngineChoice::possible_value),
         )
         .try_map(parse)
     }
@@ -295,7 +289,7 @@ mod tests {
 
     #[test]
     fn one_parser_for_names() {
-        for c in EngineChoice::ALL {
+        for c in EngineChoice::all() {
             assert_eq!(c.as_str().parse::<EngineChoice>(), Ok(c));
             let v: EngineChoice = serde_json::from_value(serde_json::json!(c.as_str())).unwrap();
             assert_eq!(v, c);

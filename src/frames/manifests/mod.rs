@@ -126,6 +126,41 @@ mod tests {
         }
     }
 
+    /// The lifecycle rules reachable from `entries` (through nesting and `All`).
+    fn lifecycles(entries: &'static [Entry], out: &mut Vec<&'static LifecycleSpec>) {
+        fn walk(rule: &'static Rule, out: &mut Vec<&'static LifecycleSpec>) {
+            match rule {
+                Rule::Lifecycle(l) => out.push(l),
+                Rule::Nested(n) => lifecycles(n.entries, out),
+                Rule::All(rules) => rules.iter().for_each(|r| walk(r, out)),
+                _ => {}
+            }
+        }
+        entries.iter().for_each(|e| walk(&e.rule, out));
+    }
+
+    /// What the generic tracker needs from every framed transport: where
+    /// frames name the session, a row that closes a turn without failing it,
+    /// and a name for the closing frame a cut-off stream lacks.
+    #[test]
+    fn every_framed_transport_tells_the_tracker_how_a_run_ends() {
+        for cli in EngineId::ALL {
+            for m in families(cli) {
+                for t in m.transports.iter().filter(|t| !t.entries.is_empty()) {
+                    let ctx = format!("{cli} {} {:?}", m.family(), t.transport);
+                    assert!(!m.session.is_empty() && !m.closing.is_empty(), "{ctx}");
+                    let mut rows = Vec::new();
+                    lifecycles(t.entries, &mut rows);
+                    assert!(
+                        rows.iter().any(|l| l.ends_turn && !l.always_failed),
+                        "{ctx}: no closing row"
+                    );
+                    assert!(rows.iter().any(|l| l.shows_session), "{ctx}: no row shows the session");
+                }
+            }
+        }
+    }
+
     #[test]
     fn families_are_ordered_and_tables_have_unique_kinds() {
         for cli in EngineId::ALL {

@@ -141,24 +141,7 @@ impl Store {
     /// The copy is atomic: a temp file in the store dir, then a rename, so a
     /// reader never sees a half-written attachment.
     pub fn add(&self, src: &Path, name: Option<&str>, force: bool) -> Result<Entry> {
-        let name = match name {
-            Some(n) => {
-                names::check("attachment name", n)?;
-                n.to_string()
-            }
-            None => {
-                let derived = src.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-                    VfError::usage(format!(
-                        "cannot derive an attachment name from {}; pass --name NAME",
-                        src.display()
-                    ))
-                })?;
-                names::check("attachment name", derived).map_err(|e| {
-                    VfError::usage(format!("{e} (pass --name NAME to choose another name)"))
-                })?;
-                derived.to_string()
-            }
-        };
+        let name = attachment_name(src, name)?;
         let kind = classify(&name)?;
         if let Some(src_kind) = src.file_name().and_then(|n| n.to_str()).and_then(kind_hint)
             && src_kind != kind
@@ -170,30 +153,21 @@ impl Store {
                 kind.as_str()
             )));
         }
-        let meta = std::fs::metadata(src)
-            .map_err(|e| VfError::usage(format!("cannot read {}: {e}", src.display())))?;
-        if !meta.is_file() {
-            return Err(VfError::usage(format!(
-                "{} is not a regular file",
-                src.display()
-            )));
-        }
-        if meta.len() > MAX_ATTACHMENT_BYTES {
-            return Err(VfError::usage(format!(
-                "{} is {} bytes; attachments are limited to {} MiB",
-                src.display(),
-                meta.len(),
-                MAX_ATTACHMENT_BYTES / (1024 * 1024)
-            )));
-        }
-        let bytes = std::fs::read(src)
-            .map_err(|e| VfError::usage(format!("cannot read {}: {e}", src.display())))?;
-        if kind == AttachmentKind::Text {
-            check_text(&bytes, &src.display().to_string())?;
-        }
-        let dest = self.dir.join(&name);
+        let bytes = read_source(src, kind)?;
+        let dest = self.write(&name, &bytes, force)?;
+        Ok(Entry {
+            name,
+            kind,
+            bytes: bytes.len() as u64,
+            path: dest,
+        })
+    }
+
+    /// Writes `bytes` as `<store>/<name>` through a temp file and a rename.
+    fn write(&self, name: &str, bytes: &[u8], force: bool) -> Result<PathBuf> {
+        let dest = self.dir.join(name);
         if !force && dest.exists() {
-            return Err(exists_error(&name));
+            return Err(exists_error(name));
         }
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| VfError::state(format!("cannot create {}: {e}", self.dir.display())))?;
@@ -203,7 +177,7 @@ impl Store {
             .prefix(".tmp-")
             .tempfile_in(&self.dir)
             .map_err(|e| VfError::state(format!("cannot write in {}: {e}", self.dir.display())))?;
-        tmp.write_all(&bytes)
+        tmp.write_all(bytes)
             .and_then(|_| tmp.as_file().sync_all())
             .map_err(|e| VfError::state(format!("cannot write {}: {e}", dest.display())))?;
         let persisted = if force {
@@ -212,19 +186,17 @@ impl Store {
             // Refuses atomically if another writer created the name meanwhile.
             tmp.persist_noclobber(&dest)
         };
-        if let Err(e) = persisted {
-            return Err(if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                exists_error(&name)
-            } else {
-                VfError::state(format!("cannot write {}: {}", dest.display(), e.error))
-            });
+        match persisted {
+            Ok(_) => Ok(dest),
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(exists_error(name))
+            }
+            Err(e) => Err(VfError::state(format!(
+                "cannot write {}: {}",
+                dest.display(),
+                e.error
+            ))),
         }
-        Ok(Entry {
-            name,
-            kind,
-            bytes: bytes.len() as u64,
-            path: dest,
-        })
     }
 
     /// The named attachment; a clear error when it is not there.
@@ -290,6 +262,49 @@ impl Store {
             .map_err(|e| VfError::state(format!("cannot remove {}: {e}", entry.path.display())))?;
         Ok(entry)
     }
+}
+
+/// `--name`, else `src`'s own file name; either must be a safe name.
+fn attachment_name(src: &Path, name: Option<&str>) -> Result<String> {
+    if let Some(n) = name {
+        names::check("attachment name", n)?;
+        return Ok(n.to_string());
+    }
+    let derived = src.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        VfError::usage(format!(
+            "cannot derive an attachment name from {}; pass --name NAME",
+            src.display()
+        ))
+    })?;
+    names::check("attachment name", derived)
+        .map_err(|e| VfError::usage(format!("{e} (pass --name NAME to choose another name)")))?;
+    Ok(derived.to_string())
+}
+
+/// The bytes of a regular file under the size cap (text must be UTF-8).
+fn read_source(src: &Path, kind: AttachmentKind) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(src)
+        .map_err(|e| VfError::usage(format!("cannot read {}: {e}", src.display())))?;
+    if !meta.is_file() {
+        return Err(VfError::usage(format!(
+            "{} is not a regular file",
+            src.display()
+        )));
+    }
+    if meta.len() > MAX_ATTACHMENT_BYTES {
+        return Err(VfError::usage(format!(
+            "{} is {} bytes; attachments are limited to {} MiB",
+            src.display(),
+            meta.len(),
+            MAX_ATTACHMENT_BYTES / (1024 * 1024)
+        )));
+    }
+    let bytes = std::fs::read(src)
+        .map_err(|e| VfError::usage(format!("cannot read {}: {e}", src.display())))?;
+    if kind == AttachmentKind::Text {
+        check_text(&bytes, &src.display().to_string())?;
+    }
+    Ok(bytes)
 }
 
 fn exists_error(name: &str) -> VfError {

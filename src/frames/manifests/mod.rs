@@ -155,7 +155,10 @@ mod tests {
                         rows.iter().any(|l| l.ends_turn && !l.always_failed),
                         "{ctx}: no closing row"
                     );
-                    assert!(rows.iter().any(|l| l.shows_session), "{ctx}: no row shows the session");
+                    assert!(
+                        rows.iter().any(|l| l.shows_session),
+                        "{ctx}: no row shows the session"
+                    );
                 }
             }
         }

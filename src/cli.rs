@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::attach::{EngineChoice, RangeSpec};
+use crate::engine::choice::EngineChoice;
 use crate::engine::{EngineId, OutputTransport};
+use crate::private::RangeSpec;
 
 /// `vf doctor --timeout`: seconds each `--version` / `--help` call may take.
 pub const DOCTOR_TIMEOUT_SECS: u64 = 10;

@@ -126,7 +126,7 @@ fn classify(path: &Path) -> Finding {
             };
         }
     };
-    let (class, reason) = judge(&rec);
+    let (class, reason) = class_of(&rec);
     let leftover = (class == Class::Unproven).then(|| leftover(&rec)).flatten();
     Finding {
         record: path.to_path_buf(),
@@ -169,7 +169,7 @@ fn leftover(rec: &ProcRecord) -> Option<Leftover> {
     })
 }
 
-fn judge(rec: &ProcRecord) -> (Class, String) {
+fn class_of(rec: &ProcRecord) -> (Class, String) {
     match rec.supervisor.liveness() {
         Liveness::Alive => {
             return (
@@ -277,7 +277,7 @@ pub fn fix_where(
                         continue;
                     }
                 };
-                if judge(&rec).0 != Class::Orphan {
+                if class_of(&rec).0 != Class::Orphan {
                     f.detail = Some("no longer a proven orphan; left alone".into());
                     continue;
                 }

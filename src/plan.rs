@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::attach::EngineChoice;
-use crate::engine::EngineId;
+use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
 
@@ -27,7 +26,7 @@ struct RawPlan {
 #[serde(deny_unknown_fields)]
 struct RawUnit {
     name: String,
-    engine: String,
+    engine: EngineChoice,
     prompt: Option<String>,
     prompt_file: Option<PathBuf>,
     cwd: Option<PathBuf>,
@@ -124,21 +123,6 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
         if index.insert(name.clone(), i).is_some() {
             return Err(format!("duplicate unit name {name:?}"));
         }
-        let engine = if u.engine == "auto" {
-            EngineChoice::Auto
-        } else {
-            match EngineId::parse(&u.engine) {
-                Some(e) => EngineChoice::Engine(e),
-                None => {
-                    let known: Vec<&str> = EngineId::ALL.iter().map(|e| e.as_str()).collect();
-                    return Err(at(format!(
-                        "unknown engine {:?} (one of: auto, {})",
-                        u.engine,
-                        known.join(", ")
-                    )));
-                }
-            }
-        };
         let prompt = match (u.prompt, u.prompt_file) {
             (Some(_), Some(_)) => {
                 return Err(at("has both `prompt` and `prompt_file`; give one".into()));
@@ -182,7 +166,7 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
         }
         units.push(PlanUnit {
             name,
-            engine,
+            engine: u.engine,
             prompt,
             cwd,
             depends_on: u.depends_on,

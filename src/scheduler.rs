@@ -27,7 +27,7 @@ use crate::fsutil::now_rfc3339;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, owner_refusal, resolve_resume_id};
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::PlanUnit;
-use crate::{orphans, replay};
+use crate::{history, orphans};
 
 /// One unit of a resolved plan: its engine and attachments already chosen.
 #[derive(Debug, Clone)]
@@ -109,7 +109,7 @@ pub struct UnitReport {
     /// False for units skipped because they were already done.
     pub ran: bool,
     pub start: Option<StartMode>,
-    pub replay: Option<replay::Counts>,
+    pub replay: Option<history::Counts>,
     pub attempt: Option<u32>,
     pub session_id: Option<String>,
     pub summary: Option<Value>,
@@ -421,8 +421,8 @@ impl Run {
                     mode = StartMode::ExactResume;
                 }
                 _ => {
-                    let history = replay::load(state_dir, &u.job.plan.name);
-                    if let Some((p, counts)) = replay::prepend(&u.job.plan.name, &history, &prompt)
+                    let history = history::load(state_dir, &u.job.plan.name);
+                    if let Some((p, counts)) = history::prepend(&u.job.plan.name, &history, &prompt)
                     {
                         prompt = p;
                         mode = StartMode::Replay;
@@ -485,7 +485,7 @@ impl Run {
 /// Keeps the attempt's public answer for a later replay (never the prompt).
 fn record_response(state_dir: &Path, res: &DispatchResult) -> std::io::Result<()> {
     match res.answer.as_deref().filter(|a| !a.trim().is_empty()) {
-        Some(answer) => replay::record(
+        Some(answer) => history::record(
             state_dir,
             &res.unit,
             res.engine,

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use serde_json::Value;
 
-use vf::attach::{RangeSpec, apply_private_ranges, stage_private_ranges};
 use vf::engine::EngineId;
+use vf::private::{RangeSpec, apply_private_ranges, stage_private_ranges};
 
 struct Repo {
     _tmp: tempfile::TempDir,
@@ -738,6 +738,35 @@ fn private_range_refusals() {
         let err = r.dry_run_refused(&["-e", "claude", "--private-range", range]);
         assert!(err.contains("--private-range"), "{range}: {err}");
     }
+}
+
+/// 11.15: a path below the working dir whose symbolic link (the file itself
+/// or a directory on the way) leads out of it is refused, naming the path;
+/// a link that stays inside is followed.
+#[test]
+fn private_range_through_a_symlink_out_of_the_working_dir_is_refused() {
+    let r = secret_repo();
+    let outside = r.file("outside.md", format!("{SECRET} elsewhere\n").as_bytes());
+    std::os::unix::fs::symlink(&outside, r.root.join("leak.md")).unwrap();
+    std::os::unix::fs::symlink(&r.src, r.root.join("linkdir")).unwrap();
+    std::os::unix::fs::symlink(r.root.join("src/lib.rs"), r.root.join("inside.rs")).unwrap();
+    for (range, target) in [
+        ("leak.md:1-1", "leak.md"),
+        ("linkdir/outside.md:1-1", "linkdir/outside.md"),
+    ] {
+        let err = r.dry_run_refused(&["-e", "claude", "--private-range", range]);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&r.root.join(target).display().to_string())
+                && err.contains(&outside.display().to_string())
+                && err.contains("outside the working directory"),
+            "{range}: {err}"
+        );
+        assert!(!err.contains(SECRET), "{err}");
+    }
+    let v = r.dry_run(&["-e", "claude", "--private-range", "inside.rs:2-2"]);
+    assert_eq!(v["privateRanges"][0]["file"], "inside.rs");
+    assert_no_secret_under(&r.state());
 }
 
 #[test]

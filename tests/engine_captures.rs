@@ -1,20 +1,23 @@
 //! Every genuine capture under `fixtures/<cli>/<version>/` replayed through
-//! its engine's tracker: session id, success/failure, final answer, summary.
+//! the projector, whose tracker reads the run's outcome off the manifest's
+//! lifecycle rows: session id, success/failure, final answer, summary.
 //!
-//! Expected values were read off the captures independently of the trackers
+//! Expected values were read off the captures independently of the code
 //! (the `thread.started` line, the `result` envelope, ...), and the exit code
 //! comes from each case's `cmd.txt`.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use vf::engine::{EngineId, Outcome, Tracker};
+use vf::engine::{EngineId, Outcome, OutputTransport};
+use vf::frames::{Projector, Tracker};
 use vf::summary::{Summary, extract};
+use vf::version::Version;
 
-/// How the capture's stdout is read.
+/// How the capture's stdout is framed (the projector's transport).
 #[derive(Clone, Copy, Debug)]
 enum Feed {
-    /// One JSON frame per line (non-JSON lines go to `observe_text`).
+    /// One JSON frame per line.
     Jsonl,
     /// One (pretty-printed) JSON document.
     Document,
@@ -167,29 +170,31 @@ fn recorded_exit(cmd: &str) -> i32 {
         .expect("cmd.txt has an exit_code line")
 }
 
-/// Feeds stdout to a fresh tracker the way the projector reads it.
-fn replay(engine: EngineId, stdout: &str, feed: Feed) -> Box<dyn Tracker> {
-    let mut t = engine.engine().tracker();
-    match feed {
-        Feed::Document => {
-            let v: Value = serde_json::from_str(stdout).expect("one JSON document");
-            t.observe(&v);
-        }
-        Feed::Jsonl => {
-            for line in stdout.lines().filter(|l| !l.trim().is_empty()) {
-                match serde_json::from_str::<Value>(line) {
-                    Ok(v) => t.observe(&v),
-                    Err(_) => t.observe_text(line),
-                }
-            }
-        }
-        Feed::Text => {
-            for line in stdout.strip_suffix('\n').unwrap_or(stdout).split('\n') {
-                t.observe_text(line);
-            }
-        }
+/// A replayed run: its projector, read through the tracker.
+struct Run(Projector);
+
+impl std::ops::Deref for Run {
+    type Target = Tracker;
+    fn deref(&self) -> &Tracker {
+        self.0.tracker()
     }
-    t
+}
+
+/// Feeds stdout through a projector, line by line, as `vf dispatch` and
+/// `vf replay` do.
+fn replay(engine: EngineId, version: Option<&str>, stdout: &str, feed: Feed) -> Run {
+    let transport = match feed {
+        Feed::Jsonl => OutputTransport::Jsonl,
+        Feed::Document => OutputTransport::Json,
+        Feed::Text => OutputTransport::Text,
+    };
+    let version = version.map(|v| Version::parse(v).unwrap());
+    let mut p = Projector::new(engine, version.as_ref(), transport);
+    for line in stdout.strip_suffix('\n').unwrap_or(stdout).split('\n') {
+        p.push_line(line.as_bytes());
+    }
+    p.finish();
+    Run(p)
 }
 
 fn check(c: &Case) -> Outcome {
@@ -197,7 +202,7 @@ fn check(c: &Case) -> Outcome {
     let stdout = read(&dir.join(format!("{}.stdout.jsonl", c.case)));
     let exit = recorded_exit(&read(&dir.join(format!("{}.cmd.txt", c.case))));
     let engine = EngineId::parse(c.cli).unwrap();
-    let t = replay(engine, &stdout, c.feed);
+    let t = replay(engine, Some(c.version), &stdout, c.feed);
     let id = format!("{}/{}/{}", c.cli, c.version, c.case);
     assert_eq!(t.session_id(), c.session, "{id}: live session id");
     let out = t.finish(Some(exit));
@@ -302,12 +307,10 @@ fn recorded_ids_match_the_raw_text() {
 
 // ---------- crafted variants for rules the captures do not exercise ----------
 
-fn frames(engine: EngineId, lines: &[Value]) -> Box<dyn Tracker> {
-    let mut t = engine.engine().tracker();
-    for l in lines {
-        t.observe(l);
-    }
-    t
+/// Crafted frames, one per line, through the newest family's projector.
+fn frames(engine: EngineId, lines: &[Value]) -> Run {
+    let stdout: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    replay(engine, None, &stdout, Feed::Jsonl)
 }
 
 const TID: &str = "01a229fa-c269-71a3-a12b-439065dbf14b";
@@ -470,7 +473,7 @@ fn gemini_answer_is_the_deltas_after_the_last_tool_use() {
 #[test]
 fn gemini_status_error_with_exit_0_is_a_failure() {
     let stdout = read(&fixtures().join("gemini/0.61.0/d_error500.stdout.jsonl"));
-    let t = replay(EngineId::Gemini, &stdout, Feed::Jsonl);
+    let t = replay(EngineId::Gemini, None, &stdout, Feed::Jsonl);
     let out = t.finish(Some(0));
     assert!(out.failed);
     assert!(out.error.unwrap().contains("API Error"));
@@ -506,10 +509,10 @@ fn copilot_result_exit_code_decides_even_with_exit_0() {
 
 #[test]
 fn copilot_text_mode_keeps_json_looking_lines() {
-    // A projector that tries JSON first hands the summary's body line to
-    // `observe`; it must still end up in the answer.
+    // On the text transport every line is answer text: the summary's body
+    // line parses as JSON and must still end up in the answer.
     let stdout = read(&fixtures().join("copilot/1.0.102/g_text_mode.stdout.jsonl"));
-    let t = replay(EngineId::Copilot, &stdout, Feed::Jsonl);
+    let t = replay(EngineId::Copilot, None, &stdout, Feed::Text);
     let out = t.finish(Some(0));
     assert!(!out.failed, "{:?}", out.error);
     assert_eq!(
@@ -521,16 +524,18 @@ fn copilot_text_mode_keeps_json_looking_lines() {
 #[test]
 fn opencode_error_frame_is_a_failure_even_with_exit_0() {
     let stdout = read(&fixtures().join("opencode/1.18.33/d_error500.stdout.jsonl"));
-    let out = replay(EngineId::Opencode, &stdout, Feed::Jsonl).finish(Some(0));
+    let out = replay(EngineId::Opencode, None, &stdout, Feed::Jsonl).finish(Some(0));
     assert!(out.failed);
 }
 
 #[test]
 fn agy_plain_text_with_summary() {
-    let mut t = EngineId::Agy.engine().tracker();
-    for l in ["Done.", "```json", "{\"ok\": true}", "```"] {
-        t.observe_text(l);
-    }
+    let t = replay(
+        EngineId::Agy,
+        None,
+        "Done.\n```json\n{\"ok\": true}\n```\n\n",
+        Feed::Text,
+    );
     let out = t.finish(Some(0));
     assert_eq!(out.session_id, None);
     assert!(!out.failed);
@@ -545,8 +550,9 @@ fn agy_plain_text_with_summary() {
 #[test]
 fn killed_runs_fail_for_every_engine() {
     for e in EngineId::ALL {
-        let out = e.engine().tracker().finish(None);
-        assert!(out.failed, "{e}");
+        let p = Projector::new(e, None, e.engine().output_transport(None));
+        let out = p.tracker().finish(None);
+        assert_eq!(out.error, Some(format!("{e} was killed")), "{e}");
     }
 }
 
@@ -554,31 +560,112 @@ fn killed_runs_fail_for_every_engine() {
 /// first request failed is reported but gives no resume authority (`-r` exits 42).
 #[test]
 fn gemini_session_is_resumable_only_after_an_answer() {
-    let engine = vf::engine::EngineId::Gemini.engine();
-    let feed = |rel: &str| {
-        let mut t = engine.tracker();
-        for line in std::fs::read_to_string(fixtures().join(rel))
-            .unwrap()
-            .lines()
-        {
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-                t.observe(&v);
-            }
-        }
-        t
+    let run = |rel: &str| {
+        let stdout = read(&fixtures().join(rel));
+        let engine = EngineId::parse(rel.split('/').next().unwrap()).unwrap();
+        replay(engine, None, &stdout, Feed::Jsonl)
     };
-    let failed = feed("gemini/0.61.0/d_error500.stdout.jsonl");
+    let failed = run("gemini/0.61.0/d_error500.stdout.jsonl");
     assert!(failed.session_id().is_some());
     assert!(!failed.resumable());
-    let ok = feed("gemini/0.61.0/a_json_stream.stdout.jsonl");
-    assert!(ok.resumable());
-    // Other engines keep even a failed first turn's session.
-    let mut codex = vf::engine::EngineId::Codex.engine().tracker();
-    for line in std::fs::read_to_string(fixtures().join("codex/0.171.0/d_error500.stdout.jsonl"))
-        .unwrap()
+    assert!(run("gemini/0.61.0/a_json_stream.stdout.jsonl").resumable());
+    // Live: the id is known from `init`, resumable from the model's first output.
+    let mut p = Projector::new(EngineId::Gemini, None, OutputTransport::Jsonl);
+    let stdout = read(&fixtures().join("gemini/0.61.0/b_tool.stdout.jsonl"));
+    let live: Vec<(bool, bool)> = stdout
         .lines()
-    {
-        codex.observe(&serde_json::from_str(line).unwrap());
+        .map(|l| {
+            p.push_line(l.as_bytes());
+            (p.tracker().session_id().is_some(), p.tracker().resumable())
+        })
+        .collect();
+    let first_model_line = stdout
+        .lines()
+        .position(|l| l.contains(r#""role":"assistant""#) || l.contains(r#""type":"tool_use""#))
+        .unwrap();
+    for (i, (known, resumable)) in live.into_iter().enumerate() {
+        assert!(known, "line {i}");
+        assert_eq!(resumable, i >= first_model_line, "line {i}");
     }
-    assert!(codex.resumable());
+    // Other engines keep even a failed first turn's session.
+    assert!(run("codex/0.171.0/d_error500.stdout.jsonl").resumable());
+}
+
+/// What the engine contract adds to the manifests, one rule each: session-id
+/// shape (`Spec::session_ids`), and for a run the manifest's rows do not
+/// explain, the exit status (`<engine> exited with status N`, or the latest
+/// status row that explains failures, e.g. codex's top-level `error`).
+#[test]
+fn exit_status_rules_are_the_same_for_every_engine() {
+    let codex = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"thread.started","thread_id":TID}),
+            json!({"type":"error","message":"Reconnecting... 1/5"}),
+            json!({"type":"error","message":"stream disconnected"}),
+        ],
+    );
+    assert_eq!(
+        codex.finish(Some(1)).error.as_deref(),
+        Some("stream disconnected")
+    );
+    assert_eq!(
+        codex.finish(None).error.as_deref(),
+        Some("codex was killed")
+    );
+    assert_eq!(
+        codex.finish(Some(0)).error.as_deref(),
+        Some("the stream ended without turn.completed")
+    );
+    // An item-level error is not an explanation: it is not fatal.
+    let item = frames(
+        EngineId::Codex,
+        &[json!({"type":"item.completed","item":{"id":"i","type":"error","message":"metadata"}})],
+    );
+    assert_eq!(
+        item.finish(Some(2)).error.as_deref(),
+        Some("codex exited with status 2")
+    );
+    // A successful claude result with a non-zero exit keeps its answer.
+    let claude = frames(
+        EngineId::Claude,
+        &[
+            json!({"type":"result","subtype":"success","is_error":false,"result":"ok",
+                 "session_id":"5e0e0c89-f301-4ba6-8327-7b41f84dc493"}),
+        ],
+    );
+    let out = claude.finish(Some(1));
+    assert_eq!(
+        (out.error.as_deref(), out.answer.as_deref()),
+        (Some("claude exited with status 1"), Some("ok"))
+    );
+}
+
+/// A failing closing row leaves no answer, even when text came before it;
+/// text before a tool call is never a successful run's answer.
+#[test]
+fn failing_rows_and_narration_give_no_answer() {
+    let failed = frames(
+        EngineId::Codex,
+        &[
+            json!({"type":"item.completed","item":{"id":"a","type":"agent_message","text":"partial"}}),
+            json!({"type":"turn.failed","error":{"message":"boom"}}),
+        ],
+    )
+    .finish(Some(1));
+    assert_eq!(
+        (failed.error.as_deref(), failed.answer),
+        (Some("boom"), None)
+    );
+    let narration = frames(
+        EngineId::Gemini,
+        &[
+            json!({"type":"message","role":"assistant","content":"I will look.","delta":true}),
+            json!({"type":"tool_use","tool_name":"ls","tool_id":"t1","parameters":{}}),
+            json!({"type":"tool_result","tool_id":"t1","status":"success","output":"x"}),
+            json!({"type":"result","status":"success"}),
+        ],
+    )
+    .finish(Some(0));
+    assert_eq!((narration.failed, narration.answer), (false, None));
 }

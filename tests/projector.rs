@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use vf::engine::{EngineId, OutputTransport};
-use vf::frames::manifest::families;
+use vf::frames::manifests::families;
 use vf::frames::{ConversationEvent, Projector, RawRange};
 use vf::version::Version;
 

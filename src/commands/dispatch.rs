@@ -7,11 +7,13 @@ use serde::Serialize;
 use std::time::Duration;
 
 use super::output::StdoutSink;
-use crate::attach::{self, PrivateRanges};
+use crate::attach;
 use crate::cli::{DispatchArgs, OutputFormat};
 use crate::dispatch::UnitSpec;
+use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::{AttachmentKind, Engine, Invocation, Request};
 use crate::error::{Result, VfError};
+use crate::private::{self, PrivateRanges};
 use crate::{names, state};
 
 /// Resolved, validated inputs of a dispatch (flags turned into config).
@@ -26,7 +28,7 @@ pub struct Resolved {
     /// Why this engine (`--engine` or the `auto` rule that chose it).
     pub engine_reason: String,
     /// `--attach`: the chosen engine accepts every kind.
-    pub attach_plan: attach::Plan,
+    pub attach_plan: attach::Selection,
     /// `--private-range`: appended to the prompt by `build_invocation`.
     pub private_ranges: PrivateRanges,
 }
@@ -42,18 +44,18 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
             cwd.display()
         )));
     }
-    attach::check_session_choice(args.engine, args.session.as_deref())?;
+    check_session_choice(args.engine, args.session.as_deref())?;
     let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     // `auto` asks the doctor which engines are ready before a real run; a dry
     // run spawns nothing and falls back to the support-matrix order.
-    let ready = (args.engine == attach::EngineChoice::Auto && !args.dry_run)
+    let ready = (args.engine == EngineChoice::Auto && !args.dry_run)
         .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
     let is_ready = |e| {
         ready
             .as_ref()
             .map(|m: &std::collections::HashMap<_, bool>| m.get(&e).copied().unwrap_or(false))
     };
-    let attach_plan = attach::plan(args.engine, &args.attach, &state_dir, &cwd, &is_ready)?;
+    let attach_plan = attach::select(args.engine, &args.attach, &state_dir, &cwd, &is_ready)?;
     let engine_id = attach_plan.pick.engine;
     let unit = match &args.unit {
         Some(u) => u.clone(),
@@ -61,7 +63,7 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
     };
     names::check("unit name", &unit)?;
     let prompt = super::prompt::read(&args.prompt)?;
-    let private_ranges = attach::stage_private_ranges(&args.private_range, &state_dir, &cwd)?;
+    let private_ranges = private::stage_private_ranges(&args.private_range, &state_dir, &cwd)?;
     Ok(Resolved {
         engine: engine_id.engine(),
         engine_reason: attach_plan.pick.reason.clone(),
@@ -89,7 +91,7 @@ pub fn build_invocation(
     r: &Resolved,
     version: Option<&crate::version::Version>,
 ) -> Result<Invocation> {
-    let prompt = attach::apply_private_ranges(&r.prompt, &r.private_ranges);
+    let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
     r.engine.build(&Request {
         prompt: &prompt,
         session: r.session.as_deref(),
@@ -112,7 +114,7 @@ struct DryRun<'a> {
     unit: &'a str,
     attachments: Vec<DryRunAttachment<'a>>,
     /// Ranges without their text (the invocation shows a placeholder).
-    private_ranges: Vec<attach::RangeSummary>,
+    private_ranges: Vec<private::RangeSummary>,
     #[serde(flatten)]
     invocation: &'a Invocation,
 }
@@ -151,7 +153,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             )));
         }
         // The private text rides with the prompt for this run only; vf persists neither.
-        let prompt = attach::apply_private_ranges(&r.prompt, &r.private_ranges);
+        let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
         let spec = UnitSpec {
             engine: r.engine.spec().id,
             unit: r.unit,
@@ -177,7 +179,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
     let mut inv = build_invocation(&r, version.as_ref())?;
     // Built with the real text (so limits apply to it), shown without it.
-    attach::redact_invocation(&mut inv, &r.private_ranges);
+    private::redact_invocation(&mut inv, &r.private_ranges);
     for w in &inv.warnings {
         eprintln!("vf: warning: {w}");
     }

@@ -12,6 +12,7 @@ use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
 use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::EngineId;
+use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::frames::ConversationEvent;
 use crate::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
@@ -29,7 +30,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
     let ready = plan
         .units
         .iter()
-        .any(|u| u.engine == attach::EngineChoice::Auto)
+        .any(|u| u.engine == EngineChoice::Auto)
         .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
     let is_ready = |e| {
         ready
@@ -38,7 +39,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
     };
     let mut jobs = Vec::with_capacity(plan.units.len());
     for u in &plan.units {
-        let p = attach::plan(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
+        let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         jobs.push(Job {
             engine: p.pick.engine,

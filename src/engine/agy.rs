@@ -5,11 +5,10 @@
 //! before spawn.
 
 use super::{
-    Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport, PromptTransport, Request,
-    Spec, Tracker, check_request,
+    Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport, Request, SessionIds,
+    Spec,
 };
 use crate::error::Result;
-use crate::version::Version;
 
 pub struct Agy;
 
@@ -23,12 +22,10 @@ static SPEC: Spec = Spec {
     attachment_flag: None,
     skip_permissions_flag: None,
     prompt_limit_bytes: Some(30 * 1024),
-    required_flags: &[FlagCheck {
-        help_args: &["--help"],
-        flag: "-p",
-        label: "-p",
-    }],
+    required_flags: &[FlagCheck::new(&["--help"], "-p", "-p")],
     install_hint: "install Antigravity and put `agy` on PATH",
+    session_ids: SessionIds::None,
+    resumable_after_answer: false,
 };
 
 impl Engine for Agy {
@@ -36,8 +33,7 @@ impl Engine for Agy {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut warnings = Vec::new();
         if req.skip_permissions {
             warnings.push(
@@ -48,59 +44,5 @@ impl Engine for Agy {
             warnings,
             ..Invocation::over_argv(SPEC.binary, vec!["-p".into(), req.prompt.to_string()], req)
         })
-    }
-
-    fn valid_session_id(&self, _id: &str) -> bool {
-        false
-    }
-
-    fn exact_resume(&self, _version: Option<&Version>) -> bool {
-        false
-    }
-
-    fn tracker(&self) -> Box<dyn Tracker> {
-        Box::<AgyTracker>::default()
-    }
-}
-
-#[derive(Default)]
-struct AgyTracker {
-    text: String,
-    saw_text: bool,
-}
-
-impl Tracker for AgyTracker {
-    // Plain-text engine: a JSON-looking line is part of the answer too.
-    fn observe(&mut self, frame: &serde_json::Value) {
-        self.observe_text(&frame.to_string());
-    }
-
-    fn observe_text(&mut self, line: &str) {
-        if self.saw_text {
-            self.text.push('\n');
-        }
-        self.text.push_str(line);
-        self.saw_text = true;
-    }
-
-    fn session_id(&self) -> Option<&str> {
-        None
-    }
-
-    fn finish(&self, exit_code: Option<i32>) -> Outcome {
-        let error = match exit_code {
-            Some(0) => None,
-            code => Some(super::exit_text(EngineId::Agy, code)),
-        };
-        Outcome {
-            session_id: None,
-            // Trailing blank lines are output padding, not part of the answer.
-            answer: self
-                .saw_text
-                .then(|| self.text.trim_end_matches(['\n', '\r']).to_string()),
-            failed: error.is_some(),
-            error,
-            usage: None,
-        }
     }
 }

@@ -6,11 +6,9 @@
 //! and argv carries a short pointer to it instead. A prompt starting with `-`
 //! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
-use serde_json::Value;
-
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, Outcome, OutputTransport,
-    PromptTransport, Request, Spec, Tracker, check_request, is_uuid, str_at,
+    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
+    Request, SessionIds, Spec,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -48,38 +46,16 @@ static SPEC: Spec = Spec {
     skip_permissions_flag: Some("--allow-all"),
     prompt_limit_bytes: None,
     required_flags: &[
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--prompt",
-            label: "-p/--prompt",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--allow-all",
-            label: "--allow-all",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--output-format",
-            label: "--output-format",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--resume",
-            label: "--resume",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--attachment",
-            label: "--attachment",
-        },
-        FlagCheck {
-            help_args: &["--help"],
-            flag: "--no-auto-update",
-            label: "--no-auto-update",
-        },
+        FlagCheck::new(&["--help"], "--prompt", "-p/--prompt"),
+        FlagCheck::new(&["--help"], "--allow-all", "--allow-all"),
+        FlagCheck::new(&["--help"], "--output-format", "--output-format"),
+        FlagCheck::new(&["--help"], "--resume", "--resume"),
+        FlagCheck::new(&["--help"], "--attachment", "--attachment"),
+        FlagCheck::new(&["--help"], "--no-auto-update", "--no-auto-update"),
     ],
     install_hint: "npm install -g @github/copilot",
+    session_ids: SessionIds::Uuid,
+    resumable_after_answer: false,
 };
 
 impl Copilot {
@@ -94,8 +70,7 @@ impl Engine for Copilot {
         &SPEC
     }
 
-    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
-        check_request(self, req)?;
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let mut warnings = Vec::new();
         let mut args: Vec<String> = Vec::new();
         if req.version.is_none() {
@@ -112,17 +87,13 @@ impl Engine for Copilot {
         if req.version.is_none_or(|v| *v >= TELEMETRY_FLAG_SINCE) {
             args.push("--disable-client-telemetry".into());
         }
-        for a in req.attachments {
-            args.push(format!("--attachment={}", a.path.display()));
-        }
+        args.extend(SPEC.attachment_args(req));
         if req.read_only {
             // Copilot has no read-only mode; an invented flag would be a hard error.
             warnings
                 .push("copilot has no read-only mode: the read-only request was dropped".into());
         }
-        if req.skip_permissions {
-            args.push(SPEC.skip_permissions_flag.unwrap().into());
-        }
+        args.extend(SPEC.permission_arg(req));
         if let Some(id) = req.session {
             args.push(format!("--resume={id}"));
         }
@@ -153,10 +124,6 @@ impl Engine for Copilot {
         })
     }
 
-    fn valid_session_id(&self, id: &str) -> bool {
-        is_uuid(id)
-    }
-
     fn exact_resume(&self, version: Option<&Version>) -> bool {
         version.is_some_and(|v| {
             EXACT_RESUME_VERIFIED
@@ -175,93 +142,6 @@ impl Engine for Copilot {
             OutputTransport::Jsonl
         } else {
             OutputTransport::Text
-        }
-    }
-
-    fn tracker(&self) -> Box<dyn Tracker> {
-        Box::<CopilotTracker>::default()
-    }
-}
-
-#[derive(Default)]
-struct CopilotTracker {
-    session_id: Option<String>,
-    answer: Option<String>,
-    error: Option<String>,
-    result_exit: Option<i64>,
-    usage: Option<Value>,
-    /// Text mode: the plain answer.
-    text: String,
-    saw_text: bool,
-}
-
-impl Tracker for CopilotTracker {
-    fn observe(&mut self, frame: &Value) {
-        match str_at(frame, &["type"]) {
-            Some("assistant.message") => {
-                if let Some(t) = str_at(frame, &["data", "content"]) {
-                    self.answer = Some(t.to_string());
-                }
-            }
-            Some("session.error") => {
-                self.error = str_at(frame, &["data", "message"]).map(str::to_string);
-            }
-            // The session id appears only here, at the very end.
-            Some("result") => {
-                if let Some(id) = str_at(frame, &["sessionId"]).filter(|id| is_uuid(id)) {
-                    self.session_id = Some(id.to_string());
-                }
-                self.result_exit = frame.get("exitCode").and_then(Value::as_i64);
-                self.usage = frame.get("usage").cloned();
-            }
-            Some(_) => {}
-            // Text mode: a line of the answer that happens to be JSON (e.g. the
-            // summary's body) is still answer text; copilot frames always have `type`.
-            None => self.observe_text(&frame.to_string()),
-        }
-    }
-
-    fn observe_text(&mut self, line: &str) {
-        if self.saw_text {
-            self.text.push('\n');
-        }
-        self.text.push_str(line);
-        self.saw_text = true;
-    }
-
-    fn session_id(&self) -> Option<&str> {
-        self.session_id.as_deref()
-    }
-
-    fn finish(&self, exit_code: Option<i32>) -> Outcome {
-        let text_mode = self.result_exit.is_none() && self.answer.is_none() && self.saw_text;
-        let answer = if text_mode {
-            // The CLI pads the answer with blank lines; they are not part of it.
-            Some(self.text.trim_end_matches(['\n', '\r']).to_string())
-        } else {
-            self.answer.clone()
-        };
-        let error = match (self.result_exit, exit_code) {
-            (Some(r), _) if r != 0 => Some(
-                self.error
-                    .clone()
-                    .unwrap_or_else(|| format!("copilot reported exit code {r}")),
-            ),
-            (_, Some(c)) if c != 0 => Some(
-                self.error
-                    .clone()
-                    .unwrap_or_else(|| super::exit_text(EngineId::Copilot, Some(c))),
-            ),
-            (_, None) => Some(super::exit_text(EngineId::Copilot, None)),
-            (None, Some(_)) if !text_mode => Some("the stream ended without a result frame".into()),
-            _ => None,
-        };
-        Outcome {
-            session_id: self.session_id.clone(),
-            answer,
-            failed: error.is_some(),
-            error,
-            usage: self.usage.clone(),
         }
     }
 }

@@ -1,10 +1,11 @@
 //! The engine contract: one module per coding-agent CLI.
 //!
-//! Everything vf knows about a CLI (binary name, verified versions, argv for a
-//! fresh run and for a resume, prompt transport, session-id shape, how to read
-//! the final answer and decide success) lives in that engine's file. Code
-//! outside `engine/` asks through [`Engine`] and never matches on an engine's
-//! strings.
+//! An engine's file holds its [`Spec`] (binary, verified versions, transports,
+//! flags, session-id shape, the little policy no frame carries) and its argv
+//! builder. What its output means (session id, answer, failure) is its frame
+//! manifest under `frames/manifests/`, read by one generic tracker
+//! (`frames::Tracker`). Code outside `engine/` asks through [`Engine`] and
+//! never matches on an engine's strings.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use crate::error::{Result, VfError};
 use crate::version::Version;
 
 pub mod agy;
+pub mod choice;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
@@ -144,6 +146,52 @@ impl AttachmentKind {
             AttachmentKind::Document => "document",
         }
     }
+
+    /// The distinct kinds among `kinds`, in a stable order (text, image, document).
+    pub fn distinct(kinds: &[AttachmentKind]) -> Vec<AttachmentKind> {
+        [
+            AttachmentKind::Text,
+            AttachmentKind::Image,
+            AttachmentKind::Document,
+        ]
+        .into_iter()
+        .filter(|k| kinds.contains(k))
+        .collect()
+    }
+
+    /// Engines that accept this kind, in support-matrix order.
+    pub fn accepting(self) -> Vec<EngineId> {
+        EngineId::ALL
+            .into_iter()
+            .filter(|e| e.engine().spec().attachment_kinds.contains(&self))
+            .collect()
+    }
+}
+
+/// `claude, codex` (or `none`), for messages.
+pub fn engine_list(es: &[EngineId]) -> String {
+    if es.is_empty() {
+        "none".to_string()
+    } else {
+        es.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Refuses, before anything is spawned, a kind `engine` does not accept,
+/// naming the engines that would.
+pub fn check_attachment_kinds(engine: EngineId, kinds: &[AttachmentKind]) -> Result<()> {
+    let accepted = engine.engine().spec().attachment_kinds;
+    match AttachmentKind::distinct(kinds)
+        .into_iter()
+        .find(|k| !accepted.contains(k))
+    {
+        Some(k) => Err(VfError::usage(format!(
+            "{engine}: {} attachments are not supported (engines that accept them: {})",
+            k.as_str(),
+            engine_list(&k.accepting())
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A flag vf relies on, checked by `vf doctor` against the CLI's own help.
@@ -155,6 +203,44 @@ pub struct FlagCheck {
     pub flag: &'static str,
     /// How a user would name it, e.g. `exec --json`.
     pub label: &'static str,
+}
+
+impl FlagCheck {
+    pub const fn new(
+        help_args: &'static [&'static str],
+        flag: &'static str,
+        label: &'static str,
+    ) -> FlagCheck {
+        FlagCheck {
+            help_args,
+            flag,
+            label,
+        }
+    }
+}
+
+/// The shape of an engine's native session ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionIds {
+    /// No session vf could name (agy): no exact resume.
+    None,
+    /// Canonical UUIDs (8-4-4-4-12 hex).
+    Uuid,
+    /// `prefix` followed by exactly `len` ASCII alphanumerics (opencode `ses_…`).
+    Prefixed { prefix: &'static str, len: usize },
+}
+
+impl SessionIds {
+    pub fn matches(self, id: &str) -> bool {
+        match self {
+            SessionIds::None => false,
+            SessionIds::Uuid => is_uuid(id),
+            SessionIds::Prefixed { prefix, len } => id.strip_prefix(prefix).is_some_and(|rest| {
+                rest.len() == len && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+            }),
+        }
+    }
 }
 
 /// Static facts about an engine.
@@ -180,6 +266,33 @@ pub struct Spec {
     pub required_flags: &'static [FlagCheck],
     /// The package the CLI installs from, for messages (`npm i -g ...`).
     pub install_hint: &'static str,
+    /// The shape of native session ids: checked before an id is passed on, and
+    /// on every id read from the output (others are ignored).
+    pub session_ids: SessionIds,
+    /// The CLI keeps a session only once the model has answered (gemini: `-r`
+    /// on the id of a run whose first request failed exits 42). Until then the
+    /// id is reported but is no resume authority.
+    pub resumable_after_answer: bool,
+}
+
+impl Spec {
+    /// The permission-skip flag, when the request asks for it.
+    pub fn permission_arg(&self, req: &Request<'_>) -> Option<String> {
+        self.skip_permissions_flag
+            .filter(|_| req.skip_permissions)
+            .map(String::from)
+    }
+
+    /// `<attachment_flag>=<path>` per attachment. The `=` form binds each value
+    /// to its flag: several of these flags take many values and would swallow
+    /// what follows (codex `--image P -` eats the stdin marker).
+    pub fn attachment_args(&self, req: &Request<'_>) -> Vec<String> {
+        let flag = self.attachment_flag.unwrap_or_default();
+        req.attachments
+            .iter()
+            .map(|a| format!("{flag}={}", a.path.display()))
+            .collect()
+    }
 }
 
 /// A file handed to the engine.
@@ -209,6 +322,15 @@ pub struct Request<'a> {
     pub version: Option<&'a Version>,
     /// The caller asked for a read-only run.
     pub read_only: bool,
+}
+
+impl Request<'_> {
+    /// `[flag, id]` for an exact resume; nothing for a fresh run.
+    pub fn resume_args(&self, flag: &str) -> Vec<String> {
+        self.session
+            .map(|id| vec![flag.to_string(), id.to_string()])
+            .unwrap_or_default()
+    }
 }
 
 /// The exact process vf will spawn.
@@ -260,7 +382,7 @@ pub fn exit_text(engine: EngineId, code: Option<i32>) -> String {
     }
 }
 
-/// What a finished run amounts to, as the engine contract reads it.
+/// What a finished run amounts to (read off the projection by `frames::Tracker`).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
@@ -273,40 +395,29 @@ pub struct Outcome {
     pub usage: Option<Value>,
 }
 
-/// Reads an engine's frames in order and keeps what the contract cares about.
-///
-/// The projector feeds every parsed frame here, once; the dispatch runtime
-/// reads session id and outcome from it without re-parsing output.
-pub trait Tracker: Send {
-    /// One parsed JSON frame, in stream order.
-    fn observe(&mut self, frame: &Value);
-    /// One non-JSON line (text-mode engines).
-    fn observe_text(&mut self, _line: &str) {}
-    /// The validated session id, as soon as it is known.
-    fn session_id(&self) -> Option<&str>;
-    /// Whether that session now exists natively, so an exact resume can find it.
-    /// Only then is the id stored as the unit's resume authority.
-    fn resumable(&self) -> bool {
-        self.session_id().is_some()
-    }
-    /// The outcome once the process has exited with `exit_code` (`None`: killed).
-    fn finish(&self, exit_code: Option<i32>) -> Outcome;
-}
-
 /// The per-engine contract.
 pub trait Engine: Sync {
     fn spec(&self) -> &'static Spec;
 
-    /// Builds the exact argv/stdin for a fresh run or an exact resume.
-    fn build(&self, req: &Request<'_>) -> Result<Invocation>;
+    /// Builds the exact argv/stdin for a fresh run or an exact resume, after
+    /// the checks every engine shares ([`check_request`]).
+    fn build(&self, req: &Request<'_>) -> Result<Invocation> {
+        check_request(self.spec(), req)?;
+        self.invocation(req)
+    }
+
+    /// The engine's own argv builder (the request is already checked).
+    fn invocation(&self, req: &Request<'_>) -> Result<Invocation>;
 
     /// True when `id` has the shape of this engine's native session ids.
-    fn valid_session_id(&self, id: &str) -> bool;
+    fn valid_session_id(&self, id: &str) -> bool {
+        self.spec().session_ids.matches(id)
+    }
 
     /// Whether `--session ID` can resume exactly that native session.
-    fn exact_resume(&self, _version: Option<&Version>) -> bool;
-
-    fn tracker(&self) -> Box<dyn Tracker>;
+    fn exact_resume(&self, _version: Option<&Version>) -> bool {
+        self.spec().session_ids != SessionIds::None
+    }
 
     /// Whether vf runs this engine (with a warning) when its `--version`
     /// cannot be read. `vf doctor` then reports an unreadable version as a
@@ -322,8 +433,8 @@ pub trait Engine: Sync {
 }
 
 /// Shared checks every `build` applies before engine-specific work.
-pub fn check_request(engine: &dyn Engine, req: &Request<'_>) -> Result<()> {
-    let spec = engine.spec();
+pub fn check_request(spec: &Spec, req: &Request<'_>) -> Result<()> {
+    let engine = spec.id.engine();
     if let Some(limit) = spec.prompt_limit_bytes
         && req.prompt.len() >= limit
     {
@@ -350,25 +461,8 @@ pub fn check_request(engine: &dyn Engine, req: &Request<'_>) -> Result<()> {
             )));
         }
     }
-    for a in req.attachments {
-        if !spec.attachment_kinds.contains(&a.kind) {
-            let accepting: Vec<&str> = EngineId::ALL
-                .iter()
-                .filter(|e| e.engine().spec().attachment_kinds.contains(&a.kind))
-                .map(|e| e.as_str())
-                .collect();
-            return Err(VfError::usage(format!(
-                "{}: {} attachments are not supported (engines that accept them: {})",
-                spec.id,
-                a.kind.as_str(),
-                if accepting.is_empty() {
-                    "none".to_string()
-                } else {
-                    accepting.join(", ")
-                }
-            )));
-        }
-    }
+    let kinds: Vec<AttachmentKind> = req.attachments.iter().map(|a| a.kind).collect();
+    check_attachment_kinds(spec.id, &kinds)?;
     Ok(())
 }
 
@@ -380,15 +474,6 @@ pub fn is_uuid(s: &str) -> bool {
             8 | 13 | 18 | 23 => *c == b'-',
             _ => c.is_ascii_hexdigit(),
         })
-}
-
-/// Lossy string access into a JSON object path.
-pub fn str_at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v str> {
-    let mut cur = v;
-    for k in path {
-        cur = cur.get(k)?;
-    }
-    cur.as_str()
 }
 
 #[cfg(test)]

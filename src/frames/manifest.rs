@@ -7,9 +7,8 @@
 
 use serde::Serialize;
 
-use super::Level;
+use super::event::Level;
 use crate::engine::{EngineId, OutputTransport};
-use crate::version::Version;
 
 /// A path of object keys from a frame (or a nested element) to a field.
 pub type Path = &'static [&'static str];
@@ -55,6 +54,7 @@ pub enum StatusSrc {
 #[derive(Debug, Clone, Copy)]
 pub enum Cond {
     True(Path),
+    StrEq(Path, &'static str),
     StrNe(Path, &'static str),
     NonZero(Path),
     Exists(Path),
@@ -85,6 +85,9 @@ pub struct StatusSpec {
     pub level: Level,
     pub label: &'static str,
     pub detail: Tpl,
+    /// The detail explains a failure decided elsewhere (a non-zero exit, a
+    /// failing row without a message of its own): codex's top-level `error`.
+    pub explains_failure: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -96,12 +99,19 @@ pub struct LifecycleSpec {
     pub always_failed: bool,
     /// Detail shown on failure.
     pub failed_detail: Tpl,
-    pub session: Path,
+    /// The failure in the engine's words: the first of these that is a
+    /// non-empty string (the run's error text; `failed_detail` is for display).
+    pub error: &'static [Path],
+    /// The row shows the frame's session id (read at the manifest's `session`).
+    pub shows_session: bool,
     pub usage: Path,
     /// The final answer carried by this frame (claude `result`, gemini json document).
     pub answer: Path,
     /// This frame ends a turn: the pending agent message is the final answer.
     pub ends_turn: bool,
+    /// When this is the last closing frame, the run was cut short: the CLI
+    /// always goes on after it (opencode's step ending in `tool-calls`).
+    pub cut_short_if: Option<Cond>,
 }
 
 impl LifecycleSpec {
@@ -111,10 +121,12 @@ impl LifecycleSpec {
         failed_if: None,
         always_failed: false,
         failed_detail: "",
-        session: &[],
+        error: &[],
+        shows_session: false,
         usage: &[],
         answer: &[],
         ends_turn: false,
+        cut_short_if: None,
     };
 }
 
@@ -209,6 +221,11 @@ pub struct Manifest {
     pub verified: &'static [&'static str],
     /// Where the top-level kind is read.
     pub kind: Path,
+    /// Where a frame names the session, read on every frame (top level).
+    pub session: Path,
+    /// What a stream that no row closed lacks, for the failure message
+    /// ("the stream ended without a result frame").
+    pub closing: &'static str,
     /// Top-level kinds whose kind is `type/<subkind>` (claude `system/init`).
     pub subkinds: &'static [(&'static str, Path)],
     pub transports: &'static [TransportTable],
@@ -229,117 +246,4 @@ impl Manifest {
 
 pub fn lookup<'a>(entries: &'a [Entry], kind: &str) -> Option<&'a Rule> {
     entries.iter().find(|e| e.kind == kind).map(|e| &e.rule)
-}
-
-/// All families of one CLI, oldest first.
-pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
-    use super::manifests::*;
-    match cli {
-        EngineId::Codex => codex::FAMILIES,
-        EngineId::Claude => claude::FAMILIES,
-        EngineId::Gemini => gemini::FAMILIES,
-        EngineId::Opencode => opencode::FAMILIES,
-        EngineId::Copilot => copilot::FAMILIES,
-        EngineId::Agy => agy::FAMILIES,
-    }
-}
-
-/// The manifest chosen for a CLI version.
-#[derive(Debug)]
-pub struct Resolved {
-    pub manifest: &'static Manifest,
-    /// The version string reported in events (`0.171.x` when unknown).
-    pub cli_version: String,
-    /// Set when the version has no family of its own.
-    pub warning: Option<String>,
-}
-
-/// Exact version → its family; a version without a family (or no version)
-/// → the newest family, with a warning when a version was given.
-pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
-    let fams = families(cli);
-    let newest = *fams
-        .last()
-        .expect("every CLI has at least one manifest family");
-    match version {
-        None => Resolved {
-            manifest: newest,
-            cli_version: format!("{}.x", newest.family()),
-            warning: None,
-        },
-        Some(v) => match fams.iter().find(|m| (m.major, m.minor) == v.family()) {
-            Some(m) => Resolved {
-                manifest: m,
-                cli_version: v.to_string(),
-                warning: None,
-            },
-            None => Resolved {
-                manifest: newest,
-                cli_version: v.to_string(),
-                warning: Some(format!(
-                    "{cli} {v} is unverified: no manifest family {}.{}, using the newest ({})",
-                    v.major,
-                    v.minor,
-                    newest.family()
-                )),
-            },
-        },
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check_unique(entries: &[Entry], ctx: &str) {
-        for (i, e) in entries.iter().enumerate() {
-            assert!(
-                !entries[..i].iter().any(|o| o.kind == e.kind),
-                "{ctx}: duplicate kind {}",
-                e.kind
-            );
-            let nested = match &e.rule {
-                Rule::Nested(n) => Some(n),
-                _ => None,
-            };
-            if let Some(n) = nested {
-                check_unique(n.entries, &format!("{ctx}/{}", e.kind));
-            }
-        }
-    }
-
-    #[test]
-    fn families_are_ordered_and_tables_have_unique_kinds() {
-        for cli in EngineId::ALL {
-            let fams = families(cli);
-            assert!(!fams.is_empty());
-            for w in fams.windows(2) {
-                assert!((w[0].major, w[0].minor) < (w[1].major, w[1].minor), "{cli}");
-            }
-            for m in fams {
-                assert_eq!(m.cli, cli);
-                for t in m.transports {
-                    check_unique(
-                        t.entries,
-                        &format!("{cli} {} {:?}", m.family(), t.transport),
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn resolution_picks_family_or_newest_with_warning() {
-        let v = |s| Version::parse(s).unwrap();
-        let r = resolve(EngineId::Codex, Some(&v("0.146.9")));
-        assert_eq!(
-            (r.manifest.family(), r.warning.is_none()),
-            ("0.146".into(), true)
-        );
-        let r = resolve(EngineId::Codex, Some(&v("0.100.0")));
-        assert_eq!(r.manifest.family(), "0.171");
-        assert!(r.warning.unwrap().contains("unverified"));
-        let r = resolve(EngineId::Claude, None);
-        assert_eq!(r.cli_version, "2.1.x");
-    }
 }

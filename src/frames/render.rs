@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::{ConversationEvent, Level, RawRange};
+use super::event::{ConversationEvent, Level, RawRange};
 
 fn trace(r: RawRange) -> String {
     match (r.start, r.end) {

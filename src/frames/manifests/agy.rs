@@ -9,6 +9,8 @@ pub static V0_0: Manifest = Manifest {
     minor: 0,
     verified: &[],
     kind: &["type"],
+    session: &[],
+    closing: "",
     subkinds: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Text,

@@ -59,7 +59,8 @@ const RESULT: Rule = lifecycle(LifecycleSpec {
     failed_label: "Failed",
     failed_if: Some(Cond::True(&["is_error"])),
     failed_detail: "{result}",
-    session: &["session_id"],
+    error: &[&["result"]],
+    shows_session: true,
     usage: &["usage"],
     answer: &["result"],
     ends_turn: true,
@@ -70,7 +71,8 @@ const RESULT_ERROR: Rule = lifecycle(LifecycleSpec {
     failed_label: "Failed",
     always_failed: true,
     failed_detail: "{subtype}",
-    session: &["session_id"],
+    error: &[&["result"]],
+    shows_session: true,
     usage: &["usage"],
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
@@ -82,7 +84,7 @@ const JSONL: &[Entry] = &[
         kind: "system/init",
         rule: lifecycle(LifecycleSpec {
             label: "Session started",
-            session: &["session_id"],
+            shows_session: true,
             ..LifecycleSpec::DEFAULT
         }),
     },
@@ -174,6 +176,8 @@ pub static V2_1: Manifest = Manifest {
     minor: 1,
     verified: &["2.1.332"],
     kind: &["type"],
+    session: &["session_id"],
+    closing: "a result frame",
     subkinds: &[("system", &["subtype"]), ("result", &["subtype"])],
     transports: &[
         TransportTable {

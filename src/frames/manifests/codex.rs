@@ -1,7 +1,7 @@
 //! codex `exec --json` (JSONL). The semantic kind of `item.*` frames is
 //! nested under `item.type`.
 
-use super::{info, lifecycle, warn};
+use super::{explains_failure, info, lifecycle, warn};
 use crate::engine::{EngineId, OutputTransport};
 use crate::frames::manifest::*;
 
@@ -124,7 +124,7 @@ const fn item(entries: &'static [Entry]) -> Rule {
 
 const THREAD_STARTED: Rule = lifecycle(LifecycleSpec {
     label: "Session started",
-    session: &["thread_id"],
+    shows_session: true,
     ..LifecycleSpec::DEFAULT
 });
 const TURN_COMPLETED: Rule = lifecycle(LifecycleSpec {
@@ -138,6 +138,7 @@ const TURN_FAILED: Rule = lifecycle(LifecycleSpec {
     failed_label: "Turn failed",
     always_failed: true,
     failed_detail: "{error.message}",
+    error: &[&["error", "message"]],
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
 });
@@ -151,8 +152,9 @@ const JSONL_0_171: &[Entry] = &[
     Entry { kind: "item.started", rule: item(ITEM_STARTED) },
     Entry { kind: "item.updated", rule: item(ITEM_UPDATED) },
     Entry { kind: "item.completed", rule: item(ITEM_COMPLETED) },
-    // Top-level errors are retries in progress until turn.failed says otherwise.
-    Entry { kind: "error", rule: warn("Error", "{message}") },
+    // Top-level errors are retries in progress until turn.failed says
+    // otherwise; the last one explains a non-zero exit.
+    Entry { kind: "error", rule: explains_failure(warn("Error", "{message}")) },
     Entry { kind: "output.truncated", rule: Rule::Truncated { detail: "" } },
     Entry { kind: "response.output_text.truncated", rule: Rule::Truncated { detail: "" } },
 ];
@@ -167,6 +169,8 @@ pub static V0_146: Manifest = Manifest {
     minor: 146,
     verified: &[],
     kind: &["type"],
+    session: &["thread_id"],
+    closing: "turn.completed",
     subkinds: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
@@ -180,6 +184,8 @@ pub static V0_171: Manifest = Manifest {
     minor: 171,
     verified: &["0.171.0"],
     kind: &["type"],
+    session: &["thread_id"],
+    closing: "turn.completed",
     subkinds: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,

@@ -1,7 +1,7 @@
 //! copilot `--output-format json` (JSONL of `{type, data, ...}` events) and
 //! plain-text mode. The session id appears only in the final `result`.
 
-use super::{error, info, lifecycle, warn};
+use super::{error, explains_failure, info, lifecycle, warn};
 use crate::engine::{EngineId, OutputTransport};
 use crate::frames::manifest::*;
 
@@ -34,7 +34,8 @@ const JSONL: &[Entry] = &[
         }),
     },
     Entry { kind: "session.warning", rule: warn("Warning", "{data.message}") },
-    Entry { kind: "session.error", rule: error("Error", "{data.message}") },
+    // The engine's words for a failing `result` or a non-zero exit.
+    Entry { kind: "session.error", rule: explains_failure(error("Error", "{data.message}")) },
     Entry {
         kind: "user.message",
         rule: Rule::UserText {
@@ -105,7 +106,7 @@ const JSONL: &[Entry] = &[
             failed_label: "Failed",
             failed_if: Some(Cond::NonZero(&["exitCode"])),
             failed_detail: "exit code {exitCode}",
-            session: &["sessionId"],
+            shows_session: true,
             usage: &["usage"],
             ends_turn: true,
             ..LifecycleSpec::DEFAULT
@@ -119,6 +120,8 @@ pub static V1_0: Manifest = Manifest {
     minor: 0,
     verified: &["1.0.102"],
     kind: &["type"],
+    session: &["sessionId"],
+    closing: "a result frame",
     subkinds: &[],
     transports: &[
         TransportTable {

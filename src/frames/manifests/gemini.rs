@@ -2,7 +2,7 @@
 //! (one pretty-printed document without `type`, spanning many lines).
 //! A `message` means what its `role` says; any other role is drift.
 
-use super::{lifecycle, warn};
+use super::{explains_failure, lifecycle, warn};
 use crate::engine::{EngineId, OutputTransport};
 use crate::frames::manifest::*;
 
@@ -39,7 +39,7 @@ const TOOL_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
 
 const INIT: Rule = lifecycle(LifecycleSpec {
     label: "Session started",
-    session: &["session_id"],
+    shows_session: true,
     ..LifecycleSpec::DEFAULT
 });
 
@@ -48,6 +48,7 @@ const RESULT: Rule = lifecycle(LifecycleSpec {
     failed_label: "Failed",
     failed_if: Some(Cond::StrNe(&["status"], "success")),
     failed_detail: "{error.message}",
+    error: &[&["error", "message"]],
     usage: &["stats"],
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
@@ -59,7 +60,8 @@ const DOCUMENT: Rule = lifecycle(LifecycleSpec {
     failed_label: "Failed",
     failed_if: Some(Cond::Exists(&["error"])),
     failed_detail: "{error.message}",
-    session: &["session_id"],
+    error: &[&["error", "message"]],
+    shows_session: true,
     usage: &["stats"],
     answer: &["response"],
     ends_turn: true,
@@ -72,7 +74,7 @@ const JSONL_0_61: &[Entry] = &[
     Entry { kind: "message", rule: MESSAGE },
     Entry { kind: "tool_use", rule: TOOL_USE },
     Entry { kind: "tool_result", rule: TOOL_RESULT },
-    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "error", rule: explains_failure(warn("Error", "{message}")) },
     Entry { kind: "result", rule: RESULT },
 ];
 
@@ -84,7 +86,7 @@ const JSONL_0_49: &[Entry] = &[
     Entry { kind: "tool_call", rule: TOOL_USE },
     Entry { kind: "tool_use", rule: TOOL_USE },
     Entry { kind: "tool_result", rule: TOOL_RESULT },
-    Entry { kind: "error", rule: warn("Error", "{message}") },
+    Entry { kind: "error", rule: explains_failure(warn("Error", "{message}")) },
     Entry { kind: "result", rule: RESULT },
 ];
 
@@ -100,6 +102,8 @@ pub static V0_49: Manifest = Manifest {
     minor: 49,
     verified: &[],
     kind: &["type"],
+    session: &["session_id"],
+    closing: "a result frame",
     subkinds: &[],
     transports: &[
         TransportTable {
@@ -119,6 +123,8 @@ pub static V0_61: Manifest = Manifest {
     minor: 61,
     verified: &["0.61.0"],
     kind: &["type"],
+    session: &["session_id"],
+    closing: "a result frame",
     subkinds: &[],
     transports: &[
         TransportTable {

@@ -49,9 +49,12 @@ const STEP_FINISH: &[Entry] = &[Entry {
     kind: "step-finish",
     rule: lifecycle(LifecycleSpec {
         label: "Step finished",
-        session: &["sessionID"],
+        shows_session: true,
         usage: &["tokens"],
         ends_turn: true,
+        // opencode calls the model again after every tool call: a stream
+        // whose last step ends in one was stopped (b_tool_ask, exit 0).
+        cut_short_if: Some(Cond::StrEq(&["reason"], "tool-calls")),
         ..LifecycleSpec::DEFAULT
     }),
 }];
@@ -70,7 +73,8 @@ const JSONL: &[Entry] = &[
             failed_label: "Error",
             always_failed: true,
             failed_detail: "{error.name}: {error.data.message}",
-            session: &["sessionID"],
+            error: &[&["error", "data", "message"], &["error", "name"]],
+            shows_session: true,
             ends_turn: true,
             ..LifecycleSpec::DEFAULT
         }),
@@ -83,6 +87,8 @@ pub static V1_18: Manifest = Manifest {
     minor: 18,
     verified: &["1.18.33"],
     kind: &["type"],
+    session: &["sessionID"],
+    closing: "step_finish",
     subkinds: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,

@@ -1,0 +1,223 @@
+//! A run's outcome, read off the projection: session id, answer, failure.
+//!
+//! One generic reading serves every engine. The manifest says where frames
+//! name the session, which rows close a turn, fail it or cut it short, and
+//! which status rows explain a failure; the engine's `Spec` adds the policy
+//! no frame carries (the shape of session ids, and whether a session exists
+//! before the model answered). The rules, in order:
+//!
+//! - **session**: the first id of the engine's shape that any frame names; a
+//!   closing row's id is final (claude repeats it on `result`).
+//! - **failure**: a failing lifecycle row (its own message, else the latest
+//!   explaining status row, else "<engine> reported <detail>"); else a killed
+//!   process or a non-zero exit (the latest explaining status row, else the
+//!   exit status); else no closing row at all ("the stream ended without …");
+//!   else a last closing row that cuts the run short (opencode's step that
+//!   ends in a refused tool call, with exit 0).
+//! - **answer**: the answer of the latest closing row (text before a tool call
+//!   is narration, never the answer). A failing row leaves none; a run that
+//!   failed otherwise keeps its last agent message for the record. Text
+//!   transport: every line, trailing line breaks dropped.
+
+use serde_json::Value;
+
+use crate::engine::{EngineId, Outcome, OutputTransport, Spec, exit_text};
+
+/// What a failing lifecycle row said.
+struct FailedRow {
+    /// The engine's own message (the row's `error` paths).
+    text: Option<String>,
+    /// `<engine> reported <detail>` when nothing better explains it.
+    fallback: String,
+}
+
+/// What one lifecycle row tells the tracker.
+pub(super) struct Row {
+    pub failed: bool,
+    pub error: Option<String>,
+    pub detail: Option<String>,
+    pub closes_turn: bool,
+    pub answer: Option<String>,
+    pub cut_short: bool,
+    /// `Some` when the row names usage (possibly `null`).
+    pub usage: Option<Option<Value>>,
+}
+
+/// The run's reading, fed by the projector (see the module docs).
+pub struct Tracker {
+    spec: &'static Spec,
+    transport: OutputTransport,
+    /// What the stream lacks when no row closed a turn ("a result frame").
+    closing: &'static str,
+    session: Option<String>,
+    answered: bool,
+    last_message: Option<String>,
+    note: Option<String>,
+    tool_error: Option<String>,
+    failed: Option<FailedRow>,
+    closed: bool,
+    answer: Option<String>,
+    cut_short: bool,
+    usage: Option<Value>,
+    text: Option<String>,
+}
+
+impl Tracker {
+    pub(super) fn new(engine: EngineId, transport: OutputTransport, closing: &'static str) -> Self {
+        Tracker {
+            spec: engine.engine().spec(),
+            transport,
+            closing,
+            session: None,
+            answered: false,
+            last_message: None,
+            note: None,
+            tool_error: None,
+            failed: None,
+            closed: false,
+            answer: None,
+            cut_short: false,
+            usage: None,
+            text: None,
+        }
+    }
+
+    /// The validated session id, as soon as it is known.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Whether that session now exists natively, so an exact resume can find
+    /// it. Only then is the id stored as the unit's resume authority.
+    pub fn resumable(&self) -> bool {
+        self.session.is_some() && (self.answered || !self.spec.resumable_after_answer)
+    }
+
+    /// The outcome once the process has exited with `exit_code` (`None`: killed).
+    pub fn finish(&self, exit_code: Option<i32>) -> Outcome {
+        let error = self.failure(exit_code);
+        let answer = if self.transport == OutputTransport::Text {
+            // The CLI pads its output with line breaks; they are not part of it.
+            self.text
+                .as_deref()
+                .map(|t| t.trim_end_matches(['\n', '\r']).to_string())
+        } else if self.failed.is_some() {
+            None
+        } else if self.answer.is_some() || error.is_none() {
+            self.answer.clone()
+        } else {
+            self.last_message.clone()
+        };
+        Outcome {
+            session_id: self.session.clone(),
+            answer,
+            failed: error.is_some(),
+            error,
+            usage: self.usage.clone(),
+        }
+    }
+
+    fn failure(&self, exit_code: Option<i32>) -> Option<String> {
+        let engine = self.spec.id;
+        if let Some(f) = &self.failed {
+            return Some(
+                f.text
+                    .clone()
+                    .or_else(|| self.note.clone())
+                    .unwrap_or_else(|| f.fallback.clone()),
+            );
+        }
+        match exit_code {
+            None => return Some(exit_text(engine, None)),
+            Some(0) => {}
+            Some(c) => {
+                return Some(
+                    self.note
+                        .clone()
+                        .unwrap_or_else(|| exit_text(engine, Some(c))),
+                );
+            }
+        }
+        if self.transport == OutputTransport::Text {
+            None
+        } else if !self.closed {
+            Some(format!("the stream ended without {}", self.closing))
+        } else if self.cut_short {
+            // The CLI always calls the model again after a tool: ending right
+            // after one means the run was stopped (a refused permission, exit 0).
+            Some(match &self.tool_error {
+                Some(e) => format!("{engine} stopped after a failed tool call: {e}"),
+                None => format!("{engine} stopped after a tool call without a final answer"),
+            })
+        } else {
+            None
+        }
+    }
+
+    // ---- fed by the projector ----------------------------------------------
+
+    /// A frame named `id` as its session; `closing`: on a row that closes a turn.
+    pub(super) fn saw_session(&mut self, id: &str, closing: bool) {
+        if (self.session.is_none() || closing) && self.spec.session_ids.matches(id) {
+            self.session = Some(id.to_string());
+        }
+    }
+
+    /// The model produced something (text, a tool call): its session exists.
+    pub(super) fn answered(&mut self) {
+        self.answered = true;
+    }
+
+    /// An agent message was shown.
+    pub(super) fn agent_message(&mut self, text: &str) {
+        self.answered = true;
+        self.last_message = Some(text.to_string());
+    }
+
+    /// A status row that explains a failure decided elsewhere (an exit status,
+    /// a failing row without its own message).
+    pub(super) fn note(&mut self, text: Option<String>) {
+        if text.is_some() {
+            self.note = text;
+        }
+    }
+
+    pub(super) fn tool_failed(&mut self, error: Option<String>) {
+        if error.is_some() {
+            self.tool_error = error;
+        }
+    }
+
+    /// One line of a text-transport stream (all of it is the answer).
+    pub(super) fn text_line(&mut self, line: &str) {
+        match &mut self.text {
+            Some(t) => {
+                t.push('\n');
+                t.push_str(line);
+            }
+            None => self.text = Some(line.to_string()),
+        }
+    }
+
+    pub(super) fn row(&mut self, row: Row) {
+        if let Some(usage) = row.usage {
+            self.usage = usage;
+        }
+        if row.failed {
+            self.failed = Some(FailedRow {
+                text: row.error,
+                fallback: match row.detail {
+                    Some(d) => format!("{} reported {d}", self.spec.id),
+                    None => format!("{} reported an error", self.spec.id),
+                },
+            });
+        } else if row.closes_turn {
+            self.answered = true;
+        }
+        if row.closes_turn {
+            self.closed = true;
+            self.answer = row.answer;
+            self.cut_short = row.cut_short;
+        }
+    }
+}

@@ -194,56 +194,57 @@ fn class_of(rec: &ProcRecord) -> (Class, String) {
             "the record's group is not led by its CLI".into(),
         );
     }
-    match rec.cli.presence() {
-        Presence::Zombie => {
-            let members = group_members(rec.pgid);
-            if members.is_empty() {
-                (
-                    Class::Stale,
-                    "vf is dead and the CLI has exited; only the record is left".into(),
-                )
-            } else {
-                (
-                    Class::Orphan,
-                    format!(
-                        "vf is dead; the CLI (pid {}) has exited but {} member(s) of its group still run",
-                        rec.cli.pid,
-                        members.len()
-                    ),
-                )
-            }
+    cli_class(rec)
+}
+
+/// The class of a record whose vf is provably dead, from its CLI leader.
+fn cli_class(rec: &ProcRecord) -> (Class, String) {
+    let presence = rec.cli.presence();
+    match presence {
+        Presence::Running => {
+            return (
+                Class::Orphan,
+                format!(
+                    "vf (pid {}) is dead and its CLI (pid {}) still runs with the recorded identity",
+                    rec.supervisor.pid, rec.cli.pid
+                ),
+            );
         }
-        Presence::Running => (
+        Presence::Unknown => {
+            return (
+                Class::Unproven,
+                format!(
+                    "the identity of pid {} cannot be proven (other host, or /proc unreadable)",
+                    rec.cli.pid
+                ),
+            );
+        }
+        Presence::Zombie | Presence::Gone => {}
+    }
+    let members = group_members(rec.pgid).len();
+    match (presence, members) {
+        (Presence::Zombie, 0) => (
+            Class::Stale,
+            "vf is dead and the CLI has exited; only the record is left".into(),
+        ),
+        (_, 0) => (
+            Class::Stale,
+            "vf and its CLI are gone; only the record is left".into(),
+        ),
+        // A zombie leader still holds the group's id: the members are its own.
+        (Presence::Zombie, n) => (
             Class::Orphan,
             format!(
-                "vf (pid {}) is dead and its CLI (pid {}) still runs with the recorded identity",
-                rec.supervisor.pid, rec.cli.pid
+                "vf is dead; the CLI (pid {}) has exited but {n} member(s) of its group still run",
+                rec.cli.pid
             ),
         ),
-        Presence::Gone => {
-            let members = group_members(rec.pgid);
-            if members.is_empty() {
-                (
-                    Class::Stale,
-                    "vf and its CLI are gone; only the record is left".into(),
-                )
-            } else {
-                // The leader is gone, so nothing proves these processes are ours.
-                (
-                    Class::Unproven,
-                    format!(
-                        "the recorded CLI is gone (or its pid was reused) but process group {} has {} member(s); not proven ours",
-                        rec.pgid,
-                        members.len()
-                    ),
-                )
-            }
-        }
-        Presence::Unknown => (
+        // The leader is gone, so nothing proves these processes are ours.
+        (_, n) => (
             Class::Unproven,
             format!(
-                "the identity of pid {} cannot be proven (other host, or /proc unreadable)",
-                rec.cli.pid
+                "the recorded CLI is gone (or its pid was reused) but process group {} has {n} member(s); not proven ours",
+                rec.pgid
             ),
         ),
     }

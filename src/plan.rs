@@ -14,6 +14,9 @@ use crate::names;
 
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
+/// A unit's `prompt_file` larger than this is refused; the same limit as a
+/// dispatch's prompt (16 MiB).
+pub const MAX_PROMPT_FILE_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -118,63 +121,11 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     let mut index: HashMap<String, usize> = HashMap::new();
     for (i, u) in raw.unit.into_iter().enumerate() {
         names::check("unit name", &u.name).map_err(|e| format!("unit #{}: {e}", i + 1))?;
-        let name = u.name;
-        let at = |msg: String| format!("unit {name:?}: {msg}");
-        if index.insert(name.clone(), i).is_some() {
-            return Err(format!("duplicate unit name {name:?}"));
+        if index.insert(u.name.clone(), i).is_some() {
+            return Err(format!("duplicate unit name {:?}", u.name));
         }
-        let prompt = match (u.prompt, u.prompt_file) {
-            (Some(_), Some(_)) => {
-                return Err(at("has both `prompt` and `prompt_file`; give one".into()));
-            }
-            (None, None) => return Err(at("has no `prompt` or `prompt_file`".into())),
-            (Some(p), None) => p,
-            (None, Some(f)) => {
-                let p = dir.join(&f);
-                std::fs::read_to_string(&p)
-                    .map_err(|e| at(format!("cannot read prompt_file {}: {e}", p.display())))?
-            }
-        };
-        if prompt.trim().is_empty() {
-            return Err(at("the prompt is empty".into()));
-        }
-        let cwd = match u.cwd {
-            Some(c) => dir.join(c),
-            None => dir.to_path_buf(),
-        };
-        if !cwd.is_dir() {
-            return Err(at(format!("cwd {} is not a directory", cwd.display())));
-        }
-        let secs = |key: &str, v: Option<f64>| match v {
-            None => Ok(None),
-            Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
-            Some(s) => Err(at(format!(
-                "`{key}` must be a positive number of seconds, not {s}"
-            ))),
-        };
-        let stall_timeout = secs("stall_timeout", u.stall_timeout)?;
-        let timeout = secs("timeout", u.timeout)?;
-        let mut seen = Vec::new();
-        for d in &u.depends_on {
-            if seen.contains(d) {
-                return Err(at(format!("depends on {d:?} twice")));
-            }
-            if *d == name {
-                return Err(at("depends on itself".into()));
-            }
-            seen.push(d.clone());
-        }
-        units.push(PlanUnit {
-            name,
-            engine: u.engine,
-            prompt,
-            cwd,
-            depends_on: u.depends_on,
-            attachments: u.attachments,
-            skip_permissions: u.skip_permissions,
-            stall_timeout,
-            timeout,
-        });
+        let name = u.name.clone();
+        units.push(checked_unit(u, dir).map_err(|msg| format!("unit {name:?}: {msg}"))?);
     }
     for u in &units {
         for d in &u.depends_on {
@@ -187,6 +138,75 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
         return Err(format!("dependency cycle: {}", cycle.join(" -> ")));
     }
     Ok(topo_order(units, &index))
+}
+
+/// One unit's own checks (the caller names the unit in the error).
+fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String> {
+    let prompt = match (u.prompt, u.prompt_file) {
+        (Some(_), Some(_)) => return Err("has both `prompt` and `prompt_file`; give one".into()),
+        (None, None) => return Err("has no `prompt` or `prompt_file`".into()),
+        (Some(p), None) => p,
+        (None, Some(f)) => read_prompt_file(&dir.join(f))?,
+    };
+    if prompt.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    let cwd = match u.cwd {
+        Some(c) => dir.join(c),
+        None => dir.to_path_buf(),
+    };
+    if !cwd.is_dir() {
+        return Err(format!("cwd {} is not a directory", cwd.display()));
+    }
+    let secs = |key: &str, v: Option<f64>| match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(format!(
+            "`{key}` must be a positive number of seconds, not {s}"
+        )),
+    };
+    let mut seen = Vec::new();
+    for d in &u.depends_on {
+        if seen.contains(d) {
+            return Err(format!("depends on {d:?} twice"));
+        }
+        if *d == u.name {
+            return Err("depends on itself".into());
+        }
+        seen.push(d.clone());
+    }
+    Ok(PlanUnit {
+        stall_timeout: secs("stall_timeout", u.stall_timeout)?,
+        timeout: secs("timeout", u.timeout)?,
+        name: u.name,
+        engine: u.engine,
+        prompt,
+        cwd,
+        depends_on: u.depends_on,
+        attachments: u.attachments,
+        skip_permissions: u.skip_permissions,
+    })
+}
+
+/// Reads at most [`MAX_PROMPT_FILE_BYTES`] (+1 to know it is over), so a
+/// device or an endless pipe (`/dev/zero`) is refused instead of read forever.
+fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
+    use std::io::Read;
+    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", p.display());
+    let mut bytes = Vec::new();
+    std::fs::File::open(p)
+        .map_err(cant)?
+        .take(MAX_PROMPT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cant)?;
+    if bytes.len() as u64 > MAX_PROMPT_FILE_BYTES {
+        return Err(format!(
+            "prompt_file {} is over the prompt limit of {MAX_PROMPT_FILE_BYTES} bytes",
+            p.display()
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", p.display()))
 }
 
 /// A cycle as a closed path of names (`a -> b -> a`), if there is one.
@@ -323,5 +343,18 @@ timeout = 1.5
              [[unit]]\nname=\"c\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[\"a\"]\n",
         );
         assert!(cyc.contains("dependency cycle: a -> b -> c -> a"), "{cyc}");
+    }
+
+    #[test]
+    fn an_endless_prompt_file_is_refused_not_read_forever() {
+        let u = |f: &str| {
+            format!("[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt_file = \"{f}\"\n")
+        };
+        let e = err(&u("/dev/zero"));
+        assert!(e.contains("over the prompt limit"), "{e}");
+        let t = tempfile::tempdir().unwrap();
+        let bad = t.path().join("bad.md");
+        std::fs::write(&bad, b"\xff\xfe").unwrap();
+        assert!(err(&u(bad.to_str().unwrap())).contains("not UTF-8"));
     }
 }

@@ -267,6 +267,20 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
         }
     }
     writeln!(out)?;
+    print_aux(&mut out, aux)?;
+    let ready = reports.iter().filter(|r| r.passes()).count();
+    writeln!(out, "{ready} of {} engines ready.", reports.len())?;
+    if reports.iter().any(|r| r.timed_out) {
+        writeln!(
+            out,
+            "A call that timed out may only be slow on a busy machine: rerun with a larger --timeout."
+        )?;
+    }
+    Ok(())
+}
+
+/// The auxiliary runtime's line (informational only).
+fn print_aux(out: &mut impl Write, aux: &doctor::Auxiliary) -> Result<()> {
     match &aux.found {
         None => writeln!(
             out,
@@ -286,14 +300,6 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
             path.display(),
             aux.name
         )?,
-    }
-    let ready = reports.iter().filter(|r| r.passes()).count();
-    writeln!(out, "{ready} of {} engines ready.", reports.len())?;
-    if reports.iter().any(|r| r.timed_out) {
-        writeln!(
-            out,
-            "A call that timed out may only be slow on a busy machine: rerun with a larger --timeout."
-        )?;
     }
     Ok(())
 }

@@ -71,7 +71,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
 /// `vf doctor --fix`: end proven orphans, release stale records, leave the rest.
 fn fix(state_dir: &std::path::Path, json: bool) -> Result<i32> {
     use crate::orphans::{Action, Class};
-    let findings = crate::orphans::fix(state_dir, crate::dispatch::UnitSpec::default_kill_grace());
+    let findings = crate::orphans::fix(state_dir, crate::child::kill_grace_from_env()?);
     if json {
         super::print_json(&findings)?;
     } else {

@@ -91,6 +91,8 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     if args.jobs == 0 {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
+    // A bad VF_KILL_GRACE_MS is a usage error, before anything starts.
+    crate::child::kill_grace_from_env()?;
     let plan = plan::load(&args.plan)?;
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.state_dir.as_deref(), &cwd)?;
@@ -442,7 +444,7 @@ fn block(store: &MarkerStore, ui: &Rc<RefCell<Ui>>, i: usize, name: &str, why: &
     };
     m.state = UnitState::Blocked;
     m.error = Some(why.to_string());
-    m.reason = Some("dependency".into());
+    m.reason = Some(crate::error::Reason::Dependency);
     m.owner = None;
     m.finished_at = Some(now_rfc3339());
     store.save(&mut m)?;
@@ -503,6 +505,7 @@ fn prepare(ctx: &Ctx, store: &MarkerStore, ui: &Rc<RefCell<Ui>>, i: usize) -> Re
         kill_grace: UnitSpec::default_kill_grace(),
         warnings: Vec::new(),
         engine_reason: None,
+        redact: Vec::new(),
     })
 }
 

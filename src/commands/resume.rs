@@ -57,6 +57,10 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
     names::check("unit name", &args.unit)?;
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
+    let kill_grace = crate::child::kill_grace_from_env()?;
+    // Held from reading the marker to the end of the run: no other vf can
+    // change the resume authority in between.
+    let lock = crate::unit_lock::UnitLock::acquire(&state_dir, &args.unit)?;
     let store = MarkerStore::new(&state_dir);
     let marker = store.load(&args.unit)?.ok_or_else(|| {
         VfError::usage(format!(
@@ -84,9 +88,10 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
         attachments: Vec::new(),
         stall_timeout: super::dispatch::seconds("--stall-timeout", args.run.stall_timeout)?,
         timeout: super::dispatch::seconds("--timeout", args.run.timeout)?,
-        kill_grace: UnitSpec::default_kill_grace(),
+        kill_grace,
         warnings: Vec::new(),
         engine_reason: None,
+        redact: Vec::new(),
     };
-    super::dispatch::run_unit(spec, super::output::format(&args.run))
+    super::dispatch::run_unit(spec, Some(lock), super::output::format(&args.run))
 }

@@ -12,6 +12,13 @@ use serde_json::Value;
 mod common;
 use common::*;
 
+#[path = "dispatch/ending.rs"]
+mod ending;
+#[path = "dispatch/hardening.rs"]
+mod hardening;
+#[path = "dispatch/private.rs"]
+mod private;
+
 struct Env {
     dir: tempfile::TempDir,
 }

@@ -35,19 +35,7 @@ fn an_unwritable_raw_log_is_a_state_failure_that_ends_the_engine() {
     big.push_str(rest);
     let out_file = env.path().join("big.jsonl");
     std::fs::write(&out_file, &big).unwrap();
-    let mut c = env.cmd(&[
-        "dispatch",
-        "--engine",
-        "codex",
-        "--unit",
-        "full",
-        "--prompt",
-        "x",
-        "--output",
-        "jsonl",
-        "--engine-bin",
-        fake().to_str().unwrap(),
-    ]);
+    let mut c = env.live("codex", "full", "x", &[]);
     c.env("FAKE_STDOUT", &out_file).env("FAKE_MODE", "hang");
     // A full disk, for this process only: writes past 64 KiB fail (EFBIG).
     unsafe {
@@ -96,59 +84,6 @@ fn an_unwritable_raw_log_is_a_state_failure_that_ends_the_engine() {
 }
 
 #[test]
-fn sighup_and_sigquit_end_the_engine_like_sigterm() {
-    let env = Env::new();
-    for (sig, code) in [(libc::SIGHUP, 129), (libc::SIGQUIT, 131)] {
-        let unit = format!("sig{sig}");
-        let mut c = env.cmd(&[
-            "dispatch",
-            "--engine",
-            "codex",
-            "--unit",
-            &unit,
-            "--prompt",
-            "x",
-            "--output",
-            "jsonl",
-            "--engine-bin",
-            fake().to_str().unwrap(),
-        ]);
-        c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
-            .env("FAKE_MODE", "ignore-term")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let mut child = c.spawn().unwrap();
-        let mut pgid = 0;
-        wait_for(
-            "a running marker",
-            Duration::from_secs(20),
-            || match read_marker_opt(&env, &unit) {
-                Some(m) if m["state"] == "running" => {
-                    pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
-                    true
-                }
-                _ => false,
-            },
-        );
-        signal(child.id() as i32, sig);
-        let mut status = None;
-        wait_for("vf to exit", Duration::from_secs(20), || {
-            status = child.try_wait().unwrap();
-            status.is_some()
-        });
-        assert_eq!(status.unwrap().code(), Some(code), "signal {sig}");
-        wait_for("the group to be gone", Duration::from_secs(5), || {
-            !group_alive(pgid)
-        });
-        let m = env.marker(&unit);
-        assert_eq!(
-            (m["state"].as_str(), m["reason"].as_str()),
-            (Some("failed"), Some("interrupted"))
-        );
-    }
-}
-
-#[test]
 fn the_kill_grace_also_governs_the_drain_after_the_leader_exits() {
     let env = Env::new();
     let cleaned = env.path().join("cleaned");
@@ -158,12 +93,7 @@ fn the_kill_grace_also_governs_the_drain_after_the_leader_exits() {
         "codex",
         "drain",
         &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
+            fake_stdout("codex/0.171.0/a_json.stdout.jsonl"),
             ("FAKE_MODE", "spawn-cleanup".into()),
             ("FAKE_CLEANUP_SECS", "3.5".into()),
             ("FAKE_CLEANUP_FILE", cleaned.display().to_string()),
@@ -192,4 +122,101 @@ fn the_kill_grace_also_governs_the_drain_after_the_leader_exits() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("VF_KILL_GRACE_MS"));
     assert!(read_marker_opt(&env, "badgrace").is_none());
+}
+
+#[test]
+fn stall_timeout_kills_and_exits_4() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "codex",
+        "stall",
+        &[
+            fake_stdout("codex/0.171.0/a_json.stdout.jsonl"),
+            ("FAKE_MODE", "hang".into()),
+        ],
+        &["--stall-timeout", "1"],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(4), "{r}");
+    assert_eq!(r["state"], "failed");
+    assert_eq!(r["reason"], "stalled");
+    assert_eq!(env.marker("stall")["reason"], "stalled");
+}
+
+#[test]
+fn wall_timeout_kills_and_exits_4() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "codex",
+        "slow",
+        &[
+            fake_stdout("codex/0.171.0/b_tool.stdout.jsonl"),
+            ("FAKE_DELAY", "0.4".into()),
+            ("FAKE_MODE", "hang".into()),
+        ],
+        &["--timeout", "1", "--stall-timeout", "30"],
+    );
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(4), "{r}");
+    assert_eq!(r["reason"], "timeout");
+}
+
+#[test]
+fn grandchildren_do_not_survive_a_normal_exit() {
+    let env = Env::new();
+    let pidfile = env.path().join("gc.pid");
+    let out = env.dispatch(
+        "codex",
+        "gc",
+        &[
+            fake_stdout("codex/0.171.0/a_json.stdout.jsonl"),
+            ("FAKE_MODE", "spawn-child".into()),
+            ("FAKE_CHILD_PID", pidfile.display().to_string()),
+        ],
+        &[],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pgid = env.marker("gc")["owner"]["pgid"].as_i64().unwrap() as i32;
+    wait_for("grandchild reaped", Duration::from_secs(5), || {
+        !group_alive(pgid)
+    });
+}
+
+#[test]
+fn every_forwarded_signal_reaches_the_whole_group_and_escalates() {
+    let env = Env::new();
+    // The engine ignores SIGINT and SIGTERM: only the SIGKILL after the grace ends it.
+    for (sig, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 143),
+        (libc::SIGHUP, 129),
+        (libc::SIGQUIT, 131),
+    ] {
+        let unit = format!("sig{sig}");
+        let mut c = env.live("codex", &unit, "x", &[]);
+        c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
+            .env("FAKE_MODE", "ignore-term")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let pgid = env.wait_running(&unit, true);
+        assert!(group_alive(pgid));
+        signal(child.id() as i32, sig);
+        assert_eq!(wait_exit(&mut child).code(), Some(code), "signal {sig}");
+        // Killed members may linger a moment as zombies until init reaps them.
+        wait_for("the group to be gone", Duration::from_secs(5), || {
+            !group_alive(pgid)
+        });
+        let m = env.marker(&unit);
+        assert_eq!(
+            (m["state"].as_str(), m["reason"].as_str()),
+            (Some("failed"), Some("interrupted")),
+            "signal {sig}"
+        );
+    }
 }

@@ -36,26 +36,13 @@ fn two_dispatches_of_one_unit_exactly_one_runs() {
     let release = env.path().join("release");
     let runs = env.path().join("runs");
     std::fs::create_dir_all(&runs).unwrap();
-    let bin = env.fake_for("codex");
     // Both start at once, and a slow `--version` keeps each one in its
     // preparation long enough for the other to read the marker too; the
     // winner's engine then waits until the loser has exited.
     let barrier = Arc::new(Barrier::new(2));
     let spawners: Vec<_> = (0..2)
         .map(|_| {
-            let mut c = env.cmd(&[
-                "dispatch",
-                "--engine",
-                "codex",
-                "--unit",
-                "u",
-                "--prompt",
-                "x",
-                "--output",
-                "json",
-                "--engine-bin",
-                bin.to_str().unwrap(),
-            ]);
+            let mut c = env.command("codex", "u", "x", "json", &[]);
             c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
                 .env("FAKE_WAIT_FILE", &release)
                 .env("FAKE_VERSION_DELAY", "1")
@@ -114,19 +101,7 @@ fn kill_9_right_after_the_id_is_printed_finds_it_saved() {
     // Kill at the id's line, and at each of the lines after it.
     for extra in 0..5 {
         let unit = format!("k{extra}");
-        let mut c = env.cmd(&[
-            "dispatch",
-            "--engine",
-            "codex",
-            "--unit",
-            &unit,
-            "--prompt",
-            "x",
-            "--output",
-            "jsonl",
-            "--engine-bin",
-            fake().to_str().unwrap(),
-        ]);
+        let mut c = env.live("codex", &unit, "x", &[]);
         c.env("FAKE_STDOUT", fixture(cap))
             .env("FAKE_DELAY", "0.05")
             .env("FAKE_MODE", "hang")
@@ -161,12 +136,7 @@ fn kill_9_right_after_the_id_is_printed_finds_it_saved() {
 #[test]
 fn a_refused_dispatch_leaves_the_marker_byte_identical() {
     let env = Env::new();
-    let failing = (
-        "FAKE_STDOUT",
-        fixture("codex/0.171.0/d_error500.stdout.jsonl")
-            .display()
-            .to_string(),
-    );
+    let failing = fake_stdout("codex/0.171.0/d_error500.stdout.jsonl");
     let out = env.dispatch("codex", "keep", &[failing, ("FAKE_EXIT", "1".into())], &[]);
     assert_eq!(out.status.code(), Some(1));
     let before = marker_bytes(&env, "keep");
@@ -279,12 +249,7 @@ fn a_deleted_working_directory_and_a_missing_interpreter_are_named() {
     let env = Env::new();
     let sub = env.path().join("work");
     std::fs::create_dir(&sub).unwrap();
-    let failing = (
-        "FAKE_STDOUT",
-        fixture("codex/0.171.0/d_error500.stdout.jsonl")
-            .display()
-            .to_string(),
-    );
+    let failing = fake_stdout("codex/0.171.0/d_error500.stdout.jsonl");
     let out = env.dispatch(
         "codex",
         "gone",
@@ -333,4 +298,58 @@ fn a_deleted_working_directory_and_a_missing_interpreter_are_named() {
         "{}",
         stderr_of(&out)
     );
+}
+
+#[test]
+fn kill_9_mid_stream_then_resume_with_exact_id() {
+    let env = Env::new();
+    let cap = "codex/0.171.0/b_tool.stdout.jsonl";
+    let mut c = env.live("codex", "crash", "x", &[]);
+    c.env("FAKE_STDOUT", fixture(cap))
+        .env("FAKE_DELAY", "0.5")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let pgid = env.wait_running("crash", true);
+    child.kill().unwrap(); // SIGKILL: no cleanup at all
+    child.wait().unwrap();
+    let m = env.marker("crash");
+    assert_eq!(m["state"], "running");
+    assert_eq!(m["engineSessionId"], capture_session_id(cap));
+    // The orphaned fake engine keeps running; end it so it does not leak.
+    signal(-pgid, libc::SIGKILL);
+
+    let log = env.path().join("resume-args.log");
+    let mut c = env.cmd(&[
+        "resume",
+        "crash",
+        "--prompt",
+        "go on",
+        "--output",
+        "json",
+        "--engine-bin",
+        fake().to_str().unwrap(),
+    ]);
+    c.env("FAKE_STDOUT", fixture(cap))
+        .env("FAKE_ARGS_LOG", &log);
+    let out = run_bounded(c, Duration::from_secs(60));
+    let r = result_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(r["state"], "done");
+    assert_eq!(r["sessionId"], capture_session_id(cap));
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        args.starts_with(&format!(
+            "exec\nresume\n{}\n--json\n",
+            capture_session_id(cap)
+        )),
+        "{args}"
+    );
+    assert!(args.ends_with("--stdin--\ngo on"), "{args}");
+    assert_eq!(env.marker("crash")["attempts"], 2);
+
+    // A done unit is never resumed.
+    let out = run_bounded(env.cmd(&["resume", "crash"]), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("done"));
 }

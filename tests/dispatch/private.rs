@@ -21,6 +21,22 @@ fn private_source(env: &Env) {
     std::fs::write(env.path().join("config.rs"), src).unwrap();
 }
 
+/// Every file under `dir`, recursively.
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(all_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
 fn no_secret_under(dir: &Path) {
     for f in all_files(dir) {
         let bytes = std::fs::read(&f).unwrap();
@@ -36,24 +52,14 @@ fn no_secret_under(dir: &Path) {
 fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
     let env = Env::new();
     private_source(&env);
-    let bin = env.fake_for("copilot");
     let big = "x".repeat(40 * 1024);
     let dispatch = |prompt: &str| {
-        let mut c = env.cmd(&[
-            "dispatch",
-            "--engine",
+        let mut c = env.live(
             "copilot",
-            "--unit",
             "pf",
-            "--prompt",
             prompt,
-            "--private-range",
-            "config.rs:4-6",
-            "--output",
-            "json",
-            "--engine-bin",
-            bin.to_str().unwrap(),
-        ]);
+            &["--private-range", "config.rs:4-6"],
+        );
         c.env(
             "FAKE_STDOUT",
             fixture("copilot/1.0.102/a_json.stdout.jsonl"),
@@ -67,18 +73,7 @@ fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
         .stderr(Stdio::null());
     let mut vf_proc = c.spawn().unwrap();
     let file = env.path().join("state/dispatch/pf.md");
-    let mut pgid = 0;
-    wait_for(
-        "the running copilot",
-        Duration::from_secs(20),
-        || match read_marker_opt(&env, "pf") {
-            Some(m) if m["state"] == "running" => {
-                pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
-                true
-            }
-            _ => false,
-        },
-    );
+    let pgid = env.wait_running("pf", false);
     // Readable by the owner only while the engine needs it.
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
@@ -155,22 +150,12 @@ fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
         ("gemini", "0.61.0", gemini),
     ] {
         let unit = format!("echo-{engine}");
-        let bin = env.fake_for(engine);
-        let mut c = env.cmd(&[
-            "dispatch",
-            "--engine",
+        let mut c = env.live(
             engine,
-            "--unit",
             &unit,
-            "--prompt",
             "review it",
-            "--private-range",
-            "config.rs:4-6",
-            "--output",
-            "jsonl",
-            "--engine-bin",
-            bin.to_str().unwrap(),
-        ]);
+            &["--private-range", "config.rs:4-6"],
+        );
         c.env("FAKE_ECHO_TEMPLATE", &template)
             .env("FAKE_VERSION", version);
         let out = run_bounded(c, Duration::from_secs(60));
@@ -205,4 +190,67 @@ fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
         }
         no_secret_under(&env.path().join("state"));
     }
+}
+
+#[test]
+fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
+    let env = Env::new();
+    private_source(&env);
+    let args_log = env.path().join("engine-input.log");
+    for (engine, cap, big) in [
+        ("codex", "codex/0.171.0/a_json.stdout.jsonl", false),
+        // Over 32 KiB: copilot gets a prompt file, which must be gone afterwards.
+        ("copilot", "copilot/1.0.102/a_json.stdout.jsonl", true),
+    ] {
+        let prompt = if big {
+            "x".repeat(40 * 1024)
+        } else {
+            "review it".to_string()
+        };
+        let unit = format!("priv-{engine}");
+        let mut c = env.live(
+            engine,
+            &unit,
+            &prompt,
+            &["--private-range", "config.rs:4-6"],
+        );
+        c.env("FAKE_STDOUT", fixture(cap))
+            .env("FAKE_VERSION", version_of(engine))
+            .env("FAKE_ARGS_LOG", &args_log);
+        let out = run_bounded(c, Duration::from_secs(60));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(SECRET),
+            "{engine}: secret in vf's events"
+        );
+        // The engine did receive it (in stdin, argv, or the prompt file it was pointed at).
+        let seen = std::fs::read_to_string(&args_log).unwrap();
+        if big {
+            assert!(
+                seen.contains("Read ") && seen.contains(" and follow it"),
+                "{seen}"
+            );
+        } else {
+            assert!(
+                seen.contains("VF-PRIVATE-FILE-RANGES/1") && seen.contains(SECRET),
+                "{seen}"
+            );
+        }
+        no_secret_under(&env.path().join("state"));
+        assert!(
+            !String::from_utf8_lossy(
+                &run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30)).stdout
+            )
+            .contains(SECRET)
+        );
+    }
+    assert!(
+        !env.path().join("state/dispatch/priv-copilot.md").exists(),
+        "copilot prompt file left behind"
+    );
 }

@@ -311,9 +311,8 @@ fn state_str(s: RunState) -> &'static str {
 
 /// Runs the DAG; returns the signal exit code if vf was interrupted.
 async fn schedule(ctx: Ctx, ui: Rc<RefCell<Ui>>) -> Result<Option<i32>> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
+    // The signals each unit's runtime forwards to its engine (HUP and QUIT too).
+    let mut signals = crate::child::Signals::new()?;
     let mut set: tokio::task::JoinSet<(usize, Result<DispatchResult>)> =
         tokio::task::JoinSet::new();
     let mut interrupted: Option<i32> = None;
@@ -419,8 +418,7 @@ async fn schedule(ctx: Ctx, ui: Rc<RefCell<Ui>>) -> Result<Option<i32>> {
                 let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
                 finish(&ctx, &ui, i, r);
             }
-            _ = sigint.recv() => { interrupted.get_or_insert(exit::SIGINT); }
-            _ = sigterm.recv() => { interrupted.get_or_insert(exit::SIGTERM); }
+            sig = signals.recv() => { interrupted.get_or_insert(128 + sig as i32); }
             _ = ticker.tick(), if table => { ui.borrow_mut().draw(); }
         }
     }

@@ -430,6 +430,7 @@ fn resume_refuses_without_exact_authority() {
     let env = Env::new();
     let out = run_bounded(env.cmd(&["resume", "nope"]), Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(2));
+    assert!(!env.path().join("state").exists(), "a refused resume wrote state");
     // A failed run that never printed a session id has nothing to resume.
     let p = env.path().join("empty.jsonl");
     std::fs::write(&p, "").unwrap();
@@ -503,10 +504,29 @@ fn huge_line_and_invalid_utf8_do_not_stop_the_stream() {
         "{stdout}"
     );
     // Nothing lost: the raw log holds every byte.
-    assert_eq!(
-        std::fs::read(r["stdoutLog"].as_str().unwrap()).unwrap(),
-        std::fs::read(&p).unwrap()
+    let log = r["stdoutLog"].as_str().unwrap();
+    assert_eq!(std::fs::read(log).unwrap(), std::fs::read(&p).unwrap());
+    // One line splitter: replaying the raw log gives exactly the live events.
+    let replay = run_bounded(
+        env.cmd(&[
+            "replay",
+            log,
+            "--cli",
+            "codex",
+            "--cli-version",
+            "0.171.0",
+            "--output",
+            "jsonl",
+        ]),
+        Duration::from_secs(60),
     );
+    assert_eq!(replay.status.code(), Some(0));
+    let replayed: Vec<Value> = String::from_utf8(replay.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replayed, events[..events.len() - 1]);
 }
 
 #[test]

@@ -58,17 +58,22 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.run.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
-    // Held from reading the marker to the end of the run: no other vf can
-    // change the resume authority in between.
-    let lock = crate::unit_lock::UnitLock::acquire(&state_dir, &args.unit)?;
     let store = MarkerStore::new(&state_dir);
-    let marker = store.load(&args.unit)?.ok_or_else(|| {
+    let no_unit = || {
         VfError::usage(format!(
             "no unit {:?} under {}",
             args.unit,
             state_dir.display()
         ))
-    })?;
+    };
+    // Nothing (not even a lock file) is written for a unit that does not exist.
+    if !store.path(&args.unit).exists() {
+        return Err(no_unit());
+    }
+    // Held from reading the marker to the end of the run: no other vf can
+    // change the resume authority in between.
+    let lock = crate::unit_lock::UnitLock::acquire(&state_dir, &args.unit)?;
+    let marker = store.load(&args.unit)?.ok_or_else(no_unit)?;
     let id = resolve_resume_id(&marker)
         .map_err(|why| VfError::usage(format!("cannot resume unit {:?}: {why}", args.unit)))?;
     let prompt = if args.prompt.prompt.is_some() || args.prompt.prompt_file.is_some() {

@@ -430,7 +430,10 @@ fn resume_refuses_without_exact_authority() {
     let env = Env::new();
     let out = run_bounded(env.cmd(&["resume", "nope"]), Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(2));
-    assert!(!env.path().join("state").exists(), "a refused resume wrote state");
+    assert!(
+        !env.path().join("state").exists(),
+        "a refused resume wrote state"
+    );
     // A failed run that never printed a session id has nothing to resume.
     let p = env.path().join("empty.jsonl");
     std::fs::write(&p, "").unwrap();

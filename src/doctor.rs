@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use crate::binary::{self, Captured, ResolveError, RunError, VersionError};
 use crate::engine::{Engine, EngineId};
+use crate::text::strip_ansi;
 use crate::version::{self, Verification, Version};
 
 /// Default limit for each `--version` / `--help` call.
@@ -356,42 +357,6 @@ pub fn mentions_flag(text: &str, flag: &str) -> bool {
         let after = text[i + flag.len()..].chars().next();
         !before.is_some_and(part_of_name) && !after.is_some_and(part_of_name)
     })
-}
-
-/// Removes ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`),
-/// which some CLIs print around option names even with `NO_COLOR`.
-pub fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        match it.next() {
-            Some('[') => {
-                for c in it.by_ref() {
-                    if ('\u{40}'..='\u{7e}').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            // OSC (hyperlinks): up to BEL or ESC \.
-            Some(']') => {
-                while let Some(c) = it.next() {
-                    if c == '\u{7}' {
-                        break;
-                    }
-                    if c == '\u{1b}' {
-                        it.next();
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 /// Readiness of every engine from the doctor's checks (run in parallel), for

@@ -1,9 +1,12 @@
-//! User-facing errors with stable exit codes.
+//! User-facing errors and failure reasons with stable exit codes.
 //!
 //! Every failure that reaches `main` is printed once, as one line, and mapped to
-//! the exit code documented in README.md.
+//! the exit code documented in README.md. A unit that ran and failed carries a
+//! [`Reason`] instead; both map to the same table.
 
 use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Stable process exit codes (documented in README.md; scripts depend on them).
 pub mod exit {
@@ -18,8 +21,12 @@ pub mod exit {
     pub const TIMEOUT: i32 = 4;
     /// vf's own state (markers, logs) is corrupt or unwritable.
     pub const STATE: i32 = 5;
-    pub const SIGINT: i32 = 130;
-    pub const SIGTERM: i32 = 143;
+    /// A bug or an unexpected failure inside vf itself (`EX_SOFTWARE`).
+    pub const INTERNAL: i32 = 70;
+    pub const SIGHUP: i32 = 128 + libc::SIGHUP;
+    pub const SIGINT: i32 = 128 + libc::SIGINT;
+    pub const SIGQUIT: i32 = 128 + libc::SIGQUIT;
+    pub const SIGTERM: i32 = 128 + libc::SIGTERM;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -30,18 +37,10 @@ pub enum VfError {
     /// The engine cannot be used here (missing binary, prompt over limit...): exit 3.
     #[error("{0}")]
     NotReady(String),
-    /// The engine ran and failed: exit 1.
-    #[error("{0}")]
-    EngineFailed(String),
-    /// Stalled or timed out: exit 4.
-    #[error("{0}")]
-    Timeout(String),
     /// Corrupt or unwritable vf state: exit 5.
     #[error("{0}")]
     State(String),
-    /// Interrupted by a signal; carries the exit code (130/143).
-    #[error("interrupted")]
-    Interrupted(i32),
+    /// Anything vf did not expect of itself: exit 70, never the engine's 1.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -61,11 +60,8 @@ impl VfError {
         match self {
             VfError::Usage(_) => exit::USAGE,
             VfError::NotReady(_) => exit::NOT_READY,
-            VfError::EngineFailed(_) => exit::ENGINE_FAILED,
-            VfError::Timeout(_) => exit::TIMEOUT,
             VfError::State(_) => exit::STATE,
-            VfError::Interrupted(code) => *code,
-            VfError::Other(_) => exit::ENGINE_FAILED,
+            VfError::Other(_) => exit::INTERNAL,
         }
     }
 }
@@ -77,3 +73,152 @@ impl From<std::io::Error> for VfError {
 }
 
 pub type Result<T, E = VfError> = std::result::Result<T, E>;
+
+/// Why a unit failed or was blocked: the `reason` of markers and results.
+///
+/// JSON names are the strings vf has always written (`"sessionMismatch"`, ...).
+/// `Interrupted` keeps the signal for the exit code; JSON says only
+/// `"interrupted"`, so a reason read back from JSON has no signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The engine binary was not found.
+    Missing,
+    /// The request was invalid for the engine.
+    Invalid,
+    /// vf's own state (marker, raw log, process record) could not be written.
+    State,
+    /// The engine could not be started.
+    Spawn,
+    /// vf received this signal and ended the engine.
+    Interrupted(Option<i32>),
+    /// No output for `--stall-timeout`.
+    Stalled,
+    /// `--timeout` reached.
+    Timeout,
+    /// A resume came back on another session: the native one was not found.
+    SessionMismatch,
+    /// The engine ran and reported failure.
+    Engine,
+    /// Blocked: a unit it depends on did not finish.
+    Dependency,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 10] = [
+        Reason::Missing,
+        Reason::Invalid,
+        Reason::State,
+        Reason::Spawn,
+        Reason::Interrupted(None),
+        Reason::Stalled,
+        Reason::Timeout,
+        Reason::SessionMismatch,
+        Reason::Engine,
+        Reason::Dependency,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Missing => "missing",
+            Reason::Invalid => "invalid",
+            Reason::State => "state",
+            Reason::Spawn => "spawn",
+            Reason::Interrupted(_) => "interrupted",
+            Reason::Stalled => "stalled",
+            Reason::Timeout => "timeout",
+            Reason::SessionMismatch => "sessionMismatch",
+            Reason::Engine => "engine",
+            Reason::Dependency => "dependency",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// vf's exit code for a unit that ended for this reason.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Reason::Missing | Reason::Spawn => exit::NOT_READY,
+            Reason::Invalid => exit::USAGE,
+            Reason::State => exit::STATE,
+            // 128 + the signal, as a shell reports it; unknown: as for SIGTERM.
+            Reason::Interrupted(sig) => 128 + sig.unwrap_or(libc::SIGTERM),
+            Reason::Stalled | Reason::Timeout => exit::TIMEOUT,
+            Reason::SessionMismatch | Reason::Engine | Reason::Dependency => exit::ENGINE_FAILED,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Reason::parse(&s).ok_or_else(|| {
+            serde::de::Error::custom(format!("unknown reason {:?}", crate::text::cut(&s, 64)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_keep_their_json_names_and_exit_codes() {
+        let names: Vec<String> = Reason::ALL
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "\"missing\"",
+                "\"invalid\"",
+                "\"state\"",
+                "\"spawn\"",
+                "\"interrupted\"",
+                "\"stalled\"",
+                "\"timeout\"",
+                "\"sessionMismatch\"",
+                "\"engine\"",
+                "\"dependency\""
+            ]
+        );
+        for r in Reason::ALL {
+            let back: Reason = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+            assert_eq!(back, r);
+        }
+        assert!(serde_json::from_str::<Reason>("\"nope\"").is_err());
+        let codes: Vec<i32> = [
+            Reason::Interrupted(Some(libc::SIGHUP)),
+            Reason::Interrupted(Some(libc::SIGINT)),
+            Reason::Interrupted(Some(libc::SIGQUIT)),
+            Reason::Interrupted(Some(libc::SIGTERM)),
+            Reason::Stalled,
+            Reason::State,
+            Reason::Engine,
+        ]
+        .map(Reason::exit_code)
+        .into();
+        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1]);
+    }
+
+    #[test]
+    fn internal_failures_do_not_look_like_engine_failures() {
+        let e = VfError::from(std::io::Error::other("boom"));
+        assert_eq!(e.exit_code(), exit::INTERNAL);
+        assert_ne!(exit::INTERNAL, exit::ENGINE_FAILED);
+    }
+}

@@ -5,6 +5,7 @@
 
 pub mod attach;
 pub mod binary;
+pub mod child;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
@@ -26,6 +27,7 @@ pub mod scheduler;
 pub mod state;
 pub mod summary;
 pub mod text;
+pub mod unit_lock;
 pub mod version;
 
 pub use error::{Result, VfError};

@@ -72,8 +72,8 @@ pub struct Marker {
     pub summary_error: Option<String>,
     /// Why the unit is failed/blocked, in one line.
     pub error: Option<String>,
-    /// Machine-readable failure class: `engine`, `missing`, `stalled`, `timeout`, `interrupted`, `spawn`, `sessionMismatch`.
-    pub reason: Option<String>,
+    /// Machine-readable failure class (see [`crate::error::Reason`]).
+    pub reason: Option<crate::error::Reason>,
     /// Raw logs of the latest attempt (events' rawRange points into stdout).
     pub stdout_log: Option<PathBuf>,
     pub stderr_log: Option<PathBuf>,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::dispatch::{self, EventSink, UnitSpec};
 use crate::doctor::{ProbeResult, ProbeVerdict};
 use crate::engine::EngineId;
+use crate::error::Reason;
 use crate::frames::ConversationEvent;
 use crate::marker::UnitState;
 use crate::version::Version;
@@ -55,6 +56,7 @@ pub async fn probe(
         kill_grace: Duration::from_secs(2),
         warnings: Vec::new(),
         engine_reason: None,
+        redact: Vec::new(),
     };
     let result = dispatch::run(spec, &mut Quiet).await;
     // `scratch` is removed when dropped, after the run has ended.
@@ -73,8 +75,10 @@ pub async fn probe(
         session_id: session_id.clone(),
     };
     if r.state != UnitState::Done {
-        let reason = match r.reason.as_deref() {
-            Some("timeout") => format!("timeout: no answer within {}s", timeout.as_secs_f64()),
+        let reason = match r.reason {
+            Some(Reason::Timeout) => {
+                format!("timeout: no answer within {}s", timeout.as_secs_f64())
+            }
             _ => classify_failure(r.error.as_deref().unwrap_or("the engine failed")),
         };
         return with_id(Some(reason), false);

@@ -296,9 +296,8 @@ impl Run {
 
     /// Runs the DAG; returns the signal's exit code if vf was interrupted.
     async fn schedule(&mut self, reporter: &Shared) -> Result<Option<i32>> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
+        // The signals each unit's runtime forwards to its engine (HUP and QUIT too).
+        let mut signals = crate::child::Signals::new()?;
         let mut set: tokio::task::JoinSet<Joined> = tokio::task::JoinSet::new();
         let mut interrupted: Option<i32> = None;
         let mut ticker = tokio::time::interval(Duration::from_millis(250));
@@ -316,8 +315,7 @@ impl Run {
                     let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
                     self.finish(i, r, reporter);
                 }
-                _ = sigint.recv() => { interrupted.get_or_insert(exit::SIGINT); }
-                _ = sigterm.recv() => { interrupted.get_or_insert(exit::SIGTERM); }
+                sig = signals.recv() => { interrupted.get_or_insert(128 + sig as i32); }
                 _ = ticker.tick(), if ticks => { reporter.borrow_mut().tick(); }
             }
         }
@@ -393,7 +391,7 @@ impl Run {
         };
         m.state = UnitState::Blocked;
         m.error = Some(why.to_string());
-        m.reason = Some("dependency".into());
+        m.reason = Some(crate::error::Reason::Dependency);
         m.owner = None;
         m.finished_at = Some(now_rfc3339());
         self.store.save(&mut m)?;
@@ -450,6 +448,7 @@ impl Run {
             kill_grace: self.req.kill_grace,
             warnings: Vec::new(),
             engine_reason: None,
+            redact: Vec::new(),
         })
     }
 

@@ -5,12 +5,19 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 mod common;
 use common::*;
+
+#[path = "dispatch/ending.rs"]
+mod ending;
+#[path = "dispatch/hardening.rs"]
+mod hardening;
+#[path = "dispatch/private.rs"]
+mod private;
 
 struct Env {
     dir: tempfile::TempDir,
@@ -35,6 +42,7 @@ impl Env {
             .stdin(Stdio::null());
         c
     }
+    /// Runs `vf dispatch --output json` to the end (see [`Env::command`]).
     fn dispatch(
         &self,
         engine: &str,
@@ -42,21 +50,7 @@ impl Env {
         envs: &[(&str, String)],
         extra: &[&str],
     ) -> Output {
-        let mut args = vec![
-            "dispatch",
-            "--engine",
-            engine,
-            "--unit",
-            unit,
-            "--prompt",
-            "do the thing",
-            "--output",
-            "json",
-        ];
-        args.extend_from_slice(extra);
-        let bin = self.fake_for(engine);
-        args.extend_from_slice(&["--engine-bin", bin.to_str().unwrap()]);
-        let mut c = self.cmd(&args);
+        let mut c = self.command(engine, unit, "do the thing", "json", extra);
         for (k, v) in envs {
             c.env(k, v);
         }
@@ -72,6 +66,58 @@ impl Env {
             std::fs::copy(fake(), &p).unwrap();
         }
         p
+    }
+    /// `vf dispatch` of `unit` on a copy of the fake, printing `output`, with
+    /// `extra` arguments.
+    fn command(
+        &self,
+        engine: &str,
+        unit: &str,
+        prompt: &str,
+        output: &str,
+        extra: &[&str],
+    ) -> Command {
+        let bin = self.fake_for(engine);
+        let mut args = vec![
+            "dispatch",
+            "--engine",
+            engine,
+            "--unit",
+            unit,
+            "--prompt",
+            prompt,
+            "--output",
+            output,
+            "--engine-bin",
+            bin.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.cmd(&args)
+    }
+    /// [`Env::command`] printing JSONL: for tests that watch or signal the run.
+    fn live(&self, engine: &str, unit: &str, prompt: &str, extra: &[&str]) -> Command {
+        self.command(engine, unit, prompt, "jsonl", extra)
+    }
+    /// Waits for the unit's `running` marker (with a session id when
+    /// `with_id`); returns the engine's process group.
+    fn wait_running(&self, unit: &str, with_id: bool) -> i32 {
+        let mut pgid = 0;
+        wait_for(
+            "a running marker",
+            Duration::from_secs(20),
+            || match read_marker_opt(self, unit) {
+                Some(m)
+                    if m["state"] == "running"
+                        && (!with_id || m["engineSessionId"].is_string()) =>
+                {
+                    pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
+                    true
+                }
+                _ => false,
+            },
+        );
+        assert!(pgid > 1, "the marker has no process group");
+        pgid
     }
     fn marker(&self, unit: &str) -> Value {
         let p = self.path().join("state/units").join(format!("{unit}.json"));
@@ -91,6 +137,21 @@ fn result_json(out: &Output) -> Value {
         )
     });
     serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {last}"))
+}
+
+/// The env entry that makes the fake replay a capture.
+fn fake_stdout(capture: &str) -> (&'static str, String) {
+    ("FAKE_STDOUT", fixture(capture).display().to_string())
+}
+
+/// Waits (bounded) for `child` to exit.
+fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let mut status = None;
+    wait_for("vf to exit", Duration::from_secs(30), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status.unwrap()
 }
 
 fn version_of(engine: &str) -> &'static str {
@@ -126,7 +187,7 @@ fn every_engine_success_shape() {
             engine,
             &unit,
             &[
-                ("FAKE_STDOUT", fixture(cap).display().to_string()),
+                fake_stdout(cap),
                 ("FAKE_VERSION", version_of(engine).into()),
             ],
             &[],
@@ -229,12 +290,7 @@ fn nonzero_exit_after_good_output_is_failure() {
         "codex",
         "nz",
         &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
+            fake_stdout("codex/0.171.0/a_json.stdout.jsonl"),
             ("FAKE_EXIT", "3".into()),
         ],
         &[],
@@ -292,12 +348,7 @@ fn prompt_goes_to_stdin_and_stdin_is_closed() {
         "codex",
         "stdin",
         &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
+            fake_stdout("codex/0.171.0/a_json.stdout.jsonl"),
             ("FAKE_MODE", "read-stdin-forever".into()),
             ("FAKE_ARGS_LOG", log.display().to_string()),
         ],
@@ -318,12 +369,7 @@ fn prompt_goes_to_stdin_and_stdin_is_closed() {
         "copilot",
         "argv",
         &[
-            (
-                "FAKE_STDOUT",
-                fixture("copilot/1.0.102/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
+            fake_stdout("copilot/1.0.102/a_json.stdout.jsonl"),
             ("FAKE_VERSION", "1.0.102".into()),
             ("FAKE_ARGS_LOG", log.display().to_string()),
         ],
@@ -337,225 +383,11 @@ fn prompt_goes_to_stdin_and_stdin_is_closed() {
     );
 }
 
-#[test]
-fn stall_timeout_kills_and_exits_4() {
-    let env = Env::new();
-    let out = env.dispatch(
-        "codex",
-        "stall",
-        &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
-            ("FAKE_MODE", "hang".into()),
-        ],
-        &["--stall-timeout", "1"],
-    );
-    let r = result_json(&out);
-    assert_eq!(out.status.code(), Some(4), "{r}");
-    assert_eq!(r["state"], "failed");
-    assert_eq!(r["reason"], "stalled");
-    assert_eq!(env.marker("stall")["reason"], "stalled");
-}
-
-#[test]
-fn wall_timeout_kills_and_exits_4() {
-    let env = Env::new();
-    let out = env.dispatch(
-        "codex",
-        "slow",
-        &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/b_tool.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
-            ("FAKE_DELAY", "0.4".into()),
-            ("FAKE_MODE", "hang".into()),
-        ],
-        &["--timeout", "1", "--stall-timeout", "30"],
-    );
-    let r = result_json(&out);
-    assert_eq!(out.status.code(), Some(4), "{r}");
-    assert_eq!(r["reason"], "timeout");
-}
-
 fn read_marker_opt(env: &Env, unit: &str) -> Option<Value> {
     let p = env.path().join("state/units").join(format!("{unit}.json"));
     std::fs::read(p)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-}
-
-#[test]
-fn sigint_reaches_the_whole_group_and_escalates() {
-    let env = Env::new();
-    let mut c = env.cmd(&[
-        "dispatch",
-        "--engine",
-        "codex",
-        "--unit",
-        "sig",
-        "--prompt",
-        "x",
-        "--output",
-        "jsonl",
-        "--engine-bin",
-        fake().to_str().unwrap(),
-    ]);
-    c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
-        .env("FAKE_MODE", "ignore-term")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut pgid = 0;
-    wait_for(
-        "running marker with session id",
-        Duration::from_secs(20),
-        || match read_marker_opt(&env, "sig") {
-            Some(m) if m["state"] == "running" && m["engineSessionId"].is_string() => {
-                pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
-                true
-            }
-            _ => false,
-        },
-    );
-    assert!(pgid > 1 && group_alive(pgid));
-    signal(child.id() as i32, libc::SIGINT);
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "vf did not exit after SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(130));
-    // Killed members may linger a moment as zombies until init reaps them.
-    wait_for(
-        "the engine's process group to be gone",
-        Duration::from_secs(5),
-        || !group_alive(pgid),
-    );
-    let m = env.marker("sig");
-    assert_eq!(m["state"], "failed");
-    assert_eq!(m["reason"], "interrupted");
-}
-
-#[test]
-fn grandchildren_do_not_survive_a_normal_exit() {
-    let env = Env::new();
-    let pidfile = env.path().join("gc.pid");
-    let out = env.dispatch(
-        "codex",
-        "gc",
-        &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
-            ("FAKE_MODE", "spawn-child".into()),
-            ("FAKE_CHILD_PID", pidfile.display().to_string()),
-        ],
-        &[],
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pgid = env.marker("gc")["owner"]["pgid"].as_i64().unwrap() as i32;
-    wait_for("grandchild reaped", Duration::from_secs(5), || {
-        !group_alive(pgid)
-    });
-}
-
-#[test]
-fn kill_9_mid_stream_then_resume_with_exact_id() {
-    let env = Env::new();
-    let cap = "codex/0.171.0/b_tool.stdout.jsonl";
-    let mut c = env.cmd(&[
-        "dispatch",
-        "--engine",
-        "codex",
-        "--unit",
-        "crash",
-        "--prompt",
-        "x",
-        "--output",
-        "jsonl",
-        "--engine-bin",
-        fake().to_str().unwrap(),
-    ]);
-    c.env("FAKE_STDOUT", fixture(cap))
-        .env("FAKE_DELAY", "0.5")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = c.spawn().unwrap();
-    let mut pgid = 0;
-    wait_for(
-        "session id in marker",
-        Duration::from_secs(20),
-        || match read_marker_opt(&env, "crash") {
-            Some(m) if m["engineSessionId"].is_string() => {
-                pgid = m["owner"]["pgid"].as_i64().unwrap_or(0) as i32;
-                true
-            }
-            _ => false,
-        },
-    );
-    assert!(pgid > 1, "marker has no process group");
-    child.kill().unwrap(); // SIGKILL: no cleanup at all
-    child.wait().unwrap();
-    let m = env.marker("crash");
-    assert_eq!(m["state"], "running");
-    assert_eq!(m["engineSessionId"], capture_session_id(cap));
-    // The orphaned fake engine keeps running; end it so it does not leak.
-    signal(-pgid, libc::SIGKILL);
-
-    let log = env.path().join("resume-args.log");
-    let mut c = env.cmd(&[
-        "resume",
-        "crash",
-        "--prompt",
-        "go on",
-        "--output",
-        "json",
-        "--engine-bin",
-        fake().to_str().unwrap(),
-    ]);
-    c.env("FAKE_STDOUT", fixture(cap))
-        .env("FAKE_ARGS_LOG", &log);
-    let out = run_bounded(c, Duration::from_secs(60));
-    let r = result_json(&out);
-    assert_eq!(out.status.code(), Some(0), "{r}");
-    assert_eq!(r["state"], "done");
-    assert_eq!(r["sessionId"], capture_session_id(cap));
-    let args = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        args.starts_with(&format!(
-            "exec\nresume\n{}\n--json\n",
-            capture_session_id(cap)
-        )),
-        "{args}"
-    );
-    assert!(args.ends_with("--stdin--\ngo on"), "{args}");
-    assert_eq!(env.marker("crash")["attempts"], 2);
-
-    // A done unit is never resumed.
-    let out = run_bounded(env.cmd(&["resume", "crash"]), Duration::from_secs(30));
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("done"));
 }
 
 #[test]
@@ -566,10 +398,7 @@ fn resumed_run_with_another_session_id_fails_and_keeps_the_old_one() {
     let out = env.dispatch(
         "codex",
         "mm",
-        &[
-            ("FAKE_STDOUT", fixture(first).display().to_string()),
-            ("FAKE_EXIT", "1".into()),
-        ],
+        &[fake_stdout(first), ("FAKE_EXIT", "1".into())],
         &[],
     );
     assert_eq!(out.status.code(), Some(1));
@@ -601,6 +430,10 @@ fn resume_refuses_without_exact_authority() {
     let env = Env::new();
     let out = run_bounded(env.cmd(&["resume", "nope"]), Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !env.path().join("state").exists(),
+        "a refused resume wrote state"
+    );
     // A failed run that never printed a session id has nothing to resume.
     let p = env.path().join("empty.jsonl");
     std::fs::write(&p, "").unwrap();
@@ -674,10 +507,29 @@ fn huge_line_and_invalid_utf8_do_not_stop_the_stream() {
         "{stdout}"
     );
     // Nothing lost: the raw log holds every byte.
-    assert_eq!(
-        std::fs::read(r["stdoutLog"].as_str().unwrap()).unwrap(),
-        std::fs::read(&p).unwrap()
+    let log = r["stdoutLog"].as_str().unwrap();
+    assert_eq!(std::fs::read(log).unwrap(), std::fs::read(&p).unwrap());
+    // One line splitter: replaying the raw log gives exactly the live events.
+    let replay = run_bounded(
+        env.cmd(&[
+            "replay",
+            log,
+            "--cli",
+            "codex",
+            "--cli-version",
+            "0.171.0",
+            "--output",
+            "jsonl",
+        ]),
+        Duration::from_secs(60),
     );
+    assert_eq!(replay.status.code(), Some(0));
+    let replayed: Vec<Value> = String::from_utf8(replay.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replayed, events[..events.len() - 1]);
 }
 
 #[test]
@@ -726,12 +578,7 @@ fn status_lists_units_and_reports_corruption() {
         "opencode",
         "s1",
         &[
-            (
-                "FAKE_STDOUT",
-                fixture("opencode/1.18.33/a_json.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
+            fake_stdout("opencode/1.18.33/a_json.stdout.jsonl"),
             ("FAKE_VERSION", "1.18.33".into()),
         ],
         &[],
@@ -759,129 +606,10 @@ fn status_lists_units_and_reports_corruption() {
     );
 }
 
-/// Every file under `dir`, recursively.
-fn all_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(all_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-#[test]
-fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
-    let env = Env::new();
-    let secret = "SECRET-LINE-7f3a9";
-    let src: String = (1..=10)
-        .map(|i| {
-            if i == 5 {
-                format!("let key = \"{secret}\";\n")
-            } else {
-                format!("line {i}\n")
-            }
-        })
-        .collect();
-    std::fs::write(env.path().join("config.rs"), &src).unwrap();
-    let args_log = env.path().join("engine-input.log");
-    for (engine, cap, big) in [
-        ("codex", "codex/0.171.0/a_json.stdout.jsonl", false),
-        // Over 32 KiB: copilot gets a prompt file, which must be gone afterwards.
-        ("copilot", "copilot/1.0.102/a_json.stdout.jsonl", true),
-    ] {
-        let prompt = if big {
-            "x".repeat(40 * 1024)
-        } else {
-            "review it".to_string()
-        };
-        let bin = env.fake_for(engine);
-        let unit = format!("priv-{engine}");
-        let mut c = env.cmd(&[
-            "dispatch",
-            "--engine",
-            engine,
-            "--unit",
-            &unit,
-            "--prompt",
-            &prompt,
-            "--private-range",
-            "config.rs:4-6",
-            "--output",
-            "jsonl",
-            "--engine-bin",
-            bin.to_str().unwrap(),
-        ]);
-        c.env("FAKE_STDOUT", fixture(cap))
-            .env("FAKE_VERSION", version_of(engine))
-            .env("FAKE_ARGS_LOG", &args_log);
-        let out = run_bounded(c, Duration::from_secs(60));
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{engine}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(
-            !String::from_utf8_lossy(&out.stdout).contains(secret),
-            "{engine}: secret in vf's events"
-        );
-        // The engine did receive it (in stdin, argv, or the prompt file it was pointed at).
-        let seen = std::fs::read_to_string(&args_log).unwrap();
-        if big {
-            assert!(
-                seen.contains("Read ") && seen.contains(" and follow it"),
-                "{seen}"
-            );
-        } else {
-            assert!(
-                seen.contains("VF-PRIVATE-FILE-RANGES/1") && seen.contains(secret),
-                "{seen}"
-            );
-        }
-        for f in all_files(&env.path().join("state")) {
-            let bytes = std::fs::read(&f).unwrap();
-            assert!(
-                !String::from_utf8_lossy(&bytes).contains(secret),
-                "{engine}: private text persisted in {}",
-                f.display()
-            );
-        }
-        assert!(
-            !String::from_utf8_lossy(
-                &run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30)).stdout
-            )
-            .contains(secret)
-        );
-    }
-    assert!(
-        !env.path().join("state/dispatch/priv-copilot.md").exists(),
-        "copilot prompt file left behind"
-    );
-}
-
 #[test]
 fn doctor_fix_ends_exactly_the_orphaned_group() {
     let env = Env::new();
-    let bin = env.fake_for("codex");
-    let mut c = env.cmd(&[
-        "dispatch",
-        "--engine",
-        "codex",
-        "--unit",
-        "orphan",
-        "--prompt",
-        "x",
-        "--output",
-        "jsonl",
-        "--engine-bin",
-        bin.to_str().unwrap(),
-    ]);
+    let mut c = env.live("codex", "orphan", "x", &[]);
     c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
         .env("FAKE_MODE", "ignore-term")
         .stdout(Stdio::null())
@@ -987,12 +715,7 @@ fn a_bare_nonzero_exit_reports_the_clis_last_stderr_line() {
         "codex",
         "framed",
         &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/d_error500.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
+            fake_stdout("codex/0.171.0/d_error500.stdout.jsonl"),
             ("FAKE_STDERR", err.display().to_string()),
             ("FAKE_EXIT", "1".into()),
         ],

@@ -14,6 +14,7 @@ use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::{AttachmentKind, Engine, Invocation, Request};
 use crate::error::{Result, VfError};
 use crate::private::{self, PrivateRanges};
+use crate::unit_lock::UnitLock;
 use crate::{names, state};
 
 /// Resolved, validated inputs of a dispatch (flags turned into config).
@@ -143,41 +144,51 @@ fn dry_run_attachments(r: &Resolved) -> Vec<DryRunAttachment<'_>> {
 
 pub fn run(args: &DispatchArgs) -> Result<i32> {
     let r = resolve(args)?;
-    if !args.dry_run {
-        let format = args.run.output.format();
-        if r.attach_plan.pick.ready == Some(false) {
-            return Err(VfError::not_ready(format!(
-                "{} is not ready ({}); run `vf doctor`",
-                r.engine.spec().id,
-                r.engine_reason
-            )));
-        }
-        // The private text rides with the prompt for this run only; vf persists neither.
-        let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
-        let spec = UnitSpec {
-            engine: r.engine.spec().id,
-            unit: r.unit,
-            prompt,
-            session: r.session,
-            cwd: r.cwd,
-            state_dir: r.state_dir,
-            skip_permissions: r.skip_permissions,
-            engine_bin: args.run.engine_bin.clone(),
-            attachments: r.attach_plan.attachments,
-            stall_timeout: seconds("--stall-timeout", args.run.stall_timeout)?,
-            timeout: seconds("--timeout", args.run.timeout)?,
-            kill_grace: UnitSpec::default_kill_grace(),
-            warnings: Vec::new(),
-            engine_reason: Some(r.engine_reason.clone()),
-        };
-        return run_unit(spec, format);
+    if args.dry_run {
+        return dry_run(args, &r);
     }
+    let format = args.run.output.format();
+    if r.attach_plan.pick.ready == Some(false) {
+        return Err(VfError::not_ready(format!(
+            "{} is not ready ({}); run `vf doctor`",
+            r.engine.spec().id,
+            r.engine_reason
+        )));
+    }
+    // The private text rides with the prompt for this run only; vf persists neither.
+    let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
+    let spec = UnitSpec {
+        engine: r.engine.spec().id,
+        unit: r.unit,
+        prompt,
+        session: r.session,
+        cwd: r.cwd,
+        state_dir: r.state_dir,
+        skip_permissions: r.skip_permissions,
+        engine_bin: args.run.engine_bin.clone(),
+        attachments: r.attach_plan.attachments,
+        stall_timeout: seconds("--stall-timeout", args.run.stall_timeout)?,
+        timeout: seconds("--timeout", args.run.timeout)?,
+        kill_grace: crate::child::kill_grace_from_env()?,
+        warnings: Vec::new(),
+        engine_reason: Some(r.engine_reason.clone()),
+        // The exact block delivered, so that an engine's echo of it is redacted.
+        redact: Some(r.private_ranges.wire())
+            .filter(|w| !w.is_empty())
+            .into_iter()
+            .collect(),
+    };
+    run_unit(spec, None, format)
+}
+
+/// `--dry-run`: the exact invocation, nothing spawned or written.
+fn dry_run(args: &DispatchArgs, r: &Resolved) -> Result<i32> {
     // The argv can depend on the installed version (copilot): read it when the
     // engine is installed, without writing any state for a dry run.
     let version = crate::binary::resolve_binary(r.engine.spec().id, args.run.engine_bin.as_deref())
         .ok()
         .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
-    let mut inv = build_invocation(&r, version.as_ref())?;
+    let mut inv = build_invocation(r, version.as_ref())?;
     // Built with the real text (so limits apply to it), shown without it.
     private::redact_invocation(&mut inv, &r.private_ranges);
     for w in &inv.warnings {
@@ -188,7 +199,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             engine: r.engine.spec().id.as_str(),
             engine_reason: &r.engine_reason,
             unit: &r.unit,
-            attachments: dry_run_attachments(&r),
+            attachments: dry_run_attachments(r),
             private_ranges: r.private_ranges.summaries(),
             invocation: &inv,
         })?;
@@ -221,17 +232,18 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Runs one unit and prints it in `format`; returns vf's exit code.
-pub fn run_unit(spec: UnitSpec, format: OutputFormat) -> Result<i32> {
+/// Runs one unit (under `lock` when the caller holds it) and prints it in
+/// `format`; returns vf's exit code.
+pub fn run_unit(spec: UnitSpec, lock: Option<UnitLock>, format: OutputFormat) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
-    let result = super::block_on(crate::dispatch::run(spec, &mut sink))??;
+    let result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
     sink.result(&result);
     if format == OutputFormat::Human
         && let Some(e) = &result.error
     {
         eprintln!("vf: {}: {e}", result.unit);
     }
-    Ok(result.vf_exit)
+    Ok(result.vf_exit())
 }
 
 /// A positive, finite number of seconds.

@@ -142,8 +142,17 @@ fn human_age(secs: u64) -> String {
 
 /// `vf doctor --fix`: end proven orphans, release stale records, leave the rest.
 fn fix(state_dir: &Path, json: bool) -> Result<i32> {
-    use crate::orphans::Action;
-    let findings = orphans::fix(state_dir, crate::dispatch::UnitSpec::default_kill_grace());
+    use crate::orphans::{Action, Class};
+    let findings = orphans::fix(state_dir, crate::child::kill_grace_from_env()?);
+    // Private text a killed run left in a prompt file goes with its orphans.
+    match crate::dispatch::remove_stale_prompt_files(state_dir) {
+        Ok(removed) => {
+            for p in removed {
+                eprintln!("vf: removed a stale prompt file {}", p.display());
+            }
+        }
+        Err(e) => eprintln!("vf: warning: cannot clean stale prompt files: {e}"),
+    }
     if json {
         super::print_json(&findings)?;
     } else {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::output::{GuardedStdout, StdoutSink, human_line};
 use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
-use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
+use crate::dispatch::{DispatchResult, EventSink};
 use crate::engine::EngineId;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
@@ -53,7 +53,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         jobs,
         parallel: args.jobs,
         resume: args.resume,
-        kill_grace: UnitSpec::default_kill_grace(),
+        kill_grace: crate::child::kill_grace_from_env()?,
     })
 }
 

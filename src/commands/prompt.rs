@@ -1,20 +1,28 @@
-//! Reading the prompt from `--prompt`, `--prompt-file` or stdin.
+//! Reading the prompt from `--prompt`, `--prompt-file` or stdin, never more
+//! than [`MAX_PROMPT_BYTES`] (so `/dev/zero` or an endless pipe is refused
+//! quickly, in bounded memory).
 
 use std::io::{IsTerminal, Read};
 
 use crate::cli::PromptArgs;
+use crate::dispatch::MAX_PROMPT_BYTES;
 use crate::error::{Result, VfError};
 
 pub fn read(args: &PromptArgs) -> Result<String> {
     let prompt = if let Some(p) = &args.prompt {
+        check_size("--prompt", p.len())?;
         p.clone()
     } else if let Some(path) = &args.prompt_file {
-        let bytes = std::fs::read(path).map_err(|e| {
-            VfError::usage(format!("cannot read prompt file {}: {e}", path.display()))
-        })?;
-        String::from_utf8(bytes).map_err(|e| {
-            VfError::usage(format!("prompt file {} is not UTF-8: {e}", path.display()))
-        })?
+        let what = format!("prompt file {}", path.display());
+        let file = std::fs::File::open(path)
+            .map_err(|e| VfError::usage(format!("cannot read {what}: {e}")))?;
+        // A regular file says its size up front; devices and pipes are read up to the cap.
+        if let Ok(m) = file.metadata()
+            && m.is_file()
+        {
+            check_size(&what, usize::try_from(m.len()).unwrap_or(usize::MAX))?;
+        }
+        text(read_capped(file, &what)?, &what)?
     } else {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
@@ -22,13 +30,34 @@ pub fn read(args: &PromptArgs) -> Result<String> {
                 "no prompt: pass --prompt TEXT, --prompt-file FILE, or pipe it on stdin",
             ));
         }
-        let mut bytes = Vec::new();
-        stdin.lock().read_to_end(&mut bytes)?;
-        String::from_utf8(bytes)
-            .map_err(|e| VfError::usage(format!("the prompt on stdin is not UTF-8: {e}")))?
+        let what = "the prompt on stdin";
+        text(read_capped(stdin.lock(), what)?, what)?
     };
     if prompt.trim().is_empty() {
         return Err(VfError::usage("the prompt is empty"));
     }
     Ok(prompt)
+}
+
+fn check_size(what: &str, len: usize) -> Result<()> {
+    if len > MAX_PROMPT_BYTES {
+        return Err(VfError::usage(format!(
+            "{what} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)"
+        )));
+    }
+    Ok(())
+}
+
+/// At most one byte past the cap is read: enough to know it is over.
+fn read_capped(r: impl Read, what: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    r.take(MAX_PROMPT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| VfError::usage(format!("cannot read {what}: {e}")))?;
+    check_size(what, bytes.len())?;
+    Ok(bytes)
+}
+
+fn text(bytes: Vec<u8>, what: &str) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| VfError::usage(format!("{what} is not UTF-8: {e}")))
 }

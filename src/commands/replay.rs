@@ -5,12 +5,9 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 use crate::cli::{ReplayArgs, ReplayOutput};
 use crate::error::{Result, VfError};
-use crate::frames::reader::{Line, LineReader};
+use crate::frames::reader::{Line, LineReader, MAX_LINE_BYTES};
 use crate::frames::{ConversationEvent, Projector, render};
 use crate::version::Version;
-
-/// Longer lines are skipped (and reported), so memory stays bounded.
-pub const MAX_LINE_BYTES: usize = 8 << 20;
 
 pub fn run(a: &ReplayArgs) -> Result<i32> {
     let version = match &a.cli_version {

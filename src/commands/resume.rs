@@ -10,6 +10,8 @@ use crate::{names, orphans, state};
 /// A validated `vf resume`: everything is checked before anything is touched.
 struct Request {
     spec: UnitSpec,
+    /// The unit's lock, held from reading the marker to the end of the run.
+    lock: crate::unit_lock::UnitLock,
     format: OutputFormat,
 }
 
@@ -19,14 +21,25 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     names::check("unit name", &args.unit)?;
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
+    let kill_grace = crate::child::kill_grace_from_env()?;
     let store = MarkerStore::new(&state_dir);
-    let marker = store.load(&args.unit)?.ok_or_else(|| {
+    let no_unit = || {
         VfError::usage(format!(
             "no unit {:?} under {}",
             args.unit,
             state_dir.display()
         ))
-    })?;
+    };
+    // Nothing (not even a lock file) is written for a unit that does not exist;
+    // one whose first run is still starting has its lock file already.
+    let lock_file = crate::unit_lock::lock_path(&state_dir, &args.unit);
+    if !store.path(&args.unit).exists() && !lock_file.exists() {
+        return Err(no_unit());
+    }
+    // Held from reading the marker to the end of the run: no other vf can
+    // change the resume authority in between.
+    let lock = crate::unit_lock::UnitLock::acquire(&state_dir, &args.unit)?;
+    let marker = store.load(&args.unit)?.ok_or_else(no_unit)?;
     let id = resolve_resume_id(&marker)
         .map_err(|why| VfError::usage(format!("cannot resume unit {:?}: {why}", args.unit)))?;
     let prompt = if args.prompt.prompt.is_some() || args.prompt.prompt_file.is_some() {
@@ -46,18 +59,20 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         attachments: Vec::new(),
         stall_timeout: super::dispatch::seconds("--stall-timeout", args.run.stall_timeout)?,
         timeout: super::dispatch::seconds("--timeout", args.run.timeout)?,
-        kill_grace: UnitSpec::default_kill_grace(),
+        kill_grace,
         warnings: Vec::new(),
         engine_reason: None,
+        redact: Vec::new(),
     };
     Ok(Request {
         spec,
+        lock,
         format: args.run.output.format(),
     })
 }
 
 pub fn run(args: &ResumeArgs) -> Result<i32> {
-    let Request { spec, format } = resolve(args)?;
+    let Request { spec, lock, format } = resolve(args)?;
     // Never a second engine on the session: end what a dead vf left running
     // (proven orphans only), refuse when something cannot be proven gone.
     let ended = orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
@@ -65,7 +80,7 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
     for f in &ended {
         eprintln!("{}", ended_notice(&spec.unit, f));
     }
-    super::dispatch::run_unit(spec, format)
+    super::dispatch::run_unit(spec, Some(lock), format)
 }
 
 /// What vf says on stderr after ending an orphan before a unit runs again.

@@ -1,0 +1,181 @@
+//! The engine's process group: spawning it, forwarding signals, ending it.
+//!
+//! The rules:
+//! - The engine CLI is spawned as the leader of a new process group (pgid =
+//!   its pid). stdin is a pipe that gets the prompt and is then closed, or
+//!   `/dev/null`; stdout and stderr are pipes read by vf.
+//! - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vf are forwarded, as the
+//!   same signal, to the whole group (a terminal's Ctrl-C or hang-up does not
+//!   reach it otherwise: it is not the foreground group). vf then exits
+//!   128 + that signal (130, 143, 129, 131).
+//! - vf's own reasons to stop (stall, wall timeout, an unwritable raw log)
+//!   send SIGTERM to the group.
+//! - One grace period, `VF_KILL_GRACE_MS` (default 5000 ms), governs every
+//!   wait: after a signal the group has one grace to exit before SIGKILL (a
+//!   second signal to vf sends SIGKILL at once); after the leader exits, the
+//!   rest of the group has one grace to finish and close stdout/stderr
+//!   before SIGKILL.
+//! - When vf is done with the unit the group gets SIGKILL: nothing of it
+//!   outlives the run. Only a `kill -9` of vf itself can orphan it, and the
+//!   owned-process record lets `vf doctor --fix` prove and end it.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::engine::Invocation;
+use crate::error::{Result, VfError};
+
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
+/// The longest grace accepted (one hour), so a typo cannot mean "never".
+pub const MAX_KILL_GRACE_MS: u64 = 3_600_000;
+
+/// `VF_KILL_GRACE_MS`, or the default when unset; anything else is a usage error.
+pub fn kill_grace_from_env() -> Result<Duration> {
+    match std::env::var("VF_KILL_GRACE_MS") {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_KILL_GRACE),
+        Ok(v) => parse_kill_grace(&v),
+        Err(std::env::VarError::NotUnicode(_)) => parse_kill_grace("\u{fffd}"),
+    }
+}
+
+pub fn parse_kill_grace(v: &str) -> Result<Duration> {
+    match v.trim().parse::<u64>() {
+        Ok(ms) if ms <= MAX_KILL_GRACE_MS => Ok(Duration::from_millis(ms)),
+        _ => Err(VfError::usage(format!(
+            "VF_KILL_GRACE_MS must be a whole number of milliseconds from 0 to {MAX_KILL_GRACE_MS}, not {}",
+            crate::text::shown(v, 40)
+        ))),
+    }
+}
+
+/// The engine's process group.
+#[derive(Debug, Clone, Copy)]
+pub struct Group {
+    pgid: i32,
+}
+
+impl Group {
+    pub fn pgid(self) -> i32 {
+        self.pgid
+    }
+
+    pub fn signal(self, sig: Signal) {
+        // Never pgid 0 or 1 (our own group, or init's).
+        if self.pgid > 1 {
+            let _ = killpg(Pid::from_raw(self.pgid), sig);
+        }
+    }
+
+    pub fn kill(self) {
+        self.signal(Signal::SIGKILL);
+    }
+}
+
+/// Spawns the engine as the leader of its own process group.
+pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(&inv.args)
+        .current_dir(&inv.cwd)
+        .stdin(if inv.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    let child = cmd.spawn()?;
+    let pgid = child.id().map_or(0, |p| p as i32);
+    Ok((child, Group { pgid }))
+}
+
+/// Why `program` did not start, in words: a missing `#!` interpreter is
+/// reported as ENOENT for the script itself, which misleads.
+pub fn explain_spawn_error(program: &Path, e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound
+        && program.is_file()
+        && let Some(interp) = shebang_interpreter(program)
+        && !Path::new(&interp).exists()
+    {
+        return format!(
+            "its interpreter {interp} (from the #! line) does not exist: install it or fix the #! line"
+        );
+    }
+    e.to_string()
+}
+
+/// The interpreter named on a script's `#!` line.
+fn shebang_interpreter(program: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
+    let text = String::from_utf8_lossy(line);
+    text.split_whitespace().next().map(str::to_string)
+}
+
+/// The signals vf forwards to the group.
+pub struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn new() -> std::io::Result<Signals> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+            quit: signal(SignalKind::quit())?,
+        })
+    }
+
+    /// The next signal received.
+    pub async fn recv(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.int.recv() => Signal::SIGINT,
+            _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.hup.recv() => Signal::SIGHUP,
+            _ = self.quit.recv() => Signal::SIGQUIT,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grace_is_validated() {
+        assert_eq!(parse_kill_grace("250").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_kill_grace("0").unwrap(), Duration::ZERO);
+        for bad in ["abc", "", "-1", "1.5", "99999999999999999999", "3600001"] {
+            let e = parse_kill_grace(bad).unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_missing_interpreter_is_named() {
+        let t = tempfile::tempdir().unwrap();
+        let script = t.path().join("engine");
+        std::fs::write(&script, "#!/nonexistent/bin/node --flag\necho hi\n").unwrap();
+        let e = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert_eq!(
+            explain_spawn_error(&script, &e),
+            "its interpreter /nonexistent/bin/node (from the #! line) does not exist: install it or fix the #! line"
+        );
+        // Other failures keep the system's words.
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(explain_spawn_error(&script, &denied), denied.to_string());
+    }
+}

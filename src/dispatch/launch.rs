@@ -1,0 +1,200 @@
+//! Phase 2, launch: raw logs, prompt file, spawn, the owned-process record,
+//! then the marker `running`. A failure before the spawn writes no marker; a
+//! failure after it ends the group before returning.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::prepare::Prepared;
+use super::pump::{self, Msg, Stream};
+use super::redact::Redactor;
+use super::{UnitSpec, prompt_file};
+use crate::child::{self, Group};
+use crate::error::{Reason, Result, VfError};
+use crate::fsutil::now_rfc3339;
+use crate::marker::{Owner, UnitState};
+use crate::owned::{self, ProcRecord};
+use crate::procinfo::ProcIdentity;
+
+/// A running engine and what reads it.
+pub(super) struct Launched {
+    pub prepared: Prepared,
+    pub child: tokio::process::Child,
+    pub group: Group,
+    pub record_path: PathBuf,
+    pub stdout_log: PathBuf,
+    pub stderr_log: PathBuf,
+    pub rx: mpsc::Receiver<Msg>,
+    pub pumps: [JoinHandle<()>; 2],
+}
+
+pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
+    let attempt = p.marker.attempts;
+    let (paths, files) = open_logs(spec, &p)?;
+    if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
+        prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
+    }
+    let (mut child, group) = spawn_engine(spec, &mut p)?;
+    let pid = child.id().unwrap_or(0);
+    // The owned-process record exists before anything else happens with the child.
+    let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
+    let mut record = ProcRecord::new(&spec.unit, attempt, spec.engine.as_str(), pid);
+    if let Err(e) = record.save(&record_path) {
+        abort(group, &mut child, &p).await;
+        return Err(state_err(&record_path, &e));
+    }
+    claim_running(&mut p, pid, group, &paths);
+    if let Err(e) = p.store.save(&mut p.marker) {
+        // Without a durable marker the run could not be resumed: do not run it.
+        abort(group, &mut child, &p).await;
+        let _ = owned::release(&record_path);
+        return Err(e);
+    }
+    feed_stdin(&mut child, p.inv.stdin.clone());
+    let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
+    let [stdout_log, stderr_log] = paths;
+    Ok(Launched {
+        prepared: p,
+        child,
+        group,
+        record_path,
+        stdout_log,
+        stderr_log,
+        rx,
+        pumps,
+    })
+}
+
+fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
+    VfError::state(format!("cannot write {}: {e}", what.display()))
+}
+
+/// The attempt's stdout and stderr logs, created before the spawn.
+fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [tokio::fs::File; 2])> {
+    let logs = p.store.logs_dir(&spec.unit);
+    let attempt = p.marker.attempts;
+    let paths = ["stdout", "stderr"].map(|s| logs.join(format!("attempt-{attempt}.{s}.log")));
+    real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
+    let out = create_log(&paths[0]).map_err(|e| state_err(&paths[0], &e))?;
+    let err = create_log(&paths[1]).map_err(|e| state_err(&paths[1], &e))?;
+    Ok((paths, [out, err]))
+}
+
+fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::process::Child, Group)> {
+    child::spawn(&p.program, &p.inv).map_err(|e| {
+        remove_prompt_file(p);
+        let err = VfError::not_ready(format!(
+            "{}: cannot start {}: {}",
+            spec.engine,
+            p.program.display(),
+            child::explain_spawn_error(&p.program, &e)
+        ));
+        let is_new = p.marker_is_new;
+        super::fail_before_spawn(&p.store, &mut p.marker, is_new, Reason::Spawn, err)
+    })
+}
+
+/// One reader per stream, both feeding the supervisor's channel.
+fn start_pumps(
+    spec: &UnitSpec,
+    child: &mut tokio::process::Child,
+    paths: &[PathBuf; 2],
+    files: [tokio::fs::File; 2],
+) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2]) {
+    let redactor = Arc::new(Redactor::new(&spec.redact));
+    let (tx, rx) = mpsc::channel::<Msg>(256);
+    let out = child.stdout.take().expect("stdout is piped");
+    let err = child.stderr.take().expect("stderr is piped");
+    let [out_file, err_file] = files;
+    let name = |i: usize| paths[i].display().to_string();
+    let pumps = [
+        tokio::spawn(pump::pump(
+            out,
+            out_file,
+            name(0),
+            redactor.clone(),
+            Stream::Stdout,
+            tx.clone(),
+        )),
+        tokio::spawn(pump::pump(
+            err,
+            err_file,
+            name(1),
+            redactor,
+            Stream::Stderr,
+            tx,
+        )),
+    ];
+    (rx, pumps)
+}
+
+fn claim_running(p: &mut Prepared, pid: u32, group: Group, logs: &[PathBuf; 2]) {
+    let m = &mut p.marker;
+    m.state = UnitState::Running;
+    m.started_at = Some(now_rfc3339());
+    m.owner = Some(Owner {
+        supervisor: ProcIdentity::current(),
+        cli: Some(ProcIdentity::of(pid)),
+        pgid: Some(group.pgid()),
+    });
+    m.exit_code = None;
+    m.error = None;
+    m.reason = None;
+    m.stdout_log = Some(logs[0].clone());
+    m.stderr_log = Some(logs[1].clone());
+}
+
+/// stdin: the prompt, then EOF. Never leave a pipe open for the child to wait on.
+fn feed_stdin(child: &mut tokio::process::Child, text: Option<String>) {
+    if let Some(mut stdin) = child.stdin.take() {
+        let bytes = text.unwrap_or_default().into_bytes();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+            let _ = stdin.shutdown().await;
+        });
+    }
+}
+
+async fn abort(group: Group, child: &mut tokio::process::Child, p: &Prepared) {
+    group.kill();
+    let _ = child.wait().await;
+    remove_prompt_file(p);
+}
+
+pub(super) fn remove_prompt_file(p: &Prepared) {
+    if let Some(path) = &p.inv.prompt_file {
+        prompt_file::remove(path);
+    }
+}
+
+/// A new raw log; never through a symlink planted in the state dir.
+fn create_log(path: &Path) -> std::io::Result<tokio::fs::File> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    Ok(tokio::fs::File::from_std(f))
+}
+
+/// Creates `dir` and checks that no part of it below `root` is a symlink
+/// (which could point the logs outside the state dir).
+fn real_dir(root: &Path, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for d in dir.ancestors().take_while(|d| *d != root) {
+        if std::fs::symlink_metadata(d)?.file_type().is_symlink() {
+            return Err(std::io::Error::other(format!(
+                "{} is a symlink; vf writes only inside its state dir",
+                d.display()
+            )));
+        }
+    }
+    Ok(())
+}

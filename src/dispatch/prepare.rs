@@ -1,0 +1,170 @@
+//! Phase 1, prepare: every check that can refuse the run, before anything of
+//! the unit is written (only the unit's lock file and the version cache).
+
+use std::path::{Path, PathBuf};
+
+use super::{MAX_PROMPT_BYTES, UnitSpec, VERSION_TIMEOUT, prompt_file};
+use crate::engine::{Invocation, Request};
+use crate::error::{Reason, Result, VfError};
+use crate::marker::{Marker, MarkerStore};
+use crate::text::shown;
+use crate::unit_lock::UnitLock;
+use crate::version::Version;
+use crate::{binary, state};
+
+/// A run that passed every check, not started yet.
+pub(super) struct Prepared {
+    /// Held until the run is settled (dropped with it).
+    pub _lock: UnitLock,
+    pub store: MarkerStore,
+    /// Claimed for the new attempt, in memory only.
+    pub marker: Marker,
+    /// There was no marker before this run.
+    pub marker_is_new: bool,
+    pub program: PathBuf,
+    pub version: Option<Version>,
+    pub inv: Invocation,
+    pub warnings: Vec<String>,
+}
+
+pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
+    check_spec(spec)?;
+    // Before the marker is read, so no other vf can write it until we are done.
+    let lock = match lock {
+        Some(l) => l,
+        None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
+    };
+    let store = MarkerStore::new(&spec.state_dir);
+    let marker_is_new = !store.path(&spec.unit).exists();
+    let mut marker = super::prepare_marker(&store, spec)?;
+    // Left by a vf that was killed: under the lock nobody else can be using it.
+    prompt_file::remove_for_unit(&spec.state_dir, &spec.unit);
+    let fail = |marker: &mut Marker, reason, err| {
+        super::fail_before_spawn(&store, marker, marker_is_new, reason, err)
+    };
+    let program = match binary::resolve_binary(spec.engine, spec.engine_bin.as_deref()) {
+        Ok(p) => p,
+        Err(e) => {
+            let err = VfError::not_ready(format!("{}: {e}", spec.engine));
+            return Err(fail(&mut marker, Reason::Missing, err));
+        }
+    };
+    let mut warnings = spec.warnings.clone();
+    let version = read_version(spec, &program, &mut warnings).await;
+    marker.engine_version = version.as_ref().map(Version::to_string);
+    let built = spec.engine.engine().build(&Request {
+        prompt: &spec.prompt,
+        session: spec.session.as_deref(),
+        skip_permissions: spec.skip_permissions,
+        cwd: &spec.cwd,
+        in_git_repo: state::in_git_work_tree(&spec.cwd),
+        attachments: &spec.attachments,
+        unit: &spec.unit,
+        state_dir: &spec.state_dir,
+        version: version.as_ref(),
+        read_only: false,
+    });
+    let inv = match built {
+        Ok(inv) => inv,
+        Err(e) => return Err(fail(&mut marker, Reason::Invalid, e)),
+    };
+    check_argv(spec, &inv)?;
+    warnings.extend(inv.warnings.iter().cloned());
+    Ok(Prepared {
+        _lock: lock,
+        store,
+        marker,
+        marker_is_new,
+        program,
+        version,
+        inv,
+        warnings,
+    })
+}
+
+/// What can be judged from the request alone.
+fn check_spec(spec: &UnitSpec) -> Result<()> {
+    if spec.prompt.len() > MAX_PROMPT_BYTES {
+        return Err(VfError::usage(format!(
+            "the prompt is {} bytes; vf accepts at most {MAX_PROMPT_BYTES} (16 MiB)",
+            spec.prompt.len()
+        )));
+    }
+    check_cwd(&spec.cwd)?;
+    if let Some(id) = &spec.session
+        && !spec.engine.engine().valid_session_id(id)
+    {
+        // Cut: a 10 KB pasted blob is not echoed back whole.
+        return Err(VfError::usage(format!(
+            "{}: {} is not a valid {} session id",
+            spec.engine,
+            shown(id, 80),
+            spec.engine
+        )));
+    }
+    Ok(())
+}
+
+/// A marker's working directory may have been deleted since it was recorded.
+pub(super) fn check_cwd(cwd: &Path) -> Result<()> {
+    match std::fs::metadata(cwd) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(VfError::usage(format!(
+            "the working directory {} is not a directory",
+            cwd.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(VfError::usage(format!(
+            "the working directory {} is missing (deleted or moved?)",
+            cwd.display()
+        ))),
+        Err(e) => Err(VfError::usage(format!(
+            "the working directory {} is unusable: {e}",
+            cwd.display()
+        ))),
+    }
+}
+
+/// An argv cannot carry a NUL byte: say so instead of "cannot start".
+fn check_argv(spec: &UnitSpec, inv: &Invocation) -> Result<()> {
+    if !inv.args.iter().any(|a| a.contains('\0')) {
+        return Ok(());
+    }
+    Err(VfError::usage(if spec.prompt.contains('\0') {
+        format!(
+            "prompt contains a NUL byte, which {} cannot take (its prompt goes on the command line)",
+            spec.engine
+        )
+    } else {
+        "an argument for the engine contains a NUL byte".to_string()
+    }))
+}
+
+async fn read_version(
+    spec: &UnitSpec,
+    program: &Path,
+    warnings: &mut Vec<String>,
+) -> Option<Version> {
+    let p = program.to_path_buf();
+    let state_dir = spec.state_dir.clone();
+    match tokio::task::spawn_blocking(move || {
+        binary::read_version_cached(&p, &state_dir, VERSION_TIMEOUT)
+    })
+    .await
+    {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(e)) => {
+            warnings.push(format!(
+                "{}: {e}; proceeding without a verified version",
+                spec.engine
+            ));
+            None
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "{}: reading the version failed ({e}); proceeding",
+                spec.engine
+            ));
+            None
+        }
+    }
+}

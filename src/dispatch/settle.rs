@@ -1,0 +1,144 @@
+//! Phase 4, settle: end what is left of the group, release the process
+//! record and the prompt file, judge the outcome, write the final marker.
+
+use std::time::Instant;
+
+use super::launch::remove_prompt_file;
+use super::supervise::{Ended, Stop};
+use super::{DispatchResult, EventSink, UnitSpec};
+use crate::engine::{EngineId, Outcome};
+use crate::error::{Reason, Result};
+use crate::fsutil::now_rfc3339;
+use crate::marker::UnitState;
+use crate::summary::{self, Summary};
+
+pub(super) fn settle(
+    spec: &UnitSpec,
+    mut e: Ended,
+    sink: &mut dyn EventSink,
+    started: Instant,
+) -> Result<DispatchResult> {
+    release(&e, sink);
+    for ev in e.projector.finish() {
+        sink.event(&ev);
+    }
+    let exit_code = e.exit_status.and_then(|s| s.code());
+    let outcome = e.projector.tracker().finish(exit_code);
+    let (summary_value, summary_error) = match outcome.answer.as_deref().map(summary::extract) {
+        Some(Summary::Valid { value }) => (Some(value), None),
+        Some(Summary::Invalid { error }) => (None, Some(error)),
+        _ => (None, None),
+    };
+    let (reason, error) = judge(spec, &e, &outcome, exit_code);
+    let l = &mut e.launched;
+    let marker = &mut l.prepared.marker;
+    marker.state = if reason.is_some() {
+        UnitState::Failed
+    } else {
+        UnitState::Done
+    };
+    marker.exit_code = exit_code;
+    marker.summary = summary_value.clone();
+    marker.summary_error = summary_error.clone();
+    marker.error = error.clone();
+    marker.reason = reason;
+    marker.finished_at = Some(now_rfc3339());
+    l.prepared.store.save(marker)?;
+    let marker = &l.prepared.marker;
+    Ok(DispatchResult {
+        unit: spec.unit.clone(),
+        engine: spec.engine,
+        engine_version: marker.engine_version.clone(),
+        state: marker.state,
+        exit_code,
+        // What the engine reported (shown even when it cannot be resumed), except
+        // that a resume never adopts another session's id.
+        session_id: match e.session_mismatch {
+            Some(_) => marker.engine_session_id.clone(),
+            None => outcome.session_id.or(marker.engine_session_id.clone()),
+        },
+        summary: summary_value,
+        summary_error,
+        answer: outcome.answer,
+        unknown_frames: e.projector.unknown_frames(),
+        engine_reason: spec.engine_reason.clone(),
+        warnings: l.prepared.warnings.clone(),
+        error,
+        reason,
+        duration_ms: started.elapsed().as_millis() as u64,
+        attempt: marker.attempts,
+        marker: l.prepared.store.path(&spec.unit),
+        stdout_log: Some(l.stdout_log.clone()),
+        stderr_log: Some(l.stderr_log.clone()),
+    })
+}
+
+/// Nothing of the group survives the run; its record and prompt file go.
+fn release(e: &Ended, sink: &mut dyn EventSink) {
+    e.launched.group.kill();
+    let record = &e.launched.record_path;
+    if let Err(err) = crate::owned::release(record) {
+        sink.warning(&format!(
+            "cannot release process record {}: {err}",
+            record.display()
+        ));
+    }
+    remove_prompt_file(&e.launched.prepared);
+}
+
+/// Why the unit failed (`None`: done), and the one-line error.
+fn judge(
+    spec: &UnitSpec,
+    e: &Ended,
+    outcome: &Outcome,
+    exit_code: Option<i32>,
+) -> (Option<Reason>, Option<String>) {
+    let secs = |d: Option<std::time::Duration>| d.unwrap_or_default().as_secs_f64();
+    let (reason, error) = match (&e.stop, &e.session_mismatch) {
+        (Some(Stop::Signal(sig)), _) => (
+            Reason::Interrupted(Some(*sig as i32)),
+            format!("interrupted by {}", sig.as_str()),
+        ),
+        (Some(Stop::Stalled), _) => (
+            Reason::Stalled,
+            format!("stalled: no output for {}s", secs(spec.stall_timeout)),
+        ),
+        (Some(Stop::TimedOut), _) => (
+            Reason::Timeout,
+            format!("timed out after {}s", secs(spec.timeout)),
+        ),
+        (Some(Stop::LogFailed(msg)), _) => (Reason::State, format!("{msg}; the engine was ended")),
+        (None, Some(got)) => (
+            Reason::SessionMismatch,
+            format!(
+                "resumed run reported session {got}, not the requested {}: the native session was not found",
+                spec.session.as_deref().unwrap_or("?")
+            ),
+        ),
+        (None, None) if outcome.failed => {
+            let error = outcome
+                .error
+                .clone()
+                .map(|err| with_stderr_reason(err, spec.engine, exit_code, &e.stderr_tail));
+            return (Some(Reason::Engine), error);
+        }
+        (None, None) => return (None, None),
+    };
+    (Some(reason), Some(error))
+}
+
+/// A bare "exited with status N" says nothing: add the CLI's own last stderr line
+/// (e.g. claude refusing `--dangerously-skip-permissions` as root).
+fn with_stderr_reason(error: String, engine: EngineId, code: Option<i32>, tail: &[u8]) -> String {
+    if error != crate::engine::exit_text(engine, code) {
+        return error;
+    }
+    let text = crate::text::strip_ansi(&String::from_utf8_lossy(tail));
+    match text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
+        Some(line) => {
+            let line: String = line.chars().take(300).collect();
+            format!("{error}: {line}")
+        }
+        None => error,
+    }
+}

@@ -1,0 +1,264 @@
+//! Phase 3, supervise: the engine's lines through the projector as they
+//! arrive, the session id made durable before any event shows it, signals
+//! forwarded, stall/timeout enforced, and the grace rules of [`crate::child`].
+
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use tokio::time::Instant as TokioInstant;
+
+use super::launch::Launched;
+use super::pump::{Msg, Piece};
+use super::{EventSink, UnitSpec};
+use crate::child::{Group, Signals};
+use crate::frames::{ConversationEvent, Level, Projector, RawRange};
+
+/// After the group is SIGKILLed, how long vf still reads what is left in the
+/// pipes (a process that left the group may hold them open).
+const READ_AFTER_KILL: Duration = Duration::from_secs(2);
+
+/// Why vf ended the engine itself.
+pub(super) enum Stop {
+    Stalled,
+    TimedOut,
+    Signal(Signal),
+    LogFailed(String),
+}
+
+/// What the run left for settling.
+pub(super) struct Ended {
+    pub launched: Launched,
+    pub projector: Projector,
+    pub stop: Option<Stop>,
+    pub exit_status: Option<ExitStatus>,
+    pub session_mismatch: Option<String>,
+    pub stderr_tail: Vec<u8>,
+}
+
+/// The loop's state, apart from the futures it polls.
+struct Supervisor<'a> {
+    spec: &'a UnitSpec,
+    sink: &'a mut dyn EventSink,
+    projector: Projector,
+    stop: Option<Stop>,
+    kill_at: Option<TokioInstant>,
+    exit_status: Option<ExitStatus>,
+    exited_at: Option<TokioInstant>,
+    /// Set once the group was SIGKILLed after the drain grace.
+    read_until: Option<TokioInstant>,
+    stdout_open: bool,
+    stderr_open: bool,
+    session_mismatch: Option<String>,
+    lines_seen: u64,
+    stderr_tail: Vec<u8>,
+    last_activity: TokioInstant,
+}
+
+pub(super) async fn supervise(
+    spec: &UnitSpec,
+    mut l: Launched,
+    sink: &mut dyn EventSink,
+    started: Instant,
+) -> Ended {
+    let mut s = Supervisor::new(spec, sink, &l);
+    let mut signals = Signals::new().ok();
+    if signals.is_none() {
+        s.sink
+            .warning("cannot listen for signals; a signal to vf will not reach the engine");
+    }
+    let deadline = spec.timeout.map(|t| TokioInstant::now() + t);
+    let wants_ticks = s.sink.wants_ticks();
+    let mut ticker = tokio::time::interval(Duration::from_millis(125));
+    let group = l.group;
+    while s.exit_status.is_none() || s.stdout_open || s.stderr_open {
+        let stall_at = spec.stall_timeout.map(|t| s.last_activity + t);
+        let drain_until = s
+            .exited_at
+            .filter(|_| s.read_until.is_none())
+            .map(|t| t + spec.kill_grace);
+        let running = s.exit_status.is_none();
+        tokio::select! {
+            biased;
+            msg = l.rx.recv(), if s.stdout_open || s.stderr_open => s.on_msg(msg, &mut l),
+            status = l.child.wait(), if running => s.on_exit(status.ok(), group),
+            sig = recv_signal(&mut signals) => s.on_signal(sig, group),
+            _ = sleep_until_opt(stall_at), if running && s.stop.is_none() => {
+                let secs = spec.stall_timeout.unwrap_or_default().as_secs_f64();
+                s.end(Stop::Stalled, "stalled", format!("no output for {secs}s; ending the engine"), group);
+            }
+            _ = sleep_until_opt(deadline), if running && s.stop.is_none() => {
+                let secs = spec.timeout.unwrap_or_default().as_secs_f64();
+                s.end(Stop::TimedOut, "timed out", format!("wall limit of {secs}s reached; ending the engine"), group);
+            }
+            _ = sleep_until_opt(s.kill_at), if running => {
+                group.kill();
+                s.kill_at = None;
+            }
+            _ = ticker.tick(), if wants_ticks && running => s.sink.tick(started.elapsed()),
+            // The leader exited; the rest of its group had its grace to close the streams.
+            _ = sleep_until_opt(drain_until) => {
+                group.kill();
+                s.read_until = Some(TokioInstant::now() + READ_AFTER_KILL);
+            }
+            _ = sleep_until_opt(s.read_until) => {
+                l.pumps.iter().for_each(|t| t.abort());
+                s.stdout_open = false;
+                s.stderr_open = false;
+            }
+        }
+    }
+    Ended {
+        launched: l,
+        projector: s.projector,
+        stop: s.stop,
+        exit_status: s.exit_status,
+        session_mismatch: s.session_mismatch,
+        stderr_tail: s.stderr_tail,
+    }
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(spec: &'a UnitSpec, sink: &'a mut dyn EventSink, l: &Launched) -> Self {
+        let version = l.prepared.version.as_ref();
+        let transport = spec.engine.engine().output_transport(version);
+        Supervisor {
+            spec,
+            sink,
+            projector: Projector::new(spec.engine, version, transport),
+            stop: None,
+            kill_at: None,
+            exit_status: None,
+            exited_at: None,
+            read_until: None,
+            stdout_open: true,
+            stderr_open: true,
+            session_mismatch: None,
+            lines_seen: 0,
+            stderr_tail: Vec::new(),
+            last_activity: TokioInstant::now(),
+        }
+    }
+
+    fn on_msg(&mut self, msg: Option<Msg>, l: &mut Launched) {
+        self.last_activity = TokioInstant::now();
+        match msg {
+            // Both readers gone.
+            None => {
+                self.stdout_open = false;
+                self.stderr_open = false;
+            }
+            Some(Msg::Lines(pieces)) => self.on_lines(pieces, l),
+            Some(Msg::StdoutEof) => self.stdout_open = false,
+            Some(Msg::StderrActivity) => {}
+            Some(Msg::StderrEof(tail)) => {
+                self.stderr_open = false;
+                self.stderr_tail = tail;
+            }
+            Some(Msg::LogFailed(e)) => {
+                if self.stop.is_none() {
+                    self.end(Stop::LogFailed(e.clone()), "raw log failed", e, l.group);
+                }
+            }
+        }
+    }
+
+    fn on_lines(&mut self, pieces: Vec<Piece>, l: &mut Launched) {
+        for piece in pieces {
+            self.lines_seen += 1;
+            let events = match piece {
+                Piece::Text(raw) => self.projector.push_line(&raw),
+                Piece::Oversized(n) => self.projector.push_oversized(n),
+            };
+            // Durable before any event that shows the id goes out.
+            self.record_session(l);
+            for ev in &events {
+                self.sink.event(ev);
+            }
+        }
+    }
+
+    /// Stores the session id the moment the engine says it exists natively.
+    fn record_session(&mut self, l: &mut Launched) {
+        let tracker = self.projector.tracker();
+        let Some(id) = tracker.session_id() else {
+            return;
+        };
+        let marker = &mut l.prepared.marker;
+        if marker.engine_session_id.as_deref() == Some(id) {
+            return;
+        }
+        match &self.spec.session {
+            // A resume that reports another id did not find the native session.
+            Some(requested) if requested != id => {
+                self.session_mismatch.get_or_insert_with(|| id.to_string());
+            }
+            _ if tracker.resumable() => {
+                marker.engine_session_id = Some(id.to_string());
+                if let Err(e) = l.prepared.store.save(marker) {
+                    // The run goes on; the final write reports the failure.
+                    self.sink.warning(&e.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_exit(&mut self, status: Option<ExitStatus>, group: Group) {
+        self.exit_status = status;
+        if status.is_none() {
+            // wait() itself failed: treat as gone, and make sure it is.
+            group.kill();
+        }
+        self.exited_at = Some(TokioInstant::now());
+    }
+
+    /// Forwarded to the group; a second signal means SIGKILL now.
+    fn on_signal(&mut self, sig: Signal, group: Group) {
+        if self.stop.is_some() {
+            group.kill();
+        }
+        self.stop.get_or_insert(Stop::Signal(sig));
+        group.signal(sig);
+        self.kill_at
+            .get_or_insert(TokioInstant::now() + self.spec.kill_grace);
+    }
+
+    /// vf's own stop: SIGTERM to the group, SIGKILL after the grace.
+    fn end(&mut self, stop: Stop, label: &str, detail: String, group: Group) {
+        self.stop = Some(stop);
+        self.sink
+            .event(&status_row(Level::Error, label, detail, self.lines_seen));
+        group.signal(Signal::SIGTERM);
+        self.kill_at = Some(TokioInstant::now() + self.spec.kill_grace);
+    }
+}
+
+async fn recv_signal(signals: &mut Option<Signals>) -> Signal {
+    match signals {
+        Some(s) => s.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(t: Option<TokioInstant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn status_row(level: Level, label: &str, detail: String, line: u64) -> ConversationEvent {
+    ConversationEvent::Status {
+        level,
+        label: label.to_string(),
+        detail: Some(detail),
+        session_id: None,
+        usage: None,
+        answer: None,
+        raw_range: RawRange {
+            start: line.max(1),
+            end: line.max(1),
+        },
+    }
+}

@@ -1,0 +1,130 @@
+//! One writer per unit: an exclusive `flock` on `<state>/units/<unit>.lock`.
+//!
+//! Taken before the unit's marker is read and held until its run has ended.
+//! The kernel drops it with the holder's last file descriptor, so a crashed
+//! vf (even `kill -9`) leaves no stale lock. The holder writes its pid into
+//! the file after locking, so a refused contender can name it. The file is
+//! never deleted: unlinking a lock file races with a contender that already
+//! opened it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::error::{Result, VfError};
+
+/// Held for the whole run of one unit; released when dropped.
+#[derive(Debug)]
+pub struct UnitLock {
+    _file: Flock<File>,
+}
+
+/// `<state>/units/<unit>.lock`, next to the marker.
+pub fn lock_path(state_dir: &Path, unit: &str) -> PathBuf {
+    state_dir.join("units").join(format!("{unit}.lock"))
+}
+
+impl UnitLock {
+    /// Takes the unit's lock, or refuses (exit 2) while another vf holds it.
+    pub fn acquire(state_dir: &Path, unit: &str) -> Result<UnitLock> {
+        match UnitLock::try_acquire(state_dir, unit)? {
+            Some(lock) => Ok(lock),
+            None => Err(VfError::usage(format!(
+                "unit {unit} is running under vf pid {}; not touching it",
+                holder_pid(&lock_path(state_dir, unit))
+            ))),
+        }
+    }
+
+    /// The lock, or `None` while another process holds it.
+    pub fn try_acquire(state_dir: &Path, unit: &str) -> Result<Option<UnitLock>> {
+        let path = lock_path(state_dir, unit);
+        let cannot = |e: &dyn std::fmt::Display| {
+            VfError::state(format!("cannot lock unit {unit} ({}): {e}", path.display()))
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
+        }
+        // No truncation before the lock (it would wipe the holder's pid), and
+        // never through a symlink planted in the state dir.
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(|e| cannot(&e))?;
+        let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(f) => f,
+            Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+            Err((_, e)) => return Err(cannot(&e)),
+        };
+        let pid = std::process::id().to_string();
+        file.set_len(0)
+            .and_then(|_| file.rewind())
+            .and_then(|_| file.write_all(pid.as_bytes()))
+            .map_err(|e| cannot(&e))?;
+        Ok(Some(UnitLock { _file: file }))
+    }
+}
+
+/// The pid the holder wrote; it writes it just after locking, so a contender
+/// arriving in between waits a moment for it.
+fn holder_pid(path: &Path) -> String {
+    for _ in 0..50 {
+        let mut s = String::new();
+        if let Ok(mut f) = File::open(path) {
+            let _ = Read::by_ref(&mut f).take(32).read_to_string(&mut s);
+        }
+        if let Ok(pid) = s.trim().parse::<u32>() {
+            return pid.to_string();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    "?".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_and_released_on_drop() {
+        let t = tempfile::tempdir().unwrap();
+        let first = UnitLock::acquire(t.path(), "u").unwrap();
+        // flock is per open file: a second open in this process contends too.
+        assert!(UnitLock::try_acquire(t.path(), "u").unwrap().is_none());
+        let err = UnitLock::acquire(t.path(), "u").unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::USAGE);
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "unit u is running under vf pid {}; not touching it",
+                std::process::id()
+            )
+        );
+        // Other units are independent.
+        let _other = UnitLock::acquire(t.path(), "v").unwrap();
+        drop(first);
+        assert!(UnitLock::try_acquire(t.path(), "u").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_symlinked_lock_file_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = t.path().join("outside");
+        std::fs::write(&outside, "keep").unwrap();
+        std::fs::create_dir_all(t.path().join("state/units")).unwrap();
+        std::os::unix::fs::symlink(&outside, lock_path(&t.path().join("state"), "u")).unwrap();
+        let err = UnitLock::acquire(&t.path().join("state"), "u").unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::STATE, "{err}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+    }
+}

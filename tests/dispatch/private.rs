@@ -1,0 +1,256 @@
+//! Issue 11: private ranges never persist. A prompt file left by `kill -9`
+//! is removed by recovery; an engine's echo of the prompt is redacted before
+//! projection and before the raw log.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+use super::*;
+
+const SECRET: &str = "SECRET-LINE-7f3a9";
+
+/// `config.rs` whose lines 4-6 hold [`SECRET`].
+fn private_source(env: &Env) {
+    let src: String = (1..=10)
+        .map(|i| match i {
+            5 => format!("let key = \"{SECRET}\";\n"),
+            _ => format!("line {i}\n"),
+        })
+        .collect();
+    std::fs::write(env.path().join("config.rs"), src).unwrap();
+}
+
+/// Every file under `dir`, recursively.
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(all_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn no_secret_under(dir: &Path) {
+    for f in all_files(dir) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(SECRET),
+            "private text persisted in {}",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
+    let env = Env::new();
+    private_source(&env);
+    let big = "x".repeat(40 * 1024);
+    let dispatch = |prompt: &str| {
+        let mut c = env.live(
+            "copilot",
+            "pf",
+            prompt,
+            &["--private-range", "config.rs:4-6"],
+        );
+        c.env(
+            "FAKE_STDOUT",
+            fixture("copilot/1.0.102/a_json.stdout.jsonl"),
+        )
+        .env("FAKE_VERSION", "1.0.102");
+        c
+    };
+    let mut c = dispatch(&big);
+    c.env("FAKE_MODE", "hang")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut vf_proc = c.spawn().unwrap();
+    let file = env.path().join("state/dispatch/pf.md");
+    let pgid = env.wait_running("pf", false);
+    // Readable by the owner only while the engine needs it.
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&file).unwrap().contains(SECRET));
+    vf_proc.kill().unwrap();
+    vf_proc.wait().unwrap();
+    signal(-pgid, libc::SIGKILL);
+    assert!(file.exists(), "nothing removed it yet");
+
+    // Recovery: the next dispatch of the unit (a small prompt: no file of its own).
+    let out = run_bounded(dispatch("review it"), Duration::from_secs(60));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!file.exists(), "the stale prompt file survived recovery");
+    no_secret_under(&env.path().join("state"));
+}
+
+/// A genuine capture with the prompt's echo replaced by `@PROMPT@`, which the
+/// fake fills with the prompt it receives (JSON-escaped, as the CLI does).
+fn echo_template(
+    env: &Env,
+    capture: &str,
+    is_echo: impl Fn(&Value) -> bool,
+    fill: impl Fn(&mut Value),
+) -> (PathBuf, usize) {
+    let text = std::fs::read_to_string(fixture(capture)).unwrap();
+    let mut echoes = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| match serde_json::from_str::<Value>(l) {
+            Ok(mut v) if is_echo(&v) => {
+                echoes += 1;
+                fill(&mut v);
+                serde_json::to_string(&v).unwrap()
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    assert_eq!(echoes, 1, "{capture} has no single prompt echo");
+    let p = env
+        .path()
+        .join(format!("{}.tpl", capture.replace('/', "_")));
+    std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+    (p, lines.len())
+}
+
+#[test]
+fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
+    let env = Env::new();
+    private_source(&env);
+    let copilot = echo_template(
+        &env,
+        "copilot/1.0.102/a_json.stdout.jsonl",
+        |v| v["type"] == "user.message",
+        |v| {
+            v["data"]["content"] = "@PROMPT@".into();
+            v["data"]["transformedContent"] =
+                "<current_datetime>2026-11-30T01:08:20.764+00:00</current_datetime>\n\n@PROMPT@"
+                    .into();
+        },
+    );
+    let gemini = echo_template(
+        &env,
+        "gemini/0.61.0/a_json_stream.stdout.jsonl",
+        |v| v["type"] == "message" && v["role"] == "user",
+        |v| v["content"] = "@PROMPT@".into(),
+    );
+    for (engine, version, (template, lines)) in [
+        ("copilot", "1.0.102", copilot),
+        ("gemini", "0.61.0", gemini),
+    ] {
+        let unit = format!("echo-{engine}");
+        let mut c = env.live(
+            engine,
+            &unit,
+            "review it",
+            &["--private-range", "config.rs:4-6"],
+        );
+        c.env("FAKE_ECHO_TEMPLATE", &template)
+            .env("FAKE_VERSION", version);
+        let out = run_bounded(c, Duration::from_secs(60));
+        let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+        let r = result_json(&out);
+        assert_eq!(out.status.code(), Some(0), "{engine}: {r}");
+        assert!(
+            !stdout.contains(SECRET),
+            "{engine}: private text in vf's events"
+        );
+        // The raw log keeps the echo's line, with the placeholder instead of the block.
+        let log = std::fs::read_to_string(r["stdoutLog"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            log.lines().count(),
+            lines,
+            "{engine}: line structure changed"
+        );
+        let echo = log
+            .lines()
+            .find(|l| l.contains("@PROMPT@") || l.contains("review it"))
+            .unwrap();
+        assert!(
+            echo.contains("review it\\n\\n[private ranges redacted]")
+                && !echo.contains("VF-PRIVATE"),
+            "{engine}: {echo}"
+        );
+        for line in stdout.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if let Some(end) = v["rawRange"]["end"].as_u64() {
+                assert!(end as usize <= lines, "{engine}: {line}");
+            }
+        }
+        no_secret_under(&env.path().join("state"));
+    }
+}
+
+#[test]
+fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
+    let env = Env::new();
+    private_source(&env);
+    let args_log = env.path().join("engine-input.log");
+    for (engine, cap, big) in [
+        ("codex", "codex/0.171.0/a_json.stdout.jsonl", false),
+        // Over 32 KiB: copilot gets a prompt file, which must be gone afterwards.
+        ("copilot", "copilot/1.0.102/a_json.stdout.jsonl", true),
+    ] {
+        let prompt = if big {
+            "x".repeat(40 * 1024)
+        } else {
+            "review it".to_string()
+        };
+        let unit = format!("priv-{engine}");
+        let mut c = env.live(
+            engine,
+            &unit,
+            &prompt,
+            &["--private-range", "config.rs:4-6"],
+        );
+        c.env("FAKE_STDOUT", fixture(cap))
+            .env("FAKE_VERSION", version_of(engine))
+            .env("FAKE_ARGS_LOG", &args_log);
+        let out = run_bounded(c, Duration::from_secs(60));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(SECRET),
+            "{engine}: secret in vf's events"
+        );
+        // The engine did receive it (in stdin, argv, or the prompt file it was pointed at).
+        let seen = std::fs::read_to_string(&args_log).unwrap();
+        if big {
+            assert!(
+                seen.contains("Read ") && seen.contains(" and follow it"),
+                "{seen}"
+            );
+        } else {
+            assert!(
+                seen.contains("VF-PRIVATE-FILE-RANGES/1") && seen.contains(SECRET),
+                "{seen}"
+            );
+        }
+        no_secret_under(&env.path().join("state"));
+        assert!(
+            !String::from_utf8_lossy(
+                &run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30)).stdout
+            )
+            .contains(SECRET)
+        );
+    }
+    assert!(
+        !env.path().join("state/dispatch/priv-copilot.md").exists(),
+        "copilot prompt file left behind"
+    );
+}

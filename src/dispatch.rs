@@ -720,6 +720,11 @@ fn with_stderr_reason(error: String, engine: EngineId, code: Option<i32>, tail: 
     let text = crate::doctor::strip_ansi(&String::from_utf8_lossy(tail));
     match text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
         Some(line) => {
+            if engine == EngineId::Claude
+                && let Some(hint) = crate::engine::claude::explain_stderr(line)
+            {
+                return format!("{error}: {hint}");
+            }
             let line: String = line.chars().take(300).collect();
             format!("{error}: {line}")
         }

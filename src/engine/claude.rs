@@ -172,3 +172,27 @@ impl Tracker for ClaudeTracker {
 fn exit_text(code: Option<i32>) -> String {
     super::exit_text(EngineId::Claude, code)
 }
+
+/// What claude prints on stderr (then exit 1) when `--dangerously-skip-permissions`
+/// is given as root without `IS_SANDBOX=1` (2.1.207, 2.1.220 and 2.1.332, seen in the
+/// real-engine tier, which runs as root).
+const ROOT_REFUSAL: &str = "--dangerously-skip-permissions cannot be used with root/sudo";
+
+/// The refusal in words that say what to do about it.
+pub const ROOT_REFUSAL_HINT: &str = "claude refuses --dangerously-skip-permissions as root; \
+in a container or CI set IS_SANDBOX=1 (vf never sets it for you)";
+
+/// Maps a line of claude's stderr to a better failure reason, when vf knows one.
+pub fn explain_stderr(line: &str) -> Option<&'static str> {
+    line.contains(ROOT_REFUSAL).then_some(ROOT_REFUSAL_HINT)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn root_refusal_is_explained() {
+        let real = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons";
+        assert_eq!(super::explain_stderr(real), Some(super::ROOT_REFUSAL_HINT));
+        assert_eq!(super::explain_stderr("error: unknown option"), None);
+    }
+}

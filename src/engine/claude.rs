@@ -19,7 +19,7 @@ pub struct Claude;
 static SPEC: Spec = Spec {
     id: EngineId::Claude,
     binary: "claude",
-    verified_versions: &["2.1.332", "2.1.220"],
+    verified_versions: &["2.1.332", "2.1.220", "2.1.207"],
     prompt_transport: PromptTransport::Stdin,
     output_transport: OutputTransport::Jsonl,
     attachment_kinds: &[AttachmentKind::Text],

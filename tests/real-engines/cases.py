@@ -130,6 +130,9 @@ def cases_for(cli):
             case("e_thinking", s + [P_THINK], kind="think"),
         ]
     if cli == "gemini":
+        # A persistent 429 exits 1 before 0.60 (0.47.0 and 0.51.0 seen), 429 & 255 since.
+        v = tuple(int(x) for x in re.findall(r"\d+", os.environ.get("VF_ENGINE_VERSION_gemini", "0.61.0"))[:3])
+        rc429 = 1 if v < (0, 60, 0) else 173
         j = ["gemini", "--output-format", "json"]
         s = ["gemini", "--output-format", "stream-json"]
         return [
@@ -142,7 +145,7 @@ def cases_for(cli):
             # Exit code = HTTP status & 255.
             case("d_error500", s + ["-p", e[500]], 244, kind="error"),
             case("d_error500_json", j + ["-p", e[500]], 244, kind="error", fmt="json"),
-            case("d_error429", s + ["-p", e[429]], 173, kind="error"),
+            case("d_error429", s + ["-p", e[429]], rc429, kind="error"),
             case("d_error400", s + ["-p", e[400]], 144, kind="error"),
             # A stream that ends without a finish reason: an error, but exit 0.
             case("d_stream_error", s + ["-p", P_STREAMERR], 0, kind="error"),

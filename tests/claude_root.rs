@@ -49,7 +49,13 @@ fn dispatch(is_sandbox: Option<&str>) -> (Option<i32>, Value, String) {
     let bin = fake_claude(dir.path());
     let mut c = Command::new(vf());
     c.args(["dispatch", "--engine", "claude", "--unit", "u"])
-        .args(["--prompt", "LAB-JSON hi", "--skip-permissions", "--output", "json"])
+        .args([
+            "--prompt",
+            "LAB-JSON hi",
+            "--skip-permissions",
+            "--output",
+            "json",
+        ])
         .arg("--engine-bin")
         .arg(&bin)
         .current_dir(dir.path())
@@ -82,7 +88,11 @@ fn the_root_refusal_names_is_sandbox_and_vf_does_not_set_it() {
         "claude exited with status 1: claude refuses --dangerously-skip-permissions as root; \
          in a container or CI set IS_SANDBOX=1 (vf never sets it for you)"
     );
-    assert_eq!(env_value(&env, "IS_SANDBOX"), None, "vf set IS_SANDBOX:\n{env}");
+    assert_eq!(
+        env_value(&env, "IS_SANDBOX"),
+        None,
+        "vf set IS_SANDBOX:\n{env}"
+    );
 }
 
 #[test]

@@ -723,7 +723,10 @@ fn claude_as_root_has_an_is_sandbox_note() {
     let want = if root { vec![refusal] } else { vec![] };
     assert_eq!(r[0]["notes"], serde_json::json!(want), "{r:?}");
     assert_eq!(r[1]["notes"], serde_json::json!([]), "{r:?}");
-    let out = vf(t.path()).args(["doctor", "-e", "claude"]).output().unwrap();
+    let out = vf(t.path())
+        .args(["doctor", "-e", "claude"])
+        .output()
+        .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     assert_eq!(table.contains(&format!("note: {refusal}")), root, "{table}");
     let out = vf(t.path())

@@ -39,8 +39,7 @@ const B: &str =
     "The command printed: hello\n\n```json\n{\"confidence\":0.9,\"files_changed\":[]}\n```\n";
 const C: &str = "Resumed. I still remember the previous answer.\n\n```json\n{\"confidence\":0.8,\"files_changed\":[\"a.txt\"]}\n```\n";
 const DENIED: &str = "Finished (the shell tool may have been refused).\n\n```json\n{\"confidence\":0.5,\"files_changed\":[\"lab-written.txt\"]}\n```\n";
-const T: &str =
-    "Thought it through.\n\n```json\n{\"confidence\":0.7,\"files_changed\":[]}\n```\n";
+const T: &str = "Thought it through.\n\n```json\n{\"confidence\":0.7,\"files_changed\":[]}\n```\n";
 /// The answer of vf's own verification runs (the `v_` captures).
 const V: &str = "Done.\n\n```json\n{\"confidence\": 0.9, \"files_changed\": []}\n```";
 

@@ -33,7 +33,11 @@ fn resume_support(e: &dyn Engine) -> (Resume, Vec<&'static str>) {
     let parsed: Vec<Version> = verified.iter().filter_map(|v| Version::parse(v)).collect();
     let mut probes: Vec<Option<Version>> = vec![None, Some(Version::new(0, 0, 0))];
     if let Some(newest) = parsed.iter().max() {
-        probes.push(Some(Version::new(newest.major, newest.minor, newest.patch + 1)));
+        probes.push(Some(Version::new(
+            newest.major,
+            newest.minor,
+            newest.patch + 1,
+        )));
         probes.push(Some(Version::new(newest.major + 1, 0, 0)));
     }
     let others: Vec<bool> = probes.iter().map(|v| e.exact_resume(v.as_ref())).collect();
@@ -166,7 +170,10 @@ mod tests {
         );
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["resume"], "byVersion");
-        assert_eq!(v["exactResumeVersions"], serde_json::json!(["1.0.102", "1.0.83"]));
+        assert_eq!(
+            v["exactResumeVersions"],
+            serde_json::json!(["1.0.102", "1.0.83"])
+        );
         for name in ["claude", "codex", "opencode", "gemini"] {
             assert_eq!(row(name).resume, Resume::Exact, "{name}");
             assert_eq!(resume_text(&row(name)), "exact");

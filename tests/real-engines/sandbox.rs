@@ -193,10 +193,14 @@ impl Sandbox {
             self.version
         );
         let word = format!("LAB-MEMO-{memo}");
-        let seen = self.server_log().iter().any(|e| {
-            e["continuity"]["memo"] == word.as_str() && e["continuity"]["proven"] == true
-        });
-        assert!(seen, "{what}: the server never saw {word} in a resume request");
+        let seen = self
+            .server_log()
+            .iter()
+            .any(|e| e["continuity"]["memo"] == word.as_str() && e["continuity"]["proven"] == true);
+        assert!(
+            seen,
+            "{what}: the server never saw {word} in a resume request"
+        );
     }
 }
 

@@ -94,6 +94,17 @@ const JSON: &[Entry] = &[Entry {
     rule: DOCUMENT,
 }];
 
+const TRANSPORTS_0_61: &[TransportTable] = &[
+    TransportTable {
+        transport: OutputTransport::Jsonl,
+        entries: JSONL_0_61,
+    },
+    TransportTable {
+        transport: OutputTransport::Json,
+        entries: JSON,
+    },
+];
+
 /// 0.47.0 prints the same kinds as 0.61.0 (its captures, fixtures/gemini/0.47.0;
 /// the 0.47.0 and 0.51.0 bundles define no `tool_call`).
 pub static V0_47: Manifest = Manifest {
@@ -103,16 +114,7 @@ pub static V0_47: Manifest = Manifest {
     verified: &["0.47.0"],
     kind: &["type"],
     subkinds: &[],
-    transports: &[
-        TransportTable {
-            transport: OutputTransport::Jsonl,
-            entries: JSONL_0_61,
-        },
-        TransportTable {
-            transport: OutputTransport::Json,
-            entries: JSON,
-        },
-    ],
+    transports: TRANSPORTS_0_61,
 };
 
 pub static V0_49: Manifest = Manifest {
@@ -141,16 +143,7 @@ pub static V0_61: Manifest = Manifest {
     verified: &["0.61.0"],
     kind: &["type"],
     subkinds: &[],
-    transports: &[
-        TransportTable {
-            transport: OutputTransport::Jsonl,
-            entries: JSONL_0_61,
-        },
-        TransportTable {
-            transport: OutputTransport::Json,
-            entries: JSON,
-        },
-    ],
+    transports: TRANSPORTS_0_61,
 };
 
 pub static FAMILIES: &[&Manifest] = &[&V0_47, &V0_49, &V0_61];

@@ -533,6 +533,20 @@ mod tests {
     }
 
     #[test]
+    fn seed_versions_are_verified_and_ready() {
+        // Once "older -> degraded": the versions the contract was first verified against.
+        for (id, v) in [
+            (EngineId::Codex, "0.144.1"),
+            (EngineId::Claude, "2.1.207"),
+            (EngineId::Gemini, "0.47.0"),
+        ] {
+            let r = judge(id.engine(), found(id, v));
+            assert_eq!(r.verification, Some(Verification::Verified), "{r:?}");
+            assert_eq!(r.verdict, Verdict::Ready, "{r:?}");
+        }
+    }
+
+    #[test]
     fn version_classes_degrade_with_reasons() {
         let r = judge(EngineId::Codex.engine(), found(EngineId::Codex, "99.0.0"));
         assert_eq!(r.verdict, Verdict::Degraded);

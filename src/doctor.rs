@@ -94,6 +94,8 @@ pub struct EngineReport {
     pub reasons: Vec<String>,
     /// Things worth knowing that do not change the verdict.
     pub warnings: Vec<String>,
+    /// Facts about this machine that change how the engine behaves (claude as root).
+    pub notes: Vec<String>,
     /// How to install the engine (only when missing).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub install_hint: Option<&'static str>,
@@ -181,6 +183,7 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
                 verdict: Verdict::Missing,
                 reasons: vec![e.to_string()],
                 warnings: Vec::new(),
+                notes: Vec::new(),
                 install_hint: Some(spec.install_hint),
                 probe: None,
                 timed_out: false,
@@ -308,6 +311,7 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
         },
         reasons,
         warnings,
+        notes: Vec::new(),
         install_hint: None,
         probe: None,
         timed_out,
@@ -316,16 +320,68 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
 
 /// Gathers and judges each engine, concurrently; reports come back in `ids` order.
 pub fn check(ids: &[EngineId], opts: &Options) -> Vec<EngineReport> {
+    let host = Host::current();
     std::thread::scope(|s| {
         let handles: Vec<_> = ids
             .iter()
-            .map(|&id| s.spawn(move || judge(id.engine(), gather(id, opts))))
+            .map(|&id| {
+                let host = &host;
+                s.spawn(move || {
+                    let mut r = judge(id.engine(), gather(id, opts));
+                    if r.verdict != Verdict::Missing {
+                        r.notes = notes(id, host);
+                    }
+                    r
+                })
+            })
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     })
+}
+
+/// What about this machine matters to an engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    /// vf runs with effective uid 0 (and so does the engine it starts).
+    pub root: bool,
+    /// The user's `IS_SANDBOX` (claude reads it; vf only passes it on).
+    pub is_sandbox: Option<String>,
+}
+
+impl Host {
+    pub fn current() -> Host {
+        Host {
+            root: effective_uid() == Some(0),
+            is_sandbox: std::env::var("IS_SANDBOX").ok(),
+        }
+    }
+}
+
+/// The effective uid, read from `/proc/self/status` (`Uid: real effective ...`).
+fn effective_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Notes for `id` on `host`: claude refuses `--dangerously-skip-permissions` as
+/// root unless `IS_SANDBOX=1` (ENGINES.md, "claude as root").
+pub fn notes(id: EngineId, host: &Host) -> Vec<String> {
+    if id != EngineId::Claude || !host.root {
+        return Vec::new();
+    }
+    vec![match host.is_sandbox.as_deref() {
+        Some("1") => "running as root: IS_SANDBOX=1 is set, so claude accepts \
+            --dangerously-skip-permissions (vf --skip-permissions)"
+            .to_string(),
+        _ => "running as root: claude refuses --dangerously-skip-permissions (vf \
+            --skip-permissions) unless IS_SANDBOX=1 is set; in a container or CI set it \
+            yourself (vf never sets it for you)"
+            .to_string(),
+    }]
 }
 
 /// An auxiliary runtime some engines can use (`bun`): reported, never required.
@@ -442,6 +498,20 @@ mod tests {
     }
 
     #[test]
+    fn seed_versions_are_verified_and_ready() {
+        // Once "older -> degraded": the versions the contract was first verified against.
+        for (id, v) in [
+            (EngineId::Codex, "0.144.1"),
+            (EngineId::Claude, "2.1.207"),
+            (EngineId::Gemini, "0.47.0"),
+        ] {
+            let r = judge(id.engine(), found(id, v));
+            assert_eq!(r.verification, Some(Verification::Verified), "{r:?}");
+            assert_eq!(r.verdict, Verdict::Ready, "{r:?}");
+        }
+    }
+
+    #[test]
     fn version_classes_degrade_with_reasons() {
         let r = judge(EngineId::Codex.engine(), found(EngineId::Codex, "99.0.0"));
         assert_eq!(r.verdict, Verdict::Degraded);
@@ -522,6 +592,22 @@ mod tests {
         assert_eq!(r.verdict, Verdict::Missing);
         assert_eq!(r.install_hint, Some("npm install -g @google/gemini-cli"));
         assert!(!r.passes());
+    }
+
+    #[test]
+    fn claude_as_root_gets_a_note_about_is_sandbox() {
+        let host = |root, sb: Option<&str>| Host {
+            root,
+            is_sandbox: sb.map(str::to_string),
+        };
+        let n = notes(EngineId::Claude, &host(true, None));
+        assert_eq!(n.len(), 1);
+        assert!(n[0].contains("unless IS_SANDBOX=1 is set"), "{n:?}");
+        assert_eq!(notes(EngineId::Claude, &host(true, Some("0"))), n);
+        let n = notes(EngineId::Claude, &host(true, Some("1")));
+        assert!(n[0].contains("IS_SANDBOX=1 is set"), "{n:?}");
+        assert!(notes(EngineId::Claude, &host(false, None)).is_empty());
+        assert!(notes(EngineId::Codex, &host(true, None)).is_empty());
     }
 
     #[test]

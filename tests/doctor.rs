@@ -766,3 +766,44 @@ fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
         "the record of an unproven group was released"
     );
 }
+
+/// The effective uid of this test process (the doctor it starts has the same).
+fn running_as_root() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let uid = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    uid.split_whitespace().nth(2) == Some("0")
+}
+
+/// claude as root refuses --dangerously-skip-permissions unless IS_SANDBOX=1: a
+/// note for claude only, in `--json` and in the table; none when not root.
+#[test]
+fn claude_as_root_has_an_is_sandbox_note() {
+    let t = tempfile::tempdir().unwrap();
+    Fake::new(EngineId::Claude).install(t.path());
+    Fake::new(EngineId::Codex).install(t.path());
+    let root = running_as_root();
+    let refusal = "running as root: claude refuses --dangerously-skip-permissions (vf \
+        --skip-permissions) unless IS_SANDBOX=1 is set; in a container or CI set it yourself \
+        (vf never sets it for you)";
+    let (code, r) = doctor_json(t.path(), &["-e", "claude", "-e", "codex"]);
+    assert_eq!(code, 0, "a note never changes the verdict: {r:?}");
+    let want = if root { vec![refusal] } else { vec![] };
+    assert_eq!(r[0]["notes"], serde_json::json!(want), "{r:?}");
+    assert_eq!(r[1]["notes"], serde_json::json!([]), "{r:?}");
+    let out = vf(t.path())
+        .args(["doctor", "-e", "claude"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.contains(&format!("note: {refusal}")), root, "{table}");
+    let out = vf(t.path())
+        .env("IS_SANDBOX", "1")
+        .args(["doctor", "--json", "-e", "claude"])
+        .output()
+        .unwrap();
+    let notes = json_of(&out)[0]["notes"].clone();
+    let accepted = "running as root: IS_SANDBOX=1 is set, so claude accepts \
+        --dangerously-skip-permissions (vf --skip-permissions)";
+    let want = if root { vec![accepted] } else { vec![] };
+    assert_eq!(notes, serde_json::json!(want));
+}

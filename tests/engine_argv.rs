@@ -889,7 +889,7 @@ fn every_emitted_flag_is_in_the_verified_help() {
                     continue;
                 }
                 let flag = a.split('=').next().unwrap();
-                // Hidden in claude's help: 2.1.332 proven by fixtures/claude/2.1.332/v_stdin_append_file, 2.1.220 accepts it (ENGINES.md).
+                // Hidden in claude's help: 2.1.332 proven by fixtures/claude/2.1.332/v_stdin_append_file, 2.1.220 and 2.1.207 accept it (ENGINES.md).
                 let hidden = flag == "--append-system-prompt-file";
                 let found = help.contains(&format!("{flag} "))
                     || help.contains(&format!("{flag}\n"))

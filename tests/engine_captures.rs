@@ -42,6 +42,7 @@ const B: &str =
     "The command printed: hello\n\n```json\n{\"confidence\":0.9,\"files_changed\":[]}\n```\n";
 const C: &str = "Resumed. I still remember the previous answer.\n\n```json\n{\"confidence\":0.8,\"files_changed\":[\"a.txt\"]}\n```\n";
 const DENIED: &str = "Finished (the shell tool may have been refused).\n\n```json\n{\"confidence\":0.5,\"files_changed\":[\"lab-written.txt\"]}\n```\n";
+const T: &str = "Thought it through.\n\n```json\n{\"confidence\":0.7,\"files_changed\":[]}\n```\n";
 /// The answer of vf's own verification runs (the `v_` captures).
 const V: &str = "Done.\n\n```json\n{\"confidence\": 0.9, \"files_changed\": []}\n```";
 
@@ -53,6 +54,9 @@ fn sb() -> Option<Value> {
 }
 fn sc() -> Option<Value> {
     Some(json!({"confidence": 0.8, "files_changed": ["a.txt"]}))
+}
+fn st() -> Option<Value> {
+    Some(json!({"confidence": 0.7, "files_changed": []}))
 }
 fn sd() -> Option<Value> {
     Some(json!({"confidence": 0.5, "files_changed": ["lab-written.txt"]}))
@@ -95,6 +99,9 @@ fn cases() -> Vec<Case> {
     let gemini_a = Some("d40ec370-b510-4397-9950-47c6add9e2ec");
     let opencode_a = Some("ses_dd6038aa0ffepDEX7skMCMq13N");
     let copilot_83 = Some("7834b0c5-24fe-4980-a264-ee0755314937");
+    const CL207: &str = "2.1.207";
+    const CX144: &str = "0.144.1";
+    const GM47: &str = "0.47.0";
     vec![
         // claude: `--output-format json` (one envelope) and stream-json.
         case("claude", CL, "a_json", Jsonl, claude_a, false, Some(A), sa()),
@@ -151,6 +158,42 @@ fn cases() -> Vec<Case> {
         case("opencode", "1.18.22", "v_a_stdin", Jsonl, Some("ses_dd5d5e3d7ffeNkd6hjHO3lUqbz"), false, Some(V), sb()),
         case("opencode", "1.18.22", "v_c_stdin", Jsonl, Some("ses_dd5d5e3d7ffeNkd6hjHO3lUqbz"), false, Some(V), sb()),
         case("opencode", OC, "v_stdin_file", Jsonl, Some("ses_dd5de8ad4ffeLP5vMvw7PferlN"), false, Some(V), sb()),
+        // The seed-verified baselines (scripts/capture.sh). A gemini json-mode error
+        // leaves stdout empty (the error document is on stderr).
+        case("claude", CL207, "a_json", Jsonl, Some("ec838037-a275-46e3-b8d2-164dd0bd76dc"), false, Some(A), sa()),
+        case("claude", CL207, "a_json_partial", Jsonl, Some("96e82086-9fc1-437a-8c07-fb8416a930c5"), false, Some(A), sa()),
+        case("claude", CL207, "a_json_stream", Jsonl, Some("51ae2ecf-d2b7-4e8c-b48f-f4c8c2e4b306"), false, Some(A), sa()),
+        case("claude", CL207, "b_tool", Jsonl, Some("682348f7-f066-400b-8f6e-107570b779df"), false, Some(B), sb()),
+        case("claude", CL207, "b_tool_json", Jsonl, Some("cb8d3582-05aa-479b-a494-3c2490c6d857"), false, Some(B), sb()),
+        case("claude", CL207, "c_resume", Jsonl, Some("ec838037-a275-46e3-b8d2-164dd0bd76dc"), false, Some(C), sc()),
+        case("claude", CL207, "c_resume_stream", Jsonl, Some("ec838037-a275-46e3-b8d2-164dd0bd76dc"), false, Some(C), sc()),
+        case("claude", CL207, "d_error400", Jsonl, Some("1e557167-e924-40c1-b8a4-235478414e4b"), true, None, None),
+        case("claude", CL207, "d_error429", Jsonl, Some("6194bcf3-613b-4938-813a-96fd27dc6521"), true, None, None),
+        case("claude", CL207, "d_error500", Jsonl, Some("853554d8-e424-42dd-9d2b-dedc592070d4"), true, None, None),
+        case("claude", CL207, "d_error500_json", Jsonl, Some("45e13ef9-d0b0-4c66-b49f-a59956a203e5"), true, None, None),
+        case("claude", CL207, "d_stream_error", Jsonl, Some("218e56ff-5fd9-460c-8613-aa7ed75c9fff"), true, None, None),
+        case("claude", CL207, "e_thinking", Jsonl, Some("ca3e6ec3-2da8-4726-bced-2111fae4957a"), false, Some(T), st()),
+        case("codex", CX144, "a_json", Jsonl, Some("01a22d41-5c9a-7371-8dd2-5f210908522a"), false, Some(A), sa()),
+        case("codex", CX144, "b_tool", Jsonl, Some("01a22d41-5f41-72f1-bc92-ddda0641588e"), false, Some(B), sb()),
+        case("codex", CX144, "c_resume", Jsonl, Some("01a22d41-5c9a-7371-8dd2-5f210908522a"), false, Some(C), sc()),
+        case("codex", CX144, "d_error400", Jsonl, Some("01a22d41-6b6e-7ff3-b284-73f3940f7308"), true, None, None),
+        case("codex", CX144, "d_error429", Jsonl, Some("01a22d41-691d-7301-a05d-0c2fc11b48c0"), true, None, None),
+        case("codex", CX144, "d_error500", Jsonl, Some("01a22d41-6485-7321-8715-b01525ca9bfb"), true, None, None),
+        case("codex", CX144, "d_stream_error", Jsonl, Some("01a22d41-6d43-7390-849a-021258c9fe6a"), true, None, None),
+        case("codex", CX144, "e_reasoning", Jsonl, Some("01a22d41-70d6-7063-925b-f714e195144d"), false, Some(T), st()),
+        case("gemini", GM47, "a_json", Document, Some("df1bb3cf-6789-4f4e-a852-bba5d31d521d"), false, Some(A), sa()),
+        case("gemini", GM47, "a_json_stream", Jsonl, Some("e96011de-514d-418e-a5e2-40483300ffe9"), false, Some(A), sa()),
+        case("gemini", GM47, "b_tool", Jsonl, Some("38e97413-ad65-4f88-9c92-c969abee94ba"), false, Some(B), sb()),
+        case("gemini", GM47, "b_tool_json", Document, Some("790845f6-60a2-4382-9e06-623c4a56ddb2"), false, Some(B), sb()),
+        case("gemini", GM47, "c_resume", Document, Some("df1bb3cf-6789-4f4e-a852-bba5d31d521d"), false, Some(C), sc()),
+        case("gemini", GM47, "c_resume_stream", Jsonl, Some("df1bb3cf-6789-4f4e-a852-bba5d31d521d"), false, Some(C), sc()),
+        case("gemini", GM47, "d_error400", Jsonl, Some("c80608c5-099a-46d9-9d90-f3c28c803f75"), true, None, None),
+        case("gemini", GM47, "d_error429", Jsonl, Some("f2a80cdf-941e-48e9-b930-58aade58eda2"), true, None, None),
+        case("gemini", GM47, "d_error500", Jsonl, Some("8c64227c-eba2-4e08-bda4-5f02f4a424e3"), true, None, None),
+        case("gemini", GM47, "d_error500_json", Jsonl, None, true, None, None),
+        // A failing closing row leaves no answer (frames/tracker.rs), so the partial text is not one.
+        case("gemini", GM47, "d_stream_error", Jsonl, Some("c80b8835-e26b-46fa-9452-b18149a6af0e"), true, None, None),
+        case("gemini", GM47, "e_thinking", Jsonl, Some("4f7d6ae4-4608-4d21-915e-ff8e57212c49"), false, Some(T), st()),
     ]
 }
 

@@ -261,6 +261,9 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
         for w in &r.warnings {
             writeln!(out, "          ! {w}")?;
         }
+        for n in &r.notes {
+            writeln!(out, "          note: {n}")?;
+        }
         match &r.probe {
             Some(p) if p.result == doctor::ProbeVerdict::Pass => writeln!(
                 out,

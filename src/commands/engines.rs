@@ -5,8 +5,51 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::EnginesArgs;
-use crate::engine::{AttachmentKind, EngineId, OutputTransport, PromptTransport};
+use crate::engine::{AttachmentKind, Engine, EngineId, OutputTransport, PromptTransport};
 use crate::error::Result;
+use crate::version::Version;
+
+/// How `--session` / `vf resume` continue a unit on an engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Resume {
+    /// Exact resume of the native session, whatever the version.
+    Exact,
+    /// Never exact: a fresh session with a bounded replay (`vf orchestrate`).
+    Replay,
+    /// Exact on the versions in `exactResumeVersions` only, replay on the others.
+    ByVersion,
+}
+
+/// The resume mode across versions, found by asking the engine about each verified
+/// version, an unreadable one and ones just outside the verified range.
+fn resume_support(e: &dyn Engine) -> (Resume, Vec<&'static str>) {
+    let verified = e.spec().verified_versions;
+    let exact: Vec<&'static str> = verified
+        .iter()
+        .copied()
+        .filter(|v| e.exact_resume(Version::parse(v).as_ref()))
+        .collect();
+    let parsed: Vec<Version> = verified.iter().filter_map(|v| Version::parse(v)).collect();
+    let mut probes: Vec<Option<Version>> = vec![None, Some(Version::new(0, 0, 0))];
+    if let Some(newest) = parsed.iter().max() {
+        probes.push(Some(Version::new(
+            newest.major,
+            newest.minor,
+            newest.patch + 1,
+        )));
+        probes.push(Some(Version::new(newest.major + 1, 0, 0)));
+    }
+    let others: Vec<bool> = probes.iter().map(|v| e.exact_resume(v.as_ref())).collect();
+    let mode = if exact.len() == verified.len() && others.iter().all(|&x| x) {
+        Resume::Exact
+    } else if exact.is_empty() && others.iter().all(|&x| !x) {
+        Resume::Replay
+    } else {
+        Resume::ByVersion
+    };
+    (mode, exact)
+}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -18,7 +61,11 @@ struct Row {
     verified_versions: &'static [&'static str],
     prompt_transport: PromptTransport,
     output_transport: OutputTransport,
+    /// Exact resume on the newest verified version.
     exact_resume: bool,
+    resume: Resume,
+    /// The verified versions with exact resume.
+    exact_resume_versions: Vec<&'static str>,
     attachment_kinds: &'static [AttachmentKind],
     attachment_flag: Option<&'static str>,
     skip_permissions_flag: Option<&'static str>,
@@ -31,10 +78,8 @@ fn rows() -> Vec<Row> {
         .map(|id| {
             let e = id.engine();
             let s = e.spec();
-            let newest = s
-                .verified_versions
-                .first()
-                .and_then(|v| crate::version::Version::parse(v));
+            let newest = s.verified_versions.first().and_then(|v| Version::parse(v));
+            let (resume, exact_resume_versions) = resume_support(e);
             Row {
                 name: id.as_str(),
                 binary: s.binary,
@@ -43,6 +88,8 @@ fn rows() -> Vec<Row> {
                 prompt_transport: s.prompt_transport,
                 output_transport: s.output_transport,
                 exact_resume: e.exact_resume(newest.as_ref()),
+                resume,
+                exact_resume_versions,
                 attachment_kinds: s.attachment_kinds,
                 attachment_flag: s.attachment_flag,
                 skip_permissions_flag: s.skip_permissions_flag,
@@ -50,6 +97,18 @@ fn rows() -> Vec<Row> {
             }
         })
         .collect()
+}
+
+/// `exact`, `replay`, or `exact on 1.0.102, 1.0.83 (other versions: replay)`.
+fn resume_text(r: &Row) -> String {
+    match r.resume {
+        Resume::Exact => "exact".into(),
+        Resume::Replay => "replay".into(),
+        Resume::ByVersion => format!(
+            "exact on {} (other versions: replay)",
+            r.exact_resume_versions.join(", ")
+        ),
+    }
 }
 
 pub fn run(args: &EnginesArgs) -> Result<i32> {
@@ -61,14 +120,14 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:<9} {:<9} {:<10} {:<7} {:<7} {:<24}",
-        "ENGINE", "BINARY", "VERIFIED", "PROMPT", "RESUME", "ATTACHMENTS"
+        "{:<9} {:<9} {:<10} {:<7} {:<24} RESUME",
+        "ENGINE", "BINARY", "VERIFIED", "PROMPT", "ATTACHMENTS"
     )?;
     for r in rows {
         let kinds: Vec<&str> = r.attachment_kinds.iter().map(|k| k.as_str()).collect();
         writeln!(
             out,
-            "{:<9} {:<9} {:<10} {:<7} {:<7} {:<24}",
+            "{:<9} {:<9} {:<10} {:<7} {:<24} {}",
             r.name,
             r.binary,
             r.verified_version.unwrap_or("none"),
@@ -76,12 +135,12 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
                 PromptTransport::Stdin => "stdin",
                 PromptTransport::Argv => "argv",
             },
-            if r.exact_resume { "exact" } else { "no" },
             if kinds.is_empty() {
                 "none".to_string()
             } else {
                 kinds.join(",")
             },
+            resume_text(&r),
         )?;
     }
     writeln!(
@@ -89,4 +148,37 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
         "\nRun `vf doctor` to check what is installed on this machine."
     )?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str) -> Row {
+        rows().into_iter().find(|r| r.name == name).unwrap()
+    }
+
+    #[test]
+    fn resume_shows_where_it_depends_on_the_version() {
+        // copilot resumes exactly only on the versions whose captures prove it.
+        let c = row("copilot");
+        assert_eq!(c.resume, Resume::ByVersion);
+        assert_eq!(c.exact_resume_versions, ["1.0.102", "1.0.83"]);
+        assert_eq!(
+            resume_text(&c),
+            "exact on 1.0.102, 1.0.83 (other versions: replay)"
+        );
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["resume"], "byVersion");
+        assert_eq!(
+            v["exactResumeVersions"],
+            serde_json::json!(["1.0.102", "1.0.83"])
+        );
+        for name in ["claude", "codex", "opencode", "gemini"] {
+            assert_eq!(row(name).resume, Resume::Exact, "{name}");
+            assert_eq!(resume_text(&row(name)), "exact");
+        }
+        assert_eq!(row("agy").resume, Resume::Replay);
+        assert!(row("agy").exact_resume_versions.is_empty());
+    }
 }

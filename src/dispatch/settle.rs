@@ -135,10 +135,10 @@ fn with_stderr_reason(error: String, engine: EngineId, code: Option<i32>, tail: 
     }
     let text = crate::text::strip_ansi(&String::from_utf8_lossy(tail));
     match text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
-        Some(line) => {
-            let line: String = line.chars().take(300).collect();
-            format!("{error}: {line}")
-        }
+        Some(line) => match engine.engine().explain_stderr(line) {
+            Some(hint) => format!("{error}: {hint}"),
+            None => format!("{error}: {}", crate::text::cut(line, 300)),
+        },
         None => error,
     }
 }

@@ -16,7 +16,7 @@ pub struct Claude;
 static SPEC: Spec = Spec {
     id: EngineId::Claude,
     binary: "claude",
-    verified_versions: &["2.1.332", "2.1.220"],
+    verified_versions: &["2.1.332", "2.1.220", "2.1.207"],
     prompt_transport: PromptTransport::Stdin,
     output_transport: OutputTransport::Jsonl,
     attachment_kinds: &[AttachmentKind::Text],
@@ -52,5 +52,33 @@ impl Engine for Claude {
         args.extend(SPEC.permission_arg(req));
         args.extend(SPEC.attachment_args(req));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
+    }
+
+    fn explain_stderr(&self, line: &str) -> Option<&'static str> {
+        explain_stderr(line)
+    }
+}
+
+/// What claude prints on stderr (then exit 1) when `--dangerously-skip-permissions`
+/// is given as root without `IS_SANDBOX=1` (2.1.207, 2.1.220 and 2.1.332, seen in the
+/// real-engine tier, which runs as root).
+const ROOT_REFUSAL: &str = "--dangerously-skip-permissions cannot be used with root/sudo";
+
+/// The refusal in words that say what to do about it.
+pub const ROOT_REFUSAL_HINT: &str = "claude refuses --dangerously-skip-permissions as root; \
+in a container or CI set IS_SANDBOX=1 (vf never sets it for you)";
+
+/// Maps a line of claude's stderr to a better failure reason, when vf knows one.
+pub fn explain_stderr(line: &str) -> Option<&'static str> {
+    line.contains(ROOT_REFUSAL).then_some(ROOT_REFUSAL_HINT)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn root_refusal_is_explained() {
+        let real = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons";
+        assert_eq!(super::explain_stderr(real), Some(super::ROOT_REFUSAL_HINT));
+        assert_eq!(super::explain_stderr("error: unknown option"), None);
     }
 }

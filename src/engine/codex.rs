@@ -16,7 +16,7 @@ pub struct Codex;
 static SPEC: Spec = Spec {
     id: EngineId::Codex,
     binary: "codex",
-    verified_versions: &["0.171.0", "0.146.0"],
+    verified_versions: &["0.171.0", "0.146.0", "0.144.1"],
     prompt_transport: PromptTransport::Stdin,
     output_transport: OutputTransport::Jsonl,
     attachment_kinds: &[AttachmentKind::Image],

@@ -16,7 +16,7 @@ pub struct Gemini;
 static SPEC: Spec = Spec {
     id: EngineId::Gemini,
     binary: "gemini",
-    verified_versions: &["0.61.0"],
+    verified_versions: &["0.61.0", "0.47.0"],
     prompt_transport: PromptTransport::Stdin,
     output_transport: OutputTransport::Jsonl,
     // Not yet proven against a capture: refused until it is.

@@ -430,6 +430,12 @@ pub trait Engine: Sync {
     fn output_transport(&self, _version: Option<&Version>) -> OutputTransport {
         self.spec().output_transport
     }
+
+    /// A better failure reason for a known last line of the CLI's stderr
+    /// (policy only this engine knows, e.g. claude's refusal as root).
+    fn explain_stderr(&self, _line: &str) -> Option<&'static str> {
+        None
+    }
 }
 
 /// Shared checks every `build` applies before engine-specific work.

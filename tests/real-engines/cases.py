@@ -12,7 +12,8 @@ For each case it runs the CLI exactly as the genuine captures did
 /home/dev/project, /home/dev/tmp, /opt/engines with --sanitize), and checks: the exit
 code, that every frame type is one the captures documented, the session id, the
 final text's fenced json summary, the tool/reasoning frames, the error signal, and
-that a resume keeps the session id. Exit 0 only if every case passed (or with
+that a resume keeps the session id and sends turn 1 back to the model (the fake
+server's continuity check). Exit 0 only if every case passed (or with
 --no-check, which only records).
 """
 
@@ -25,9 +26,13 @@ import sys
 import time
 import urllib.request
 
-P_JSON = "LAB-JSON Reply with a fenced json block containing confidence and files_changed."
+# One word per run that only turn 1 (a_json) carries: a resume must send it back to
+# the model, which then answers "Resumed", else "NO-CONTINUITY" (fake_model_plan.py).
+MEMO_ID = os.urandom(4).hex()
+P_JSON = ("LAB-JSON Reply with a fenced json block containing confidence and files_changed."
+          " (LAB-MEMO-%s)" % MEMO_ID)
 P_TOOL = "LAB-TOOL Run the shell command 'echo hello' and report what it printed."
-P_RESUME = "LAB-RESUME Continue the previous task and report again."
+P_RESUME = "LAB-RESUME Continue the previous task and report again. (LAB-RECALL-%s)" % MEMO_ID
 P_THINK = "LAB-THINK Think first, then reply with a fenced json block."
 P_ERR = "LAB-ERR{code} trigger a server error"
 P_STREAMERR = "LAB-STREAMERR trigger an error inside the stream"
@@ -125,6 +130,9 @@ def cases_for(cli):
             case("e_thinking", s + [P_THINK], kind="think"),
         ]
     if cli == "gemini":
+        # A persistent 429 exits 1 before 0.60 (0.47.0 and 0.51.0 seen), 429 & 255 since.
+        v = tuple(int(x) for x in re.findall(r"\d+", os.environ.get("VF_ENGINE_VERSION_gemini", "0.61.0"))[:3])
+        rc429 = 1 if v < (0, 60, 0) else 173
         j = ["gemini", "--output-format", "json"]
         s = ["gemini", "--output-format", "stream-json"]
         return [
@@ -137,7 +145,7 @@ def cases_for(cli):
             # Exit code = HTTP status & 255.
             case("d_error500", s + ["-p", e[500]], 244, kind="error"),
             case("d_error500_json", j + ["-p", e[500]], 244, kind="error", fmt="json"),
-            case("d_error429", s + ["-p", e[429]], 173, kind="error"),
+            case("d_error429", s + ["-p", e[429]], rc429, kind="error"),
             case("d_error400", s + ["-p", e[400]], 144, kind="error"),
             # A stream that ends without a finish reason: an error, but exit 0.
             case("d_stream_error", s + ["-p", P_STREAMERR], 0, kind="error"),
@@ -367,6 +375,10 @@ def check_case(cli, c, rc, stdout, stderr, frames, problems, first_session):
     if c["kind"] == "resume":
         ck.expect(first_session is not None and session == first_session,
                   "resume changed the session id: %r -> %r" % (first_session, session))
+        # The same id is not enough: the model must have been sent turn 1 again.
+        ck.expect("NO-CONTINUITY" not in (final or "") and "Resumed." in (final or ""),
+                  "resume lost the earlier turn (the model saw no LAB-MEMO-%s): %.120r"
+                  % (MEMO_ID, final))
     kind = c["kind"]
     if kind == "error":
         if cli == "codex":

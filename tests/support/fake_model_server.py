@@ -17,7 +17,11 @@ The answer is chosen from a marker word in the latest user-written message
                   first '...' quoted string after the marker, else `echo hello`
   LAB-WRITE       same, with `touch lab-written.txt && echo written`
   LAB-THINK       a reasoning/thinking block, then the json answer (LAB-REASON too)
-  LAB-RESUME      a json answer saying it resumed
+  LAB-RESUME      a json answer saying it resumed, only if the request carries the
+                  earlier turn: `LAB-RECALL-<id>` in the resume prompt needs the word
+                  `LAB-MEMO-<id>` (from the turn-1 prompt) in the request, else some
+                  LAB-MEMO word in the earlier messages; otherwise an answer starting
+                  `NO-CONTINUITY` (fake_model_plan.py `continuity`)
   LAB-ERR<code>   HTTP error <code> (500, 429, 400, 529, ...) on every try
   LAB-STREAMERR   an error inside an HTTP 200 stream
 Side requests are answered normally whatever the marker: requests without tools
@@ -33,7 +37,7 @@ With --dns-port, DNS queries on that UDP port are answered NXDOMAIN and logged a
 name shows up.
 
 Every request is appended to the JSONL log as {ts, port, method, path, headers,
-body, served}, keys redacted. SIGTERM/SIGINT/shutdown stop it cleanly (exit 0).
+body, served}, keys redacted, plus `continuity: {proven, memo}` for a LAB-RESUME. SIGTERM/SIGINT/shutdown stop it cleanly (exit 0).
 
 Usage: fake_model_server.py --port 18081 [--port 18082 ...] [--log FILE]
                             [--ready-file FILE] [--default-scenario json]
@@ -53,17 +57,9 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-MARKER = re.compile(r"\bLAB-([A-Z]+)([0-9]*)\b")
+# The scenario logic lives next to this file (the script's folder is on sys.path).
+from fake_model_plan import TITLE_TEXT, plan  # noqa: E402
 
-JSON_TEXT = 'Done. Here is the result:\n\n```json\n{"confidence":1.0,"files_changed":[]}\n```\n'
-TOOL_FINAL = 'The command printed: {out}\n\n```json\n{{"confidence":0.9,"files_changed":[]}}\n```\n'
-WRITE_FINAL = ('Finished (the shell tool may have been refused).\n\n'
-               '```json\n{"confidence":0.5,"files_changed":["lab-written.txt"]}\n```\n')
-RESUME_TEXT = ('Resumed. I still remember the previous answer.\n\n'
-               '```json\n{"confidence":0.8,"files_changed":["a.txt"]}\n```\n')
-THINK_TEXT = 'Thought it through.\n\n```json\n{"confidence":0.7,"files_changed":[]}\n```\n'
-REASONING = "The user wants a fenced json summary. I will think briefly, then answer."
-TITLE_TEXT = "Lab task"
 USAGE_IN, USAGE_OUT = 100, 20
 
 ERROR_TEXT = {
@@ -74,10 +70,6 @@ ERROR_TEXT = {
     529: "lab: overloaded",
 }
 STREAM_ERROR_TEXT = "lab: the stream broke off"
-
-# Names of shell tools, in order of preference, as the CLIs offer them.
-SHELL_TOOLS = ("exec_command", "run_shell_command", "Bash", "bash", "shell", "shell_command",
-               "local_shell")
 
 
 class Counter:
@@ -101,198 +93,6 @@ def chunks(text, n=3):
         return [text]
     size = -(-len(text) // n)
     return [text[i:i + size] for i in range(0, len(text), size)]
-
-
-# ---------------------------------------------------------------- request analysis
-
-def text_of(content):
-    """Text of a message content that may be a string or a list of parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    out = []
-    if isinstance(content, list):
-        for part in content:
-            if isinstance(part, str):
-                out.append(part)
-            elif isinstance(part, dict) and part.get("type") in (
-                    None, "text", "input_text") and isinstance(part.get("text"), str):
-                out.append(part["text"])
-    return "\n".join(out)
-
-
-def flatten(api, body):
-    """Turns a request into a list of (role, kind, text) with kind in text|tool_call|tool_result."""
-    items = []
-    if api == "responses":
-        inp = body.get("input")
-        if isinstance(inp, str):
-            return [("user", "text", inp)]
-        for it in inp or []:
-            if not isinstance(it, dict):
-                continue
-            t = it.get("type", "message")
-            if t == "message":
-                items.append((it.get("role", ""), "text", text_of(it.get("content"))))
-            elif t.endswith("_call_output"):
-                items.append(("tool", "tool_result", str(it.get("output", ""))))
-            elif t.endswith("_call"):
-                items.append(("assistant", "tool_call", ""))
-    elif api in ("anthropic", "chat"):
-        for m in body.get("messages") or []:
-            if not isinstance(m, dict):
-                continue
-            role = m.get("role", "")
-            if role == "tool":
-                items.append(("tool", "tool_result", text_of(m.get("content"))))
-                continue
-            content = m.get("content")
-            if isinstance(content, list):
-                for part in content:
-                    if not isinstance(part, dict):
-                        continue
-                    pt = part.get("type")
-                    if pt == "tool_result":
-                        items.append(("tool", "tool_result", text_of(part.get("content"))))
-                    elif pt == "tool_use":
-                        items.append((role, "tool_call", ""))
-                    elif pt in ("text", "input_text") and isinstance(part.get("text"), str):
-                        items.append((role, "text", part["text"]))
-            else:
-                items.append((role, "text", text_of(content)))
-            for _ in m.get("tool_calls") or []:
-                items.append((role, "tool_call", ""))
-    elif api == "gemini":
-        for c in body.get("contents") or []:
-            role = c.get("role", "user")
-            for part in c.get("parts") or []:
-                if "functionResponse" in part:
-                    resp = part["functionResponse"].get("response")
-                    if isinstance(resp, dict) and isinstance(resp.get("output"), str):
-                        resp = resp["output"]
-                    items.append(("tool", "tool_result",
-                                  resp if isinstance(resp, str) else json.dumps(resp)))
-                elif "functionCall" in part:
-                    items.append((role, "tool_call", ""))
-                elif isinstance(part.get("text"), str) and not part.get("thought"):
-                    items.append((role, "text", part["text"]))
-    return items
-
-
-def analyse(api, body, default):
-    """Returns (scenario, code, step, prompt, last_tool_output)."""
-    items = flatten(api, body)
-    idx, found = None, None
-    for i in range(len(items) - 1, -1, -1):
-        role, kind, text = items[i]
-        if role == "user" and kind == "text":
-            m = MARKER.search(text)
-            if m:
-                idx, found = i, m
-                break
-    if found is None:
-        # No marker: the last user text decides nothing, use the default scenario.
-        idx = max((i for i, it in enumerate(items) if it[0] == "user" and it[1] == "text"),
-                  default=-1)
-        name, code, prompt = default, 0, items[idx][2] if idx >= 0 else ""
-    else:
-        word, digits = found.group(1), found.group(2)
-        prompt = items[idx][2][found.start():]
-        if word == "ERR":
-            name, code = "error", int(digits or 500)
-        else:
-            name, code = word.lower(), 0
-    after = items[idx + 1:] if idx >= 0 else items
-    results = [t for (_, k, t) in after if k == "tool_result"]
-    return name, code, len(results), prompt, (results[-1] if results else "")
-
-
-def tool_specs(api, body):
-    """Maps tool name -> JSON schema of its parameters, for the tools the request offers."""
-    specs = {}
-    for t in body.get("tools") or []:
-        if not isinstance(t, dict):
-            continue
-        if api == "gemini":
-            for f in t.get("functionDeclarations") or []:
-                specs[f.get("name")] = f.get("parametersJsonSchema") or f.get("parameters") or {}
-        elif api == "chat":
-            f = t.get("function") or {}
-            if f.get("name"):
-                specs[f["name"]] = f.get("parameters") or {}
-        else:
-            name = t.get("name") or t.get("type")
-            if name:
-                specs[name] = t.get("parameters") or t.get("input_schema") or {}
-    return specs
-
-
-def shell_call(api, body, command):
-    """Picks the shell tool offered and builds its arguments: (name, args dict)."""
-    specs = tool_specs(api, body)
-    for name in SHELL_TOOLS:
-        if name in specs:
-            break
-    else:
-        # Nothing offered (e.g. gemini without --yolo): call `bash` anyway, the CLI
-        # then reports an unknown tool, which is itself worth seeing.
-        return "bash", {"command": command}
-    props = (specs[name] or {}).get("properties") or {}
-    args = {}
-    for key in ("cmd", "command"):
-        if key in props:
-            args[key] = ["bash", "-lc", command] if props[key].get("type") == "array" else command
-            break
-    else:
-        args["command"] = command
-    if "description" in props:
-        args["description"] = "Run a shell command"
-    return name, args
-
-
-def plan(api, body, default):
-    """Decides the answer: a dict with kind (answer|error|stream_error) and content."""
-    name, code, step, prompt, tool_out = analyse(api, body, default)
-    if name == "error":
-        return {"kind": "error", "code": code, "served": "err%d" % code}
-    if name == "streamerr":
-        return {"kind": "stream_error", "served": "streamerr"}
-    if name in ("tool", "write"):
-        if step == 0:
-            if name == "tool":
-                m = re.search(r"'([^']+)'", prompt)
-                command = m.group(1) if m else "echo hello"
-                text = "I will run the command."
-            else:
-                command = "touch lab-written.txt && echo written"
-                text = "I will create a file."
-            tool, args = shell_call(api, body, command)
-            return {"kind": "answer", "text": text, "tool": (tool, args),
-                    "served": "%s#0" % name}
-        if name == "tool":
-            out = first_line(tool_out) or "hello"
-            return {"kind": "answer", "text": TOOL_FINAL.format(out=out), "served": "tool#%d" % step}
-        return {"kind": "answer", "text": WRITE_FINAL, "served": "write#%d" % step}
-    if name in ("think", "reason", "reasoning", "thinking"):
-        return {"kind": "answer", "text": THINK_TEXT, "reasoning": REASONING, "served": "think#0"}
-    if name == "resume":
-        return {"kind": "answer", "text": RESUME_TEXT, "served": "resume#0"}
-    return {"kind": "answer", "text": JSON_TEXT, "served": "json#0"}
-
-
-def first_line(tool_out):
-    """The first meaningful line of a tool result (CLIs wrap it in their own text)."""
-    for line in str(tool_out).splitlines():
-        line = line.strip()
-        for prefix in ("Output:", "output:"):
-            if line.startswith(prefix):
-                line = line[len(prefix):].strip()
-        # Skip the wrappers the CLIs put around a command's output.
-        if line and not line.startswith(("Chunk ID", "Wall time", "Process ", "Original token",
-                                         "<")):
-            return line[:200]
-    return ""
 
 
 # ---------------------------------------------------------------- handler
@@ -338,14 +138,21 @@ class Handler(BaseHTTPRequestHandler):
             self.rfile.readline()
 
     def record(self, body, served):
+        entry = {"ts": time.time(), "port": self.server.server_port, "method": self.command,
+                 "path": self.path, "headers": self.redacted_headers(), "body": body,
+                 "served": served}
+        continuity = (getattr(self, "current_plan", None) or {}).get("continuity")
+        if continuity is not None:
+            entry["continuity"] = continuity
+        self.server.app.log(entry)
+
+    def redacted_headers(self):
         headers = {}
         for k, v in self.headers.items():
             if k.lower() in ("authorization", "x-api-key", "x-goog-api-key", "api-key"):
                 v = v[:12] + "...(redacted)"
             headers[k] = v
-        self.server.app.log({"ts": time.time(), "port": self.server.server_port,
-                             "method": self.command, "path": self.path, "headers": headers,
-                             "body": body, "served": served})
+        return headers
 
     def send_json(self, status, obj, extra=None):
         data = json.dumps(obj).encode()
@@ -400,6 +207,7 @@ class Handler(BaseHTTPRequestHandler):
         threading.Thread(target=self.server.app.stop, daemon=True).start()
 
     def do_POST(self):
+        self.current_plan = None
         url = urlsplit(self.path)
         body = self.read_body()
         path = url.path
@@ -458,7 +266,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def api_anthropic(self, body, default):
         self.current_body = body
-        p = plan("anthropic", body, default)
+        p = self.current_plan = plan("anthropic", body, default)
         stream = body.get("stream", False)
         if p["kind"] == "error":
             return self.error_reply("anthropic", p["code"], p["served"])
@@ -534,7 +342,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def api_responses(self, body, default):
         self.current_body = body
-        p = plan("responses", body, default)
+        p = self.current_plan = plan("responses", body, default)
         if p["kind"] == "error":
             return self.error_reply("openai", p["code"], p["served"])
         model = body.get("model", "lab-model")
@@ -631,7 +439,7 @@ class Handler(BaseHTTPRequestHandler):
             # A side request without tools (opencode's title agent): never an error.
             p = {"kind": "answer", "text": TITLE_TEXT, "served": "aux"}
         else:
-            p = plan("chat", body, default)
+            p = self.current_plan = plan("chat", body, default)
         if p["kind"] == "error":
             return self.error_reply("openai", p["code"], p["served"])
         model = body.get("model", "lab-model")
@@ -709,7 +517,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.sse(reply)
                 return None
             return self.send_json(200, reply)
-        p = plan("gemini", body, default)
+        p = self.current_plan = plan("gemini", body, default)
         if p["kind"] == "error":
             return self.error_reply("gemini", p["code"], p["served"])
         parts = []

@@ -129,12 +129,80 @@ class FakeServerTest(unittest.TestCase):
 
     def test_marker_is_taken_from_the_latest_user_message(self):
         # A resume carries the earlier prompt in its history.
-        msgs = [{"role": "user", "content": "LAB-ERR500 old"},
+        msgs = [{"role": "user", "content": "LAB-ERR500 old LAB-MEMO-m0"},
                 {"role": "assistant", "content": "x"},
                 {"role": "user", "content": "LAB-RESUME go on"}]
         status, _, raw = self.anthropic(msgs)
         self.assertEqual(status, 200)
         self.assertIn("Resumed.", raw.decode())
+
+    # -- continuity of a resumed session (the same checks through every API)
+
+    def resumed(self, api, history, latest):
+        """Posts a request whose messages are `history` (user texts, each answered by
+        the assistant) then `latest`; returns (answer text, the log entry)."""
+        turns = []
+        for h in history:
+            turns += [("user", h), ("assistant", "ok")]
+        turns.append(("user", latest))
+        if api == "anthropic":
+            _, _, raw = self.anthropic([{"role": r, "content": t} for r, t in turns])
+            text = "".join(d["delta"].get("text", "") for e, d in sse_events(raw)
+                           if e == "content_block_delta")
+        elif api == "responses":
+            body = {"model": "m", "stream": True, "tools": [], "input": [
+                {"type": "message", "role": r, "content": [{"type": "input_text", "text": t}]}
+                for r, t in turns]}
+            _, _, raw = self.post("/v1/responses", body)
+            text = "".join(d.get("delta", "") for _, d in sse_events(raw)
+                           if d["type"] == "response.output_text.delta")
+        elif api == "chat":
+            _, _, raw = self.chat([{"role": r, "content": t} for r, t in turns])
+            text = "".join(c["delta"].get("content") or "" for _, d in sse_events(raw)
+                           if isinstance(d, dict) for c in d.get("choices", []))
+        else:
+            body = {"contents": [{"role": "model" if r == "assistant" else r, "parts": [{"text": t}]}
+                                 for r, t in turns]}
+            _, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+            text = "".join(p.get("text", "") for _, d in sse_events(raw)
+                           for p in d["candidates"][0]["content"]["parts"])
+        time.sleep(0.05)
+        with open(self.log, encoding="utf-8") as f:
+            last = [json.loads(line) for line in f][-1]
+        return text, last
+
+    APIS = ("anthropic", "responses", "chat", "gemini")
+
+    def test_resume_that_carries_the_earlier_turn_is_continuity(self):
+        for api in self.APIS:
+            text, entry = self.resumed(api, ["LAB-JSON first turn LAB-MEMO-k1"],
+                                       "LAB-RESUME go on LAB-RECALL-k1")
+            self.assertIn("Resumed.", text, api)
+            self.assertNotIn("NO-CONTINUITY", text, api)
+            self.assertEqual(entry["served"].split()[0], "resume#0", api)
+            self.assertEqual(entry["continuity"], {"proven": True, "memo": "LAB-MEMO-k1"}, api)
+
+    def test_resume_without_the_earlier_turn_says_no_continuity(self):
+        # A CLI that silently opened a fresh session sends only the new prompt.
+        for api in self.APIS:
+            text, entry = self.resumed(api, [], "LAB-RESUME go on LAB-RECALL-k2")
+            self.assertTrue(text.startswith("NO-CONTINUITY"), "%s: %r" % (api, text))
+            self.assertIn("LAB-MEMO-k2", text, api)
+            self.assertEqual(entry["served"].split()[0], "nocontinuity#0", api)
+            self.assertEqual(entry["continuity"], {"proven": False, "memo": "LAB-MEMO-k2"}, api)
+
+    def test_resume_of_another_session_says_no_continuity(self):
+        for api in self.APIS:
+            text, _ = self.resumed(api, ["LAB-JSON other LAB-MEMO-k3x"], "LAB-RESUME LAB-RECALL-k3")
+            self.assertTrue(text.startswith("NO-CONTINUITY"), "%s: %r" % (api, text))
+        # Without LAB-RECALL, any memo word in the earlier messages will do; none will not.
+        text, _ = self.resumed("anthropic", [], "LAB-RESUME go on LAB-MEMO-k4")
+        self.assertTrue(text.startswith("NO-CONTINUITY"), text)
+
+    def test_memo_and_recall_words_are_no_scenario(self):
+        text, entry = self.resumed("anthropic", [], "LAB-MEMO-k5 LAB-RECALL-k5 hello")
+        self.assertIn("Done. Here is the result", text)
+        self.assertNotIn("continuity", entry)
 
     # -- OpenAI Responses
 

@@ -163,6 +163,23 @@ const JSONL_0_171: &[Entry] = &[
 /// (checked with `strings` on both): one table serves both families.
 const JSONL_0_146: &[Entry] = JSONL_0_171;
 
+/// The 0.144.1 binary names the same kinds as well (`strings`); its captures
+/// (fixtures/codex/0.144.1) project without drift.
+pub static V0_144: Manifest = Manifest {
+    cli: EngineId::Codex,
+    major: 0,
+    minor: 144,
+    verified: &["0.144.1"],
+    kind: &["type"],
+    session: &["thread_id"],
+    closing: "turn.completed",
+    subkinds: &[],
+    transports: &[TransportTable {
+        transport: OutputTransport::Jsonl,
+        entries: JSONL_0_171,
+    }],
+};
+
 pub static V0_146: Manifest = Manifest {
     cli: EngineId::Codex,
     major: 0,
@@ -193,4 +210,4 @@ pub static V0_171: Manifest = Manifest {
     }],
 };
 
-pub static FAMILIES: &[&Manifest] = &[&V0_146, &V0_171];
+pub static FAMILIES: &[&Manifest] = &[&V0_144, &V0_146, &V0_171];

@@ -96,6 +96,31 @@ const JSON: &[Entry] = &[Entry {
     rule: DOCUMENT,
 }];
 
+const TRANSPORTS_0_61: &[TransportTable] = &[
+    TransportTable {
+        transport: OutputTransport::Jsonl,
+        entries: JSONL_0_61,
+    },
+    TransportTable {
+        transport: OutputTransport::Json,
+        entries: JSON,
+    },
+];
+
+/// 0.47.0 prints the same kinds as 0.61.0 (its captures, fixtures/gemini/0.47.0;
+/// the 0.47.0 and 0.51.0 bundles define no `tool_call`).
+pub static V0_47: Manifest = Manifest {
+    cli: EngineId::Gemini,
+    major: 0,
+    minor: 47,
+    verified: &["0.47.0"],
+    kind: &["type"],
+    session: &["session_id"],
+    closing: "a result frame",
+    subkinds: &[],
+    transports: TRANSPORTS_0_61,
+};
+
 pub static V0_49: Manifest = Manifest {
     cli: EngineId::Gemini,
     major: 0,
@@ -126,16 +151,7 @@ pub static V0_61: Manifest = Manifest {
     session: &["session_id"],
     closing: "a result frame",
     subkinds: &[],
-    transports: &[
-        TransportTable {
-            transport: OutputTransport::Jsonl,
-            entries: JSONL_0_61,
-        },
-        TransportTable {
-            transport: OutputTransport::Json,
-            entries: JSON,
-        },
-    ],
+    transports: TRANSPORTS_0_61,
 };
 
-pub static FAMILIES: &[&Manifest] = &[&V0_49, &V0_61];
+pub static FAMILIES: &[&Manifest] = &[&V0_47, &V0_49, &V0_61];

@@ -1,0 +1,253 @@
+"""How the fake model server decides what to answer (imported by fake_model_server.py).
+
+The answer is chosen from a marker word in the latest user-written message
+(system/developer text and tool results are ignored); see the server's docstring
+for the scenarios. Continuity (LAB-RESUME): a resumed session must send the
+earlier turn back to the model. The turn-1 prompt carries a unique word
+`LAB-MEMO-<id>`; the turn-2 prompt says `LAB-RESUME LAB-RECALL-<id>` and never
+the memo word itself, so the word can only be in the request if the CLI sent
+turn 1 again. Found: the resume answer. Missing: an answer saying NO-CONTINUITY
+(with the same kind of fenced summary), which the tests assert is absent. A
+LAB-RESUME without LAB-RECALL needs some LAB-MEMO word in the earlier messages.
+"""
+
+import json
+import re
+
+# Scenario markers; the memo and recall words are data, never a scenario.
+MARKER = re.compile(r"\bLAB-(?!MEMO-|RECALL-)([A-Z]+)([0-9]*)\b")
+MEMO = re.compile(r"\bLAB-MEMO-([A-Za-z0-9]+)\b")
+RECALL = re.compile(r"\bLAB-RECALL-([A-Za-z0-9]+)\b")
+
+JSON_TEXT = 'Done. Here is the result:\n\n```json\n{"confidence":1.0,"files_changed":[]}\n```\n'
+TOOL_FINAL = 'The command printed: {out}\n\n```json\n{{"confidence":0.9,"files_changed":[]}}\n```\n'
+WRITE_FINAL = ('Finished (the shell tool may have been refused).\n\n'
+               '```json\n{"confidence":0.5,"files_changed":["lab-written.txt"]}\n```\n')
+RESUME_TEXT = ('Resumed. I still remember the previous answer.\n\n'
+               '```json\n{"confidence":0.8,"files_changed":["a.txt"]}\n```\n')
+THINK_TEXT = 'Thought it through.\n\n```json\n{"confidence":0.7,"files_changed":[]}\n```\n'
+REASONING = "The user wants a fenced json summary. I will think briefly, then answer."
+TITLE_TEXT = "Lab task"
+NO_CONTINUITY_TEXT = ('NO-CONTINUITY: this request does not carry the earlier turn ({memo}).\n\n'
+                      '```json\n{{"confidence":0.0,"files_changed":[],"continuity":false}}\n```\n')
+
+# Names of shell tools, in order of preference, as the CLIs offer them.
+SHELL_TOOLS = ("exec_command", "run_shell_command", "Bash", "bash", "shell", "shell_command",
+               "local_shell")
+
+
+# ---------------------------------------------------------------- request analysis
+
+def text_of(content):
+    """Text of a message content that may be a string or a list of parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    out = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and part.get("type") in (
+                    None, "text", "input_text") and isinstance(part.get("text"), str):
+                out.append(part["text"])
+    return "\n".join(out)
+
+
+def flatten(api, body):
+    """Turns a request into a list of (role, kind, text) with kind in text|tool_call|tool_result."""
+    items = []
+    if api == "responses":
+        inp = body.get("input")
+        if isinstance(inp, str):
+            return [("user", "text", inp)]
+        for it in inp or []:
+            if not isinstance(it, dict):
+                continue
+            t = it.get("type", "message")
+            if t == "message":
+                items.append((it.get("role", ""), "text", text_of(it.get("content"))))
+            elif t.endswith("_call_output"):
+                items.append(("tool", "tool_result", str(it.get("output", ""))))
+            elif t.endswith("_call"):
+                items.append(("assistant", "tool_call", ""))
+    elif api in ("anthropic", "chat"):
+        for m in body.get("messages") or []:
+            if not isinstance(m, dict):
+                continue
+            role = m.get("role", "")
+            if role == "tool":
+                items.append(("tool", "tool_result", text_of(m.get("content"))))
+                continue
+            content = m.get("content")
+            if isinstance(content, list):
+                for part in content:
+                    if not isinstance(part, dict):
+                        continue
+                    pt = part.get("type")
+                    if pt == "tool_result":
+                        items.append(("tool", "tool_result", text_of(part.get("content"))))
+                    elif pt == "tool_use":
+                        items.append((role, "tool_call", ""))
+                    elif pt in ("text", "input_text") and isinstance(part.get("text"), str):
+                        items.append((role, "text", part["text"]))
+            else:
+                items.append((role, "text", text_of(content)))
+            for _ in m.get("tool_calls") or []:
+                items.append((role, "tool_call", ""))
+    elif api == "gemini":
+        for c in body.get("contents") or []:
+            role = c.get("role", "user")
+            for part in c.get("parts") or []:
+                if "functionResponse" in part:
+                    resp = part["functionResponse"].get("response")
+                    if isinstance(resp, dict) and isinstance(resp.get("output"), str):
+                        resp = resp["output"]
+                    items.append(("tool", "tool_result",
+                                  resp if isinstance(resp, str) else json.dumps(resp)))
+                elif "functionCall" in part:
+                    items.append((role, "tool_call", ""))
+                elif isinstance(part.get("text"), str) and not part.get("thought"):
+                    items.append((role, "text", part["text"]))
+    return items
+
+
+def analyse(api, body, default):
+    """Returns (scenario, code, step, prompt, last_tool_output, items, index of the
+    latest user-written message in items or -1)."""
+    items = flatten(api, body)
+    idx, found = None, None
+    for i in range(len(items) - 1, -1, -1):
+        role, kind, text = items[i]
+        if role == "user" and kind == "text":
+            m = MARKER.search(text)
+            if m:
+                idx, found = i, m
+                break
+    if found is None:
+        # No marker: the last user text decides nothing, use the default scenario.
+        idx = max((i for i, it in enumerate(items) if it[0] == "user" and it[1] == "text"),
+                  default=-1)
+        name, code, prompt = default, 0, items[idx][2] if idx >= 0 else ""
+    else:
+        word, digits = found.group(1), found.group(2)
+        prompt = items[idx][2][found.start():]
+        if word == "ERR":
+            name, code = "error", int(digits or 500)
+        else:
+            name, code = word.lower(), 0
+    after = items[idx + 1:] if idx >= 0 else items
+    results = [t for (_, k, t) in after if k == "tool_result"]
+    return name, code, len(results), prompt, (results[-1] if results else ""), items, idx
+
+
+def continuity(items, idx):
+    """Whether a resumed request carries the earlier turn: (proven, memo word).
+
+    With LAB-RECALL-<id> in the latest message, LAB-MEMO-<id> must be somewhere in
+    the request (the latest message never holds it); without, some LAB-MEMO word
+    must be in the messages before the latest one."""
+    latest = items[idx][2] if idx >= 0 else ""
+    recall = RECALL.search(latest)
+    texts = [t for (_, kind, t) in items if kind in ("text", "tool_result")]
+    if recall:
+        memo = "LAB-MEMO-" + recall.group(1)
+        return any(re.search(r"\b%s\b" % re.escape(memo), t) for t in texts), memo
+    earlier = [t for (_, kind, t) in items[:max(idx, 0)] if kind in ("text", "tool_result")]
+    seen = [m.group(0) for t in earlier for m in MEMO.finditer(t)]
+    return bool(seen), (seen[0] if seen else "no LAB-MEMO word")
+
+
+def tool_specs(api, body):
+    """Maps tool name -> JSON schema of its parameters, for the tools the request offers."""
+    specs = {}
+    for t in body.get("tools") or []:
+        if not isinstance(t, dict):
+            continue
+        if api == "gemini":
+            for f in t.get("functionDeclarations") or []:
+                specs[f.get("name")] = f.get("parametersJsonSchema") or f.get("parameters") or {}
+        elif api == "chat":
+            f = t.get("function") or {}
+            if f.get("name"):
+                specs[f["name"]] = f.get("parameters") or {}
+        else:
+            name = t.get("name") or t.get("type")
+            if name:
+                specs[name] = t.get("parameters") or t.get("input_schema") or {}
+    return specs
+
+
+def shell_call(api, body, command):
+    """Picks the shell tool offered and builds its arguments: (name, args dict)."""
+    specs = tool_specs(api, body)
+    for name in SHELL_TOOLS:
+        if name in specs:
+            break
+    else:
+        # Nothing offered (e.g. gemini without --yolo): call `bash` anyway, the CLI
+        # then reports an unknown tool, which is itself worth seeing.
+        return "bash", {"command": command}
+    props = (specs[name] or {}).get("properties") or {}
+    args = {}
+    for key in ("cmd", "command"):
+        if key in props:
+            args[key] = ["bash", "-lc", command] if props[key].get("type") == "array" else command
+            break
+    else:
+        args["command"] = command
+    if "description" in props:
+        args["description"] = "Run a shell command"
+    return name, args
+
+
+def plan(api, body, default):
+    """Decides the answer: a dict with kind (answer|error|stream_error) and content."""
+    name, code, step, prompt, tool_out, items, idx = analyse(api, body, default)
+    if name == "error":
+        return {"kind": "error", "code": code, "served": "err%d" % code}
+    if name == "streamerr":
+        return {"kind": "stream_error", "served": "streamerr"}
+    if name in ("tool", "write"):
+        if step == 0:
+            if name == "tool":
+                m = re.search(r"'([^']+)'", prompt)
+                command = m.group(1) if m else "echo hello"
+                text = "I will run the command."
+            else:
+                command = "touch lab-written.txt && echo written"
+                text = "I will create a file."
+            tool, args = shell_call(api, body, command)
+            return {"kind": "answer", "text": text, "tool": (tool, args),
+                    "served": "%s#0" % name}
+        if name == "tool":
+            out = first_line(tool_out) or "hello"
+            return {"kind": "answer", "text": TOOL_FINAL.format(out=out), "served": "tool#%d" % step}
+        return {"kind": "answer", "text": WRITE_FINAL, "served": "write#%d" % step}
+    if name in ("think", "reason", "reasoning", "thinking"):
+        return {"kind": "answer", "text": THINK_TEXT, "reasoning": REASONING, "served": "think#0"}
+    if name == "resume":
+        proven, memo = continuity(items, idx)
+        if not proven:
+            return {"kind": "answer", "text": NO_CONTINUITY_TEXT.format(memo=memo),
+                    "served": "nocontinuity#0", "continuity": {"proven": False, "memo": memo}}
+        return {"kind": "answer", "text": RESUME_TEXT, "served": "resume#0",
+                "continuity": {"proven": True, "memo": memo}}
+    return {"kind": "answer", "text": JSON_TEXT, "served": "json#0"}
+
+
+def first_line(tool_out):
+    """The first meaningful line of a tool result (CLIs wrap it in their own text)."""
+    for line in str(tool_out).splitlines():
+        line = line.strip()
+        for prefix in ("Output:", "output:"):
+            if line.startswith(prefix):
+                line = line[len(prefix):].strip()
+        # Skip the wrappers the CLIs put around a command's output.
+        if line and not line.startswith(("Chunk ID", "Wall time", "Process ", "Original token",
+                                         "<")):
+            return line[:200]
+    return ""
+
+

@@ -305,3 +305,138 @@ fn a_retyped_block_is_reported_and_its_siblings_still_show() {
     let kind = serde_json::to_value(unknown[0]).unwrap()["frameKind"].clone();
     assert_eq!(kind, "assistant/vfz_block");
 }
+
+// ---- huge inputs: every memory bound of the projector, at its edge ---------
+
+fn huge_run(t: &Target, lines: &[Vec<u8>]) -> Vec<ConversationEvent> {
+    let mut c = Checked::new(t.cli, t.version.as_ref(), t.transport, &[]);
+    for l in lines {
+        c.line(l).unwrap();
+    }
+    c.finish().unwrap()
+}
+
+fn target(cli: vf::engine::EngineId, version: &str, transport: OutputTransport) -> Target {
+    Target {
+        cli,
+        version: vf::version::Version::parse(version),
+        transport,
+    }
+}
+
+fn labels(ev: &[ConversationEvent]) -> Vec<String> {
+    ev.iter()
+        .map(|e| match e {
+            ConversationEvent::Status { label, .. } => label.clone(),
+            other => other.kind().to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_document_over_8_mib_is_skipped_with_one_warning() {
+    let t = target(
+        vf::engine::EngineId::Gemini,
+        "0.61.0",
+        OutputTransport::Json,
+    );
+    let field = format!("  \"k\": \"{}\",", "x".repeat(1 << 20));
+    let mut lines = vec![b"{".to_vec()];
+    lines.extend(std::iter::repeat_n(field.into_bytes(), 9));
+    lines.push(b"  \"end\": 1".to_vec());
+    lines.push(b"}".to_vec());
+    let ev = huge_run(&t, &lines);
+    assert_eq!(labels(&ev), ["JSON document too large"]);
+    assert_eq!(ev[0].raw_range().end, lines.len() as u64);
+}
+
+#[test]
+fn a_line_over_the_reader_cap_is_skipped_and_the_stream_goes_on() {
+    let c = captures()
+        .iter()
+        .find(|c| c.name == "codex/0.171.0/a_json")
+        .unwrap();
+    let mut bytes = vec![b'{'; 9 << 20];
+    bytes.push(b'\n');
+    bytes.extend_from_slice(&c.bytes);
+    let ev = project_stream(c.cli, Some(&c.version), c.transport, &bytes, 8 << 20, &[]).unwrap();
+    assert_eq!(labels(&ev)[0], "Line too long");
+    assert!(ev.iter().any(|e| e.kind() == "message.taskAgent"), "{ev:?}");
+}
+
+#[test]
+fn deltas_over_4_mib_are_split_into_several_messages() {
+    let t = target(
+        vf::engine::EngineId::Gemini,
+        "0.61.0",
+        OutputTransport::Jsonl,
+    );
+    let chunk = "y".repeat(1 << 20);
+    let delta =
+        serde_json::json!({"type":"message","role":"assistant","content":chunk,"delta":true});
+    let lines = vec![delta.to_string().into_bytes(); 6];
+    let ev = huge_run(&t, &lines);
+    let messages = ev
+        .iter()
+        .filter(|e| e.kind() == "message.taskAgent")
+        .count();
+    assert!(messages >= 2, "{messages} messages");
+}
+
+#[test]
+fn a_burst_of_300_tool_calls_is_flushed_in_pieces() {
+    let t = target(
+        vf::engine::EngineId::Codex,
+        "0.171.0",
+        OutputTransport::Jsonl,
+    );
+    let lines: Vec<Vec<u8>> = (0..300)
+        .map(|i| {
+            let item = serde_json::json!({"id": format!("item_{i}"), "type": "command_execution",
+                "command": "true", "aggregated_output": "", "exit_code": null, "status": "in_progress"});
+            serde_json::json!({"type": "item.started", "item": item}).to_string().into_bytes()
+        })
+        .collect();
+    let ev = huge_run(&t, &lines);
+    assert_eq!(labels(&ev), ["toolBurst", "toolBurst"]);
+}
+
+#[test]
+fn a_long_text_run_is_clipped_and_deep_nesting_is_refused() {
+    let t = target(
+        vf::engine::EngineId::Claude,
+        "2.1.332",
+        OutputTransport::Jsonl,
+    );
+    let mut lines = vec![b"z".repeat(40 << 10); 3];
+    lines.push(format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes());
+    lines.extend(std::iter::repeat_n(b"[".to_vec(), 10_000));
+    let ev = huge_run(&t, &lines);
+    assert_eq!(
+        labels(&ev),
+        [
+            "Non-JSON output (3 lines)",
+            "Malformed JSON frame",
+            "Truncated JSON document"
+        ]
+    );
+    let detail = serde_json::to_value(&ev[0]).unwrap()["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.len() < 70 << 10 && detail.ends_with("(clipped)"));
+}
+
+#[test]
+fn an_oversized_count_of_u64_max_is_reported_as_is() {
+    let t = target(
+        vf::engine::EngineId::Opencode,
+        "1.18.33",
+        OutputTransport::Jsonl,
+    );
+    let mut c = Checked::new(t.cli, t.version.as_ref(), t.transport, &[]);
+    c.oversized(u64::MAX).unwrap();
+    let ev = c.finish().unwrap();
+    let detail = serde_json::to_value(&ev[0]).unwrap()["detail"].clone();
+    assert_eq!(detail, format!("{} bytes skipped", u64::MAX));
+}

@@ -368,3 +368,26 @@ fn a_long_cycle_is_refused_with_exit_2_and_a_short_message() {
         err.len()
     );
 }
+
+/// FUZZ FINDING (not fixed here): `prompt_file` is read whole with no size
+/// cap and no file-type check (the plan itself has both). `/dev/zero` grows
+/// until memory runs out (the release binary under a 2 GB limit: "cannot
+/// read prompt_file /dev/zero: out of memory" after 5 s; without a limit, the
+/// machine's memory); a FIFO blocks `vf orchestrate` forever. Issue 11 item
+/// 14 asks for a documented prompt cap. Fix: refuse a non-regular file and
+/// one over the cap before reading. Then drop the `ignore`.
+#[test]
+#[ignore = "fuzz finding: prompt_file is read without a cap (see comment)"]
+fn a_prompt_file_that_never_ends_is_refused() {
+    let t = plan_dir();
+    let fifo = t.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let text = "[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt_file = \"fifo\"\n";
+    let dir = t.path().to_path_buf();
+    let r = bounded(Duration::from_secs(10), move || {
+        Ok(parse(text, &dir).map(drop))
+    });
+    let refused = r.expect("parse returns").unwrap_err();
+    assert!(refused.contains("prompt_file"), "{refused}");
+}

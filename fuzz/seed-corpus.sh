@@ -27,17 +27,18 @@ cat >corpus/marker/valid <<'JSON'
 JSON
 cat >corpus/plan/valid <<'TOML'
 [[unit]]
-name = "schema"
-engine = "auto"
-prompt = "x"
-timeout = 1.5
+name = "docs"
+engine = "codex"
+prompt = "Write the docs."
+depends_on = ["api"]
+skip_permissions = true
 
 [[unit]]
 name = "api"
-engine = "claude"
+engine = "auto"
 prompt_file = "p.md"
-depends_on = ["schema"]
 cwd = "sub"
+attachments = []
 stall_timeout = 30
 TOML
 echo "seeded: $(ls corpus/projector | wc -l) projector, 1 marker, 1 plan"

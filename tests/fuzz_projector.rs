@@ -11,7 +11,9 @@ use fuzz_support::mutate::{
     Injection, Mutation, apply, frames_of, frames_to_lines, inject, injection, join_lines,
     mutation, odd_line, secret, split_lines,
 };
-use fuzz_support::{CASE_LIMIT, Target, all_targets, bounded, captures, config, targets_of};
+use fuzz_support::{
+    CASE_LIMIT, Target, all_targets, bounded, capture, captures, config, json_captures, targets_of,
+};
 use proptest::prelude::*;
 use vf::engine::OutputTransport;
 use vf::frames::ConversationEvent;
@@ -71,13 +73,9 @@ proptest! {
         cap in prop::sample::select(CAPS.to_vec()),
     ) {
         let c = pick.get(captures());
-        let mut lines = split_lines(&c.bytes);
-        for m in &mutations {
-            apply(&mut lines, m);
-        }
-        let bytes = join_lines(&lines, trailing_newline);
+        let bytes = c.damaged(&mutations, trailing_newline);
         let mut targets = targets_of(c.cli);
-        targets.push(Target { cli: c.cli, version: Some(c.version.clone()), transport: c.transport });
+        targets.push(c.target());
         let r = bounded(CASE_LIMIT, move || {
             targets.iter().try_for_each(|t| {
                 project_stream(t.cli, t.version.as_ref(), t.transport, &bytes, cap, &[])
@@ -96,12 +94,8 @@ proptest! {
         injections in prop::collection::vec(injection(), 1..6),
         pretty in prop::collection::vec(any::<bool>(), 0..40),
     ) {
-        let json: Vec<_> = captures()
-            .iter()
-            .filter(|c| c.transport != OutputTransport::Text && !c.bytes.is_empty())
-            .collect();
-        let c = pick.get(&json);
-        let t = Target { cli: c.cli, version: Some(c.version.clone()), transport: c.transport };
+        let c = *pick.get(&json_captures());
+        let t = c.target();
         let mut frames = frames_of(&c.bytes).expect("a JSON capture parses as frames");
         for (i, inj) in injections.iter().enumerate() {
             inject(&mut frames, &t, i, inj);
@@ -126,15 +120,8 @@ proptest! {
 /// `check` sees the projection and the tracker's outcome.
 fn every_frame_retyped(mut check: impl FnMut(&str, &Injection, &[ConversationEvent], &str)) {
     let secrets = vec![secret(0)];
-    for c in captures()
-        .iter()
-        .filter(|c| c.transport != OutputTransport::Text)
-    {
-        let t = Target {
-            cli: c.cli,
-            version: Some(c.version.clone()),
-            transport: c.transport,
-        };
+    for c in json_captures() {
+        let t = c.target();
         let frames = frames_of(&c.bytes).unwrap();
         for frame in 0..frames.len() {
             let kind = || "vfz_new".to_string();
@@ -221,10 +208,7 @@ fn no_capture_contains_a_secret_word() {
 #[test]
 fn the_mutations_reach_every_kind_of_damage() {
     // A check on the harness itself: each mutation changes a genuine capture.
-    let c = captures()
-        .iter()
-        .find(|c| c.name == "codex/0.171.0/b_tool")
-        .unwrap();
+    let c = capture("codex/0.171.0/b_tool");
     let lines = split_lines(&c.bytes);
     let all = [
         Mutation::FlipByte {
@@ -271,15 +255,8 @@ fn the_mutations_reach_every_kind_of_damage() {
 /// secret of a retyped nested block stays out while its siblings still show.
 #[test]
 fn a_retyped_block_is_reported_and_its_siblings_still_show() {
-    let c = captures()
-        .iter()
-        .find(|c| c.name == "claude/2.1.332/b_tool")
-        .unwrap();
-    let t = Target {
-        cli: c.cli,
-        version: Some(c.version.clone()),
-        transport: c.transport,
-    };
+    let c = capture("claude/2.1.332/b_tool");
+    let t = c.target();
     let mut frames = frames_of(&c.bytes).unwrap();
     let assistant = frames
         .iter()
@@ -357,10 +334,7 @@ fn a_document_over_8_mib_is_skipped_with_one_warning() {
 
 #[test]
 fn a_line_over_the_reader_cap_is_skipped_and_the_stream_goes_on() {
-    let c = captures()
-        .iter()
-        .find(|c| c.name == "codex/0.171.0/a_json")
-        .unwrap();
+    let c = capture("codex/0.171.0/a_json");
     let mut bytes = vec![b'{'; 9 << 20];
     bytes.push(b'\n');
     bytes.extend_from_slice(&c.bytes);

@@ -10,12 +10,11 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 use fuzz_support::mutate::{
-    apply, frames_of, frames_to_lines, inject, injection, join_lines, mutation, secret, split_lines,
+    frames_of, frames_to_lines, inject, injection, join_lines, mutation, secret,
 };
-use fuzz_support::{Capture, Target, captures, config};
+use fuzz_support::{Capture, captures, config, json_captures};
 use proptest::prelude::*;
 use serde_json::Value;
-use vf::engine::OutputTransport;
 
 /// A replay must never take this long, even in a debug build under load.
 const LIMIT: Duration = Duration::from_secs(60);
@@ -91,11 +90,7 @@ proptest! {
         stdin in any::<bool>(),
     ) {
         let c = pick.get(captures());
-        let mut lines = split_lines(&c.bytes);
-        for m in &mutations {
-            apply(&mut lines, m);
-        }
-        let r = replay(c, &join_lines(&lines, true), stdin, &[]);
+        let r = replay(c, &c.damaged(&mutations, true), stdin, &[]);
         prop_assert!(r.is_ok(), "{}: {} after {mutations:?}", c.name, r.unwrap_err());
     }
 
@@ -104,12 +99,8 @@ proptest! {
         pick in any::<prop::sample::Index>(),
         injections in prop::collection::vec(injection(), 1..4),
     ) {
-        let json: Vec<&Capture> = captures()
-            .iter()
-            .filter(|c| c.transport != OutputTransport::Text && !c.bytes.is_empty())
-            .collect();
-        let c = pick.get(&json);
-        let t = Target { cli: c.cli, version: Some(c.version.clone()), transport: c.transport };
+        let c = *pick.get(&json_captures());
+        let t = c.target();
         let mut frames = frames_of(&c.bytes).unwrap();
         for (i, inj) in injections.iter().enumerate() {
             inject(&mut frames, &t, i, inj);

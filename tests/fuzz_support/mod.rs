@@ -119,6 +119,40 @@ pub fn captures() -> &'static [Capture] {
     CAPTURES.get_or_init(load_captures)
 }
 
+/// The captures made of JSON frames (not the text transport, not empty).
+pub fn json_captures() -> Vec<&'static Capture> {
+    captures()
+        .iter()
+        .filter(|c| c.transport != OutputTransport::Text && !c.bytes.is_empty())
+        .collect()
+}
+
+/// One capture by name (`codex/0.171.0/b_tool`).
+pub fn capture(name: &str) -> &'static Capture {
+    let found = captures().iter().find(|c| c.name == name);
+    found.unwrap_or_else(|| panic!("no capture {name}"))
+}
+
+impl Capture {
+    /// The set-up it was recorded with.
+    pub fn target(&self) -> Target {
+        Target {
+            cli: self.cli,
+            version: Some(self.version.clone()),
+            transport: self.transport,
+        }
+    }
+
+    /// Its lines after `mutations`, joined back into a stream.
+    pub fn damaged(&self, mutations: &[mutate::Mutation], trailing_newline: bool) -> Vec<u8> {
+        let mut lines = mutate::split_lines(&self.bytes);
+        for m in mutations {
+            mutate::apply(&mut lines, m);
+        }
+        mutate::join_lines(&lines, trailing_newline)
+    }
+}
+
 /// One projector set-up: an engine, a version (or none), a transport.
 #[derive(Debug, Clone)]
 pub struct Target {

@@ -148,22 +148,15 @@ pub fn apply(lines: &mut Vec<Vec<u8>>, m: &Mutation) {
         lines.insert(at, bytes.clone());
         return;
     }
-    if lines.is_empty() {
+    let n = lines.len();
+    if n == 0 {
         return;
     }
-    let n = lines.len();
     match m {
-        FlipByte { line, at, xor } => {
-            let l = &mut lines[line % n];
-            if !l.is_empty() {
-                let at = at % l.len();
-                l[at] ^= xor;
-            }
-        }
-        Truncate { line, at } => {
-            let l = &mut lines[line % n];
-            l.truncate(at % (l.len() + 1));
-        }
+        FlipByte { line, .. }
+        | Truncate { line, .. }
+        | SwapType { line, .. }
+        | Retype { line, .. } => edit_line(&mut lines[line % n], m),
         Split { line, at } => {
             let i = line % n;
             let at = at % (lines[i].len() + 1);
@@ -181,29 +174,36 @@ pub fn apply(lines: &mut Vec<Vec<u8>>, m: &Mutation) {
             out.extend_from_slice(&lines[b][at_b % (lines[b].len() + 1)..]);
             lines[a] = out;
         }
-        Duplicate { line } => {
-            let l = lines[line % n].clone();
-            lines.insert(line % n, l);
-        }
+        Duplicate { line } => lines.insert(line % n, lines[line % n].clone()),
         Swap { a, b } => lines.swap(a % n, b % n),
-        Delete { line } => {
-            lines.remove(line % n);
-        }
+        Delete { line } => drop(lines.remove(line % n)),
         CutStream { at } => lines.truncate(at % n),
-        SwapType { line, node, choice } => edit_json(&mut lines[line % n], |v| {
-            let target = nth_node(v, *node);
-            *target = other_type(target, *choice);
-            true
-        }),
-        Retype { line, kind } => edit_json(&mut lines[line % n], |v| {
-            set_at(v, &["type"], Value::String(kind.clone()))
-        }),
         Pretty { line } => {
             let i = line % n;
             if let Ok(v) = serde_json::from_slice::<Value>(&lines[i]) {
                 let pretty = serde_json::to_vec_pretty(&v).unwrap();
                 lines.splice(i..=i, split_lines(&pretty));
             }
+        }
+        _ => {}
+    }
+}
+
+/// The mutations that change one line in place.
+fn edit_line(l: &mut Vec<u8>, m: &Mutation) {
+    match m {
+        Mutation::FlipByte { at, xor, .. } if !l.is_empty() => {
+            let at = at % l.len();
+            l[at] ^= xor;
+        }
+        Mutation::Truncate { at, .. } => l.truncate(at % (l.len() + 1)),
+        Mutation::SwapType { node, choice, .. } => edit_json(l, |v| {
+            let target = nth_node(v, *node);
+            *target = other_type(target, *choice);
+            true
+        }),
+        Mutation::Retype { kind, .. } => {
+            edit_json(l, |v| set_at(v, &["type"], Value::String(kind.clone())))
         }
         _ => {}
     }

@@ -28,7 +28,7 @@ fn full_marker() -> Value {
     m.exit_code = Some(1);
     m.summary = Some(json!({"confidence": 0.5, "files_changed": ["a.rs"]}));
     m.error = Some("engine failed".into());
-    m.reason = Some("engine".into());
+    m.reason = Some(vf::error::Reason::Engine);
     m.stdout_log = Some(PathBuf::from("units/u1/attempt-2.stdout.log"));
     let mut v = serde_json::to_value(&m).unwrap();
     v["owner"] = json!({

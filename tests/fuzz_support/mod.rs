@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use proptest::test_runner::Config;
 use vf::engine::{EngineId, OutputTransport};
-use vf::frames::manifest::{Entry, Rule, families};
+use vf::frames::manifest::{Entry, Rule};
+use vf::frames::manifests::families;
 use vf::version::Version;
 
 /// Cases per property: the default keeps CI fast; `VF_FUZZ_CASES=N` runs N

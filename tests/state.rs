@@ -336,3 +336,29 @@ fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
     assert!(!old.exists(), "an old temporary is left");
     assert!(live.exists(), "a live writer's temporary was removed");
 }
+
+#[test]
+fn a_hostile_marker_value_never_reaches_the_terminal_raw() {
+    let env = Env::new();
+    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    v["engine"] = "codex\n\u{1b}[7mINJECTED\u{1b}[0m".into();
+    env.write_json("u", &v);
+    let path = env.marker_path("u").display().to_string();
+    for args in [&["status"][..], &["resume", "u"][..]] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(!err.contains('\u{1b}') && err.contains(&path), "{err:?}");
+        assert!(err.contains(r"codex\n\u{1b}[7mINJECTED"), "{err:?}");
+    }
+    // The table shows the unit as corrupt (the error went to stderr).
+    let out = env.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(rows[1], ["u", "corrupt"], "{text}");
+}

@@ -14,6 +14,7 @@ use crate::fsutil::{now_rfc3339, write_atomic};
 use crate::procinfo::{Liveness, ProcIdentity};
 
 mod load;
+pub mod logs;
 pub mod policy;
 
 pub use load::MAX_MARKER_BYTES;
@@ -108,6 +109,14 @@ impl Marker {
         }
     }
 
+    /// Points `stdoutLog`/`stderrLog` at the current attempt's raw logs,
+    /// relative to the state dir (see [`logs`]).
+    pub fn point_at_logs(&mut self) {
+        let [out, err] = logs::STREAMS;
+        self.stdout_log = Some(logs::relative(&self.unit, self.attempts, out));
+        self.stderr_log = Some(logs::relative(&self.unit, self.attempts, err));
+    }
+
     /// True when a `running` marker's supervisor is provably still alive.
     pub fn owner_alive(&self) -> Liveness {
         match &self.owner {
@@ -180,18 +189,31 @@ impl MarkerStore {
         self.dir.parent().unwrap_or(Path::new("."))
     }
 
+    /// Where `unit`'s raw `stream` log of `attempt` is written.
+    pub fn log_path(&self, unit: &str, attempt: u32, stream: &str) -> PathBuf {
+        self.state_dir().join(logs::relative(unit, attempt, stream))
+    }
+
+    /// The marker's log paths made absolute under this state dir, for output
+    /// (the marker stores them relative, see [`logs`]).
+    pub fn absolute_logs(&self, m: &mut Marker) {
+        for p in [&mut m.stdout_log, &mut m.stderr_log].into_iter().flatten() {
+            *p = self.state_dir().join(&*p);
+        }
+    }
+
     /// Before an attempt writes anything: none of the paths it writes in or
     /// through (the unit's logs, and the state dir's `units/`, `procs/` and
     /// `dispatch/` directories) may be a symbolic link, or vf would write
     /// outside its state dir.
     pub fn check_attempt_paths(&self, unit: &str, attempt: u32) -> Result<()> {
-        let logs = self.logs_dir(unit);
         let state = self.state_dir();
+        let [out, err] = logs::STREAMS.map(|s| self.log_path(unit, attempt, s));
         let paths = [
             self.dir.clone(),
-            logs.clone(),
-            logs.join(format!("attempt-{attempt}.stdout.log")),
-            logs.join(format!("attempt-{attempt}.stderr.log")),
+            self.logs_dir(unit),
+            out,
+            err,
             state.join("procs"),
             state.join("dispatch"),
         ];
@@ -279,13 +301,17 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let store = MarkerStore::new(t.path());
         let mut m = Marker::new("u1", EngineId::Codex, t.path());
-        m.stdout_log = Some(store.logs_dir("u1").join("attempt-1.stdout.log"));
+        m.attempts = 1;
+        m.point_at_logs();
         store.save(&mut m).unwrap();
         assert_eq!(store.load("u1").unwrap().unwrap(), m);
-        let hostile: [(&str, serde_json::Value); 5] = [
+        let hostile: [(&str, serde_json::Value); 8] = [
             ("unit", "../../escaped".into()),
             ("unit", "u2".into()),
             ("stdoutLog", "/tmp/elsewhere.log".into()),
+            ("stdoutLog", "/etc/passwd".into()),
+            ("stdoutLog", "units/u2/attempt-1.stdout.log".into()),
+            ("stdoutLog", "../../units/u1/attempt-1.stdout.log".into()),
             (
                 "stderrLog",
                 format!("{}/../x.log", store.logs_dir("u1").display()).into(),
@@ -300,13 +326,22 @@ mod tests {
             assert_eq!(err.exit_code(), 5, "{key}={value}: {err}");
             assert!(err.to_string().contains("corrupt"), "{err}");
         }
-        // The same directory reached through `..` is still the unit's own.
+        // An older marker stored them absolute, under wherever the state dir
+        // was then: it loads, in the relative form.
         let mut v = serde_json::to_value(&m).unwrap();
-        let via = t.path().join("units/u1/../u1/attempt-1.stdout.log");
-        std::fs::create_dir_all(store.logs_dir("u1")).unwrap();
-        v["stdoutLog"] = via.display().to_string().into();
+        v["stdoutLog"] = "/old/repo/.vibeflow/units/u1/attempt-1.stdout.log".into();
+        v["stderrLog"] =
+            format!("{}/../s/units/u1/attempt-1.stderr.log", t.path().display()).into();
         std::fs::write(store.path("u1"), serde_json::to_vec(&v).unwrap()).unwrap();
-        assert!(store.load("u1").unwrap().is_some());
+        assert_eq!(store.load("u1").unwrap().unwrap(), m);
+        // For output they are absolute under this state dir.
+        let mut shown = m.clone();
+        store.absolute_logs(&mut shown);
+        let log = |s: &str| Some(t.path().join(format!("units/u1/attempt-1.{s}.log")));
+        assert_eq!(
+            (shown.stdout_log, shown.stderr_log),
+            (log("stdout"), log("stderr"))
+        );
         // An unsafe file name is never taken as a unit.
         std::fs::write(t.path().join("units/a b.json"), b"{}").unwrap();
         let listed = store.list().unwrap();

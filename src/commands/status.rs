@@ -85,6 +85,11 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
         },
         None => store.list()?,
     };
+    let mut entries = entries;
+    // The marker stores its log paths relative to the state dir.
+    for m in entries.iter_mut().filter_map(|e| e.as_mut().ok()) {
+        store.absolute_logs(m);
+    }
     for e in entries.iter().filter_map(|e| e.as_ref().err()) {
         eprintln!("vf: {}", e.message);
     }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{MARKER_FORMAT, Marker, MarkerStore, Problem, Unusable};
+use super::{MARKER_FORMAT, Marker, MarkerStore, Problem, Unusable, logs};
 use crate::error::Result;
 use crate::names;
 use crate::text::one_line;
@@ -34,6 +34,7 @@ impl MarkerStore {
     /// The unit's name comes from the file name, never from the file: a
     /// marker whose own `unit` disagrees, or whose log paths are not the
     /// unit's own logs, is corrupt. A marker from a newer vf is refused as is.
+    /// The log paths come back relative to the state dir.
     pub fn load_checked(&self, unit: &str) -> std::result::Result<Option<Marker>, Unusable> {
         let path = self.path(unit);
         let shown = one_line(&path.display().to_string(), PATH_CHARS);
@@ -70,16 +71,17 @@ impl MarkerStore {
             );
             return Err(fail(Problem::UnsupportedFormat(n), &why));
         }
-        let marker: Marker = serde_json::from_slice(&bytes)
+        let mut marker: Marker = serde_json::from_slice(&bytes)
             .map_err(|e| fail(Problem::Corrupt, &serde_reason(&e)))?;
-        self.check_fields(unit, &marker)
+        self.check_fields(unit, &mut marker)
             .and_then(|()| self.check_layout(unit))
             .map_err(|why| fail(Problem::Corrupt, &why))?;
         Ok(Some(marker))
     }
 
-    /// What a marker says about itself must agree with where it lives.
-    fn check_fields(&self, unit: &str, m: &Marker) -> std::result::Result<(), String> {
+    /// What a marker says about itself must agree with where it lives; its
+    /// log paths are put in their relative form.
+    fn check_fields(&self, unit: &str, m: &mut Marker) -> std::result::Result<(), String> {
         if m.format != MARKER_FORMAT {
             return Err(format!("unknown format {}", m.format));
         }
@@ -89,16 +91,18 @@ impl MarkerStore {
                 crate::text::shown(&m.unit, 80)
             ));
         }
-        let logs = self.logs_dir(unit);
-        for (key, p) in [("stdoutLog", &m.stdout_log), ("stderrLog", &m.stderr_log)] {
-            if let Some(p) = p
-                && !is_file_in(p, &logs)
-            {
-                return Err(format!(
-                    "its {key} {} is not in the unit's log directory {}",
-                    crate::text::shown(&p.to_string_lossy(), 80),
-                    logs.display()
-                ));
+        let [out, err] = logs::STREAMS;
+        for (key, stream, p) in [
+            ("stdoutLog", out, &mut m.stdout_log),
+            ("stderrLog", err, &mut m.stderr_log),
+        ] {
+            if let Some(p) = p {
+                *p = logs::accept(unit, stream, p).map_err(|why| {
+                    format!(
+                        "its {key} {} {why}",
+                        crate::text::shown(&p.to_string_lossy(), 80)
+                    )
+                })?;
             }
         }
         Ok(())
@@ -114,18 +118,6 @@ impl MarkerStore {
         }
         Ok(())
     }
-}
-
-/// `p` names a file directly inside `dir`: the same path as vf writes, or one
-/// that resolves to the same directory (e.g. reached through `..`).
-fn is_file_in(p: &Path, dir: &Path) -> bool {
-    let Some(std::path::Component::Normal(_)) = p.components().next_back() else {
-        return false;
-    };
-    let Some(parent) = p.parent() else {
-        return false;
-    };
-    parent == dir || matches!((parent.canonicalize(), dir.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 #[derive(Deserialize)]

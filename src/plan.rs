@@ -11,12 +11,20 @@ use serde::Deserialize;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
+use crate::text::{one_line, shown};
 
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
 /// A unit's `prompt_file` larger than this is refused; the same limit as a
 /// dispatch's prompt (16 MiB).
 pub const MAX_PROMPT_FILE_BYTES: u64 = 16 << 20;
+/// How much of a path or value from the plan an error shows (escaped).
+const SHOWN_CHARS: usize = 200;
+
+/// A path for a one-line error: control characters escaped, cut.
+fn show_path(p: &Path) -> String {
+    one_line(&p.display().to_string(), SHOWN_CHARS)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,27 +84,24 @@ impl Plan {
 /// Reads and validates a plan file.
 pub fn load(path: &Path) -> Result<Plan> {
     let path = crate::state::absolute(path)?;
+    let shown = show_path(&path);
     let meta = std::fs::metadata(&path)
-        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", path.display())))?;
+        .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     if !meta.is_file() {
-        return Err(VfError::usage(format!(
-            "plan {} is not a file",
-            path.display()
-        )));
+        return Err(VfError::usage(format!("plan {shown} is not a file")));
     }
     if meta.len() > MAX_PLAN_BYTES {
         return Err(VfError::usage(format!(
-            "plan {} is {} bytes; at most {MAX_PLAN_BYTES} are allowed",
-            path.display(),
+            "plan {shown} is {} bytes; at most {MAX_PLAN_BYTES} are allowed",
             meta.len()
         )));
     }
     let text = std::fs::read_to_string(&path)
-        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", path.display())))?;
+        .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
     match parse(&text, &dir) {
         Ok(units) => Ok(Plan { path, units }),
-        Err(e) => Err(VfError::usage(format!("plan {}: {e}", path.display()))),
+        Err(e) => Err(VfError::usage(format!("plan {shown}: {e}"))),
     }
 }
 
@@ -105,7 +110,7 @@ pub fn load(path: &Path) -> Result<Plan> {
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
     let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let msg = e.message().trim().replace('\n', " ");
+        let msg = one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS);
         match e.span() {
             Some(span) => {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -130,7 +135,11 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     for u in &units {
         for d in &u.depends_on {
             if !index.contains_key(d) {
-                return Err(format!("unit {:?} depends on unknown unit {d:?}", u.name));
+                return Err(format!(
+                    "unit {:?} depends on unknown unit {}",
+                    u.name,
+                    shown(d, 80)
+                ));
             }
         }
     }
@@ -156,7 +165,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         None => dir.to_path_buf(),
     };
     if !cwd.is_dir() {
-        return Err(format!("cwd {} is not a directory", cwd.display()));
+        return Err(format!("cwd {} is not a directory", show_path(&cwd)));
     }
     let secs = |key: &str, v: Option<f64>| match v {
         None => Ok(None),
@@ -168,7 +177,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     let mut seen = Vec::new();
     for d in &u.depends_on {
         if seen.contains(d) {
-            return Err(format!("depends on {d:?} twice"));
+            return Err(format!("depends on {} twice", shown(d, 80)));
         }
         if *d == u.name {
             return Err("depends on itself".into());
@@ -192,7 +201,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
 /// device or an endless pipe (`/dev/zero`) is refused instead of read forever.
 fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
     use std::io::Read;
-    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", p.display());
+    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", show_path(p));
     let mut bytes = Vec::new();
     std::fs::File::open(p)
         .map_err(cant)?
@@ -202,11 +211,11 @@ fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
     if bytes.len() as u64 > MAX_PROMPT_FILE_BYTES {
         return Err(format!(
             "prompt_file {} is over the prompt limit of {MAX_PROMPT_FILE_BYTES} bytes",
-            p.display()
+            show_path(p)
         ));
     }
     String::from_utf8(bytes)
-        .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", p.display()))
+        .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
 }
 
 /// A cycle as a closed path of names (`a -> b -> a`), if there is one.
@@ -356,5 +365,32 @@ timeout = 1.5
         let bad = t.path().join("bad.md");
         std::fs::write(&bad, b"\xff\xfe").unwrap();
         assert!(err(&u(bad.to_str().unwrap())).contains("not UTF-8"));
+    }
+
+    #[test]
+    fn paths_and_values_from_the_plan_are_shown_on_one_line() {
+        let u = |extra: &str| format!("[[unit]]\nname = \"a\"\nengine = \"codex\"\n{extra}\n");
+        for (extra, part) in [
+            (
+                "prompt = \"x\"\ncwd = \"a\\nb\\u001b[2J\"",
+                r"a\nb\u{1b}[2J is not a directory",
+            ),
+            (
+                "prompt_file = \"a\\nb\\u001b[2J\"",
+                r"cannot read prompt_file",
+            ),
+            ("prompt_file = \"a\\nb\\u001b[2J\"", r"a\nb\u{1b}[2J"),
+            (
+                "prompt = \"x\"\ndepends_on = [\"z\\nz\\u001b\"]",
+                r#"unknown unit "z\nz\u{1b}""#,
+            ),
+        ] {
+            let e = err(&u(extra));
+            assert!(e.contains(part), "{e}");
+            assert!(!e.contains('\n') && !e.contains('\u{1b}'), "{e:?}");
+        }
+        let long = "y".repeat(20_000);
+        let e = err(&u(&format!("prompt = \"x\"\ndepends_on = [\"{long}\"]")));
+        assert!(e.len() < 300, "{} bytes", e.len());
     }
 }

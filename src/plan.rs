@@ -2,7 +2,8 @@
 //! The whole plan is validated before anything starts; each problem is one
 //! clear usage error.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
 /// A unit's `prompt_file` larger than this is refused; the same limit as a
 /// dispatch's prompt (16 MiB).
 pub const MAX_PROMPT_FILE_BYTES: u64 = 16 << 20;
+/// A dependency cycle's message names at most this many of its units.
+const CYCLE_NAMES: usize = 10;
 /// How much of a path or value from the plan an error shows (escaped).
 const SHOWN_CHARS: usize = 200;
 
@@ -143,10 +146,9 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
             }
         }
     }
-    if let Some(cycle) = find_cycle(&units, &index) {
-        return Err(format!("dependency cycle: {}", cycle.join(" -> ")));
-    }
-    Ok(topo_order(units, &index))
+    let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
+    let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
 }
 
 /// One unit's own checks (the caller names the unit in the error).
@@ -174,15 +176,14 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             "`{key}` must be a positive number of seconds, not {s}"
         )),
     };
-    let mut seen = Vec::new();
+    let mut seen = HashSet::new();
     for d in &u.depends_on {
-        if seen.contains(d) {
-            return Err(format!("depends on {} twice", shown(d, 80)));
-        }
         if *d == u.name {
             return Err("depends on itself".into());
         }
-        seen.push(d.clone());
+        if !seen.insert(d.as_str()) {
+            return Err(format!("depends on {} twice", shown(d, 80)));
+        }
     }
     Ok(PlanUnit {
         stall_timeout: secs("stall_timeout", u.stall_timeout)?,
@@ -218,65 +219,78 @@ fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
         .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
 }
 
-/// A cycle as a closed path of names (`a -> b -> a`), if there is one.
-fn find_cycle(units: &[PlanUnit], index: &HashMap<String, usize>) -> Option<Vec<String>> {
-    // 0 = unvisited, 1 = on the current path, 2 = finished.
-    let mut color = vec![0u8; units.len()];
-    let mut path: Vec<usize> = Vec::new();
-    fn visit(
-        i: usize,
-        units: &[PlanUnit],
-        index: &HashMap<String, usize>,
-        color: &mut [u8],
-        path: &mut Vec<usize>,
-    ) -> Option<Vec<String>> {
-        color[i] = 1;
-        path.push(i);
-        for d in &units[i].depends_on {
-            let j = index[d];
-            if color[j] == 1 {
-                let from = path.iter().position(|&k| k == j).unwrap_or(0);
-                let mut cycle: Vec<String> = path[from..]
-                    .iter()
-                    .map(|&k| units[k].name.clone())
-                    .collect();
-                cycle.push(units[j].name.clone());
-                return Some(cycle);
-            }
-            if color[j] == 0
-                && let Some(c) = visit(j, units, index, color, path)
-            {
-                return Some(c);
-            }
+/// The units' indices in dependency order: each after all of its
+/// dependencies, otherwise in file order (Kahn's algorithm, always taking the
+/// earliest ready unit). `Err`: a cycle, as indices in dependency order.
+/// O((units + dependencies) · log units), no recursion, for plans of any size.
+fn dependency_order(
+    units: &[PlanUnit],
+    index: &HashMap<String, usize>,
+) -> std::result::Result<Vec<usize>, Vec<usize>> {
+    let mut waiting: Vec<usize> = units.iter().map(|u| u.depends_on.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
+    for (i, u) in units.iter().enumerate() {
+        for d in &u.depends_on {
+            dependents[index[d]].push(i);
         }
-        path.pop();
-        color[i] = 2;
-        None
     }
-    (0..units.len()).find_map(|i| {
-        if color[i] == 0 {
-            visit(i, units, index, &mut color, &mut path)
-        } else {
-            None
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..units.len())
+        .filter(|&i| waiting[i] == 0)
+        .map(Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(units.len());
+    while let Some(Reverse(i)) = ready.pop() {
+        order.push(i);
+        for &j in &dependents[i] {
+            waiting[j] -= 1;
+            if waiting[j] == 0 {
+                ready.push(Reverse(j));
+            }
         }
-    })
+    }
+    if order.len() == units.len() {
+        return Ok(order);
+    }
+    Err(cycle_among(units, index, &waiting))
 }
 
-/// Stable topological order (the file order among ready units).
-fn topo_order(units: Vec<PlanUnit>, index: &HashMap<String, usize>) -> Vec<PlanUnit> {
-    let n = units.len();
-    let mut placed = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    while order.len() < n {
-        let next =
-            (0..n).find(|&i| !placed[i] && units[i].depends_on.iter().all(|d| placed[index[d]]));
-        // Acyclic (checked before), so a ready unit always exists.
-        let Some(i) = next else { break };
-        placed[i] = true;
-        order.push(i);
+/// A cycle among the units Kahn's algorithm left (those still `waiting`).
+/// Each of them waits on another one left, so following those links from the
+/// first must come back round: at most one step per unit.
+fn cycle_among(
+    units: &[PlanUnit],
+    index: &HashMap<String, usize>,
+    waiting: &[usize],
+) -> Vec<usize> {
+    let left = |j: &usize| waiting[*j] > 0;
+    let mut on_path: Vec<Option<usize>> = vec![None; units.len()];
+    let mut path = Vec::new();
+    let mut at = (0..units.len()).find(left);
+    while let Some(i) = at {
+        if let Some(start) = on_path[i] {
+            return path.split_off(start);
+        }
+        on_path[i] = Some(path.len());
+        path.push(i);
+        at = units[i].depends_on.iter().map(|d| index[d]).find(left);
     }
-    let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+    path // unreachable for a real cycle; never panic on it
+}
+
+/// `dependency cycle: a -> b -> c -> a`; a long cycle names its first
+/// [`CYCLE_NAMES`] units and how many more there are.
+fn cycle_message(units: &[PlanUnit], cycle: &[usize]) -> String {
+    let name = |i: &usize| units[*i].name.as_str();
+    let shown: Vec<&str> = cycle.iter().take(CYCLE_NAMES).map(name).collect();
+    let first = cycle.first().map_or("", name);
+    match cycle.len().saturating_sub(CYCLE_NAMES) {
+        0 => format!("dependency cycle: {} -> {first}", shown.join(" -> ")),
+        more => format!(
+            "dependency cycle of {} units: {} -> … ({more} more) -> {first}",
+            cycle.len(),
+            shown.join(" -> ")
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -365,6 +379,64 @@ timeout = 1.5
         let bad = t.path().join("bad.md");
         std::fs::write(&bad, b"\xff\xfe").unwrap();
         assert!(err(&u(bad.to_str().unwrap())).contains("not UTF-8"));
+    }
+
+    /// `n` units named `u0..`, unit `i` depending on `deps(i)`.
+    fn units(n: usize, deps: impl Fn(usize) -> Vec<usize>) -> String {
+        (0..n)
+            .map(|i| {
+                let d: Vec<String> = deps(i).iter().map(|j| format!("\"u{j}\"")).collect();
+                format!(
+                    "[[unit]]\nname=\"u{i}\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[{}]\n",
+                    d.join(",")
+                )
+            })
+            .collect()
+    }
+
+    fn order_of(text: &str) -> Vec<String> {
+        let t = tempfile::tempdir().unwrap();
+        parse(text, t.path())
+            .unwrap()
+            .into_iter()
+            .map(|u| u.name)
+            .collect()
+    }
+
+    #[test]
+    fn ready_units_keep_their_file_order() {
+        // u0 needs u2; u3 needs u0 and u1.
+        let deps = |i| match i {
+            0 => vec![2],
+            3 => vec![0, 1],
+            _ => vec![],
+        };
+        assert_eq!(order_of(&units(4, deps)), ["u1", "u2", "u0", "u3"]);
+    }
+
+    #[test]
+    fn long_chains_and_cycles_are_handled_without_recursion() {
+        // Each unit needs the next: the reverse of the file order.
+        let n = 30_000;
+        let order = order_of(&units(n, |i| if i + 1 < n { vec![i + 1] } else { vec![] }));
+        assert_eq!(order.first().map(String::as_str), Some("u29999"));
+        assert_eq!(order.last().map(String::as_str), Some("u0"));
+        // A cycle of them all: named, cut.
+        let e = err(&units(n, |i| vec![(i + 1) % n]));
+        let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
+        assert_eq!(
+            e,
+            format!(
+                "dependency cycle of {n} units: {} -> … ({} more) -> u0",
+                names.join(" -> "),
+                n - 10
+            )
+        );
+        let e = err(&units(
+            4,
+            |i| if i == 0 { vec![1] } else { vec![1 + i % 3] },
+        ));
+        assert_eq!(e, "dependency cycle: u1 -> u2 -> u3 -> u1");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::dispatch::MAX_PROMPT_BYTES;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
@@ -16,9 +17,6 @@ use crate::text::{one_line, shown};
 
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
-/// A unit's `prompt_file` larger than this is refused; the same limit as a
-/// dispatch's prompt (16 MiB).
-pub const MAX_PROMPT_FILE_BYTES: u64 = 16 << 20;
 /// A dependency cycle's message names at most this many of its units.
 const CYCLE_NAMES: usize = 10;
 /// How much of a path or value from the plan an error shows (escaped).
@@ -198,20 +196,33 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     })
 }
 
-/// Reads at most [`MAX_PROMPT_FILE_BYTES`] (+1 to know it is over), so a
-/// device or an endless pipe (`/dev/zero`) is refused instead of read forever.
+/// Reads a regular file of at most [`MAX_PROMPT_BYTES`]. A FIFO, a device
+/// (`/dev/zero`) or a directory is refused without being read: a plan can come
+/// with a repository, and nothing in it may block or exhaust vf.
 fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", show_path(p));
+    // Non-blocking, so opening a FIFO without a writer returns at once.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(cant)?;
+    if !file.metadata().map_err(cant)?.is_file() {
+        return Err(format!(
+            "prompt_file {} is not a regular file",
+            show_path(p)
+        ));
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(p)
-        .map_err(cant)?
-        .take(MAX_PROMPT_FILE_BYTES + 1)
+    // +1 to know it is over, even if it grew since.
+    file.take(MAX_PROMPT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(cant)?;
-    if bytes.len() as u64 > MAX_PROMPT_FILE_BYTES {
+    if bytes.len() > MAX_PROMPT_BYTES {
         return Err(format!(
-            "prompt_file {} is over the prompt limit of {MAX_PROMPT_FILE_BYTES} bytes",
+            "prompt_file {} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)",
             show_path(p)
         ));
     }
@@ -369,13 +380,27 @@ timeout = 1.5
     }
 
     #[test]
-    fn an_endless_prompt_file_is_refused_not_read_forever() {
+    fn a_prompt_file_that_is_not_a_regular_file_or_too_large_is_refused_unread() {
         let u = |f: &str| {
             format!("[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt_file = \"{f}\"\n")
         };
-        let e = err(&u("/dev/zero"));
-        assert!(e.contains("over the prompt limit"), "{e}");
         let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for p in [
+            "/dev/zero",
+            fifo.to_str().unwrap(),
+            t.path().to_str().unwrap(),
+        ] {
+            let e = err(&u(p));
+            assert!(e.contains("is not a regular file"), "{p}: {e}");
+        }
+        let big = t.path().join("big.md");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_PROMPT_BYTES as u64 + 1).unwrap();
+        let e = err(&u(big.to_str().unwrap()));
+        assert!(e.contains("over the prompt limit"), "{e}");
         let bad = t.path().join("bad.md");
         std::fs::write(&bad, b"\xff\xfe").unwrap();
         assert!(err(&u(bad.to_str().unwrap())).contains("not UTF-8"));

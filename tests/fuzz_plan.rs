@@ -423,15 +423,11 @@ fn a_long_cycle_is_refused_with_exit_2_and_a_short_message() {
     );
 }
 
-/// FUZZ FINDING (not fixed here): `prompt_file` is read whole with no size
-/// cap and no file-type check (the plan itself has both). `/dev/zero` grows
-/// until memory runs out (the release binary under a 2 GB limit: "cannot
-/// read prompt_file /dev/zero: out of memory" after 5 s; without a limit, the
-/// machine's memory); a FIFO blocks `vf orchestrate` forever. Issue 11 item
-/// 14 asks for a documented prompt cap. Fix: refuse a non-regular file and
-/// one over the cap before reading. Then drop the `ignore`.
+/// Fuzz finding 6 (docs/FUZZING.md): `prompt_file` was read with no
+/// file-type check: `/dev/zero` grew until memory ran out (since capped at
+/// 16 MiB), and a FIFO blocked `vf orchestrate` forever. A prompt file must be
+/// a regular file, checked on the opened file before reading.
 #[test]
-#[ignore = "fuzz finding: prompt_file is read without a cap (see comment)"]
 fn a_prompt_file_that_never_ends_is_refused() {
     let t = plan_dir();
     let fifo = t.path().join("fifo");

@@ -214,6 +214,19 @@ fn a_zombie_vf_is_not_a_live_owner() {
 
 #[test]
 fn resume_ends_the_orphan_of_a_killed_vf_first() {
+    ends_the_orphan_before(&["resume", "a", "--output", "json"]);
+}
+
+/// A new dispatch of the unit (fresh, or on its session) is just as much a
+/// second engine on it as a resume.
+#[test]
+fn dispatch_ends_the_orphan_of_a_killed_vf_first() {
+    ends_the_orphan_before(&["dispatch", "-e", "codex", "--unit", "a", "--prompt", "y"]);
+}
+
+/// kill -9 a dispatch of unit `a` whose engine hangs, then run `rerun`: the
+/// proven orphan is ended before the new engine starts.
+fn ends_the_orphan_before(rerun: &[&str]) {
     let env = Env::new();
     // A dispatch whose engine hangs after printing its session; then kill -9 vf.
     let mut c = env.cmd(&["dispatch", "-e", "codex", "--unit", "a", "--prompt", "x"]);
@@ -233,7 +246,7 @@ fn resume_ends_the_orphan_of_a_killed_vf_first() {
     let pgid = found[0].pgid.unwrap();
     assert!(!vf::orphans::group_members(pgid).is_empty());
 
-    let out = env.run(&["resume", "a", "--output", "json"]);
+    let out = env.run(rerun);
     // Live members only: a killed orphan may stay a zombie until init reaps it.
     let alive_after = !vf::orphans::group_members(pgid).is_empty();
     if alive_after {
@@ -260,11 +273,25 @@ fn dead_vf_record(state: &Path, unit: &str, pgid: i32) {
 
 #[test]
 fn resume_refuses_while_an_unproven_group_of_the_unit_runs() {
+    refuses_while_an_unproven_group_runs(&["resume", "b", "--output", "json"]);
+}
+
+#[test]
+fn dispatch_refuses_while_an_unproven_group_of_the_unit_runs() {
+    refuses_while_an_unproven_group_runs(&[
+        "dispatch", "-e", "codex", "--unit", "b", "--prompt", "y",
+    ]);
+}
+
+/// A failed unit `b` with a record of a dead vf whose group cannot be proven
+/// ours: `rerun` is refused (exit 2, naming `vf doctor --fix`), nothing starts.
+fn refuses_while_an_unproven_group_runs(rerun: &[&str]) {
     let env = Env::new();
     env.save(&mut env.marker("b", vf::marker::UnitState::Failed));
+    let before = std::fs::read(env.marker_path("b")).unwrap();
     let (pgid, _) = leaderless_group();
     dead_vf_record(&env.state(), "b", pgid);
-    let out = env.run(&["resume", "b", "--output", "json"]);
+    let out = env.run(rerun);
     let alive = !vf::orphans::group_members(pgid).is_empty();
     signal(-pgid, libc::SIGKILL);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -272,6 +299,7 @@ fn resume_refuses_while_an_unproven_group_of_the_unit_runs() {
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert!(alive, "vf ended a group it could not prove");
     assert!(!env.args_log().exists(), "an engine was started");
+    assert_eq!(std::fs::read(env.marker_path("b")).unwrap(), before);
 }
 
 #[test]

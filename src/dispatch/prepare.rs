@@ -70,6 +70,7 @@ pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<P
     };
     check_argv(spec, &inv)?;
     warnings.extend(inv.warnings.iter().cloned());
+    take_over_orphans(spec, &mut warnings)?;
     Ok(Prepared {
         _lock: lock,
         store,
@@ -80,6 +81,22 @@ pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<P
         inv,
         warnings,
     })
+}
+
+/// Never a second engine on the unit: an engine a killed vf left running is
+/// ended first when it is provably that engine; anything that cannot be
+/// proven gone refuses the run (exit 2). Last of the checks, so a run refused
+/// for another reason ends nothing.
+fn take_over_orphans(spec: &UnitSpec, warnings: &mut Vec<String>) -> Result<()> {
+    let ended = crate::orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
+        .map_err(|why| VfError::usage(format!("cannot run unit {:?}: {why}", spec.unit)))?;
+    for f in ended {
+        warnings.push(format!(
+            "ended the engine left running by a dead vf (process group {})",
+            f.pgid.unwrap_or(0)
+        ));
+    }
+    Ok(())
 }
 
 /// What can be judged from the request alone.

@@ -11,10 +11,13 @@ use serde_json::Value;
 use crate::engine::EngineId;
 use crate::error::{Result, VfError};
 use crate::fsutil::{now_rfc3339, write_atomic};
-use crate::names;
 use crate::procinfo::{Liveness, ProcIdentity};
 
+mod load;
+pub mod logs;
 pub mod policy;
+
+pub use load::MAX_MARKER_BYTES;
 
 pub const MARKER_FORMAT: u32 = 1;
 
@@ -106,6 +109,14 @@ impl Marker {
         }
     }
 
+    /// Points `stdoutLog`/`stderrLog` at the current attempt's raw logs,
+    /// relative to the state dir (see [`logs`]).
+    pub fn point_at_logs(&mut self) {
+        let [out, err] = logs::STREAMS;
+        self.stdout_log = Some(logs::relative(&self.unit, self.attempts, out));
+        self.stderr_log = Some(logs::relative(&self.unit, self.attempts, err));
+    }
+
     /// True when a `running` marker's supervisor is provably still alive.
     pub fn owner_alive(&self) -> Liveness {
         match &self.owner {
@@ -174,105 +185,21 @@ impl MarkerStore {
         self.dir.join(unit)
     }
 
-    /// `Ok(None)` when there is no marker; an error (exit 5) when it exists
-    /// but cannot be used.
-    pub fn load(&self, unit: &str) -> Result<Option<Marker>> {
-        Ok(self.load_checked(unit)?)
+    fn state_dir(&self) -> &Path {
+        self.dir.parent().unwrap_or(Path::new("."))
     }
 
-    /// [`MarkerStore::load`], keeping why a marker cannot be used.
-    ///
-    /// The unit's name comes from the file name, never from the file: a
-    /// marker whose own `unit` disagrees, or whose log paths leave the unit's
-    /// log directory, is corrupt. A marker from a newer vf is refused as is.
-    pub fn load_checked(&self, unit: &str) -> std::result::Result<Option<Marker>, Unusable> {
-        let path = self.path(unit);
-        let fail = |problem: Problem, why: String| Unusable {
-            unit: unit.to_string(),
-            path: path.clone(),
-            message: match &problem {
-                Problem::UnsupportedFormat(_) => format!("marker {} {why}", path.display()),
-                _ => format!(
-                    "marker {} is corrupt ({why}); vf will not overwrite it: inspect it, then move it aside",
-                    path.display()
-                ),
-            },
-            problem,
-        };
-        if let Err(e) = names::check("unit name", unit) {
-            return Err(fail(
-                Problem::Corrupt,
-                format!("its file name is unsafe: {e}"),
-            ));
-        }
-        let bytes = match crate::fsutil::read_no_follow(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
-                return Err(fail(Problem::Corrupt, "it is a symbolic link".into()));
-            }
-            Err(e) => {
-                return Err(Unusable {
-                    message: format!("cannot read marker {}: {e}", path.display()),
-                    ..fail(Problem::Unreadable, String::new())
-                });
-            }
-        };
-        // The format first: a newer marker may not parse as this one at all.
-        if let Ok(FormatOnly { format: Some(n) }) = serde_json::from_slice(&bytes)
-            && n > u64::from(MARKER_FORMAT)
-        {
-            return Err(fail(
-                Problem::UnsupportedFormat(n),
-                format!(
-                    "has format {n}, but this vf reads format {MARKER_FORMAT}; vf leaves it untouched: use a newer vf"
-                ),
-            ));
-        }
-        let marker: Marker =
-            serde_json::from_slice(&bytes).map_err(|e| fail(Problem::Corrupt, e.to_string()))?;
-        self.check_fields(unit, &marker)
-            .map_err(|why| fail(Problem::Corrupt, why))?;
-        self.check_layout(unit)
-            .map_err(|why| fail(Problem::Corrupt, why))?;
-        Ok(Some(marker))
+    /// Where `unit`'s raw `stream` log of `attempt` is written.
+    pub fn log_path(&self, unit: &str, attempt: u32, stream: &str) -> PathBuf {
+        self.state_dir().join(logs::relative(unit, attempt, stream))
     }
 
-    /// What a marker says about itself must agree with where it lives.
-    fn check_fields(&self, unit: &str, m: &Marker) -> std::result::Result<(), String> {
-        if m.format != MARKER_FORMAT {
-            return Err(format!("unknown format {}", m.format));
+    /// The marker's log paths made absolute under this state dir, for output
+    /// (the marker stores them relative, see [`logs`]).
+    pub fn absolute_logs(&self, m: &mut Marker) {
+        for p in [&mut m.stdout_log, &mut m.stderr_log].into_iter().flatten() {
+            *p = self.state_dir().join(&*p);
         }
-        if m.unit != unit {
-            return Err(format!(
-                "its unit field {:?} does not match its file name",
-                crate::text::cut(&m.unit, 80)
-            ));
-        }
-        let logs = self.logs_dir(unit);
-        for (key, p) in [("stdoutLog", &m.stdout_log), ("stderrLog", &m.stderr_log)] {
-            if let Some(p) = p
-                && !is_file_in(p, &logs)
-            {
-                return Err(format!(
-                    "its {key} {} is not in the unit's log directory {}",
-                    p.display(),
-                    logs.display()
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Refuses a unit whose log directory vf would write through a symbolic
-    /// link (a cloned repository can bring its own `.vibeflow/`).
-    fn check_layout(&self, unit: &str) -> std::result::Result<(), String> {
-        for p in [self.dir.clone(), self.logs_dir(unit)] {
-            if is_symlink(&p) {
-                return Err(format!("{} is a symbolic link", p.display()));
-            }
-        }
-        Ok(())
     }
 
     /// Before an attempt writes anything: none of the paths it writes in or
@@ -280,13 +207,13 @@ impl MarkerStore {
     /// `dispatch/` directories) may be a symbolic link, or vf would write
     /// outside its state dir.
     pub fn check_attempt_paths(&self, unit: &str, attempt: u32) -> Result<()> {
-        let logs = self.logs_dir(unit);
-        let state = self.dir.parent().unwrap_or(Path::new("."));
+        let state = self.state_dir();
+        let [out, err] = logs::STREAMS.map(|s| self.log_path(unit, attempt, s));
         let paths = [
             self.dir.clone(),
-            logs.clone(),
-            logs.join(format!("attempt-{attempt}.stdout.log")),
-            logs.join(format!("attempt-{attempt}.stderr.log")),
+            self.logs_dir(unit),
+            out,
+            err,
             state.join("procs"),
             state.join("dispatch"),
         ];
@@ -340,25 +267,8 @@ impl MarkerStore {
     }
 }
 
-#[derive(Deserialize)]
-struct FormatOnly {
-    format: Option<u64>,
-}
-
 fn is_symlink(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
-}
-
-/// `p` names a file directly inside `dir`: the same path as vf writes, or one
-/// that resolves to the same directory (e.g. reached through `..`).
-fn is_file_in(p: &Path, dir: &Path) -> bool {
-    let Some(std::path::Component::Normal(_)) = p.components().next_back() else {
-        return false;
-    };
-    let Some(parent) = p.parent() else {
-        return false;
-    };
-    parent == dir || matches!((parent.canonicalize(), dir.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 #[cfg(test)]
@@ -391,13 +301,17 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let store = MarkerStore::new(t.path());
         let mut m = Marker::new("u1", EngineId::Codex, t.path());
-        m.stdout_log = Some(store.logs_dir("u1").join("attempt-1.stdout.log"));
+        m.attempts = 1;
+        m.point_at_logs();
         store.save(&mut m).unwrap();
         assert_eq!(store.load("u1").unwrap().unwrap(), m);
-        let hostile: [(&str, serde_json::Value); 5] = [
+        let hostile: [(&str, serde_json::Value); 8] = [
             ("unit", "../../escaped".into()),
             ("unit", "u2".into()),
             ("stdoutLog", "/tmp/elsewhere.log".into()),
+            ("stdoutLog", "/etc/passwd".into()),
+            ("stdoutLog", "units/u2/attempt-1.stdout.log".into()),
+            ("stdoutLog", "../../units/u1/attempt-1.stdout.log".into()),
             (
                 "stderrLog",
                 format!("{}/../x.log", store.logs_dir("u1").display()).into(),
@@ -412,17 +326,55 @@ mod tests {
             assert_eq!(err.exit_code(), 5, "{key}={value}: {err}");
             assert!(err.to_string().contains("corrupt"), "{err}");
         }
-        // The same directory reached through `..` is still the unit's own.
+        // An older marker stored them absolute, under wherever the state dir
+        // was then: it loads, in the relative form.
         let mut v = serde_json::to_value(&m).unwrap();
-        let via = t.path().join("units/u1/../u1/attempt-1.stdout.log");
-        std::fs::create_dir_all(store.logs_dir("u1")).unwrap();
-        v["stdoutLog"] = via.display().to_string().into();
+        v["stdoutLog"] = "/old/repo/.vibeflow/units/u1/attempt-1.stdout.log".into();
+        v["stderrLog"] =
+            format!("{}/../s/units/u1/attempt-1.stderr.log", t.path().display()).into();
         std::fs::write(store.path("u1"), serde_json::to_vec(&v).unwrap()).unwrap();
-        assert!(store.load("u1").unwrap().is_some());
+        assert_eq!(store.load("u1").unwrap().unwrap(), m);
+        // For output they are absolute under this state dir.
+        let mut shown = m.clone();
+        store.absolute_logs(&mut shown);
+        let log = |s: &str| Some(t.path().join(format!("units/u1/attempt-1.{s}.log")));
+        assert_eq!(
+            (shown.stdout_log, shown.stderr_log),
+            (log("stdout"), log("stderr"))
+        );
         // An unsafe file name is never taken as a unit.
         std::fs::write(t.path().join("units/a b.json"), b"{}").unwrap();
         let listed = store.list().unwrap();
         assert_eq!(listed[0].as_ref().unwrap_err().problem, Problem::Corrupt);
+    }
+
+    #[test]
+    fn errors_are_one_line_with_the_bad_value_escaped_and_cut() {
+        let t = tempfile::tempdir().unwrap();
+        let store = MarkerStore::new(t.path());
+        let mut m = Marker::new("u1", EngineId::Codex, t.path());
+        store.save(&mut m).unwrap();
+        for (key, bad) in [
+            ("engine", "codex\n\u{1b}[7mINJECTED\u{1b}[0m".to_string()),
+            ("attempts", "x".repeat(20_000)),
+            ("stdoutLog", format!("/etc/\u{1b}[2J{}", "y".repeat(20_000))),
+        ] {
+            let mut v = serde_json::to_value(&m).unwrap();
+            v[key] = bad.into();
+            std::fs::write(store.path("u1"), serde_json::to_vec(&v).unwrap()).unwrap();
+            let msg = store.load("u1").unwrap_err().to_string();
+            assert!(!msg.contains('\n') && !msg.contains('\u{1b}'), "{msg:?}");
+            assert!(msg.len() < 1024, "{key}: {} bytes", msg.len());
+            assert!(
+                msg.contains(&store.path("u1").display().to_string()),
+                "{msg}"
+            );
+        }
+        // Not a regular file: refused at once, never read (a FIFO would block).
+        std::fs::remove_file(store.path("u1")).unwrap();
+        let c = std::ffi::CString::new(store.path("u1").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
     }
 
     #[test]

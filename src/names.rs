@@ -1,6 +1,7 @@
 //! Names that become file names under the state dir (units, attachments).
 
 use crate::error::{Result, VfError};
+use crate::text::is_invisible;
 
 pub const MAX_NAME_LEN: usize = 64;
 
@@ -48,21 +49,6 @@ pub fn check(what: &str, name: &str) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Control characters plus the Unicode characters that change how text is
-/// displayed without being visible (bidi overrides, zero-width marks, BOM).
-fn is_invisible(c: char) -> bool {
-    c.is_control()
-        || matches!(c,
-            '\u{00AD}'
-            | '\u{061C}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{2028}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{FEFF}'
-            | '\u{FFF9}'..='\u{FFFB}')
 }
 
 fn shown(name: &str) -> String {

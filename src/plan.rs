@@ -2,21 +2,30 @@
 //! The whole plan is validated before anything starts; each problem is one
 //! clear usage error.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::dispatch::MAX_PROMPT_BYTES;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
+use crate::text::{one_line, shown};
 
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
-/// A unit's `prompt_file` larger than this is refused; the same limit as a
-/// dispatch's prompt (16 MiB).
-pub const MAX_PROMPT_FILE_BYTES: u64 = 16 << 20;
+/// A dependency cycle's message names at most this many of its units.
+const CYCLE_NAMES: usize = 10;
+/// How much of a path or value from the plan an error shows (escaped).
+const SHOWN_CHARS: usize = 200;
+
+/// A path for a one-line error: control characters escaped, cut.
+fn show_path(p: &Path) -> String {
+    one_line(&p.display().to_string(), SHOWN_CHARS)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,27 +85,24 @@ impl Plan {
 /// Reads and validates a plan file.
 pub fn load(path: &Path) -> Result<Plan> {
     let path = crate::state::absolute(path)?;
+    let shown = show_path(&path);
     let meta = std::fs::metadata(&path)
-        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", path.display())))?;
+        .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     if !meta.is_file() {
-        return Err(VfError::usage(format!(
-            "plan {} is not a file",
-            path.display()
-        )));
+        return Err(VfError::usage(format!("plan {shown} is not a file")));
     }
     if meta.len() > MAX_PLAN_BYTES {
         return Err(VfError::usage(format!(
-            "plan {} is {} bytes; at most {MAX_PLAN_BYTES} are allowed",
-            path.display(),
+            "plan {shown} is {} bytes; at most {MAX_PLAN_BYTES} are allowed",
             meta.len()
         )));
     }
     let text = std::fs::read_to_string(&path)
-        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", path.display())))?;
+        .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
     match parse(&text, &dir) {
         Ok(units) => Ok(Plan { path, units }),
-        Err(e) => Err(VfError::usage(format!("plan {}: {e}", path.display()))),
+        Err(e) => Err(VfError::usage(format!("plan {shown}: {e}"))),
     }
 }
 
@@ -105,7 +111,7 @@ pub fn load(path: &Path) -> Result<Plan> {
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
     let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let msg = e.message().trim().replace('\n', " ");
+        let msg = one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS);
         match e.span() {
             Some(span) => {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -130,14 +136,17 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     for u in &units {
         for d in &u.depends_on {
             if !index.contains_key(d) {
-                return Err(format!("unit {:?} depends on unknown unit {d:?}", u.name));
+                return Err(format!(
+                    "unit {:?} depends on unknown unit {}",
+                    u.name,
+                    shown(d, 80)
+                ));
             }
         }
     }
-    if let Some(cycle) = find_cycle(&units, &index) {
-        return Err(format!("dependency cycle: {}", cycle.join(" -> ")));
-    }
-    Ok(topo_order(units, &index))
+    let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
+    let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
 }
 
 /// One unit's own checks (the caller names the unit in the error).
@@ -156,7 +165,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         None => dir.to_path_buf(),
     };
     if !cwd.is_dir() {
-        return Err(format!("cwd {} is not a directory", cwd.display()));
+        return Err(format!("cwd {} is not a directory", show_path(&cwd)));
     }
     let secs = |key: &str, v: Option<f64>| match v {
         None => Ok(None),
@@ -165,15 +174,14 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             "`{key}` must be a positive number of seconds, not {s}"
         )),
     };
-    let mut seen = Vec::new();
+    let mut seen = HashSet::new();
     for d in &u.depends_on {
-        if seen.contains(d) {
-            return Err(format!("depends on {d:?} twice"));
-        }
         if *d == u.name {
             return Err("depends on itself".into());
         }
-        seen.push(d.clone());
+        if !seen.insert(d.as_str()) {
+            return Err(format!("depends on {} twice", shown(d, 80)));
+        }
     }
     Ok(PlanUnit {
         stall_timeout: secs("stall_timeout", u.stall_timeout)?,
@@ -188,86 +196,112 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     })
 }
 
-/// Reads at most [`MAX_PROMPT_FILE_BYTES`] (+1 to know it is over), so a
-/// device or an endless pipe (`/dev/zero`) is refused instead of read forever.
+/// Reads a regular file of at most [`MAX_PROMPT_BYTES`]. A FIFO, a device
+/// (`/dev/zero`) or a directory is refused without being read: a plan can come
+/// with a repository, and nothing in it may block or exhaust vf.
 fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
     use std::io::Read;
-    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", p.display());
+    use std::os::unix::fs::OpenOptionsExt;
+    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", show_path(p));
+    // Non-blocking, so opening a FIFO without a writer returns at once.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(cant)?;
+    if !file.metadata().map_err(cant)?.is_file() {
+        return Err(format!(
+            "prompt_file {} is not a regular file",
+            show_path(p)
+        ));
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(p)
-        .map_err(cant)?
-        .take(MAX_PROMPT_FILE_BYTES + 1)
+    // +1 to know it is over, even if it grew since.
+    file.take(MAX_PROMPT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(cant)?;
-    if bytes.len() as u64 > MAX_PROMPT_FILE_BYTES {
+    if bytes.len() > MAX_PROMPT_BYTES {
         return Err(format!(
-            "prompt_file {} is over the prompt limit of {MAX_PROMPT_FILE_BYTES} bytes",
-            p.display()
+            "prompt_file {} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)",
+            show_path(p)
         ));
     }
     String::from_utf8(bytes)
-        .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", p.display()))
+        .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
 }
 
-/// A cycle as a closed path of names (`a -> b -> a`), if there is one.
-fn find_cycle(units: &[PlanUnit], index: &HashMap<String, usize>) -> Option<Vec<String>> {
-    // 0 = unvisited, 1 = on the current path, 2 = finished.
-    let mut color = vec![0u8; units.len()];
-    let mut path: Vec<usize> = Vec::new();
-    fn visit(
-        i: usize,
-        units: &[PlanUnit],
-        index: &HashMap<String, usize>,
-        color: &mut [u8],
-        path: &mut Vec<usize>,
-    ) -> Option<Vec<String>> {
-        color[i] = 1;
-        path.push(i);
-        for d in &units[i].depends_on {
-            let j = index[d];
-            if color[j] == 1 {
-                let from = path.iter().position(|&k| k == j).unwrap_or(0);
-                let mut cycle: Vec<String> = path[from..]
-                    .iter()
-                    .map(|&k| units[k].name.clone())
-                    .collect();
-                cycle.push(units[j].name.clone());
-                return Some(cycle);
-            }
-            if color[j] == 0
-                && let Some(c) = visit(j, units, index, color, path)
-            {
-                return Some(c);
-            }
+/// The units' indices in dependency order: each after all of its
+/// dependencies, otherwise in file order (Kahn's algorithm, always taking the
+/// earliest ready unit). `Err`: a cycle, as indices in dependency order.
+/// O((units + dependencies) · log units), no recursion, for plans of any size.
+fn dependency_order(
+    units: &[PlanUnit],
+    index: &HashMap<String, usize>,
+) -> std::result::Result<Vec<usize>, Vec<usize>> {
+    let mut waiting: Vec<usize> = units.iter().map(|u| u.depends_on.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
+    for (i, u) in units.iter().enumerate() {
+        for d in &u.depends_on {
+            dependents[index[d]].push(i);
         }
-        path.pop();
-        color[i] = 2;
-        None
     }
-    (0..units.len()).find_map(|i| {
-        if color[i] == 0 {
-            visit(i, units, index, &mut color, &mut path)
-        } else {
-            None
-        }
-    })
-}
-
-/// Stable topological order (the file order among ready units).
-fn topo_order(units: Vec<PlanUnit>, index: &HashMap<String, usize>) -> Vec<PlanUnit> {
-    let n = units.len();
-    let mut placed = vec![false; n];
-    let mut order = Vec::with_capacity(n);
-    while order.len() < n {
-        let next =
-            (0..n).find(|&i| !placed[i] && units[i].depends_on.iter().all(|d| placed[index[d]]));
-        // Acyclic (checked before), so a ready unit always exists.
-        let Some(i) = next else { break };
-        placed[i] = true;
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..units.len())
+        .filter(|&i| waiting[i] == 0)
+        .map(Reverse)
+        .collect();
+    let mut order = Vec::with_capacity(units.len());
+    while let Some(Reverse(i)) = ready.pop() {
         order.push(i);
+        for &j in &dependents[i] {
+            waiting[j] -= 1;
+            if waiting[j] == 0 {
+                ready.push(Reverse(j));
+            }
+        }
     }
-    let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+    if order.len() == units.len() {
+        return Ok(order);
+    }
+    Err(cycle_among(units, index, &waiting))
+}
+
+/// A cycle among the units Kahn's algorithm left (those still `waiting`).
+/// Each of them waits on another one left, so following those links from the
+/// first must come back round: at most one step per unit.
+fn cycle_among(
+    units: &[PlanUnit],
+    index: &HashMap<String, usize>,
+    waiting: &[usize],
+) -> Vec<usize> {
+    let left = |j: &usize| waiting[*j] > 0;
+    let mut on_path: Vec<Option<usize>> = vec![None; units.len()];
+    let mut path = Vec::new();
+    let mut at = (0..units.len()).find(left);
+    while let Some(i) = at {
+        if let Some(start) = on_path[i] {
+            return path.split_off(start);
+        }
+        on_path[i] = Some(path.len());
+        path.push(i);
+        at = units[i].depends_on.iter().map(|d| index[d]).find(left);
+    }
+    path // unreachable for a real cycle; never panic on it
+}
+
+/// `dependency cycle: a -> b -> c -> a`; a long cycle names its first
+/// [`CYCLE_NAMES`] units and how many more there are.
+fn cycle_message(units: &[PlanUnit], cycle: &[usize]) -> String {
+    let name = |i: &usize| units[*i].name.as_str();
+    let shown: Vec<&str> = cycle.iter().take(CYCLE_NAMES).map(name).collect();
+    let first = cycle.first().map_or("", name);
+    match cycle.len().saturating_sub(CYCLE_NAMES) {
+        0 => format!("dependency cycle: {} -> {first}", shown.join(" -> ")),
+        more => format!(
+            "dependency cycle of {} units: {} -> … ({more} more) -> {first}",
+            cycle.len(),
+            shown.join(" -> ")
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -346,15 +380,114 @@ timeout = 1.5
     }
 
     #[test]
-    fn an_endless_prompt_file_is_refused_not_read_forever() {
+    fn a_prompt_file_that_is_not_a_regular_file_or_too_large_is_refused_unread() {
         let u = |f: &str| {
             format!("[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt_file = \"{f}\"\n")
         };
-        let e = err(&u("/dev/zero"));
-        assert!(e.contains("over the prompt limit"), "{e}");
         let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for p in [
+            "/dev/zero",
+            fifo.to_str().unwrap(),
+            t.path().to_str().unwrap(),
+        ] {
+            let e = err(&u(p));
+            assert!(e.contains("is not a regular file"), "{p}: {e}");
+        }
+        let big = t.path().join("big.md");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_PROMPT_BYTES as u64 + 1).unwrap();
+        let e = err(&u(big.to_str().unwrap()));
+        assert!(e.contains("over the prompt limit"), "{e}");
         let bad = t.path().join("bad.md");
         std::fs::write(&bad, b"\xff\xfe").unwrap();
         assert!(err(&u(bad.to_str().unwrap())).contains("not UTF-8"));
+    }
+
+    /// `n` units named `u0..`, unit `i` depending on `deps(i)`.
+    fn units(n: usize, deps: impl Fn(usize) -> Vec<usize>) -> String {
+        (0..n)
+            .map(|i| {
+                let d: Vec<String> = deps(i).iter().map(|j| format!("\"u{j}\"")).collect();
+                format!(
+                    "[[unit]]\nname=\"u{i}\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[{}]\n",
+                    d.join(",")
+                )
+            })
+            .collect()
+    }
+
+    fn order_of(text: &str) -> Vec<String> {
+        let t = tempfile::tempdir().unwrap();
+        parse(text, t.path())
+            .unwrap()
+            .into_iter()
+            .map(|u| u.name)
+            .collect()
+    }
+
+    #[test]
+    fn ready_units_keep_their_file_order() {
+        // u0 needs u2; u3 needs u0 and u1.
+        let deps = |i| match i {
+            0 => vec![2],
+            3 => vec![0, 1],
+            _ => vec![],
+        };
+        assert_eq!(order_of(&units(4, deps)), ["u1", "u2", "u0", "u3"]);
+    }
+
+    #[test]
+    fn long_chains_and_cycles_are_handled_without_recursion() {
+        // Each unit needs the next: the reverse of the file order.
+        let n = 30_000;
+        let order = order_of(&units(n, |i| if i + 1 < n { vec![i + 1] } else { vec![] }));
+        assert_eq!(order.first().map(String::as_str), Some("u29999"));
+        assert_eq!(order.last().map(String::as_str), Some("u0"));
+        // A cycle of them all: named, cut.
+        let e = err(&units(n, |i| vec![(i + 1) % n]));
+        let names: Vec<String> = (0..10).map(|i| format!("u{i}")).collect();
+        assert_eq!(
+            e,
+            format!(
+                "dependency cycle of {n} units: {} -> … ({} more) -> u0",
+                names.join(" -> "),
+                n - 10
+            )
+        );
+        let e = err(&units(
+            4,
+            |i| if i == 0 { vec![1] } else { vec![1 + i % 3] },
+        ));
+        assert_eq!(e, "dependency cycle: u1 -> u2 -> u3 -> u1");
+    }
+
+    #[test]
+    fn paths_and_values_from_the_plan_are_shown_on_one_line() {
+        let u = |extra: &str| format!("[[unit]]\nname = \"a\"\nengine = \"codex\"\n{extra}\n");
+        for (extra, part) in [
+            (
+                "prompt = \"x\"\ncwd = \"a\\nb\\u001b[2J\"",
+                r"a\nb\u{1b}[2J is not a directory",
+            ),
+            (
+                "prompt_file = \"a\\nb\\u001b[2J\"",
+                r"cannot read prompt_file",
+            ),
+            ("prompt_file = \"a\\nb\\u001b[2J\"", r"a\nb\u{1b}[2J"),
+            (
+                "prompt = \"x\"\ndepends_on = [\"z\\nz\\u001b\"]",
+                r#"unknown unit "z\nz\u{1b}""#,
+            ),
+        ] {
+            let e = err(&u(extra));
+            assert!(e.contains(part), "{e}");
+            assert!(!e.contains('\n') && !e.contains('\u{1b}'), "{e:?}");
+        }
+        let long = "y".repeat(20_000);
+        let e = err(&u(&format!("prompt = \"x\"\ndepends_on = [\"{long}\"]")));
+        assert!(e.len() < 300, "{} bytes", e.len());
     }
 }

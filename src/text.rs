@@ -22,6 +22,44 @@ pub fn shown(s: &str, max_chars: usize) -> String {
     }
 }
 
+/// `s` for a one-line message, unquoted: control characters (newlines,
+/// terminal escapes) and invisible ones (bidi overrides, zero-width) escaped (`\n`, `\u{1b}`), cut after
+/// `max_chars` characters with the full size named. For text that is not
+/// vf's own (a value read from a file), so it can neither span lines nor
+/// drive the terminal.
+pub fn one_line(s: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for (n, c) in s.chars().enumerate() {
+        if n == max_chars {
+            out.push_str(&format!("… ({} bytes)", s.len()));
+            return out;
+        }
+        if matches!(c, '\n' | '\r' | '\t') {
+            out.extend(c.escape_debug());
+        } else if is_invisible(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Control characters plus the Unicode characters that change how text is
+/// displayed without being visible (bidi overrides, zero-width marks, BOM).
+pub fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}')
+}
+
 /// Removes ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`),
 /// which some CLIs print around option names even with `NO_COLOR`.
 pub fn strip_ansi(s: &str) -> String {
@@ -73,6 +111,16 @@ mod tests {
         assert_eq!(shown("a\nb", 10), "\"a\\nb\"");
         let long = "x".repeat(10_000);
         assert_eq!(shown(&long, 3), "\"xxx\"… (10000 bytes)");
+    }
+
+    #[test]
+    fn one_line_escapes_controls_and_cuts() {
+        assert_eq!(
+            one_line("a\nb\u{1b}[2J\u{202e}x \"q\"\u{ad}\u{2028}", 100),
+            "a\\nb\\u{1b}[2J\\u{202e}x \"q\"\\u{ad}\\u{2028}"
+        );
+        assert_eq!(one_line(&"é".repeat(1000), 3), "ééé… (2000 bytes)");
+        assert_eq!(one_line("abc", 3), "abc");
     }
 
     #[test]

@@ -29,7 +29,9 @@ fn full_marker() -> Value {
     m.summary = Some(json!({"confidence": 0.5, "files_changed": ["a.rs"]}));
     m.error = Some("engine failed".into());
     m.reason = Some(vf::error::Reason::Engine);
+    // Relative to the state dir, as vf writes them.
     m.stdout_log = Some(PathBuf::from("units/u1/attempt-2.stdout.log"));
+    m.stderr_log = Some(PathBuf::from("units/u1/attempt-2.stderr.log"));
     let mut v = serde_json::to_value(&m).unwrap();
     v["owner"] = json!({
         "supervisor": {"pid": 4242, "startTime": 123456, "bootId": "b-1", "host": "h"},
@@ -156,11 +158,13 @@ fn check_message(msg: &str, path: &Path) -> Result<(), String> {
     if !msg.contains(&path.display().to_string()) {
         return Err(format!("error does not name the marker: {msg}"));
     }
-    // serde echoes a bad value whole (and an unknown enum value raw): the
-    // known finding in `marker_errors_are_one_short_line`. Every other error
-    // must be one line.
-    if msg.contains('\n') && !msg.contains("unknown variant") {
-        return Err(format!("error spans lines: {msg:?}"));
+    // A value from the file is cut and escaped: one short line, no
+    // terminal escapes (`marker_errors_are_one_short_line`).
+    if msg.contains('\n') || msg.contains('\u{1b}') {
+        return Err(format!("error spans lines or carries escapes: {msg:?}"));
+    }
+    if msg.len() > MAX_MESSAGE {
+        return Err(format!("error of {} bytes: {msg:?}", msg.len()));
     }
     Ok(())
 }
@@ -230,16 +234,11 @@ fn the_edits_and_damage_change_the_marker() {
     assert_ne!(damaged, lines);
 }
 
-/// FUZZ FINDING (not fixed here; src/marker.rs is outside this branch): a
-/// corrupt marker is refused with serde's message, which echoes the bad
-/// value whole (a 20 KB string where a number belongs gives a 20 KB error)
-/// and, for an unknown `engine` or `state`, raw: a marker brought by a
-/// cloned repository prints newlines and terminal escapes into the error. README promises one-line errors; issue 11 item 4 asks to cut
-/// echoed values. Fix: cut and escape (`{:?}`) the serde message in
-/// `MarkerStore::load`; then drop the `ignore` and the exception in
-/// `check_message`.
+/// Fuzz finding 2 (docs/FUZZING.md): serde's message echoed the bad value
+/// whole (a 20 KB string where a number belongs gave a 20 KB error) and, for
+/// an unknown `engine` or `state`, raw: a marker brought by a cloned
+/// repository printed newlines and terminal escapes into the error.
 #[test]
-#[ignore = "fuzz finding: marker errors echo bad enum values raw (see comment)"]
 fn marker_errors_are_one_short_line() {
     for (key, bad) in [
         ("engine", json!("codex\n\u{1b}[2Jdone")),

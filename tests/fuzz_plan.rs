@@ -201,32 +201,34 @@ fn check(text: String) -> Result<(), String> {
     match parse(&text, &dir) {
         Ok(units) => check_plan(&units, &dir),
         Err(msg) if msg.trim().is_empty() => Err("an empty error".into()),
-        Err(msg) if msg.contains('\n') && !path_shown_raw(&msg) => {
-            Err(format!("error spans lines: {msg:?}"))
+        // Paths and values from the plan are escaped and cut
+        // (`plan_errors_show_paths_on_one_line`).
+        Err(msg) if msg.contains('\n') || msg.contains('\u{1b}') => {
+            Err(format!("error spans lines or carries escapes: {msg:?}"))
         }
+        Err(msg) if msg.len() > MAX_MESSAGE => Err(format!("error of {} bytes", msg.len())),
         Err(_) => Ok(()),
     }
 }
 
-/// The known finding in `plan_errors_show_paths_on_one_line`: a path from
-/// the plan is printed with `display()`, newlines and all.
-fn path_shown_raw(msg: &str) -> bool {
-    msg.contains("is not a directory") || msg.contains("cannot read prompt_file")
-}
+/// Longest plan error accepted (a cut path or value, and vf's words).
+const MAX_MESSAGE: usize = 1024;
 
 fn check_plan(units: &[PlanUnit], dir: &Path) -> Result<(), String> {
     if units.is_empty() {
         return Err("a plan without units was accepted".into());
     }
-    for (i, u) in units.iter().enumerate() {
+    // Names of the units before this one (a set: plans can be long).
+    let mut before = std::collections::HashSet::new();
+    for u in units {
         vf::names::check("unit name", &u.name).map_err(|e| format!("accepted: {e}"))?;
-        if units[..i].iter().any(|o| o.name == u.name) {
-            return Err(format!("duplicate unit {:?} accepted", u.name));
-        }
         for d in &u.depends_on {
-            if !units[..i].iter().any(|o| o.name == *d) {
+            if !before.contains(d.as_str()) {
                 return Err(format!("{:?} runs before its dependency {d:?}", u.name));
             }
+        }
+        if !before.insert(u.name.as_str()) {
+            return Err(format!("duplicate unit {:?} accepted", u.name));
         }
         let outside = !u.cwd.starts_with(dir) && u.cwd != Path::new("/");
         if u.prompt.trim().is_empty() || !u.cwd.is_dir() || outside {
@@ -268,6 +270,69 @@ proptest! {
     }
 }
 
+/// The shape of a long plan's dependencies.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// Each unit needs the next.
+    Chain,
+    /// The chain, closed: the last needs the first.
+    Cycle,
+    /// Up to three dependencies on later units: acyclic.
+    Dag,
+    /// Up to three dependencies on any other units: cyclic, almost surely.
+    Graph,
+}
+
+/// A plan of `n` units whose dependencies (from `seed`) have `shape`. The
+/// dependencies come from a small generator, not proptest values, so a case
+/// of 10,000 units stays cheap to make and to shrink.
+fn long_plan(n: usize, shape: Shape, seed: u64) -> String {
+    let mut x = seed | 1;
+    let mut next = move |m: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % m as u64) as usize
+    };
+    let mut s = String::new();
+    for i in 0..n {
+        let mut deps: Vec<usize> = match shape {
+            Shape::Chain if i + 1 < n => vec![i + 1],
+            Shape::Chain => vec![],
+            Shape::Cycle => vec![(i + 1) % n],
+            Shape::Dag if i + 1 < n => (0..next(4)).map(|_| i + 1 + next(n - i - 1)).collect(),
+            Shape::Dag => vec![],
+            Shape::Graph => (0..next(4)).map(|_| (i + 1 + next(n - 1)) % n).collect(),
+        };
+        deps.sort();
+        deps.dedup();
+        let deps: Vec<String> = deps.iter().map(|j| format!("\"u{j}\"")).collect();
+        s.push_str(&format!(
+            "[[unit]]\nname=\"u{i}\"\nengine=\"codex\"\nprompt=\"x\"\ndepends_on=[{}]\n",
+            deps.join(",")
+        ));
+    }
+    s
+}
+
+proptest! {
+    // Long plans cost seconds each in a debug build: few cases.
+    #![proptest_config(config(6))]
+
+    /// Plans of up to 10,000 units, in every shape: ordered or refused in
+    /// bounded time, with a short one-line message (a cycle's is cut).
+    #[test]
+    fn long_plans_parse_or_fail_cleanly(
+        n in prop_oneof![2usize..200, 200usize..10_000],
+        shape in prop::sample::select(vec![Shape::Chain, Shape::Cycle, Shape::Dag, Shape::Graph]),
+        seed in any::<u64>(),
+    ) {
+        let text = long_plan(n, shape, seed);
+        let r = bounded(CASE_LIMIT, move || check(text));
+        prop_assert!(r.is_ok(), "{n} units, {shape:?}, seed {seed}: {}", r.unwrap_err());
+    }
+}
+
 #[test]
 fn the_generator_reaches_valid_plans_and_each_kind_of_error() {
     // A check on the harness itself: generated plans are not all refused.
@@ -285,12 +350,9 @@ fn the_generator_reaches_valid_plans_and_each_kind_of_error() {
     assert!(ok >= 30 && err >= 30, "{ok} valid, {err} refused");
 }
 
-/// FUZZ FINDING (not fixed here; src/plan.rs is outside this branch): a
-/// `cwd` or `prompt_file` holding a newline (or a terminal escape) is
-/// printed raw in the error, so the one-line error spans lines. Fix: show
-/// the path with `{:?}`; then drop the `ignore` and `path_shown_raw`.
+/// Fuzz finding 3 (docs/FUZZING.md): a `cwd` or `prompt_file` holding a
+/// newline (or a terminal escape) was printed raw, so the error spanned lines.
 #[test]
-#[ignore = "fuzz finding: plan errors print paths raw (see comment)"]
 fn plan_errors_show_paths_on_one_line() {
     let t = plan_dir();
     for field in ["cwd", "prompt_file"] {
@@ -321,33 +383,25 @@ fn chain(n: usize, cycle: bool) -> String {
     s
 }
 
-/// FUZZ FINDING (not fixed here; src/plan.rs is outside this branch): the
-/// dependency order is quadratic (`topo_order` rescans every unit for each
-/// one placed). A 20,000-unit chain (1.4 MB, well under the 4 MiB plan cap)
-/// takes 277 s to parse in a debug build; a 30,000-unit chain keeps the
-/// release binary silent for over 120 s. Then drop the `ignore`.
+/// Fuzz finding 4 (docs/FUZZING.md): the dependency order was quadratic (it
+/// rescanned every unit for each one placed): a 20,000-unit chain (1.4 MB,
+/// well under the 4 MiB plan cap) took 277 s to parse in a debug build.
 #[test]
-#[ignore = "fuzz finding: plan ordering is quadratic (see comment)"]
 fn a_long_dependency_chain_parses_quickly() {
     let text = chain(20_000, false);
     assert!(text.len() < vf::plan::MAX_PLAN_BYTES as usize);
-    // A deep stack, so this measures the ordering, not the recursion below.
-    let deep = std::thread::Builder::new().stack_size(256 << 20);
+    // On an ordinary test thread's stack: nothing recurses per unit.
     let r = bounded(Duration::from_secs(30), move || {
-        let run = deep.spawn(move || parse(&text, plan_dir().path()).map(|u| u.len()));
-        run.unwrap().join().unwrap()
+        parse(&text, plan_dir().path()).map(|u| u.len())
     });
     assert_eq!(r, Ok(20_000));
 }
 
-/// FUZZ FINDING (not fixed here): the cycle search recurses once per unit,
-/// so a 55,000-unit cycle (3.9 MB, under the plan cap) overflows the stack:
-/// `vf orchestrate` aborts (SIGABRT, exit 134; the release binary too)
-/// instead of exiting 2. Shorter cycles are refused, but the message lists
-/// every unit of the cycle: 289 KB on one "line" for 30,000 units. Fix: an
-/// iterative search, and a cut cycle in the message. Then drop the `ignore`.
+/// Fuzz finding 5 (docs/FUZZING.md): the cycle search recursed once per
+/// unit, so a 55,000-unit cycle (3.9 MB, under the plan cap) overflowed the
+/// stack: `vf orchestrate` aborted (SIGABRT, exit 134) instead of exiting 2,
+/// and shorter cycles were named in full (289 KB for 30,000 units).
 #[test]
-#[ignore = "fuzz finding: a long plan cycle overflows the stack (see comment)"]
 fn a_long_cycle_is_refused_with_exit_2_and_a_short_message() {
     let t = plan_dir();
     let text = chain(55_000, true);
@@ -369,15 +423,11 @@ fn a_long_cycle_is_refused_with_exit_2_and_a_short_message() {
     );
 }
 
-/// FUZZ FINDING (not fixed here): `prompt_file` is read whole with no size
-/// cap and no file-type check (the plan itself has both). `/dev/zero` grows
-/// until memory runs out (the release binary under a 2 GB limit: "cannot
-/// read prompt_file /dev/zero: out of memory" after 5 s; without a limit, the
-/// machine's memory); a FIFO blocks `vf orchestrate` forever. Issue 11 item
-/// 14 asks for a documented prompt cap. Fix: refuse a non-regular file and
-/// one over the cap before reading. Then drop the `ignore`.
+/// Fuzz finding 6 (docs/FUZZING.md): `prompt_file` was read with no
+/// file-type check: `/dev/zero` grew until memory ran out (since capped at
+/// 16 MiB), and a FIFO blocked `vf orchestrate` forever. A prompt file must be
+/// a regular file, checked on the opened file before reading.
 #[test]
-#[ignore = "fuzz finding: prompt_file is read without a cap (see comment)"]
 fn a_prompt_file_that_never_ends_is_refused() {
     let t = plan_dir();
     let fifo = t.path().join("fifo");
@@ -390,4 +440,20 @@ fn a_prompt_file_that_never_ends_is_refused() {
     });
     let refused = r.expect("parse returns").unwrap_err();
     assert!(refused.contains("prompt_file"), "{refused}");
+}
+
+#[test]
+fn the_long_plan_shapes_are_what_they_say() {
+    // A check on the harness itself.
+    let dir = plan_dir();
+    let parsed = |shape| parse(&long_plan(300, shape, 7), dir.path());
+    assert_eq!(
+        parsed(Shape::Chain).map(|u| u[0].name.clone()),
+        Ok("u299".into())
+    );
+    assert!(parsed(Shape::Dag).is_ok());
+    for shape in [Shape::Cycle, Shape::Graph] {
+        let e = parsed(shape).unwrap_err();
+        assert!(e.starts_with("dependency cycle"), "{shape:?}: {e}");
+    }
 }

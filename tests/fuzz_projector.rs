@@ -15,6 +15,7 @@ use fuzz_support::{
     CASE_LIMIT, Target, all_targets, bounded, capture, captures, config, json_captures, targets_of,
 };
 use proptest::prelude::*;
+use serde_json::{Value, json};
 use vf::engine::OutputTransport;
 use vf::frames::ConversationEvent;
 
@@ -172,16 +173,11 @@ fn every_genuine_frame_retyped_keeps_its_payload_out_of_the_events() {
     assert!(runs > 300, "only {runs} retyped streams");
 }
 
-/// FUZZ FINDING (not fixed here; src/ is outside this branch): the engine
-/// trackers read frames the manifest calls unknown, so a retyped frame's
-/// payload reaches the run's outcome (`answer`, `error`, `usage` of
-/// `dispatch.result`) although the projector reports it as an unknown frame
-/// without payload. Cases: opencode `text`/`step_finish` frames whose
-/// `part.type` is unknown; claude `result` frames whose `subtype` is unknown.
-/// Issue 12 item 1 (the outcome derived from the projected events) fixes
-/// this; then drop the `ignore`.
+/// Fuzz finding 1 (docs/FUZZING.md): a retyped frame's payload reached the
+/// run's outcome (`answer`, `error`, `usage` of `dispatch.result`) although
+/// the projector reported the frame as unknown. The outcome is now read off
+/// the projection, so an unknown frame contributes nothing to it.
 #[test]
-#[ignore = "fuzz finding: trackers read unknown frames (issue 12 item 1)"]
 fn every_genuine_frame_retyped_keeps_its_payload_out_of_the_outcome() {
     let mut leaks = Vec::new();
     every_frame_retyped(|name, inj, _, outcome| {
@@ -195,6 +191,59 @@ fn every_genuine_frame_retyped_keeps_its_payload_out_of_the_outcome() {
         leaks.len(),
         leaks.join("\n")
     );
+}
+
+/// Projects `name` with `retype` applied to every frame, then takes the
+/// outcome of a run that exited 0.
+fn outcome_with(name: &str, retype: impl Fn(&mut Value)) -> vf::engine::Outcome {
+    let c = capture(name);
+    let t = c.target();
+    let mut frames = frames_of(&c.bytes).unwrap();
+    frames.iter_mut().for_each(retype);
+    let mut p = vf::frames::Projector::new(t.cli, t.version.as_ref(), t.transport);
+    for l in split_lines(&join_lines(&frames_to_lines(&frames, &[]), true)) {
+        p.push_line(&l);
+    }
+    p.finish();
+    p.tracker().finish(Some(0))
+}
+
+/// The two cases of finding 1, whole: an unknown closing frame gives no
+/// answer, usage or error of its own, and the run's failure rules still apply
+/// (no known row closed the turn).
+#[test]
+fn an_unknown_closing_frame_gives_nothing_to_the_outcome() {
+    let claude = outcome_with("claude/2.1.207/a_json_stream", |f| {
+        if f["type"] == "result" {
+            f["subtype"] = json!("vfz_new");
+            f["result"] = json!("zqxsecret answer");
+        }
+    });
+    let expected = vf::engine::Outcome {
+        session_id: Some("51ae2ecf-d2b7-4e8c-b48f-f4c8c2e4b306".into()),
+        // A failed run keeps its last (known) agent message for the record.
+        answer: Some(
+            "Done. Here is the result:\n\n```json\n{\"confidence\":1.0,\"files_changed\":[]}\n```\n"
+                .into(),
+        ),
+        failed: true,
+        error: Some("the stream ended without a result frame".into()),
+        usage: None,
+    };
+    assert_eq!(claude, expected);
+    let opencode = outcome_with("opencode/1.18.33/a_json", |f| {
+        if let Some(kind @ ("text" | "step-finish")) = f["part"]["type"].as_str() {
+            f["part"]["type"] = json!(format!("vfz_{kind}"));
+        }
+    });
+    let expected = vf::engine::Outcome {
+        session_id: Some("ses_dd6038aa0ffepDEX7skMCMq13N".into()),
+        answer: None,
+        failed: true,
+        error: Some("the stream ended without step_finish".into()),
+        usage: None,
+    };
+    assert_eq!(opencode, expected);
 }
 
 #[test]

@@ -364,3 +364,93 @@ fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
     assert!(!old.exists(), "an old temporary is left");
     assert!(live.exists(), "a live writer's temporary was removed");
 }
+
+#[test]
+fn a_hostile_marker_value_never_reaches_the_terminal_raw() {
+    let env = Env::new();
+    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    v["engine"] = "codex\n\u{1b}[7mINJECTED\u{1b}[0m".into();
+    env.write_json("u", &v);
+    let path = env.marker_path("u").display().to_string();
+    for args in [&["status"][..], &["resume", "u"][..]] {
+        let out = env.run(args);
+        assert_eq!(out.status.code(), Some(5), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(!err.contains('\u{1b}') && err.contains(&path), "{err:?}");
+        assert!(err.contains(r"codex\n\u{1b}[7mINJECTED"), "{err:?}");
+    }
+    // The table shows the unit as corrupt (the error went to stderr).
+    let out = env.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(rows[1], ["u", "corrupt"], "{text}");
+}
+
+#[test]
+fn a_moved_state_dir_still_loads_and_resumes() {
+    let env = Env::new();
+    let mut c = env.cmd(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
+    c.env("FAKE_EXIT", "1");
+    let out = run_bounded(c, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let stored: Value =
+        serde_json::from_slice(&std::fs::read(env.marker_path("u")).unwrap()).unwrap();
+    let logs = |v: &Value| (v["stdoutLog"].clone(), v["stderrLog"].clone());
+    let rel = |n: u32| {
+        let p = |s: &str| Value::from(format!("units/u/attempt-{n}.{s}.log"));
+        (p("stdout"), p("stderr"))
+    };
+    assert_eq!(logs(&stored), rel(1), "the marker stores them relative");
+    // As an older vf wrote them: absolute, under the state dir's old place.
+    let mut older = stored.clone();
+    let old = |s: &str| format!("{}/units/u/attempt-1.{s}.log", env.state().display());
+    older["stdoutLog"] = old("stdout").into();
+    older["stderrLog"] = old("stderr").into();
+    env.write_json("u", &older);
+
+    let moved = env.path().join("elsewhere/state");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(env.state(), &moved).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = env.cmd(args);
+        c.env("VF_STATE_DIR", &moved);
+        run_bounded(c, Duration::from_secs(60))
+    };
+    let abs = |n: u32| {
+        let p = |s: &str| Value::from(format!("{}/units/u/attempt-{n}.{s}.log", moved.display()));
+        (p("stdout"), p("stderr"))
+    };
+    let out = run(&["status", "u", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        logs(&row),
+        abs(1),
+        "status shows them absolute, where they are now"
+    );
+
+    let out = run(&["resume", "u", "--output", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (result["state"].clone(), result["attempt"].clone()),
+        ("done".into(), 2.into())
+    );
+    assert_eq!(logs(&result), abs(2));
+    assert!(
+        std::fs::metadata(result["stdoutLog"].as_str().unwrap())
+            .unwrap()
+            .len()
+            > 0
+    );
+    let stored: Value =
+        serde_json::from_slice(&std::fs::read(moved.join("units/u.json")).unwrap()).unwrap();
+    assert_eq!(logs(&stored), rel(2));
+    let args = std::fs::read_to_string(env.args_log()).unwrap();
+    assert!(args.contains("resume"), "{args}");
+}

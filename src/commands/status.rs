@@ -73,7 +73,7 @@ impl<'a> Row<'a> {
 pub fn run(args: &StatusArgs) -> Result<i32> {
     let req = resolve(args)?;
     let store = MarkerStore::new(&req.state_dir);
-    let entries = match &req.unit {
+    let mut entries = match &req.unit {
         Some(u) => match store.load_checked(u).transpose() {
             Some(entry) => vec![entry],
             None => {
@@ -85,6 +85,10 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
         },
         None => store.list()?,
     };
+    // The marker stores its log paths relative to the state dir.
+    for m in entries.iter_mut().filter_map(|e| e.as_mut().ok()) {
+        store.absolute_logs(m);
+    }
     for e in entries.iter().filter_map(|e| e.as_ref().err()) {
         eprintln!("vf: {}", e.message);
     }

@@ -49,7 +49,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         abort(group, &mut child, &p).await;
         return Err(state_err(&record_path, &e));
     }
-    claim_running(&mut p, pid, group, &paths);
+    claim_running(&mut p, pid, group);
     if let Err(e) = p.store.save(&mut p.marker) {
         // Without a durable marker the run could not be resumed: do not run it.
         abort(group, &mut child, &p).await;
@@ -79,7 +79,7 @@ fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
 fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [tokio::fs::File; 2])> {
     let logs = p.store.logs_dir(&spec.unit);
     let attempt = p.marker.attempts;
-    let paths = ["stdout", "stderr"].map(|s| logs.join(format!("attempt-{attempt}.{s}.log")));
+    let paths = crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s));
     real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
     let out = create_log(&paths[0]).map_err(|e| state_err(&paths[0], &e))?;
     let err = create_log(&paths[1]).map_err(|e| state_err(&paths[1], &e))?;
@@ -134,7 +134,7 @@ fn start_pumps(
     (rx, pumps)
 }
 
-fn claim_running(p: &mut Prepared, pid: u32, group: Group, logs: &[PathBuf; 2]) {
+fn claim_running(p: &mut Prepared, pid: u32, group: Group) {
     let m = &mut p.marker;
     m.state = UnitState::Running;
     m.started_at = Some(now_rfc3339());
@@ -146,8 +146,7 @@ fn claim_running(p: &mut Prepared, pid: u32, group: Group, logs: &[PathBuf; 2]) 
     m.exit_code = None;
     m.error = None;
     m.reason = None;
-    m.stdout_log = Some(logs[0].clone());
-    m.stderr_log = Some(logs[1].clone());
+    m.point_at_logs();
 }
 
 /// stdin: the prompt, then EOF. Never leave a pipe open for the child to wait on.

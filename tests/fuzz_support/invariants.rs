@@ -71,7 +71,7 @@ impl<'s> Checked<'s> {
                 self.p.unknown_frames()
             ));
         }
-        check_tracker(&self.p, self.cli)?;
+        check_tracker(&self.p, self.cli, self.secrets)?;
         Ok(self.events)
     }
 
@@ -80,7 +80,7 @@ impl<'s> Checked<'s> {
     pub fn finish_with_outcome(mut self) -> Result<(Vec<ConversationEvent>, String), String> {
         let batch = self.p.finish();
         self.take(batch)?;
-        check_tracker(&self.p, self.cli)?;
+        check_tracker(&self.p, self.cli, self.secrets)?;
         let out = self.p.tracker().finish(Some(0));
         let text = serde_json::to_string(&out).map_err(|e| format!("outcome: {e}"))?;
         Ok((self.events, text))
@@ -201,8 +201,10 @@ fn check_unknown(
     Ok(())
 }
 
-/// The tracker keeps only a session id of the engine's own shape.
-fn check_tracker(p: &Projector, cli: EngineId) -> Result<(), String> {
+/// The tracker keeps only a session id of the engine's own shape, and an
+/// unknown frame's payload (the secret words) never reaches the outcome:
+/// not its answer, error or usage.
+fn check_tracker(p: &Projector, cli: EngineId, secrets: &[String]) -> Result<(), String> {
     let t = p.tracker();
     let valid = |id: &Option<String>| {
         id.as_deref()
@@ -216,7 +218,10 @@ fn check_tracker(p: &Projector, cli: EngineId) -> Result<(), String> {
         if !valid(&out.session_id) {
             return Err(format!("outcome session id {:?}", out.session_id));
         }
-        serde_json::to_string(&out).map_err(|e| format!("outcome: {e}"))?;
+        let text = serde_json::to_string(&out).map_err(|e| format!("outcome: {e}"))?;
+        if let Some(s) = secrets.iter().find(|s| text.contains(s.as_str())) {
+            return Err(format!("payload word {s:?} reached the outcome: {text}"));
+        }
     }
     Ok(())
 }

@@ -740,6 +740,45 @@ fn private_range_refusals() {
     }
 }
 
+/// cli.rs takes `--private-range` as text and `vf dispatch` parses it: a bad
+/// value still gets clap's own report, word for word, and exit 2.
+#[test]
+fn private_range_syntax_errors_read_as_claps_own() {
+    let r = secret_repo();
+    for (range, why) in [
+        (
+            "bad",
+            r#""bad" is not FILE:START-END (1-based inclusive line numbers)"#,
+        ),
+        ("x:3-1", r#""x:3-1": START 3 is after END 1"#),
+        ("x:0-1", r#""x:0-1": line numbers start at 1"#),
+        (":1-2", r#"":1-2" names no file"#),
+        (
+            "x:99999999999999999999999-1",
+            r#"line number 99999999999999999999999 in "x:99999999999999999999999-1" is too large"#,
+        ),
+    ] {
+        // A good range first: the first bad one is the one reported.
+        let err = r.dry_run_refused(&[
+            "-e",
+            "claude",
+            "--private-range",
+            "src/lib.rs:1-1",
+            "--private-range",
+            range,
+            "--session",
+            "../x",
+        ]);
+        assert_eq!(
+            err,
+            format!(
+                "error: invalid value '{range}' for '--private-range <FILE:START-END>': {why}\n\n\
+                 For more information, try '--help'.\n"
+            )
+        );
+    }
+}
+
 /// 11.15: a path below the working dir whose symbolic link (the file itself
 /// or a directory on the way) leads out of it is refused, naming the path;
 /// a link that stays inside is followed.

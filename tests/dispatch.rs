@@ -32,67 +32,6 @@ const SUCCESS: &[(&str, &str)] = &[
     ("copilot", "copilot/1.0.102/b_tool.stdout.jsonl"),
 ];
 
-/// The result of a run that ended on its own: every field, the volatile ones
-/// normalised (`answer` and `summary` are the caller's, checked apart).
-fn finished_result(
-    engine: &str,
-    unit: &str,
-    attempt: u64,
-    state: &str,
-    exit_code: i64,
-    session: &Value,
-) -> Value {
-    json!({
-        "unit": unit,
-        "engine": engine,
-        "engineReason": "chosen with --engine",
-        "engineVersion": version_of(engine),
-        "attempt": attempt,
-        "state": state,
-        "reason": if state == "done" { Value::Null } else { "engine".into() },
-        "error": null,
-        "exitCode": exit_code,
-        "sessionId": session,
-        "answer": null,
-        "summary": null,
-        "summaryError": null,
-        "unknownFrames": 0,
-        "warnings": [],
-        "durationMs": "<ms>",
-        "marker": format!("<tmp>/state/units/{unit}.json"),
-        "stdoutLog": format!("<tmp>/state/units/{unit}/attempt-{attempt}.stdout.log"),
-        "stderrLog": format!("<tmp>/state/units/{unit}/attempt-{attempt}.stderr.log"),
-    })
-}
-
-/// The marker a finished run leaves: every field, the volatile ones normalised.
-fn finished_marker(result: &Value, attempts: u64) -> Value {
-    let identity =
-        json!({"pid": "<pid>", "startTime": "<start>", "bootId": "<boot>", "host": "<host>"});
-    json!({
-        "format": 1,
-        "unit": result["unit"],
-        "engine": result["engine"],
-        "engineVersion": result["engineVersion"],
-        "state": result["state"],
-        "engineSessionId": result["sessionId"],
-        "attempts": attempts,
-        "cwd": "<tmp>",
-        "owner": {"supervisor": identity, "cli": identity, "pgid": "<pgid>"},
-        "createdAt": "<time>",
-        "updatedAt": "<time>",
-        "startedAt": "<time>",
-        "finishedAt": "<time>",
-        "exitCode": result["exitCode"],
-        "summary": result["summary"],
-        "summaryError": result["summaryError"],
-        "error": result["error"],
-        "reason": result["reason"],
-        "stdoutLog": result["stdoutLog"],
-        "stderrLog": result["stderrLog"],
-    })
-}
-
 #[test]
 fn every_engine_success_shape() {
     let env = Env::new();

@@ -4,14 +4,18 @@
 //!   `vf` commands scrubbed of the caller's environment, copies of the fake;
 //! - `compare.rs`: output parsing and whole-object comparison of results and
 //!   markers with the volatile fields (times, pids, temp paths) normalised;
+//!   `expect.rs`: the whole result and marker a dispatch is expected to leave;
 //! - bounded process helpers: nothing a test starts may hang it.
 #![allow(dead_code)] // each test crate uses its own subset
 
 mod compare;
+mod expect;
 mod workdir;
 
 #[allow(unused_imports)] // likewise
 pub use compare::*;
+#[allow(unused_imports)]
+pub use expect::*;
 #[allow(unused_imports)]
 pub use workdir::*;
 

@@ -3,35 +3,33 @@
 //! Flag spellings asserted here (e.g. `--attachment=`) come from the engine
 //! files; if one is corrected there, update the expectation here.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
+mod common;
+use common::{Env, assert_nowhere_under};
+
 use vf::engine::EngineId;
 use vf::private::{RangeSpec, apply_private_ranges, stage_private_ranges};
 
+/// A work dir `repo/` (the cwd of every command, its state found as
+/// `repo/.vibeflow`) and `src/` beside it for files to attach.
 struct Repo {
-    _tmp: tempfile::TempDir,
-    /// The working dir (`cwd` of every command).
+    env: Env,
     root: PathBuf,
-    /// Where source files are made (outside the store).
     src: PathBuf,
 }
 
 impl Repo {
     fn new() -> Repo {
-        let tmp = tempfile::tempdir().unwrap();
-        let base = tmp.path().canonicalize().unwrap();
-        let root = base.join("repo");
-        let src = base.join("src");
+        let env = Env::new();
+        let root = env.path().join("repo");
+        let src = env.path().join("src");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&src).unwrap();
-        Repo {
-            _tmp: tmp,
-            root,
-            src,
-        }
+        Repo { env, root, src }
     }
 
     fn state(&self) -> PathBuf {
@@ -43,15 +41,14 @@ impl Repo {
     }
 
     fn file(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let p = self.src.join(name);
-        std::fs::write(&p, bytes).unwrap();
-        p
+        self.env.write(&format!("src/{name}"), bytes)
     }
 
+    /// `vf` in `repo/`, finding its state dir as a user's would.
     fn vf(&self) -> Command {
-        let mut c = Command::cargo_bin("vf").unwrap();
+        let mut c = self.env.cmd(&[]);
         c.current_dir(&self.root).env_remove("VF_STATE_DIR");
-        c
+        Command::from_std(c)
     }
 
     /// `vf attach add FILE [extra...]`, asserting success.
@@ -634,25 +631,6 @@ fn secret_repo() -> Repo {
     r
 }
 
-fn assert_no_secret_under(dir: &Path) {
-    if !dir.exists() {
-        return;
-    }
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            assert_no_secret_under(&p);
-        } else {
-            let bytes = std::fs::read(&p).unwrap();
-            assert!(
-                !String::from_utf8_lossy(&bytes).contains(SECRET),
-                "{} holds private text",
-                p.display()
-            );
-        }
-    }
-}
-
 #[test]
 fn dry_run_never_prints_private_text() {
     let r = secret_repo();
@@ -695,7 +673,7 @@ fn dry_run_never_prints_private_text() {
             }
         }
     }
-    assert_no_secret_under(&r.state());
+    assert_nowhere_under(&r.state(), SECRET);
 }
 
 #[test]
@@ -706,7 +684,7 @@ fn private_range_from_a_text_attachment() {
     assert_eq!(v["privateRanges"][0]["file"], "ctx.md");
     assert_eq!(v["privateRanges"][0]["bytes"], SECRET.len() + 1);
     assert!(!v.to_string().contains(SECRET));
-    assert_no_secret_under(&r.state().join("dispatch"));
+    assert_nowhere_under(&r.state().join("dispatch"), SECRET);
 }
 
 #[test]
@@ -805,7 +783,7 @@ fn private_range_through_a_symlink_out_of_the_working_dir_is_refused() {
     }
     let v = r.dry_run(&["-e", "claude", "--private-range", "inside.rs:2-2"]);
     assert_eq!(v["privateRanges"][0]["file"], "inside.rs");
-    assert_no_secret_under(&r.state());
+    assert_nowhere_under(&r.state(), SECRET);
 }
 
 #[test]

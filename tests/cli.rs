@@ -1,10 +1,9 @@
 //! The clap front end: help, completions, man page, usage errors.
 
-use assert_cmd::Command;
+use std::collections::BTreeSet;
 
-fn vf() -> Command {
-    Command::cargo_bin("vf").unwrap()
-}
+mod common;
+use common::{read_text, root, vf_cli as vf};
 
 #[test]
 fn completions_name_every_subcommand() {
@@ -88,71 +87,13 @@ fn help_and_version_succeed() {
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("vf "));
 }
 
-/// The paths `src` reaches, sorted: every `use` tree (whitespace removed) and
-/// every inline `crate::` path. Comments are skipped.
-fn paths_used(src: &str) -> Vec<String> {
-    let code: Vec<&str> = src
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or("").trim())
-        .collect();
-    let mut out = Vec::new();
-    let mut tree: Option<String> = None;
-    for line in &code {
-        let start = line.strip_prefix("pub use ").or(line.strip_prefix("use "));
-        if let Some(rest) = start {
-            tree = Some(String::new());
-            if let Some(t) = tree.as_mut() {
-                t.push_str(rest);
-            }
-        } else if let Some(t) = tree.as_mut() {
-            t.push_str(line);
-        }
-        if let Some(t) = tree.take_if(|t| t.contains(';')) {
-            out.push(t.trim_end_matches(';').split_whitespace().collect());
-        }
-    }
-    let text = code.join("\n");
-    for (i, _) in text.match_indices("crate::") {
-        let tail = &text[i..];
-        let end = tail
-            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-            .unwrap_or(tail.len());
-        out.push(tail[..end].to_string());
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
 #[test]
 fn cli_rs_imports_only_clap_std_and_the_engine_types() {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cli.rs")).unwrap();
-    let used = paths_used(&src);
-    assert!(used.iter().any(|p| p.starts_with("clap::")), "{used:?}");
-    let stray: Vec<&String> = used
-        .iter()
-        .filter(|p| {
-            !["std::", "clap::", "crate::engine::"]
-                .iter()
-                .any(|ok| p.starts_with(ok))
-        })
-        .collect();
-    assert!(
-        stray.is_empty(),
-        "cli.rs reaches beyond clap/std/engine: {stray:?}"
-    );
-    // The checker itself sees a core import and an inline path.
-    let bad = paths_used(
-        "use crate::{\n    private::RangeSpec,\n};\n// crate::x\nfn f(x: crate::doctor::Options) {}",
-    );
-    assert_eq!(
-        bad,
-        [
-            "crate::",
-            "crate::doctor::Options",
-            "crate::{private::RangeSpec,}"
-        ]
-    );
+    use common::source::{code_of, crate_modules, crates_named, dependencies};
+    let code = code_of(&read_text(&root().join("src/cli.rs")));
+    assert_eq!(crate_modules(&code), BTreeSet::from(["engine".to_string()]));
+    let deps = dependencies(&read_text(&root().join("Cargo.toml")));
+    assert_eq!(crates_named(&code, &deps), BTreeSet::from(["clap"]));
 }
 
 #[test]

@@ -5,11 +5,13 @@
 //! - `compare.rs`: output parsing and whole-object comparison of results and
 //!   markers with the volatile fields (times, pids, temp paths) normalised;
 //!   `expect.rs`: the whole result and marker a dispatch is expected to leave;
+//! - `source.rs`: reading vf's own source for the layer checks;
 //! - bounded process helpers: nothing a test starts may hang it.
 #![allow(dead_code)] // each test crate uses its own subset
 
 mod compare;
 mod expect;
+pub mod source;
 mod workdir;
 
 #[allow(unused_imports)] // likewise

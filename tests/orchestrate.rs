@@ -152,28 +152,33 @@ fn blocked(unit: &str, engine: &str, why: &str) -> Value {
 
 /// The marker of a unit blocked by a dependency: it never started.
 fn blocked_marker(unit: &str, engine: &str, why: &str) -> Value {
-    json!({
-        "format": 1,
-        "unit": unit,
-        "engine": engine,
-        "engineVersion": null,
-        "state": "blocked",
-        "engineSessionId": null,
-        "attempts": 0,
-        "cwd": format!("<tmp>/{unit}"),
-        "owner": null,
-        "createdAt": "<time>",
-        "updatedAt": "<time>",
-        "startedAt": null,
-        "finishedAt": "<time>",
-        "exitCode": null,
-        "summary": null,
-        "summaryError": null,
-        "error": why,
-        "reason": "dependency",
-        "stdoutLog": null,
-        "stderrLog": null,
-    })
+    let mut m = unstarted_marker(unit, engine, &format!("<tmp>/{unit}"));
+    m["state"] = "blocked".into();
+    m["reason"] = "dependency".into();
+    m["attempts"] = 0.into();
+    m["error"] = why.into();
+    m
+}
+
+/// The marker of a plan's unit that ran once on codex and ended `state`.
+fn ran_marker(unit: &str, state: &str, exit_code: i64, capture: &str) -> Value {
+    let id = capture_session_id(capture).into();
+    let mut m = finished_marker(&finished_result("codex", unit, 1, state, exit_code, &id), 1);
+    m["cwd"] = format!("<tmp>/{unit}").into();
+    m
+}
+
+/// A unit's entry after a done exact resume of its codex session (attempt 2).
+fn resumed(unit: &str) -> Value {
+    let mut r = done(ran(
+        unit,
+        "codex",
+        "done",
+        "exactResume",
+        capture_session_id(CODEX),
+    ));
+    r["attempt"] = 2.into();
+    r
 }
 
 fn unit_toml(name: &str, engine: &str, deps: &[&str]) -> String {
@@ -313,18 +318,7 @@ fn dependency_failure_blocks_dependents() {
         ],
     });
     assert_json_eq(&fin, &want);
-    let mut a = finished_marker(
-        &finished_result(
-            "codex",
-            "a",
-            1,
-            "failed",
-            1,
-            &capture_session_id(CODEX_FAIL).into(),
-        ),
-        1,
-    );
-    a["cwd"] = "<tmp>/a".into();
+    let mut a = ran_marker("a", "failed", 1, CODEX_FAIL);
     a["error"] = a_error;
     assert_json_eq(&env.normalized(&env.marker("a")), &a);
     assert_json_eq(
@@ -335,14 +329,8 @@ fn dependency_failure_blocks_dependents() {
         &env.normalized(&env.marker("c")),
         &blocked_marker("c", "codex", "dependency \"b\" is blocked"),
     );
-    let mut g = blocked_marker(
-        "g",
-        "gemini",
-        "gemini: VF_GEMINI_BIN=<tmp>/no-such-gemini: no such file",
-    );
-    g["state"] = "failed".into();
-    g["reason"] = "missing".into();
-    g["attempts"] = 1.into();
+    let mut g = unstarted_marker("g", "gemini", "<tmp>/g");
+    g["error"] = "gemini: VF_GEMINI_BIN=<tmp>/no-such-gemini: no such file".into();
     assert_json_eq(&env.normalized(&env.marker("g")), &g);
     let started: Vec<String> = env
         .events()
@@ -477,14 +465,7 @@ fn resume_uses_exact_id_or_a_labelled_replay() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut x = done(ran(
-        "x",
-        "codex",
-        "done",
-        "exactResume",
-        capture_session_id(CODEX),
-    ));
-    x["attempt"] = 2.into();
+    let x = resumed("x");
     // copilot at an unverified version keeps no session: a labelled replay.
     let mut y = ran("y", "copilot", "done", "replay", Value::Null);
     y["attempt"] = 2.into();
@@ -599,18 +580,7 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
         &plan_result(false, units),
     );
     assert!(!env.state().join("units/b.json").exists());
-    let mut a = finished_marker(
-        &finished_result(
-            "codex",
-            "a",
-            1,
-            "failed",
-            0,
-            &capture_session_id(CODEX).into(),
-        ),
-        1,
-    );
-    a["cwd"] = "<tmp>/a".into();
+    let mut a = ran_marker("a", "failed", 0, CODEX);
     a["reason"] = "interrupted".into();
     a["error"] = "interrupted by SIGINT".into();
     a["exitCode"] = Value::Null;
@@ -622,14 +592,7 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut a = done(ran(
-        "a",
-        "codex",
-        "done",
-        "exactResume",
-        capture_session_id(CODEX),
-    ));
-    a["attempt"] = 2.into();
+    let a = resumed("a");
     let b = done(ran(
         "b",
         "codex",

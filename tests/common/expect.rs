@@ -65,3 +65,40 @@ pub fn finished_marker(result: &Value, attempts: u64) -> Value {
         "stderrLog": result["stderrLog"],
     })
 }
+
+/// Copies `answer` and `summary` from `actual` into `want`, once the summary
+/// is checked to be a real one (a numeric `confidence`). Their exact text per
+/// capture is pinned by tests/engine_captures.rs, not by the runtime tests.
+#[track_caller]
+pub fn answered(want: &mut Value, actual: &Value) {
+    assert!(actual["summary"]["confidence"].is_number(), "{actual}");
+    want["answer"] = actual["answer"].clone();
+    want["summary"] = actual["summary"].clone();
+}
+
+/// The marker of a unit whose engine never started (its binary missing):
+/// every field; the caller changes what differs (blocked, its error).
+pub fn unstarted_marker(unit: &str, engine: &str, cwd: &str) -> Value {
+    json!({
+        "format": 1,
+        "unit": unit,
+        "engine": engine,
+        "engineVersion": null,
+        "state": "failed",
+        "engineSessionId": null,
+        "attempts": 1,
+        "cwd": cwd,
+        "owner": null,
+        "createdAt": "<time>",
+        "updatedAt": "<time>",
+        "startedAt": null,
+        "finishedAt": "<time>",
+        "exitCode": null,
+        "summary": null,
+        "summaryError": null,
+        "error": null,
+        "reason": "missing",
+        "stdoutLog": null,
+        "stderrLog": null,
+    })
+}

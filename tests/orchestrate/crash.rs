@@ -393,14 +393,7 @@ fn resume_ends_the_exact_orphan_of_its_unit_first() {
         vf::orphans::group_members(pgid).is_empty(),
         "orphan survived"
     );
-    let mut a = done(ran(
-        "a",
-        "codex",
-        "done",
-        "exactResume",
-        capture_session_id(CODEX),
-    ));
-    a["attempt"] = 2.into();
+    let a = resumed("a");
     assert_json_eq(
         &env.normalized(&final_json(&out)),
         &plan_result(true, vec![a]),

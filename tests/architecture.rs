@@ -1,7 +1,8 @@
 //! The crate's shape, as docs/ARCHITECTURE.md states it, checked on the
 //! source: imports go down the layers (cli → commands → core → ground
 //! floor), the module graph has no cycle, core code knows no terminal, the
-//! doc names every module, and the integration tests share one harness.
+//! doc names every module, files and functions stay small, and the
+//! integration tests share one harness.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,6 +110,119 @@ fn the_architecture_doc_names_every_module() {
             "docs/ARCHITECTURE.md omits `{m}`"
         );
     }
+}
+
+/// `s` without string and char literals and without its `//` comment: what
+/// is left of a line for counting braces.
+fn bare(line: &str) -> String {
+    let (mut out, mut chars) = (String::new(), line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '\'' if matches!(chars.clone().nth(1), Some('\'')) => {
+                chars.nth(1);
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The name of the `fn` a line starts, after its visibility and qualifiers.
+fn fn_name(line: &str) -> Option<String> {
+    let mut head = line.trim_start();
+    let quals = [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ];
+    while let Some(rest) = quals.iter().find_map(|q| head.strip_prefix(q)) {
+        head = rest;
+    }
+    let rest = head.strip_prefix("fn ")?;
+    Some(
+        rest.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect(),
+    )
+}
+
+/// `(name, first line, lines)` of every `fn` with a body in `src`.
+fn function_lengths(src: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(name) = fn_name(&bare(lines[i])) else {
+            i += 1;
+            continue;
+        };
+        let (mut depth, mut started, mut j) = (0i64, false, i);
+        while j < lines.len() {
+            let b = bare(lines[j]);
+            if !started && b.trim_end().ends_with(';') && !b.contains('{') {
+                break; // a declaration without a body
+            }
+            depth += b.matches('{').count() as i64 - b.matches('}').count() as i64;
+            started |= b.contains('{');
+            if started && depth <= 0 {
+                out.push((name.clone(), i + 1, j - i + 1));
+                break;
+            }
+            j += 1;
+        }
+        i = j.max(i) + 1;
+    }
+    out
+}
+
+/// Issue 12's bounds: no file in src/ or tests/ of 800 lines or more, no
+/// function in src/ over 120 lines.
+#[test]
+fn files_and_functions_stay_small() {
+    let mut checked = 0;
+    for dir in ["src", "tests"] {
+        for f in files_under(&root().join(dir)) {
+            if f.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = read_text(&f);
+            let rel = f.strip_prefix(root()).unwrap().display().to_string();
+            assert!(
+                text.lines().count() < 800,
+                "{rel} has {} lines",
+                text.lines().count()
+            );
+            if dir == "src" {
+                for (name, line, len) in function_lengths(&text) {
+                    checked += 1;
+                    assert!(len <= 120, "{rel}:{line}: fn {name} is {len} lines");
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "{checked} functions measured");
+    // The measure itself: nested braces, braces in strings and comments.
+    let sample =
+        "pub fn a() {\n    let s = \"}\"; // }\n    if x { y() }\n}\nfn b();\nasync fn c() {}\n";
+    assert_eq!(
+        function_lengths(sample),
+        [("a".to_string(), 1, 4), ("c".to_string(), 6, 1)]
+    );
 }
 
 /// Files under tests/ that keep their own helpers: the fuzz suite has its own

@@ -10,7 +10,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::choice::EngineChoice;
 use crate::engine::{EngineId, OutputTransport};
-use crate::private::RangeSpec;
 
 /// `vf doctor --timeout`: seconds each `--version` / `--help` call may take.
 pub const DOCTOR_TIMEOUT_SECS: u64 = 10;
@@ -101,8 +100,9 @@ pub struct DispatchArgs {
     pub attach: Vec<String>,
     /// Deliver lines START-END (1-based, inclusive) of a text attachment or a
     /// file below the working dir with the prompt, persisted nowhere by vf (repeatable).
+    // Parsed by `commands::dispatch`, so this file needs no core type.
     #[arg(long = "private-range", value_name = "FILE:START-END")]
-    pub private_range: Vec<RangeSpec>,
+    pub private_range: Vec<String>,
     /// Print the exact invocation without spawning anything.
     #[arg(long)]
     pub dry_run: bool,

@@ -1,13 +1,13 @@
 //! `vf doctor`: is each engine installed, at a verified version, with the
 //! flags vf relies on?
 //!
-//! The checks run in stages so the live canary (`--probe`, which needs the
-//! dispatch runtime) can be added without touching them:
+//! The checks run in stages, so the live canary (`--probe`, which needs the
+//! dispatch runtime) stays out of them:
 //! 1. [`gather`] runs the binary (`--version`, each distinct help invocation),
 //!    every call bounded by the timeout: all I/O is here.
 //! 2. [`judge`] turns those facts into an [`EngineReport`]: pure, no I/O.
-//! 3. (later) a probe runs on the `ready` reports and fills
-//!    [`EngineReport::probe`]; [`EngineReport::passes`] already accounts for it.
+//! 3. `crate::probe` runs a canary on the `ready` reports and fills
+//!    [`EngineReport::probe`]; [`EngineReport::passes`] accounts for it.
 //!
 //! [`check`] does 1 and 2 for several engines, each on its own thread, so a
 //! few hung CLIs cost one timeout each in parallel rather than in sequence.
@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::binary::{self, Captured, ResolveError, RunError, VersionError};
-use crate::engine::{Engine, EngineId};
+use crate::engine::{Engine, EngineId, Spec};
 use crate::text::strip_ansi;
 use crate::version::{self, Verification, Version};
 
@@ -173,127 +173,20 @@ fn distinct_help_args(engine: &dyn Engine) -> Vec<&'static [&'static str]> {
 pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
     let spec = engine.spec();
     let (path, version, helps) = match facts {
-        Facts::Missing(e) => {
-            return EngineReport {
-                engine: spec.id,
-                path: None,
-                version: None,
-                verification: None,
-                missing_flags: Vec::new(),
-                verdict: Verdict::Missing,
-                reasons: vec![e.to_string()],
-                warnings: Vec::new(),
-                notes: Vec::new(),
-                install_hint: Some(spec.install_hint),
-                probe: None,
-                timed_out: false,
-            };
-        }
+        Facts::Missing(e) => return missing_report(spec, &e),
         Facts::Found {
             path,
             version,
             helps,
         } => (path, version, helps),
     };
-    let mut reasons = Vec::new();
-    let mut warnings = Vec::new();
-    let shown = |args: &[&str]| {
-        let mut s = format!("`{}", spec.binary);
-        for a in args {
-            s.push(' ');
-            s.push_str(a);
-        }
-        s.push('`');
-        s
-    };
-
     let verification = version::verify(version.as_ref().ok(), spec.verified_versions);
-    match (&version, verification) {
-        (_, Verification::Verified) => {}
-        (Err(e), _) => {
-            let msg = format!("{} {e}", shown(&["--version"]));
-            if engine.tolerates_unreadable_version() {
-                warnings.push(format!(
-                    "{msg} (a warning only: vf can run {} without knowing its version)",
-                    spec.id
-                ));
-            } else {
-                reasons.push(msg);
-            }
-        }
-        (Ok(v), Verification::NewerUnverified) => reasons.push(format!(
-            "version {v} is newer than the newest verified version ({}); its output may have changed",
-            spec.verified_versions.first().copied().unwrap_or("none")
-        )),
-        (Ok(v), Verification::Older) => reasons.push(format!(
-            "version {v} is older than the oldest verified version ({}); upgrade it",
-            spec.verified_versions.last().copied().unwrap_or("none")
-        )),
-        (Ok(v), _) if spec.verified_versions.is_empty() => reasons.push(format!(
-            "version {v} is unverified: no version of {} has been verified yet",
-            spec.id
-        )),
-        (Ok(v), _) => reasons.push(format!(
-            "version {v} is not a verified version ({})",
-            spec.verified_versions.join(", ")
-        )),
-    }
-
-    let mut missing_flags = Vec::new();
+    let mut f = Findings::default();
+    f.judge_version(engine, &version, verification);
     for help in &helps {
-        let checks: Vec<_> = spec
-            .required_flags
-            .iter()
-            .filter(|f| f.help_args == help.args)
-            .collect();
-        let labels = || {
-            checks
-                .iter()
-                .map(|f| f.label)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match &help.output {
-            Err(e) => reasons.push(format!(
-                "could not check {}: {} {e}",
-                labels(),
-                shown(help.args)
-            )),
-            Ok(c) if c.stdout.trim().is_empty() && c.stderr.trim().is_empty() => {
-                reasons.push(format!(
-                    "could not check {}: {} printed nothing{}",
-                    labels(),
-                    shown(help.args),
-                    match c.code {
-                        Some(0) => String::new(),
-                        Some(n) => format!(" (exit status {n})"),
-                        None => " (killed by a signal)".into(),
-                    }
-                ))
-            }
-            Ok(c) => {
-                let text = strip_ansi(&format!("{}\n{}", c.stdout, c.stderr));
-                missing_flags.extend(
-                    checks
-                        .iter()
-                        .filter(|f| !mentions_flag(&text, f.flag))
-                        .map(|f| f.label),
-                );
-            }
-        }
+        f.judge_help(spec, help);
     }
-    if !missing_flags.is_empty() {
-        reasons.push(format!(
-            "the help output lacks {}: {}",
-            if missing_flags.len() == 1 {
-                "a flag vf uses"
-            } else {
-                "flags vf uses"
-            },
-            missing_flags.join(", ")
-        ));
-    }
-
+    f.name_missing_flags();
     let timed_out = matches!(version, Err(VersionError::Run(RunError::TimedOut(_))))
         || helps
             .iter()
@@ -303,19 +196,157 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
         path: Some(path.to_string_lossy().into_owned()),
         version: version.ok(),
         verification: Some(verification),
-        missing_flags,
-        verdict: if reasons.is_empty() {
+        verdict: if f.reasons.is_empty() {
             Verdict::Ready
         } else {
             Verdict::Degraded
         },
-        reasons,
-        warnings,
+        missing_flags: f.missing_flags,
+        reasons: f.reasons,
+        warnings: f.warnings,
         notes: Vec::new(),
         install_hint: None,
         probe: None,
         timed_out,
     }
+}
+
+/// The report of an engine whose binary was not found.
+fn missing_report(spec: &Spec, e: &ResolveError) -> EngineReport {
+    EngineReport {
+        engine: spec.id,
+        path: None,
+        version: None,
+        verification: None,
+        missing_flags: Vec::new(),
+        verdict: Verdict::Missing,
+        reasons: vec![e.to_string()],
+        warnings: Vec::new(),
+        notes: Vec::new(),
+        install_hint: Some(spec.install_hint),
+        probe: None,
+        timed_out: false,
+    }
+}
+
+/// What [`judge`] found wrong with an installed engine, in the order it looked.
+#[derive(Default)]
+struct Findings {
+    reasons: Vec<String>,
+    warnings: Vec<String>,
+    missing_flags: Vec<&'static str>,
+}
+
+impl Findings {
+    /// The version read (or not) against the verified ones.
+    fn judge_version(
+        &mut self,
+        engine: &dyn Engine,
+        version: &Result<Version, VersionError>,
+        verification: Verification,
+    ) {
+        let spec = engine.spec();
+        let reason = match (version, verification) {
+            (_, Verification::Verified) => return,
+            (Err(e), _) => {
+                let msg = format!("{} {e}", shown(spec, &["--version"]));
+                if engine.tolerates_unreadable_version() {
+                    self.warnings.push(format!(
+                        "{msg} (a warning only: vf can run {} without knowing its version)",
+                        spec.id
+                    ));
+                    return;
+                }
+                msg
+            }
+            (Ok(v), Verification::NewerUnverified) => format!(
+                "version {v} is newer than the newest verified version ({}); its output may have changed",
+                spec.verified_versions.first().copied().unwrap_or("none")
+            ),
+            (Ok(v), Verification::Older) => format!(
+                "version {v} is older than the oldest verified version ({}); upgrade it",
+                spec.verified_versions.last().copied().unwrap_or("none")
+            ),
+            (Ok(v), _) if spec.verified_versions.is_empty() => format!(
+                "version {v} is unverified: no version of {} has been verified yet",
+                spec.id
+            ),
+            (Ok(v), _) => format!(
+                "version {v} is not a verified version ({})",
+                spec.verified_versions.join(", ")
+            ),
+        };
+        self.reasons.push(reason);
+    }
+
+    /// One help invocation: the required flags it should mention, or why they
+    /// could not be checked (unchecked is not missing).
+    fn judge_help(&mut self, spec: &Spec, help: &HelpRun) {
+        let checks: Vec<_> = spec
+            .required_flags
+            .iter()
+            .filter(|f| f.help_args == help.args)
+            .collect();
+        let labels = || {
+            let l: Vec<_> = checks.iter().map(|f| f.label).collect();
+            l.join(", ")
+        };
+        match &help.output {
+            Err(e) => self.reasons.push(format!(
+                "could not check {}: {} {e}",
+                labels(),
+                shown(spec, help.args)
+            )),
+            Ok(c) if c.stdout.trim().is_empty() && c.stderr.trim().is_empty() => {
+                self.reasons.push(format!(
+                    "could not check {}: {} printed nothing{}",
+                    labels(),
+                    shown(spec, help.args),
+                    match c.code {
+                        Some(0) => String::new(),
+                        Some(n) => format!(" (exit status {n})"),
+                        None => " (killed by a signal)".into(),
+                    }
+                ))
+            }
+            Ok(c) => {
+                let text = strip_ansi(&format!("{}\n{}", c.stdout, c.stderr));
+                self.missing_flags.extend(
+                    checks
+                        .iter()
+                        .filter(|f| !mentions_flag(&text, f.flag))
+                        .map(|f| f.label),
+                );
+            }
+        }
+    }
+
+    /// One reason naming every flag the help output lacks.
+    fn name_missing_flags(&mut self) {
+        if self.missing_flags.is_empty() {
+            return;
+        }
+        let what = if self.missing_flags.len() == 1 {
+            "a flag vf uses"
+        } else {
+            "flags vf uses"
+        };
+        self.reasons.push(format!(
+            "the help output lacks {what}: {}",
+            self.missing_flags.join(", ")
+        ));
+    }
+}
+
+/// `` `binary args...` `` as the user would type it.
+fn shown(spec: &Spec, args: &[&str]) -> String {
+    let mut s = format!("`{}", spec.binary);
+    for a in args {
+        s.push(' ');
+        s.push_str(a);
+    }
+    s.push('`');
+    s
 }
 
 /// Gathers and judges each engine, concurrently; reports come back in `ids` order.
@@ -562,6 +593,51 @@ mod tests {
         );
     }
 
+    /// Every finding at once, compared as one whole report (order included).
+    #[test]
+    fn all_findings_in_one_report() {
+        let mut facts = found(EngineId::Codex, "99.0.0");
+        if let Facts::Found { helps, .. } = &mut facts {
+            helps[0] = help(&["exec", "--help"], "--json\n--image <FILE>");
+            helps[1].output = Ok(Captured {
+                stdout: " \n".into(),
+                stderr: String::new(),
+                code: Some(3),
+            });
+        }
+        let r = judge(EngineId::Codex.engine(), facts);
+        let newest = EngineId::Codex.engine().spec().verified_versions[0];
+        let want = EngineReport {
+            engine: EngineId::Codex,
+            path: Some("/opt/bin/x".into()),
+            version: Some(Version::parse("99.0.0").unwrap()),
+            verification: Some(Verification::NewerUnverified),
+            missing_flags: vec![
+                "exec --skip-git-repo-check",
+                "exec --dangerously-bypass-approvals-and-sandbox",
+            ],
+            verdict: Verdict::Degraded,
+            reasons: vec![
+                format!(
+                    "version 99.0.0 is newer than the newest verified version ({newest}); \
+                     its output may have changed"
+                ),
+                "could not check exec resume --json: `codex exec resume --help` printed \
+                 nothing (exit status 3)"
+                    .into(),
+                "the help output lacks flags vf uses: exec --skip-git-repo-check, \
+                 exec --dangerously-bypass-approvals-and-sandbox"
+                    .into(),
+            ],
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            install_hint: None,
+            probe: None,
+            timed_out: false,
+        };
+        assert_eq!(r, want);
+    }
+
     #[test]
     fn unreadable_version_warns_only_where_the_engine_tolerates_it() {
         let unreadable = |id: EngineId| Facts::Found {
@@ -588,9 +664,26 @@ mod tests {
             engine: EngineId::Gemini,
             binary: "gemini",
         });
+        let reason = match &facts {
+            Facts::Missing(e) => e.to_string(),
+            Facts::Found { .. } => unreachable!(),
+        };
         let r = judge(EngineId::Gemini.engine(), facts);
-        assert_eq!(r.verdict, Verdict::Missing);
-        assert_eq!(r.install_hint, Some("npm install -g @google/gemini-cli"));
+        let want = EngineReport {
+            engine: EngineId::Gemini,
+            path: None,
+            version: None,
+            verification: None,
+            missing_flags: Vec::new(),
+            verdict: Verdict::Missing,
+            reasons: vec![reason],
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            install_hint: Some("npm install -g @google/gemini-cli"),
+            probe: None,
+            timed_out: false,
+        };
+        assert_eq!(r, want);
         assert!(!r.passes());
     }
 

@@ -1,10 +1,10 @@
 //! `vf doctor --probe`: a live canary per ready engine, dispatched through the
 //! normal runtime in a scratch directory that is removed afterwards.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::dispatch::{self, EventSink, UnitSpec};
+use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::doctor::{ProbeResult, ProbeVerdict};
 use crate::engine::EngineId;
 use crate::error::Reason;
@@ -41,13 +41,33 @@ pub async fn probe(
         Ok(d) => d,
         Err(e) => return fail(format!("cannot create a scratch directory: {e}")),
     };
-    let spec = UnitSpec {
+    let spec = canary(engine, program, scratch.path(), timeout);
+    // `scratch` is removed when dropped, after the run has ended.
+    match dispatch::run(spec, &mut Quiet).await {
+        Ok(r) => {
+            let reason = canary_failure(engine, version.as_ref(), timeout, &r);
+            ProbeResult {
+                result: match reason {
+                    None => ProbeVerdict::Pass,
+                    Some(_) => ProbeVerdict::Fail,
+                },
+                reason,
+                session_id: r.session_id,
+            }
+        }
+        Err(e) => fail(e.to_string()),
+    }
+}
+
+/// The canary unit: [`PROBE_PROMPT`] in the scratch directory `dir`.
+fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> UnitSpec {
+    UnitSpec {
         engine,
         unit: "probe".into(),
         prompt: PROBE_PROMPT.into(),
         session: None,
-        cwd: scratch.path().to_path_buf(),
-        state_dir: scratch.path().join(crate::state::STATE_DIR_NAME),
+        cwd: dir.to_path_buf(),
+        state_dir: dir.join(crate::state::STATE_DIR_NAME),
         skip_permissions: false,
         engine_bin: Some(program),
         attachments: Vec::new(),
@@ -57,49 +77,37 @@ pub async fn probe(
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
-    };
-    let result = dispatch::run(spec, &mut Quiet).await;
-    // `scratch` is removed when dropped, after the run has ended.
-    let r = match result {
-        Ok(r) => r,
-        Err(e) => return fail(e.to_string()),
-    };
-    let session_id = r.session_id.clone();
-    let with_id = |reason: Option<String>, pass: bool| ProbeResult {
-        result: if pass {
-            ProbeVerdict::Pass
-        } else {
-            ProbeVerdict::Fail
-        },
-        reason,
-        session_id: session_id.clone(),
-    };
+    }
+}
+
+/// Why a finished canary run does not pass, if it does not.
+fn canary_failure(
+    engine: EngineId,
+    version: Option<&Version>,
+    timeout: Duration,
+    r: &DispatchResult,
+) -> Option<String> {
     if r.state != UnitState::Done {
-        let reason = match r.reason {
+        return Some(match r.reason {
             Some(Reason::Timeout) => {
                 format!("timeout: no answer within {}s", timeout.as_secs_f64())
             }
             _ => classify_failure(r.error.as_deref().unwrap_or("the engine failed")),
-        };
-        return with_id(Some(reason), false);
+        });
     }
     if r.unknown_frames > 0 {
-        return with_id(
-            Some(format!(
-                "{} unknown frame(s): the CLI's output format drifted (see `vf replay`)",
-                r.unknown_frames
-            )),
-            false,
-        );
+        return Some(format!(
+            "{} unknown frame(s): the CLI's output format drifted (see `vf replay`)",
+            r.unknown_frames
+        ));
     }
-    let engine_impl = engine.engine();
-    if engine_impl.exact_resume(version.as_ref()) && session_id.is_none() {
-        return with_id(Some("no valid session id was reported".into()), false);
+    if engine.engine().exact_resume(version) && r.session_id.is_none() {
+        return Some("no valid session id was reported".into());
     }
     match (&r.summary, &r.summary_error) {
-        (Some(_), _) => with_id(None, true),
-        (None, Some(e)) => with_id(Some(format!("the summary did not parse: {e}")), false),
-        (None, None) => with_id(Some("the answer had no fenced json summary".into()), false),
+        (Some(_), _) => None,
+        (None, Some(e)) => Some(format!("the summary did not parse: {e}")),
+        (None, None) => Some("the answer had no fenced json summary".into()),
     }
 }
 

@@ -3,8 +3,8 @@
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -18,152 +18,6 @@ mod ending;
 mod hardening;
 #[path = "dispatch/private.rs"]
 mod private;
-
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Env {
-        Env {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(vf());
-        c.args(args)
-            .current_dir(self.path())
-            .env("VF_STATE_DIR", self.path().join("state"))
-            .env("VF_KILL_GRACE_MS", "500")
-            .env_remove("FAKE_MODE")
-            .stdin(Stdio::null());
-        c
-    }
-    /// Runs `vf dispatch --output json` to the end (see [`Env::command`]).
-    fn dispatch(
-        &self,
-        engine: &str,
-        unit: &str,
-        envs: &[(&str, String)],
-        extra: &[&str],
-    ) -> Output {
-        let mut c = self.command(engine, unit, "do the thing", "json", extra);
-        for (k, v) in envs {
-            c.env(k, v);
-        }
-        run_bounded(c, Duration::from_secs(60))
-    }
-    /// A copy of the fake per engine, like distinct installs: vf caches each
-    /// executable's `--version` by file identity.
-    fn fake_for(&self, engine: &str) -> PathBuf {
-        let dir = self.path().join("bin");
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join(engine);
-        if !p.exists() {
-            std::fs::copy(fake(), &p).unwrap();
-        }
-        p
-    }
-    /// `vf dispatch` of `unit` on a copy of the fake, printing `output`, with
-    /// `extra` arguments.
-    fn command(
-        &self,
-        engine: &str,
-        unit: &str,
-        prompt: &str,
-        output: &str,
-        extra: &[&str],
-    ) -> Command {
-        let bin = self.fake_for(engine);
-        let mut args = vec![
-            "dispatch",
-            "--engine",
-            engine,
-            "--unit",
-            unit,
-            "--prompt",
-            prompt,
-            "--output",
-            output,
-            "--engine-bin",
-            bin.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        self.cmd(&args)
-    }
-    /// [`Env::command`] printing JSONL: for tests that watch or signal the run.
-    fn live(&self, engine: &str, unit: &str, prompt: &str, extra: &[&str]) -> Command {
-        self.command(engine, unit, prompt, "jsonl", extra)
-    }
-    /// Waits for the unit's `running` marker (with a session id when
-    /// `with_id`); returns the engine's process group.
-    fn wait_running(&self, unit: &str, with_id: bool) -> i32 {
-        let mut pgid = 0;
-        wait_for(
-            "a running marker",
-            Duration::from_secs(20),
-            || match read_marker_opt(self, unit) {
-                Some(m)
-                    if m["state"] == "running"
-                        && (!with_id || m["engineSessionId"].is_string()) =>
-                {
-                    pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
-                    true
-                }
-                _ => false,
-            },
-        );
-        assert!(pgid > 1, "the marker has no process group");
-        pgid
-    }
-    fn marker(&self, unit: &str) -> Value {
-        let p = self.path().join("state/units").join(format!("{unit}.json"));
-        serde_json::from_slice(
-            &std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())),
-        )
-        .unwrap()
-    }
-}
-
-fn result_json(out: &Output) -> Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let last = stdout.lines().last().unwrap_or_else(|| {
-        panic!(
-            "no output; stderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {last}"))
-}
-
-/// The env entry that makes the fake replay a capture.
-fn fake_stdout(capture: &str) -> (&'static str, String) {
-    ("FAKE_STDOUT", fixture(capture).display().to_string())
-}
-
-/// Waits (bounded) for `child` to exit.
-fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
-    let mut status = None;
-    wait_for("vf to exit", Duration::from_secs(30), || {
-        status = child.try_wait().unwrap();
-        status.is_some()
-    });
-    status.unwrap()
-}
-
-fn version_of(engine: &str) -> &'static str {
-    match engine {
-        "codex" => "0.171.0",
-        "claude" => "2.1.332",
-        "gemini" => "0.61.0",
-        "opencode" => "1.18.33",
-        "copilot" => "1.0.102",
-        _ => "1.0.0",
-    }
-}
 
 const SUCCESS: &[(&str, &str)] = &[
     ("codex", "codex/0.171.0/a_json.stdout.jsonl"),
@@ -192,20 +46,27 @@ fn every_engine_success_shape() {
             ],
             &[],
         );
-        let r = result_json(&out);
+        let r = env.normalized(&last_json(&out));
         assert_eq!(out.status.code(), Some(0), "{cap}: {r}");
-        assert_eq!(r["state"], "done", "{cap}: {r}");
-        assert_eq!(r["sessionId"], capture_session_id(cap), "{cap}");
-        assert_eq!(r["engineVersion"], version_of(engine));
-        assert!(r["summary"]["confidence"].is_number(), "{cap}: {r}");
-        assert_eq!(r["summaryError"], Value::Null);
-        let m = env.marker(&unit);
-        assert_eq!(m["state"], "done");
-        assert_eq!(m["engineSessionId"], capture_session_id(cap));
+        assert!(
+            r["answer"].as_str().is_some_and(|a| !a.is_empty()),
+            "{cap}: {r}"
+        );
+        let mut want =
+            finished_result(engine, &unit, 1, "done", 0, &capture_session_id(cap).into());
+        answered(&mut want, &r);
+        assert_json_eq(&r, &want);
+        assert_json_eq(
+            &env.normalized(&env.marker(&unit)),
+            &finished_marker(&want, 1),
+        );
         // The raw log is byte-for-byte what the engine printed.
-        let log = PathBuf::from(r["stdoutLog"].as_str().unwrap());
         assert_eq!(
-            std::fs::read(log).unwrap(),
+            std::fs::read(
+                env.state()
+                    .join(format!("units/{unit}/attempt-1.stdout.log"))
+            )
+            .unwrap(),
             std::fs::read(fixture(cap)).unwrap()
         );
     }
@@ -216,38 +77,37 @@ fn every_engine_failure_shape() {
     let env = Env::new();
     for engine in ["codex", "claude", "gemini", "opencode", "copilot"] {
         let dir = format!("{engine}/{}", version_of(engine));
-        let cmd = std::fs::read_to_string(fixture(&format!("{dir}/d_error500.cmd.txt"))).unwrap();
-        let code = cmd
-            .lines()
-            .find_map(|l| l.strip_prefix("# exit_code: "))
-            .unwrap()
-            .trim()
-            .to_string();
+        let cap = format!("{dir}/d_error500.stdout.jsonl");
+        let code = recorded_exit(&read_text(&fixture(&format!("{dir}/d_error500.cmd.txt"))));
         let unit = format!("fail-{engine}");
         let out = env.dispatch(
             engine,
             &unit,
             &[
-                (
-                    "FAKE_STDOUT",
-                    fixture(&format!("{dir}/d_error500.stdout.jsonl"))
-                        .display()
-                        .to_string(),
-                ),
+                fake_stdout(&cap),
                 ("FAKE_VERSION", version_of(engine).into()),
-                ("FAKE_EXIT", code),
+                ("FAKE_EXIT", code.to_string()),
             ],
             &[],
         );
-        let r = result_json(&out);
+        let r = env.normalized(&last_json(&out));
         assert_eq!(out.status.code(), Some(1), "{engine}: {r}");
-        assert_eq!(r["state"], "failed", "{engine}");
-        assert_eq!(r["reason"], "engine", "{engine}");
+        // The engine's own words (tests/engine_captures.rs pins them).
         assert!(
             r["error"].as_str().is_some_and(|e| !e.is_empty()),
             "{engine}: {r}"
         );
-        assert_eq!(env.marker(&unit)["state"], "failed");
+        let session = first_session_id(&read_text(&fixture(&cap))).map_or(Value::Null, Value::from);
+        let mut want = finished_result(engine, &unit, 1, "failed", code.into(), &session);
+        want["error"] = r["error"].clone();
+        want["answer"] = r["answer"].clone();
+        assert_json_eq(&r, &want);
+        let mut marker = finished_marker(&want, 1);
+        if engine == "gemini" {
+            // A gemini session is resumable only once it has answered (ENGINES.md).
+            marker["engineSessionId"] = Value::Null;
+        }
+        assert_json_eq(&env.normalized(&env.marker(&unit)), &marker);
     }
 }
 
@@ -276,11 +136,18 @@ fn gemini_in_stream_error_with_exit_zero_is_failure() {
         ],
         &[],
     );
-    let r = result_json(&out);
+    let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(r["state"], "failed");
-    assert_eq!(r["exitCode"], 0);
-    assert_eq!(r["sessionId"], "3e94d0ea-b8f4-4335-834c-590cbe21b4aa");
+    let mut want = finished_result(
+        "gemini",
+        "g",
+        1,
+        "failed",
+        0,
+        &"3e94d0ea-b8f4-4335-834c-590cbe21b4aa".into(),
+    );
+    want["error"] = "[API Error: Model stream ended]".into();
+    assert_json_eq(&r, &want);
 }
 
 #[test]
@@ -295,10 +162,24 @@ fn nonzero_exit_after_good_output_is_failure() {
         ],
         &[],
     );
-    let r = result_json(&out);
+    let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(r["state"], "failed");
-    assert_eq!(r["exitCode"], 3);
+    let cap = "codex/0.171.0/a_json.stdout.jsonl";
+    let mut want = finished_result(
+        "codex",
+        "nz",
+        1,
+        "failed",
+        3,
+        &capture_session_id(cap).into(),
+    );
+    want["error"] = "codex exited with status 3".into();
+    answered(&mut want, &r);
+    assert_json_eq(&r, &want);
+    assert_json_eq(
+        &env.normalized(&env.marker("nz")),
+        &finished_marker(&want, 1),
+    );
 }
 
 #[test]
@@ -322,9 +203,15 @@ fn missing_binary_exits_3_with_marker() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("/nonexistent/codex"), "{err}");
-    let m = env.marker("m");
-    assert_eq!(m["state"], "failed");
-    assert_eq!(m["reason"], "missing");
+    let m = env.normalized(&env.marker("m"));
+    assert_eq!(m["reason"], "missing", "{m}");
+    let mut want = unstarted_marker("m", "codex", "<tmp>");
+    want["error"] = m["error"].clone();
+    assert_json_eq(&m, &want);
+    assert!(
+        m["error"].as_str().unwrap().contains("/nonexistent/codex"),
+        "{m}"
+    );
 
     // Not on PATH either: the message names the engine and how to install it.
     let mut c = env.cmd(&[
@@ -383,13 +270,6 @@ fn prompt_goes_to_stdin_and_stdin_is_closed() {
     );
 }
 
-fn read_marker_opt(env: &Env, unit: &str) -> Option<Value> {
-    let p = env.path().join("state/units").join(format!("{unit}.json"));
-    std::fs::read(p)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-}
-
 #[test]
 fn resumed_run_with_another_session_id_fails_and_keeps_the_old_one() {
     let env = Env::new();
@@ -417,12 +297,24 @@ fn resumed_run_with_another_session_id_fails_and_keeps_the_old_one() {
     ]);
     c.env("FAKE_STDOUT", fixture(other));
     let out = run_bounded(c, Duration::from_secs(60));
-    let r = result_json(&out);
+    let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(1), "{r}");
-    assert_eq!(r["reason"], "sessionMismatch");
-    let m = env.marker("mm");
-    assert_eq!(m["engineSessionId"], original);
-    assert_eq!(m["state"], "failed");
+    // The unit keeps the session it had: the one a resume must go back to.
+    let mut want = finished_result("codex", "mm", 2, "failed", 0, &original.clone().into());
+    want["reason"] = "sessionMismatch".into();
+    want["error"] = format!(
+        "resumed run reported session {}, not the requested {original}: \
+         the native session was not found",
+        capture_session_id(other)
+    )
+    .into();
+    answered(&mut want, &r);
+    want["engineReason"] = Value::Null;
+    assert_json_eq(&r, &want);
+    assert_json_eq(
+        &env.normalized(&env.marker("mm")),
+        &finished_marker(&want, 2),
+    );
 }
 
 #[test]
@@ -704,7 +596,7 @@ fn a_bare_nonzero_exit_reports_the_clis_last_stderr_line() {
         ],
         &[],
     );
-    let r = result_json(&out);
+    let r = last_json(&out);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         r["error"],
@@ -721,6 +613,6 @@ fn a_bare_nonzero_exit_reports_the_clis_last_stderr_line() {
         ],
         &[],
     );
-    let r = result_json(&out);
+    let r = last_json(&out);
     assert!(!r["error"].as_str().unwrap().contains("root"), "{r}");
 }

@@ -6,10 +6,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{Value, json};
 use vf::engine::EngineId;
 
 mod common;
+use common::*;
+
+#[path = "doctor/probe.rs"]
+mod probe;
 
 /// A fake engine CLI: what it does on `--version` and which flags its help omits.
 struct Fake {
@@ -40,7 +44,7 @@ impl Fake {
 
     /// A real run replays what `tests/fake/fake-engine` is told through FAKE_* variables.
     fn replaying(mut self) -> Fake {
-        let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake/fake-engine");
+        let fake = fake();
         self.run_sh = Some(format!(
             "PATH=/usr/bin:/bin exec /bin/bash '{}' \"$@\"",
             fake.display()
@@ -98,12 +102,6 @@ impl Fake {
     }
 }
 
-fn write_exe(path: &Path, body: &str) -> PathBuf {
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.to_path_buf()
-}
-
 /// A shell command that hangs (as `exec`, so the hung process is the CLI itself),
 /// first recording its pid in `pidfile`.
 fn hang_sh(pidfile: &Path) -> String {
@@ -114,16 +112,16 @@ fn hang_sh(pidfile: &Path) -> String {
     format!("echo $$ > '{}'; exec {sleep} 300", pidfile.display())
 }
 
+/// `vf` with nothing of the environment but `PATH=path_dir`.
 fn vf(path_dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("vf").unwrap();
+    let mut c = vf_cli();
     c.env_clear().env("PATH", path_dir);
     c
 }
 
+/// `vf doctor --json`'s reports.
 fn json_of(out: &std::process::Output) -> Vec<Value> {
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("bad json ({e}): {}", String::from_utf8_lossy(&out.stdout)));
-    v.as_array().expect("an array").clone()
+    stdout_json(out).as_array().expect("an array").clone()
 }
 
 fn doctor_json(path_dir: &Path, args: &[&str]) -> (i32, Vec<Value>) {
@@ -138,25 +136,34 @@ fn doctor_json(path_dir: &Path, args: &[&str]) -> (i32, Vec<Value>) {
 
 #[test]
 fn verified_engine_with_all_flags_is_ready() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let path = Fake::new(EngineId::Codex).install(t.path());
     let (code, r) = doctor_json(t.path(), &["-e", "codex"]);
     assert_eq!(code, 0, "{r:?}");
-    assert_eq!(r.len(), 1);
-    assert_eq!(r[0]["engine"], "codex");
-    assert_eq!(r[0]["path"], path.to_str().unwrap());
-    assert_eq!(r[0]["version"], "0.171.0");
-    assert_eq!(r[0]["verification"], "verified");
-    assert_eq!(r[0]["verdict"], "ready");
-    assert_eq!(r[0]["missingFlags"], serde_json::json!([]));
-    assert_eq!(r[0]["reasons"], serde_json::json!([]));
-    assert_eq!(r[0]["warnings"], serde_json::json!([]));
-    assert!(r[0].get("probe").is_none());
+    assert_json_eq(&json!(r), &json!([ready_report("codex", &path)]));
+}
+
+/// The whole `--json` report of an engine that is ready (no probe ran).
+fn ready_report(engine: &str, path: &Path) -> Value {
+    json!({
+        "engine": engine,
+        "path": path,
+        "version": EngineId::ALL
+            .into_iter()
+            .find(|e| e.as_str() == engine)
+            .and_then(|e| e.engine().spec().verified_versions.first().copied()),
+        "verification": "verified",
+        "missingFlags": [],
+        "verdict": "ready",
+        "reasons": [],
+        "warnings": [],
+        "notes": [],
+    })
 }
 
 #[test]
 fn newer_unverified_version_is_degraded() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Claude)
         .version_sh("echo '9.0.0 (Claude Code)'")
         .install(t.path());
@@ -174,7 +181,7 @@ fn newer_unverified_version_is_degraded() {
 
 #[test]
 fn missing_flag_is_named() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Claude)
         .omit("--verbose")
         .install(t.path());
@@ -191,7 +198,7 @@ fn missing_flag_is_named() {
 
 #[test]
 fn missing_subcommand_flag_is_named_by_its_label() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Opencode)
         .omit("--session")
         .install(t.path());
@@ -210,7 +217,7 @@ fn missing_subcommand_flag_is_named_by_its_label() {
 
 #[test]
 fn garbage_version_is_unreadable() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Gemini)
         .version_sh("echo 'Welcome to gemini!'")
         .install(t.path());
@@ -226,7 +233,7 @@ fn garbage_version_is_unreadable() {
 
 #[test]
 fn hung_version_is_cut_off_and_reported_as_timeout() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let bin = t.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     let pidfile = t.path().join("hung.pid");
@@ -252,7 +259,7 @@ fn hung_version_is_cut_off_and_reported_as_timeout() {
 
 #[test]
 fn several_hung_engines_are_each_reported() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let bin = t.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     Fake::new(EngineId::Claude)
@@ -306,7 +313,7 @@ fn several_hung_engines_are_each_reported() {
 
 #[test]
 fn copilot_unreadable_version_is_a_warning_only() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Copilot)
         .version_sh("echo 'Run copilot update to check for updates.'")
         .install(t.path());
@@ -337,7 +344,7 @@ fn copilot_unreadable_version_is_a_warning_only() {
 
 #[test]
 fn missing_engine_reports_install_hint() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let (code, r) = doctor_json(t.path(), &["-e", "gemini"]);
     assert_eq!(code, 1);
     assert_eq!(r[0]["verdict"], "missing");
@@ -355,7 +362,7 @@ fn missing_engine_reports_install_hint() {
 
 #[test]
 fn nothing_installed_still_tells_how_to_install_each_engine() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let out = vf(t.path()).arg("doctor").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -380,7 +387,7 @@ fn nothing_installed_still_tells_how_to_install_each_engine() {
 
 #[test]
 fn bin_env_var_overrides_path_lookup() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let path_dir = t.path().join("path");
     let elsewhere = t.path().join("elsewhere");
     std::fs::create_dir(&path_dir).unwrap();
@@ -419,7 +426,7 @@ fn bin_env_var_overrides_path_lookup() {
 
 #[test]
 fn non_executable_file_on_path_is_not_found() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let p = Fake::new(EngineId::Codex).install(t.path());
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (code, r) = doctor_json(t.path(), &["-e", "codex"]);
@@ -429,7 +436,7 @@ fn non_executable_file_on_path_is_not_found() {
 
 #[test]
 fn engine_selection_is_deduplicated_and_ordered_as_given() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Codex).install(t.path());
     Fake::new(EngineId::Claude).install(t.path());
     let (code, r) = doctor_json(t.path(), &["-e", "codex", "-e", "claude", "-e", "codex"]);
@@ -440,7 +447,7 @@ fn engine_selection_is_deduplicated_and_ordered_as_given() {
 
 #[test]
 fn one_bad_engine_fails_the_run() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Codex).install(t.path());
     let (code, r) = doctor_json(t.path(), &["-e", "codex", "-e", "claude"]);
     assert_eq!(code, 1);
@@ -450,7 +457,7 @@ fn one_bad_engine_fails_the_run() {
 
 #[test]
 fn bun_runtime_version_is_reported_when_installed() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let bun = write_exe(
         &t.path().join("bun"),
         "#!/bin/sh\n[ \"$1\" = --version ] && echo 1.3.4\n",
@@ -468,7 +475,7 @@ fn bun_runtime_version_is_reported_when_installed() {
         "{text}"
     );
 
-    let empty = tempfile::tempdir().unwrap();
+    let empty = Env::new();
     let out = vf(empty.path())
         .args(["doctor", "-e", "codex"])
         .output()
@@ -482,7 +489,7 @@ fn bun_runtime_version_is_reported_when_installed() {
 
 #[test]
 fn timeout_must_be_positive() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let out = vf(t.path())
         .args(["doctor", "--timeout", "0"])
         .output()
@@ -493,223 +500,14 @@ fn timeout_must_be_positive() {
 // The real CLIs' `--version` and `--help` are checked by tests/real_engines.rs
 // (`vf doctor --probe` inside the loopback-only sandbox).
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(rel)
-}
-
-/// `vf doctor --probe --json -e <engine>` with the fake told what to replay.
-fn probe_json(dir: &Path, engine: &str, envs: &[(&str, String)], extra: &[&str]) -> (i32, Value) {
-    let mut c = vf(dir);
-    c.args(["doctor", "--json", "--probe", "-e", engine])
-        .args(extra);
-    for (k, v) in envs {
-        c.env(k, v);
-    }
-    let out = c
-        .timeout(std::time::Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let v = json_of(&out);
-    (out.status.code().unwrap(), v[0].clone())
-}
-
-fn first_session_id(rel: &str) -> String {
-    let text = std::fs::read_to_string(fixture(rel)).unwrap();
-    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    first["thread_id"].as_str().unwrap().to_string()
-}
-
-#[test]
-fn probe_passes_on_a_healthy_engine() {
-    let t = tempfile::tempdir().unwrap();
-    Fake::new(EngineId::Codex).replaying().install(t.path());
-    let cap = "codex/0.171.0/a_json.stdout.jsonl";
-    let (code, r) = probe_json(
-        t.path(),
-        "codex",
-        &[("FAKE_STDOUT", fixture(cap).display().to_string())],
-        &[],
-    );
-    assert_eq!(r["probe"]["result"], "pass", "{r}");
-    assert_eq!(r["probe"]["sessionId"], first_session_id(cap));
-    assert_eq!(r["probe"]["reason"], Value::Null);
-    assert_eq!(code, 0);
-}
-
-#[test]
-fn probe_reports_the_api_error_text() {
-    let t = tempfile::tempdir().unwrap();
-    Fake::new(EngineId::Codex).replaying().install(t.path());
-    let (code, r) = probe_json(
-        t.path(),
-        "codex",
-        &[
-            (
-                "FAKE_STDOUT",
-                fixture("codex/0.171.0/d_error500.stdout.jsonl")
-                    .display()
-                    .to_string(),
-            ),
-            ("FAKE_EXIT", "1".into()),
-        ],
-        &[],
-    );
-    assert_eq!(code, 1);
-    assert_eq!(r["verdict"], "ready");
-    assert_eq!(r["probe"]["result"], "fail");
-    let reason = r["probe"]["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("API error:") && reason.contains("high demand"),
-        "{reason}"
-    );
-}
-
-#[test]
-fn probe_names_missing_auth() {
-    let t = tempfile::tempdir().unwrap();
-    Fake::new(EngineId::Claude).replaying().install(t.path());
-    let stream = t.path().join("noauth.jsonl");
-    std::fs::write(
-        &stream,
-        concat!(
-            r#"{"type":"result","subtype":"success","is_error":true,"result":"Invalid API key · Please run /login","session_id":"a45120f2-ed10-406b-8dbb-c2e6151c6f7f"}"#,
-            "\n"
-        ),
-    )
-    .unwrap();
-    let (code, r) = probe_json(
-        t.path(),
-        "claude",
-        &[
-            ("FAKE_STDOUT", stream.display().to_string()),
-            ("FAKE_EXIT", "1".into()),
-        ],
-        &[],
-    );
-    assert_eq!(code, 1);
-    let reason = r["probe"]["reason"].as_str().unwrap();
-    assert!(reason.starts_with("auth missing"), "{reason}");
-}
-
-#[test]
-fn probe_fails_on_a_novel_frame() {
-    let t = tempfile::tempdir().unwrap();
-    Fake::new(EngineId::Codex).replaying().install(t.path());
-    let cap = std::fs::read_to_string(fixture("codex/0.171.0/a_json.stdout.jsonl")).unwrap();
-    let mut lines: Vec<&str> = cap.lines().collect();
-    lines.insert(2, r#"{"type":"thread.archived","reason":"future"}"#);
-    let stream = t.path().join("novel.jsonl");
-    std::fs::write(&stream, lines.join("\n") + "\n").unwrap();
-    let (code, r) = probe_json(
-        t.path(),
-        "codex",
-        &[("FAKE_STDOUT", stream.display().to_string())],
-        &[],
-    );
-    assert_eq!(code, 1);
-    assert_eq!(r["probe"]["result"], "fail");
-    assert!(
-        r["probe"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("unknown frame"),
-        "{r}"
-    );
-}
-
-#[test]
-fn probe_times_out_without_hanging() {
-    let t = tempfile::tempdir().unwrap();
-    Fake::new(EngineId::Codex).replaying().install(t.path());
-    let empty = t.path().join("empty.jsonl");
-    std::fs::write(&empty, "").unwrap();
-    let (code, r) = probe_json(
-        t.path(),
-        "codex",
-        &[
-            ("FAKE_STDOUT", empty.display().to_string()),
-            ("FAKE_MODE", "hang".into()),
-        ],
-        &["--probe-timeout", "1"],
-    );
-    assert_eq!(code, 1);
-    assert!(
-        r["probe"]["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("timeout"),
-        "{r}"
-    );
-}
-
-#[test]
-fn probe_skips_engines_that_are_not_ready() {
-    let t = tempfile::tempdir().unwrap();
-    Fake::new(EngineId::Codex)
-        .replaying()
-        .omit("--json")
-        .install(t.path());
-    let (code, r) = probe_json(t.path(), "codex", &[], &[]);
-    assert_eq!(code, 1);
-    assert_eq!(r["verdict"], "degraded");
-    assert!(r.get("probe").is_none(), "{r}");
-}
-
-#[test]
-fn auto_engine_dispatch_takes_the_first_ready_capable_engine() {
-    let t = tempfile::tempdir().unwrap();
-    let bin = t.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    // codex (first in matrix order for images) is installed but degraded;
-    // copilot is ready and answers.
-    Fake::new(EngineId::Codex)
-        .replaying()
-        .omit("--json")
-        .install(&bin);
-    Fake::new(EngineId::Copilot).replaying().install(&bin);
-    let work = t.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    std::fs::write(work.join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
-    let run = |args: &[&str]| {
-        vf(&bin)
-            .current_dir(&work)
-            .env("VF_STATE_DIR", work.join("state"))
-            .env(
-                "FAKE_STDOUT",
-                fixture("copilot/1.0.102/a_json.stdout.jsonl"),
-            )
-            .args(args)
-            .timeout(std::time::Duration::from_secs(120))
-            .output()
-            .unwrap()
-    };
-    assert!(run(&["attach", "add", "shot.png"]).status.success());
-    let out = run(&[
-        "dispatch", "--engine", "auto", "--attach", "shot.png", "--prompt", "look", "--unit", "a",
-        "--output", "json",
-    ]);
-    let r: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(r["engine"], "copilot", "{r}");
-    let why = r["engineReason"].as_str().unwrap();
-    assert!(
-        why.contains("first ready") && why.contains("codex, opencode not ready"),
-        "{why}"
-    );
-    assert_eq!(r["state"], "done", "{r}");
-    assert_eq!(out.status.code(), Some(0));
-}
-
 #[test]
 fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     let bin = t.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     Fake::new(EngineId::Codex).install(&bin);
     let state = t.path().join("state");
-    let (pgid, pid) = common::leaderless_group();
+    let (pgid, pid) = leaderless_group();
     // The record of a vf that died (its start time no longer matches).
     let mut rec = vf::owned::ProcRecord::new("left", 1, "codex", pgid as u32);
     rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
@@ -778,7 +576,7 @@ fn running_as_root() -> bool {
 /// note for claude only, in `--json` and in the table; none when not root.
 #[test]
 fn claude_as_root_has_an_is_sandbox_note() {
-    let t = tempfile::tempdir().unwrap();
+    let t = Env::new();
     Fake::new(EngineId::Claude).install(t.path());
     Fake::new(EngineId::Codex).install(t.path());
     let root = running_as_root();

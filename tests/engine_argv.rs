@@ -9,6 +9,9 @@ use vf::engine::{Attachment, AttachmentKind, EngineId, Invocation, Request};
 use vf::error::exit;
 use vf::version::Version;
 
+mod common;
+use common::fixtures;
+
 const CWD: &str = "/work/proj";
 const STATE: &str = "/work/proj/.vibeflow";
 const CODEX_ID: &str = "01a229e6-b739-7472-9ac7-c8fe37200f9b";
@@ -638,194 +641,14 @@ fn stdin_engines_never_put_the_prompt_in_argv() {
 
 // ---------- through the binary: `vf dispatch --dry-run --json` ----------
 
-mod binary {
-    use assert_cmd::Command;
-    use serde_json::{Value, json};
-
-    fn vf(dir: &std::path::Path) -> Command {
-        let mut c = Command::cargo_bin("vf").unwrap();
-        c.current_dir(dir)
-            .env_remove("VF_STATE_DIR")
-            .arg("dispatch")
-            .arg("--cwd")
-            .arg(dir)
-            .arg("--state-dir")
-            .arg(dir.join(".vibeflow"));
-        c
-    }
-
-    fn dry_run(dir: &std::path::Path, extra: &[&str]) -> Value {
-        let out = vf(dir)
-            .args(extra)
-            .args(["--dry-run", "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    #[test]
-    fn codex_outside_and_inside_git() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap();
-        let v = dry_run(&dir, &["--engine", "codex", "--prompt", "hi there"]);
-        assert_eq!(v["program"], "codex");
-        assert_eq!(
-            v["args"],
-            json!(["exec", "--json", "--skip-git-repo-check", "-"])
-        );
-        assert_eq!(v["stdin"], "hi there");
-        assert_eq!(v["cwd"], dir.display().to_string());
-        assert_eq!(v["promptFile"], Value::Null);
-
-        std::fs::create_dir(dir.join(".git")).unwrap();
-        let v = dry_run(&dir, &["--engine", "codex", "--prompt", "hi"]);
-        assert_eq!(v["args"], json!(["exec", "--json", "-"]));
-    }
-
-    #[test]
-    fn claude_resume_with_skip() {
-        let tmp = tempfile::tempdir().unwrap();
-        let id = "5e0e0c89-f301-4ba6-8327-7b41f84dc493";
-        let v = dry_run(
-            tmp.path(),
-            &[
-                "--engine",
-                "claude",
-                "--prompt",
-                "go",
-                "--session",
-                id,
-                "--skip-permissions",
-            ],
-        );
-        assert_eq!(
-            v["args"],
-            json!([
-                "-p",
-                "-r",
-                id,
-                "--output-format",
-                "stream-json",
-                "--verbose",
-                "--dangerously-skip-permissions"
-            ])
-        );
-        assert_eq!(v["stdin"], "go");
-    }
-
-    #[test]
-    fn copilot_big_prompt_goes_to_a_file() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().canonicalize().unwrap();
-        let big = "x".repeat(32 * 1024 + 1);
-        let pf = dir.join("prompt.txt");
-        std::fs::write(&pf, &big).unwrap();
-        let v = dry_run(
-            &dir,
-            &[
-                "--engine",
-                "copilot",
-                "--unit",
-                "big1",
-                "--prompt-file",
-                pf.to_str().unwrap(),
-            ],
-        );
-        let file = dir.join(".vibeflow/dispatch/big1.md");
-        assert_eq!(v["promptFile"], file.display().to_string());
-        assert_eq!(v["stdin"], Value::Null);
-        let args = v["args"].as_array().unwrap();
-        assert_eq!(
-            args[args.len() - 1],
-            format!("Read {} and follow it", file.display())
-        );
-        // A dry run writes nothing.
-        assert!(!file.exists());
-    }
-
-    #[test]
-    fn opencode_from_stdin() {
-        let tmp = tempfile::tempdir().unwrap();
-        let out = vf(tmp.path())
-            .args(["--engine", "opencode", "--dry-run", "--json"])
-            .write_stdin("from stdin")
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["args"], json!(["run", "--format", "json"]));
-        assert_eq!(v["stdin"], "from stdin");
-    }
-
-    fn refused(extra: &[&str], code: i32, needle: &str) {
-        let tmp = tempfile::tempdir().unwrap();
-        let out = vf(tmp.path())
-            .args(extra)
-            .args(["--dry-run", "--json"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(code), "{extra:?}");
-        assert!(out.stdout.is_empty());
-        let err = String::from_utf8(out.stderr).unwrap();
-        assert_eq!(err.lines().count(), 1, "one line: {err:?}");
-        assert!(err.contains(needle), "{err:?} lacks {needle:?}");
-    }
-
-    #[test]
-    fn bad_arguments_exit_2_with_one_line() {
-        for id in ["--dangerously-skip-permissions", "../x", " ", "a b"] {
-            refused(
-                &[
-                    "--engine",
-                    "codex",
-                    "--prompt",
-                    "p",
-                    &format!("--session={id}"),
-                ],
-                2,
-                "not a valid codex session id",
-            );
-        }
-        refused(
-            &["--engine", "opencode", "--prompt", "p", "--session="],
-            2,
-            "session id",
-        );
-        refused(
-            &["--engine", "agy", "--prompt", "p", "--session=x"],
-            2,
-            "not supported",
-        );
-        refused(
-            &[
-                "--engine",
-                "copilot",
-                "--prompt",
-                "p",
-                "--session=23a3694b-6367-494d-aa02-ae5d5602995f",
-            ],
-            2,
-            "exact resume",
-        );
-    }
-
-    #[test]
-    fn agy_over_limit_is_refused_before_spawn() {
-        let big = "y".repeat(30 * 1024);
-        refused(&["--engine", "agy", "--prompt", &big], 3, "30720");
-    }
-}
+#[path = "engine_argv/binary.rs"]
+mod binary;
 
 // ---------- the flags vf relies on are in the saved help texts ----------
 
 #[test]
 fn required_flags_appear_in_the_verified_help() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let root = fixtures();
     for e in EngineId::ALL {
         let spec = e.engine().spec();
         for ver in spec.verified_versions {
@@ -859,7 +682,7 @@ fn required_flags_appear_in_the_verified_help() {
 fn every_emitted_flag_is_in_the_verified_help() {
     // Builds the fullest invocation per engine and checks each `--flag` word
     // against every verified version's help (agy has none to check against).
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let root = fixtures();
     for e in EngineId::ALL {
         let spec = e.engine().spec();
         for ver_s in spec.verified_versions {

@@ -6,13 +6,14 @@
 //! (the `thread.started` line, the `result` envelope, ...), and the exit code
 //! comes from each case's `cmd.txt`.
 
-use std::path::{Path, PathBuf};
-
 use serde_json::{Value, json};
 use vf::engine::{EngineId, Outcome, OutputTransport};
 use vf::frames::{Projector, Tracker};
 use vf::summary::{Summary, extract};
 use vf::version::Version;
+
+mod common;
+use common::{fixtures, read_text, recorded_exit};
 
 /// How the capture's stdout is framed (the projector's transport).
 #[derive(Clone, Copy, Debug)]
@@ -197,22 +198,6 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// `# exit_code: N` from a case's cmd.txt.
-fn recorded_exit(cmd: &str) -> i32 {
-    cmd.lines()
-        .find_map(|l| l.strip_prefix("# exit_code: "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("cmd.txt has an exit_code line")
-}
-
 /// A replayed run: its projector, read through the tracker.
 struct Run(Projector);
 
@@ -242,8 +227,8 @@ fn replay(engine: EngineId, version: Option<&str>, stdout: &str, feed: Feed) -> 
 
 fn check(c: &Case) -> Outcome {
     let dir = fixtures().join(c.cli).join(c.version);
-    let stdout = read(&dir.join(format!("{}.stdout.jsonl", c.case)));
-    let exit = recorded_exit(&read(&dir.join(format!("{}.cmd.txt", c.case))));
+    let stdout = read_text(&dir.join(format!("{}.stdout.jsonl", c.case)));
+    let exit = recorded_exit(&read_text(&dir.join(format!("{}.cmd.txt", c.case))));
     let engine = EngineId::parse(c.cli).unwrap();
     let t = replay(engine, Some(c.version), &stdout, c.feed);
     let id = format!("{}/{}/{}", c.cli, c.version, c.case);
@@ -341,9 +326,9 @@ fn recorded_ids_match_the_raw_text() {
             .join(c.cli)
             .join(c.version)
             .join(format!("{}.stdout.jsonl", c.case));
-        assert!(read(&p).contains(sid), "{}: {sid}", c.case);
+        assert!(read_text(&p).contains(sid), "{}: {sid}", c.case);
     }
-    let codex = read(&fixtures().join("codex/0.171.0/a_json.stdout.jsonl"));
+    let codex = read_text(&fixtures().join("codex/0.171.0/a_json.stdout.jsonl"));
     let first = codex.lines().next().unwrap();
     assert!(first.starts_with(r#"{"type":"thread.started","thread_id":"01a229fa-c269"#));
 }
@@ -515,7 +500,7 @@ fn gemini_answer_is_the_deltas_after_the_last_tool_use() {
 
 #[test]
 fn gemini_status_error_with_exit_0_is_a_failure() {
-    let stdout = read(&fixtures().join("gemini/0.61.0/d_error500.stdout.jsonl"));
+    let stdout = read_text(&fixtures().join("gemini/0.61.0/d_error500.stdout.jsonl"));
     let t = replay(EngineId::Gemini, None, &stdout, Feed::Jsonl);
     let out = t.finish(Some(0));
     assert!(out.failed);
@@ -554,7 +539,7 @@ fn copilot_result_exit_code_decides_even_with_exit_0() {
 fn copilot_text_mode_keeps_json_looking_lines() {
     // On the text transport every line is answer text: the summary's body
     // line parses as JSON and must still end up in the answer.
-    let stdout = read(&fixtures().join("copilot/1.0.102/g_text_mode.stdout.jsonl"));
+    let stdout = read_text(&fixtures().join("copilot/1.0.102/g_text_mode.stdout.jsonl"));
     let t = replay(EngineId::Copilot, None, &stdout, Feed::Text);
     let out = t.finish(Some(0));
     assert!(!out.failed, "{:?}", out.error);
@@ -566,7 +551,7 @@ fn copilot_text_mode_keeps_json_looking_lines() {
 
 #[test]
 fn opencode_error_frame_is_a_failure_even_with_exit_0() {
-    let stdout = read(&fixtures().join("opencode/1.18.33/d_error500.stdout.jsonl"));
+    let stdout = read_text(&fixtures().join("opencode/1.18.33/d_error500.stdout.jsonl"));
     let out = replay(EngineId::Opencode, None, &stdout, Feed::Jsonl).finish(Some(0));
     assert!(out.failed);
 }
@@ -604,7 +589,7 @@ fn killed_runs_fail_for_every_engine() {
 #[test]
 fn gemini_session_is_resumable_only_after_an_answer() {
     let run = |rel: &str| {
-        let stdout = read(&fixtures().join(rel));
+        let stdout = read_text(&fixtures().join(rel));
         let engine = EngineId::parse(rel.split('/').next().unwrap()).unwrap();
         replay(engine, None, &stdout, Feed::Jsonl)
     };
@@ -614,7 +599,7 @@ fn gemini_session_is_resumable_only_after_an_answer() {
     assert!(run("gemini/0.61.0/a_json_stream.stdout.jsonl").resumable());
     // Live: the id is known from `init`, resumable from the model's first output.
     let mut p = Projector::new(EngineId::Gemini, None, OutputTransport::Jsonl);
-    let stdout = read(&fixtures().join("gemini/0.61.0/b_tool.stdout.jsonl"));
+    let stdout = read_text(&fixtures().join("gemini/0.61.0/b_tool.stdout.jsonl"));
     let live: Vec<(bool, bool)> = stdout
         .lines()
         .map(|l| {

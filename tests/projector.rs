@@ -3,7 +3,6 @@
 //! 3. novelty probes for every manifest family.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use vf::engine::{EngineId, OutputTransport};
@@ -11,16 +10,15 @@ use vf::frames::manifests::families;
 use vf::frames::{ConversationEvent, Projector, RawRange};
 use vf::version::Version;
 
+mod common;
+use common::fixtures;
+
 struct Capture {
     cli: EngineId,
     version: String,
     case: String,
     transport: OutputTransport,
     bytes: Vec<u8>,
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
 
 /// The transport a capture was recorded with, read from its `.cmd.txt`.

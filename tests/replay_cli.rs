@@ -3,28 +3,17 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use assert_cmd::prelude::*;
-use serde_json::Value;
-
-const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
-
-fn vf() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("vf").unwrap()
-}
-
-fn jsonl(out: &[u8]) -> Vec<Value> {
-    String::from_utf8_lossy(out)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+mod common;
+use common::{fixture, jsonl, vf_cli as vf};
 
 #[test]
 fn jsonl_output_is_one_event_per_line() {
     let out = vf()
         .args([
             "replay",
-            &format!("{FIX}/codex/0.171.0/b_tool.stdout.jsonl"),
+            fixture("codex/0.171.0/b_tool.stdout.jsonl")
+                .to_str()
+                .unwrap(),
         ])
         .args([
             "--cli",
@@ -61,7 +50,7 @@ fn jsonl_output_is_one_event_per_line() {
 
 #[test]
 fn human_output_has_trace_refs_drift_rows_and_truncation() {
-    let mut log = std::fs::read(format!("{FIX}/codex/0.171.0/a_json.stdout.jsonl")).unwrap();
+    let mut log = std::fs::read(fixture("codex/0.171.0/a_json.stdout.jsonl")).unwrap();
     log.extend_from_slice(b"{\"type\":\"vf.future_kind\",\"secret\":\"hunter2\"}\n");
     log.extend_from_slice(b"{\"type\":\"output.truncated\"}\n");
     let out = vf()
@@ -114,7 +103,9 @@ fn json_transport_and_text_transport() {
     let out = vf()
         .args([
             "replay",
-            &format!("{FIX}/gemini/0.61.0/a_json.stdout.jsonl"),
+            fixture("gemini/0.61.0/a_json.stdout.jsonl")
+                .to_str()
+                .unwrap(),
         ])
         .args([
             "--cli",
@@ -132,7 +123,9 @@ fn json_transport_and_text_transport() {
     let out = vf()
         .args([
             "replay",
-            &format!("{FIX}/copilot/1.0.102/g_text_mode.stdout.jsonl"),
+            fixture("copilot/1.0.102/g_text_mode.stdout.jsonl")
+                .to_str()
+                .unwrap(),
         ])
         .args([
             "--cli",
@@ -163,8 +156,7 @@ fn bad_arguments_are_usage_errors() {
 
 #[test]
 fn a_closed_stdout_is_success() {
-    let mut child = Command::cargo_bin("vf")
-        .unwrap()
+    let mut child = Command::new(common::vf())
         .args(["replay", "-", "--cli", "codex", "--output", "jsonl"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

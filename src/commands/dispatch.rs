@@ -13,7 +13,7 @@ use crate::dispatch::UnitSpec;
 use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::{AttachmentKind, Engine, Invocation, Request};
 use crate::error::{Result, VfError};
-use crate::private::{self, PrivateRanges};
+use crate::private::{self, PrivateRanges, RangeSpec};
 use crate::unit_lock::UnitLock;
 use crate::{names, state};
 
@@ -34,7 +34,26 @@ pub struct Resolved {
     pub private_ranges: PrivateRanges,
 }
 
-pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
+/// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
+/// bad one is reported as clap reports any bad flag value, word for word.
+pub fn parse_private_ranges(raw: &[String]) -> std::result::Result<Vec<RangeSpec>, clap::Error> {
+    use clap::CommandFactory;
+    use clap::builder::TypedValueParser;
+    if raw.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The built definition gives the error its flag name, styles and help hint.
+    let mut cli = crate::cli::Cli::command();
+    cli.build();
+    let cmd = cli.find_subcommand("dispatch").unwrap_or(&cli);
+    let arg = cmd.get_arguments().find(|a| a.get_id() == "private_range");
+    let parser = |s: &str| s.parse::<RangeSpec>();
+    raw.iter()
+        .map(|s| parser.parse_ref(cmd, arg, std::ffi::OsStr::new(s)))
+        .collect()
+}
+
+pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let cwd = match &args.cwd {
         Some(d) => state::absolute(d)?,
         None => std::env::current_dir()?,
@@ -64,7 +83,7 @@ pub fn resolve(args: &DispatchArgs) -> Result<Resolved> {
     };
     names::check("unit name", &unit)?;
     let prompt = super::prompt::read(&args.prompt)?;
-    let private_ranges = private::stage_private_ranges(&args.private_range, &state_dir, &cwd)?;
+    let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
         engine: engine_id.engine(),
         engine_reason: attach_plan.pick.reason.clone(),
@@ -143,7 +162,15 @@ fn dry_run_attachments(r: &Resolved) -> Vec<DryRunAttachment<'_>> {
 }
 
 pub fn run(args: &DispatchArgs) -> Result<i32> {
-    let r = resolve(args)?;
+    let ranges = match parse_private_ranges(&args.private_range) {
+        Ok(r) => r,
+        Err(e) => {
+            // Printed as clap prints its own usage errors (main does the same).
+            let _ = e.print();
+            return Ok(crate::error::exit::USAGE);
+        }
+    };
+    let r = resolve(args, &ranges)?;
     if args.dry_run {
         return dry_run(args, &r);
     }

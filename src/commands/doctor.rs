@@ -16,25 +16,9 @@ use crate::orphans::{self, Class, Finding};
 const AUX_RUNTIME: &str = "bun";
 
 pub fn run(args: &DoctorArgs) -> Result<i32> {
-    let mut ids: Vec<EngineId> = Vec::new();
-    for &e in &args.engine {
-        if !ids.contains(&e) {
-            ids.push(e);
-        }
-    }
-    if ids.is_empty() {
-        ids = EngineId::ALL.to_vec();
-    }
+    let ids = selected(&args.engine);
     let opts = Options {
         timeout: Duration::from_secs(args.timeout),
-    };
-
-    let code = |reports: &[EngineReport]| {
-        if reports.iter().all(EngineReport::passes) {
-            exit::OK
-        } else {
-            exit::ENGINE_FAILED
-        }
     };
     let state_dir = crate::state::resolve_state_dir(
         args.state.state_dir.as_deref(),
@@ -56,7 +40,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
             })
             .collect();
         super::print_json(&shown)?;
-        return Ok(code(&reports));
+        return Ok(exit_code(&reports));
     }
     let (mut reports, aux) = std::thread::scope(|s| {
         let aux = s.spawn(|| doctor::auxiliary(AUX_RUNTIME, &opts));
@@ -69,7 +53,30 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     run_probes(&mut reports, probe_timeout)?;
     print_table(&reports, &aux)?;
     print_orphans(&findings, &ids, &state_dir)?;
-    Ok(code(&reports))
+    Ok(exit_code(&reports))
+}
+
+/// `--engine` as given, each once, in order; every engine when none is given.
+fn selected(given: &[EngineId]) -> Vec<EngineId> {
+    let mut ids: Vec<EngineId> = Vec::new();
+    for &e in given {
+        if !ids.contains(&e) {
+            ids.push(e);
+        }
+    }
+    if ids.is_empty() {
+        ids = EngineId::ALL.to_vec();
+    }
+    ids
+}
+
+/// 0 when every engine passes (probe included), else the engine-failed code.
+fn exit_code(reports: &[EngineReport]) -> i32 {
+    if reports.iter().all(EngineReport::passes) {
+        exit::OK
+    } else {
+        exit::ENGINE_FAILED
+    }
 }
 
 /// An engine's report, with the process groups its dead vf left behind that
@@ -241,42 +248,7 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
         "ENGINE", "VERDICT", "VERSION", "VERIFICATION"
     )?;
     for r in reports {
-        let version = match (&r.version, r.verdict) {
-            (Some(v), _) => v.to_string(),
-            (None, Verdict::Missing) => "-".into(),
-            (None, _) => "?".into(),
-        };
-        writeln!(
-            out,
-            "{:<9} {:<9} {:<10} {:<18} {}",
-            r.engine.as_str(),
-            r.verdict.as_str(),
-            version,
-            r.verification.map_or("-", |v| v.as_str()),
-            r.path.as_deref().unwrap_or("-"),
-        )?;
-        for reason in &r.reasons {
-            writeln!(out, "          - {reason}")?;
-        }
-        for w in &r.warnings {
-            writeln!(out, "          ! {w}")?;
-        }
-        for n in &r.notes {
-            writeln!(out, "          note: {n}")?;
-        }
-        match &r.probe {
-            Some(p) if p.result == doctor::ProbeVerdict::Pass => writeln!(
-                out,
-                "          probe: pass (session {})",
-                p.session_id.as_deref().unwrap_or("-")
-            )?,
-            Some(p) => writeln!(
-                out,
-                "          probe: FAIL: {}",
-                p.reason.as_deref().unwrap_or("?")
-            )?,
-            None => {}
-        }
+        print_report(&mut out, r)?;
     }
     writeln!(out)?;
     print_aux(&mut out, aux)?;
@@ -287,6 +259,47 @@ fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> 
             out,
             "A call that timed out may only be slow on a busy machine: rerun with a larger --timeout."
         )?;
+    }
+    Ok(())
+}
+
+/// One engine's table row and the indented lines under it.
+fn print_report(out: &mut impl Write, r: &EngineReport) -> Result<()> {
+    let version = match (&r.version, r.verdict) {
+        (Some(v), _) => v.to_string(),
+        (None, Verdict::Missing) => "-".into(),
+        (None, _) => "?".into(),
+    };
+    writeln!(
+        out,
+        "{:<9} {:<9} {:<10} {:<18} {}",
+        r.engine.as_str(),
+        r.verdict.as_str(),
+        version,
+        r.verification.map_or("-", |v| v.as_str()),
+        r.path.as_deref().unwrap_or("-"),
+    )?;
+    for reason in &r.reasons {
+        writeln!(out, "          - {reason}")?;
+    }
+    for w in &r.warnings {
+        writeln!(out, "          ! {w}")?;
+    }
+    for n in &r.notes {
+        writeln!(out, "          note: {n}")?;
+    }
+    match &r.probe {
+        Some(p) if p.result == doctor::ProbeVerdict::Pass => writeln!(
+            out,
+            "          probe: pass (session {})",
+            p.session_id.as_deref().unwrap_or("-")
+        )?,
+        Some(p) => writeln!(
+            out,
+            "          probe: FAIL: {}",
+            p.reason.as_deref().unwrap_or("?")
+        )?,
+        None => {}
     }
     Ok(())
 }

@@ -1,7 +1,27 @@
-//! Helpers shared by the integration tests that drive the `vf` binary.
+//! The one harness of the integration tests (`mod common;` in each file):
+//! - paths: the `vf` binary, the repository, `fixtures/`, the fake engine;
+//! - [`Env`] (`workdir.rs`): a temporary working dir with its own state dir,
+//!   `vf` commands scrubbed of the caller's environment, copies of the fake;
+//! - `compare.rs`: output parsing and whole-object comparison of results and
+//!   markers with the volatile fields (times, pids, temp paths) normalised;
+//!   `expect.rs`: the whole result and marker a dispatch is expected to leave;
+//! - `source.rs`: reading vf's own source for the layer checks;
+//! - bounded process helpers: nothing a test starts may hang it.
 #![allow(dead_code)] // each test crate uses its own subset
 
-use std::path::PathBuf;
+mod compare;
+mod expect;
+pub mod source;
+mod workdir;
+
+#[allow(unused_imports)] // likewise
+pub use compare::*;
+#[allow(unused_imports)]
+pub use expect::*;
+#[allow(unused_imports)]
+pub use workdir::*;
+
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -9,6 +29,11 @@ use serde_json::Value;
 
 pub fn vf() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_vf"))
+}
+
+/// `vf` for tests written with `assert_cmd` (`.assert()`, `.write_stdin()`).
+pub fn vf_cli() -> assert_cmd::Command {
+    assert_cmd::Command::new(vf())
 }
 
 pub fn root() -> PathBuf {
@@ -20,8 +45,61 @@ pub fn fake() -> PathBuf {
     root().join("tests/fake/fake-engine")
 }
 
+/// The genuine captures: `fixtures/<engine>/<version>/<case>.*`.
+pub fn fixtures() -> PathBuf {
+    root().join("fixtures")
+}
+
 pub fn fixture(rel: &str) -> PathBuf {
-    root().join("fixtures").join(rel)
+    fixtures().join(rel)
+}
+
+/// A file's text; the panic names the file.
+pub fn read_text(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// `# exit_code: N` of a capture's `.cmd.txt` text: how the CLI exited.
+pub fn recorded_exit(cmd_txt: &str) -> i32 {
+    cmd_txt
+        .lines()
+        .find_map(|l| l.strip_prefix("# exit_code: "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("cmd.txt has an exit_code line")
+}
+
+/// Writes an executable script (mode 0755) and returns its path.
+pub fn write_exe(path: &Path, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_path_buf()
+}
+
+/// Every file under `dir`, recursively (none when it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Fails when any file under `dir` holds `secret`.
+pub fn assert_nowhere_under(dir: &Path, secret: &str) {
+    for f in files_under(dir) {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "private text persisted in {}",
+            f.display()
+        );
+    }
 }
 
 /// The first session id a CLI printed in `text` (any engine's key), read
@@ -38,7 +116,7 @@ pub fn first_session_id(text: &str) -> Option<String> {
 
 /// The session id a genuine capture states.
 pub fn capture_session_id(rel: &str) -> String {
-    let text = std::fs::read_to_string(fixture(rel)).unwrap();
+    let text = read_text(&fixture(rel));
     first_session_id(&text).unwrap_or_else(|| panic!("no session id in {rel}"))
 }
 
@@ -67,6 +145,16 @@ pub fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
         assert!(start.elapsed() < limit, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// Waits (bounded) for `child` to exit.
+pub fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let mut status = None;
+    wait_for("vf to exit", Duration::from_secs(30), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    status.unwrap()
 }
 
 /// kill(2); a negative pid names a process group.

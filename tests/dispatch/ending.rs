@@ -51,33 +51,31 @@ fn an_unwritable_raw_log_is_a_state_failure_that_ends_the_engine() {
     }
     let out = run_bounded(c, Duration::from_secs(60));
     let stdout = String::from_utf8(out.stdout.clone()).unwrap();
-    let r = result_json(&out);
+    let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(5), "{r}");
-    assert_eq!(r["reason"], "state");
+    let error = r["error"].as_str().unwrap_or_default();
     assert!(
-        r["error"]
-            .as_str()
-            .unwrap()
-            .contains("cannot write the raw log"),
+        error.contains("cannot write the raw log") && error.contains("the engine was ended"),
         "{r}"
     );
-    let m = env.marker("full");
-    assert_eq!(
-        (m["state"].as_str(), m["reason"].as_str()),
-        (Some("failed"), Some("state"))
+    let session = capture_session_id("codex/0.171.0/b_tool.stdout.jsonl");
+    let mut want = finished_result("codex", "full", 1, "failed", 0, &session.into());
+    want["kind"] = "dispatch.result".into();
+    want["reason"] = "state".into();
+    want["error"] = error.into();
+    // Ended by vf, so no exit status; the answer so far is the last message.
+    want["exitCode"] = Value::Null;
+    want["answer"] = "padding padding padding padding padding padding padding padding".into();
+    assert_json_eq(&r, &want);
+    assert_json_eq(
+        &env.normalized(&env.marker("full")),
+        &finished_marker(&want, 1),
     );
-    assert!(
-        m["error"]
-            .as_str()
-            .unwrap()
-            .contains("the engine was ended"),
-        "{m}"
-    );
-    let pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
+    let pgid = env.marker("full")["owner"]["pgid"].as_i64().unwrap() as i32;
     wait_for("the engine's group to end", Duration::from_secs(5), || {
         !group_alive(pgid)
     });
-    let log = std::fs::read(r["stdoutLog"].as_str().unwrap()).unwrap();
+    let log = std::fs::read(env.state().join("units/full/attempt-1.stdout.log")).unwrap();
     let log_lines = log.iter().filter(|b| **b == b'\n').count() as u64;
     assert!(log.len() <= 64 << 10 && log_lines > 0);
     ranges_within(&stdout, log_lines);
@@ -121,7 +119,7 @@ fn the_kill_grace_also_governs_the_drain_after_the_leader_exits() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("VF_KILL_GRACE_MS"));
-    assert!(read_marker_opt(&env, "badgrace").is_none());
+    assert!(env.marker_opt("badgrace").is_none());
 }
 
 #[test]
@@ -136,11 +134,36 @@ fn stall_timeout_kills_and_exits_4() {
         ],
         &["--stall-timeout", "1"],
     );
-    let r = result_json(&out);
+    let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(4), "{r}");
-    assert_eq!(r["state"], "failed");
-    assert_eq!(r["reason"], "stalled");
-    assert_eq!(env.marker("stall")["reason"], "stalled");
+    let cap = "codex/0.171.0/a_json.stdout.jsonl";
+    // All was printed, then nothing: the answer and its summary are kept.
+    assert!(r["summary"]["confidence"].is_number(), "{r}");
+    let want = ended_by_vf(&r, "stall", cap, "stalled", "stalled: no output for 1s");
+    assert_json_eq(&r, &want);
+    assert_json_eq(
+        &env.normalized(&env.marker("stall")),
+        &finished_marker(&want, 1),
+    );
+}
+
+/// The result of a run vf ended for `reason` (`error`) while it replayed
+/// `cap`: failed, no exit status, the answer and summary it had given so far.
+fn ended_by_vf(r: &Value, unit: &str, cap: &str, reason: &str, error: &str) -> Value {
+    let mut want = finished_result(
+        "codex",
+        unit,
+        1,
+        "failed",
+        0,
+        &capture_session_id(cap).into(),
+    );
+    want["reason"] = reason.into();
+    want["error"] = error.into();
+    want["exitCode"] = Value::Null;
+    want["answer"] = r["answer"].clone();
+    want["summary"] = r["summary"].clone();
+    want
 }
 
 #[test]
@@ -156,9 +179,14 @@ fn wall_timeout_kills_and_exits_4() {
         ],
         &["--timeout", "1", "--stall-timeout", "30"],
     );
-    let r = result_json(&out);
+    let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(4), "{r}");
-    assert_eq!(r["reason"], "timeout");
+    let cap = "codex/0.171.0/b_tool.stdout.jsonl";
+    let want = ended_by_vf(&r, "slow", cap, "timeout", "timed out after 1s");
+    // Cut off mid-stream: the answer so far, no summary yet.
+    assert_eq!(r["answer"], "I will run the command.", "{r}");
+    assert_eq!(r["summary"], Value::Null, "{r}");
+    assert_json_eq(&r, &want);
 }
 
 #[test]
@@ -191,15 +219,16 @@ fn grandchildren_do_not_survive_a_normal_exit() {
 fn every_forwarded_signal_reaches_the_whole_group_and_escalates() {
     let env = Env::new();
     // The engine ignores SIGINT and SIGTERM: only the SIGKILL after the grace ends it.
-    for (sig, code) in [
-        (libc::SIGINT, 130),
-        (libc::SIGTERM, 143),
-        (libc::SIGHUP, 129),
-        (libc::SIGQUIT, 131),
+    let cap = "codex/0.171.0/a_json.stdout.jsonl";
+    for (sig, code, name) in [
+        (libc::SIGINT, 130, "SIGINT"),
+        (libc::SIGTERM, 143, "SIGTERM"),
+        (libc::SIGHUP, 129, "SIGHUP"),
+        (libc::SIGQUIT, 131, "SIGQUIT"),
     ] {
         let unit = format!("sig{sig}");
         let mut c = env.live("codex", &unit, "x", &[]);
-        c.env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"))
+        c.env("FAKE_STDOUT", fixture(cap))
             .env("FAKE_MODE", "ignore-term")
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -212,11 +241,13 @@ fn every_forwarded_signal_reaches_the_whole_group_and_escalates() {
         wait_for("the group to be gone", Duration::from_secs(5), || {
             !group_alive(pgid)
         });
-        let m = env.marker(&unit);
-        assert_eq!(
-            (m["state"].as_str(), m["reason"].as_str()),
-            (Some("failed"), Some("interrupted")),
-            "signal {sig}"
-        );
+        let m = env.normalized(&env.marker(&unit));
+        let id = capture_session_id(cap).into();
+        let mut want = finished_marker(&finished_result("codex", &unit, 1, "failed", 0, &id), 1);
+        want["reason"] = "interrupted".into();
+        want["error"] = format!("interrupted by {name}").into();
+        want["exitCode"] = Value::Null;
+        want["summary"] = m["summary"].clone();
+        assert_json_eq(&m, &want);
     }
 }

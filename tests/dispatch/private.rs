@@ -21,33 +21,6 @@ fn private_source(env: &Env) {
     std::fs::write(env.path().join("config.rs"), src).unwrap();
 }
 
-/// Every file under `dir`, recursively.
-fn all_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(all_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-fn no_secret_under(dir: &Path) {
-    for f in all_files(dir) {
-        let bytes = std::fs::read(&f).unwrap();
-        assert!(
-            !String::from_utf8_lossy(&bytes).contains(SECRET),
-            "private text persisted in {}",
-            f.display()
-        );
-    }
-}
-
 #[test]
 fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
     let env = Env::new();
@@ -92,7 +65,7 @@ fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!file.exists(), "the stale prompt file survived recovery");
-    no_secret_under(&env.path().join("state"));
+    assert_nowhere_under(&env.state(), SECRET);
 }
 
 /// A genuine capture with the prompt's echo replaced by `@PROMPT@`, which the
@@ -160,7 +133,7 @@ fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
             .env("FAKE_VERSION", version);
         let out = run_bounded(c, Duration::from_secs(60));
         let stdout = String::from_utf8(out.stdout.clone()).unwrap();
-        let r = result_json(&out);
+        let r = last_json(&out);
         assert_eq!(out.status.code(), Some(0), "{engine}: {r}");
         assert!(
             !stdout.contains(SECRET),
@@ -188,7 +161,7 @@ fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
                 assert!(end as usize <= lines, "{engine}: {line}");
             }
         }
-        no_secret_under(&env.path().join("state"));
+        assert_nowhere_under(&env.state(), SECRET);
     }
 }
 
@@ -241,7 +214,7 @@ fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
                 "{seen}"
             );
         }
-        no_secret_under(&env.path().join("state"));
+        assert_nowhere_under(&env.state(), SECRET);
         assert!(
             !String::from_utf8_lossy(
                 &run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30)).stdout

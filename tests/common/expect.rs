@@ -61,8 +61,9 @@ pub fn finished_marker(result: &Value, attempts: u64) -> Value {
         "summaryError": result["summaryError"],
         "error": result["error"],
         "reason": result["reason"],
-        "stdoutLog": result["stdoutLog"],
-        "stderrLog": result["stderrLog"],
+        // Relative to the state dir, so a moved state dir keeps its markers.
+        "stdoutLog": format!("units/{}/attempt-{attempts}.stdout.log", result["unit"].as_str().unwrap()),
+        "stderrLog": format!("units/{}/attempt-{attempts}.stderr.log", result["unit"].as_str().unwrap()),
     })
 }
 

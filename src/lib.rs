@@ -1,7 +1,9 @@
 //! vf: dispatch work to coding-agent CLIs and make their output safe to build on.
 //!
-//! Layers: `cli` (clap definitions) → `commands` (one file per subcommand) →
-//! core modules (`engine`, `summary`, `state`, ...).
+//! Layers: `cli` (clap definitions) → `commands` (one thin file per
+//! subcommand) → core modules (no terminal knowledge) → the ground floor
+//! (`error`, `fsutil`, `names`, `procinfo`, `summary`, `text`, `version`).
+//! docs/ARCHITECTURE.md says who owns what and the path of one dispatch.
 
 pub mod attach;
 pub mod binary;

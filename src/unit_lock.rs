@@ -48,6 +48,14 @@ impl UnitLock {
             VfError::state(format!("cannot lock unit {unit} ({}): {e}", path.display()))
         };
         if let Some(dir) = path.parent() {
+            // A cloned repository can bring a `units` link pointing anywhere:
+            // the lock file would be the first write outside the state dir.
+            if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(VfError::state(format!(
+                    "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
+                    dir.display()
+                )));
+            }
             std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
         }
         // No truncation before the lock (it would wipe the holder's pid), and
@@ -126,5 +134,17 @@ mod tests {
         let err = UnitLock::acquire(&t.path().join("state"), "u").unwrap_err();
         assert_eq!(err.exit_code(), crate::error::exit::STATE, "{err}");
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_symlinked_units_dir_is_refused_before_anything_is_created() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = t.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::create_dir(t.path().join("state")).unwrap();
+        std::os::unix::fs::symlink(&outside, t.path().join("state/units")).unwrap();
+        let err = UnitLock::acquire(&t.path().join("state"), "u").unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::STATE, "{err}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     }
 }

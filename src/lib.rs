@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod dispatch;
 pub mod doctor;
+pub mod doctor_cache;
 pub mod engine;
 pub mod error;
 pub mod frames;

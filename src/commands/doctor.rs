@@ -27,6 +27,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     }
     let opts = Options {
         timeout: Duration::from_secs(args.timeout),
+        refresh: args.refresh,
     };
 
     let code = |reports: &[EngineReport]| {

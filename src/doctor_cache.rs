@@ -26,7 +26,10 @@ use crate::engine::EngineId;
 use crate::version::Version;
 
 /// Bumped whenever the stored shape or its meaning changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
+
+/// Executables remembered per file (per engine, or per executable name).
+const KEPT: usize = 4;
 
 /// Larger files are not read (help texts are a few KiB each).
 const MAX_ENTRY: u64 = 8 << 20;
@@ -85,12 +88,17 @@ struct Entry<T> {
 
 /// The value stored in `file` for exactly `exe`, if any.
 fn load<T: DeserializeOwned>(file: &Path, exe: &Identity) -> Option<T> {
+    let entries: Vec<Entry<T>> = read_entries(file)?;
+    let e = entries.into_iter().find(|e| e.exe == *exe)?;
+    (e.format == FORMAT).then_some(e.value)
+}
+
+fn read_entries<T: DeserializeOwned>(file: &Path) -> Option<Vec<Entry<T>>> {
     let f = std::fs::File::open(file).ok()?;
     if f.metadata().ok()?.len() > MAX_ENTRY {
         return None;
     }
-    let e: Entry<T> = serde_json::from_reader(std::io::BufReader::new(f)).ok()?;
-    (e.format == FORMAT && e.exe == *exe).then_some(e.value)
+    serde_json::from_reader(std::io::BufReader::new(f)).ok()
 }
 
 /// Stores `value` for `exe`, unless the file changed while it was being run
@@ -99,12 +107,26 @@ fn store<T: Serialize>(file: &Path, exe: Identity, value: T) {
     if Identity::of(Path::new(&exe.path)).as_ref() != Some(&exe) {
         return;
     }
+    // Other installs of the same name (a baseline and a current codex) keep
+    // their entries: newest first, the oldest dropped past `KEPT`.
+    let mut others: Vec<Entry<serde_json::Value>> = read_entries(file).unwrap_or_default();
+    others.retain(|e| e.exe.path != exe.path && e.format == FORMAT);
+    others.truncate(KEPT - 1);
     let entry = Entry {
         format: FORMAT,
         exe,
         value,
     };
-    if let Ok(bytes) = serde_json::to_vec(&entry) {
+    let Ok(first) = serde_json::to_value(&entry) else {
+        return;
+    };
+    let mut all = vec![first];
+    all.extend(
+        others
+            .into_iter()
+            .filter_map(|e| serde_json::to_value(e).ok()),
+    );
+    if let Ok(bytes) = serde_json::to_vec(&all) {
         // A cache that cannot be written only costs a re-run next time.
         if let Err(e) = crate::fsutil::write_atomic_volatile(file, &bytes) {
             tracing::debug!(file = %file.display(), %e, "cache not written");
@@ -295,10 +317,23 @@ mod tests {
             &format!("echo x >> {}; echo 'tool 1.2.40'", calls.display()),
         );
         assert_eq!((read(false), count()), (Version::new(1, 2, 40), 3));
-        // A corrupt entry is no entry.
-        std::fs::write(base.join("versions/tool.json"), b"{\"format\":1,").unwrap();
-        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 4));
-        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 4));
+        // Another install of the same name keeps its own entry.
+        let other = t.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        let second = script(
+            &other,
+            &format!("echo x >> {}; echo 'tool 7.0.0'", calls.display()),
+        );
+        let read2 = || version_in(Some(&base), &second, d, false).unwrap();
+        assert_eq!((read2(), count()), (Version::new(7, 0, 0), 4));
+        assert_eq!(
+            (read(false), read2(), count()),
+            (Version::new(1, 2, 40), Version::new(7, 0, 0), 4)
+        );
+        // A corrupt file is no entry.
+        std::fs::write(base.join("versions/tool.json"), b"[{\"format\":2,").unwrap();
+        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 5));
+        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 5));
     }
 
     #[test]

@@ -160,7 +160,7 @@ orchestrate_rows() {
 status_rows() {
   local st="$RUN/status-state" one
   mkdir -p "$st/units"
-  one=$(ls "$STATUS_DIR"/units/*.json | head -1)
+  one=$(set -- "$STATUS_DIR"/units/*.json; echo "$1")
   python3 - "$one" "$st/units" "$MARKERS" <<'PY'
 import json, sys
 src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -176,7 +176,7 @@ PY
   local vf jqs
   vf=$(median_ms 5 "$VF" status --json --state-dir "$st")
   jqs=$(median_ms 5 sh -c "cat '$st'/units/*.json | jq -c . >/dev/null")
-  row "vf status --json over $MARKERS markers vs cat|jq -c over them" "$vf ms" "$jqs ms" "$(ratio "$vf" "$jqs")" "<= 200 ms"
+  row "vf status --json over $MARKERS markers vs cat + jq -c over them" "$vf ms" "$jqs ms" "$(ratio "$vf" "$jqs")" "<= 200 ms"
 }
 
 doctor_rows

@@ -19,6 +19,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
 use crate::error::VfError;
@@ -139,7 +140,7 @@ const OUTPUT_CAP: usize = 1 << 20;
 const READER_GRACE: Duration = Duration::from_millis(500);
 
 /// What a short command printed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Captured {
     pub stdout: String,
     pub stderr: String,
@@ -148,7 +149,7 @@ pub struct Captured {
 }
 
 /// Why a short command produced no usable result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RunError {
     /// The process could not be started (message from the OS).
     Spawn(String),
@@ -291,7 +292,7 @@ impl Reader {
 }
 
 /// Why `--version` gave no version.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum VersionError {
     Run(RunError),
     /// It ran but printed no `X.Y.Z` (an excerpt of what it printed, and its exit code).
@@ -352,51 +353,6 @@ fn excerpt(s: &str) -> String {
     out
 }
 
-/// Identity of an executable file: a changed binary (upgrade) invalidates the cache.
-fn file_key(p: &Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let real = std::fs::canonicalize(p).ok()?;
-    let m = std::fs::metadata(&real).ok()?;
-    Some(format!(
-        "{}:{}:{}:{}:{}",
-        real.display(),
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime_nsec() + m.mtime() * 1_000_000_000
-    ))
-}
-
-/// Like [`read_version`], but remembers the answer per executable file in
-/// `<state>/cache/versions.json`, so a dispatch does not spawn the CLI twice.
-/// A file that changed (size, mtime, inode) is read again.
-pub fn read_version_cached(
-    program: &Path,
-    state_dir: &Path,
-    timeout: Duration,
-) -> Result<Version, VersionError> {
-    let cache_path = state_dir.join("cache").join("versions.json");
-    let key = file_key(program);
-    let mut cache: std::collections::BTreeMap<String, String> = std::fs::read(&cache_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    if let Some(k) = &key
-        && let Some(v) = cache.get(k).and_then(|s| Version::parse(s))
-    {
-        return Ok(v);
-    }
-    let v = read_version(program, timeout)?;
-    if let Some(k) = key {
-        cache.insert(k, v.to_string());
-        if let Ok(bytes) = serde_json::to_vec_pretty(&cache) {
-            // A cache that cannot be written only costs a re-read next time.
-            let _ = crate::fsutil::write_atomic(&cache_path, &bytes);
-        }
-    }
-    Ok(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,27 +364,6 @@ mod tests {
         writeln!(f, "#!/bin/sh\n{body}").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         p
-    }
-
-    #[test]
-    fn version_cache_follows_the_file() {
-        let t = tempfile::tempdir().unwrap();
-        let d = Duration::from_secs(10);
-        let bin = script(t.path(), "tool", "echo tool 1.2.3");
-        assert_eq!(
-            read_version_cached(&bin, t.path(), d).unwrap(),
-            Version::new(1, 2, 3)
-        );
-        // The answer is remembered per executable file.
-        let cache = t.path().join("cache/versions.json");
-        assert!(std::fs::read_to_string(&cache).unwrap().contains("1.2.3"));
-        // Replaced by an upgrade (another file): read again.
-        std::fs::remove_file(&bin).unwrap();
-        let bin = script(t.path(), "tool", "echo 'tool 1.2.40 (upgraded)'");
-        assert_eq!(
-            read_version_cached(&bin, t.path(), d).unwrap(),
-            Version::new(1, 2, 40)
-        );
     }
 
     #[test]

@@ -76,6 +76,24 @@ impl Group {
     }
 }
 
+/// vf's allocator turns transparent huge pages off for vf (it keeps vf's own
+/// peak memory low), and the kernel hands that setting down through fork and
+/// exec. The engine is not vf: it gets the system's default back.
+#[cfg(target_os = "linux")]
+fn restore_huge_pages(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // one prctl call, which is async-signal-safe; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn restore_huge_pages(_cmd: &mut tokio::process::Command) {}
+
 /// Spawns the engine as the leader of its own process group.
 pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
     let mut cmd = tokio::process::Command::new(program);
@@ -90,6 +108,7 @@ pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::proces
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(false);
+    restore_huge_pages(&mut cmd);
     let child = cmd.spawn()?;
     let pgid = child.id().map_or(0, |p| p as i32);
     Ok((child, Group { pgid }))
@@ -153,6 +172,31 @@ impl Signals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// vf runs with huge pages off (its allocator's choice); the engine must
+    /// not inherit that.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_engine_does_not_inherit_vfs_huge_page_setting() {
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+        let inv = Invocation {
+            program: "sh".into(),
+            args: vec!["-c".into(), "grep THP_enabled /proc/self/status".into()],
+            stdin: None,
+            cwd: std::env::temp_dir(),
+            prompt_file: None,
+            prompt_file_contents: None,
+            warnings: Vec::new(),
+        };
+        let (child, _) = spawn(Path::new("/bin/sh"), &inv).unwrap();
+        let out = child.wait_with_output().await.unwrap();
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0) };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            text.split_whitespace().collect::<Vec<_>>(),
+            ["THP_enabled:", "1"]
+        );
+    }
 
     #[test]
     fn grace_is_validated() {

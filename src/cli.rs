@@ -282,6 +282,9 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "SECS", default_value_t = DOCTOR_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..=600))]
     pub timeout: u64,
+    /// Run every CLI again instead of using the answers remembered for unchanged binaries.
+    #[arg(long)]
+    pub refresh: bool,
     /// Also run a live canary on each ready engine (a tiny prompt through the normal runtime).
     #[arg(long)]
     pub probe: bool,

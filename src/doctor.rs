@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub mod cache;
+
 use crate::binary::{self, Captured, ResolveError, RunError, VersionError};
 use crate::engine::{Engine, EngineId, Spec};
 use crate::text::strip_ansi;
@@ -29,12 +31,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Options {
     /// Limit for each single call of the CLI.
     pub timeout: Duration,
+    /// Run every CLI again instead of using what `doctor::cache` remembers.
+    pub refresh: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             timeout: DEFAULT_TIMEOUT,
+            refresh: false,
         }
     }
 }
@@ -143,19 +148,28 @@ pub fn gather(id: EngineId, opts: &Options) -> Facts {
         Ok(p) => p,
         Err(e) => return Facts::Missing(e),
     };
+    let help_args = distinct_help_args(id.engine());
+    if !opts.refresh
+        && let Some(facts) = cache::load_facts(id, &path, &help_args)
+    {
+        return facts;
+    }
+    let before = cache::Identity::of(&path);
     let version = binary::read_version(&path, opts.timeout);
-    let helps = distinct_help_args(id.engine())
+    let helps = help_args
         .into_iter()
         .map(|args| HelpRun {
             args,
             output: binary::run_briefly(&path, args, opts.timeout),
         })
         .collect();
-    Facts::Found {
+    let facts = Facts::Found {
         path,
         version,
         helps,
-    }
+    };
+    cache::store_facts(id, before, &facts);
+    facts
 }
 
 /// Each help invocation once, in first-use order (several flags share one).
@@ -426,7 +440,7 @@ pub struct Auxiliary {
 /// Looks `name` up on PATH and reads its `--version`.
 pub fn auxiliary(name: &'static str, opts: &Options) -> Auxiliary {
     let found = binary::find_on_path(name, std::env::var_os("PATH").as_deref()).map(|p| {
-        let v = binary::read_version(&p, opts.timeout);
+        let v = cache::read_version(&p, opts.timeout, opts.refresh);
         (p, v)
     });
     Auxiliary { name, found }
@@ -444,15 +458,6 @@ pub fn mentions_flag(text: &str, flag: &str) -> bool {
         let after = text[i + flag.len()..].chars().next();
         !before.is_some_and(part_of_name) && !after.is_some_and(part_of_name)
     })
-}
-
-/// Readiness of every engine from the doctor's checks (run in parallel), for
-/// `--engine auto`: `ready` engines are preferred, the rest are not ready.
-pub fn readiness(opts: &Options) -> std::collections::HashMap<EngineId, bool> {
-    check(&EngineId::ALL, opts)
-        .into_iter()
-        .map(|r| (r.engine, r.verdict == Verdict::Ready))
-        .collect()
 }
 
 #[cfg(test)]

@@ -605,3 +605,169 @@ fn claude_as_root_has_an_is_sandbox_note() {
     let want = if root { vec![accepted] } else { vec![] };
     assert_eq!(notes, serde_json::json!(want));
 }
+
+// ---- The doctor cache (src/doctor/cache.rs): answers per executable identity.
+
+/// `vf doctor --json` with its cache under `cache` (and no HOME).
+fn doctor_cached(path_dir: &Path, cache: &Path, args: &[&str]) -> (i32, Vec<Value>) {
+    let out = vf(path_dir)
+        .env("XDG_CACHE_HOME", cache)
+        .args(["doctor", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    (out.status.code().unwrap(), json_of(&out))
+}
+
+/// A fake whose `--version` also appends a line to `calls`.
+fn counting(id: EngineId, calls: &Path, version: &str) -> Fake {
+    Fake::new(id).version_sh(&format!(
+        "echo x >> '{}'; echo '{} {version}'",
+        calls.display(),
+        id.as_str()
+    ))
+}
+
+fn calls(calls: &Path) -> usize {
+    std::fs::read_to_string(calls).map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn cache_answers_until_the_binary_changes() {
+    let t = common::Env::new();
+    let (bin, cache, log) = (
+        t.path().join("bin"),
+        t.path().join("cache"),
+        t.path().join("calls"),
+    );
+    std::fs::create_dir(&bin).unwrap();
+    let path = counting(EngineId::Codex, &log, "0.171.0").install(&bin);
+    let first = doctor_cached(&bin, &cache, &["-e", "codex"]);
+    assert_eq!(
+        (first.0, first.1[0]["verdict"].clone()),
+        (0, "ready".into())
+    );
+    // Warm: the same report, and the CLI was not started again.
+    assert_eq!(doctor_cached(&bin, &cache, &["-e", "codex"]), first);
+    assert_eq!(calls(&log), 1);
+    assert!(cache.join("vf/doctor/codex.json").is_file());
+    // `--refresh` runs it again.
+    assert_eq!(
+        doctor_cached(&bin, &cache, &["-e", "codex", "--refresh"]),
+        first
+    );
+    assert_eq!(calls(&log), 2);
+    // Only the mtime changes: asked again.
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(60))
+        .unwrap();
+    drop(f);
+    assert_eq!(doctor_cached(&bin, &cache, &["-e", "codex"]), first);
+    assert_eq!(calls(&log), 3);
+    // An upgrade in place: the new version is reported at once.
+    counting(EngineId::Codex, &log, "99.0.0").install(&bin);
+    let (code, r) = doctor_cached(&bin, &cache, &["-e", "codex"]);
+    assert_eq!(
+        (code, r[0]["version"].clone()),
+        (1, "99.0.0".into()),
+        "{r:?}"
+    );
+    assert_eq!(calls(&log), 4);
+}
+
+#[test]
+fn corrupt_cache_is_treated_as_absent() {
+    let t = common::Env::new();
+    let (bin, cache, log) = (
+        t.path().join("bin"),
+        t.path().join("cache"),
+        t.path().join("calls"),
+    );
+    std::fs::create_dir(&bin).unwrap();
+    counting(EngineId::Claude, &log, "2.1.332").install(&bin);
+    let first = doctor_cached(&bin, &cache, &["-e", "claude"]);
+    let entry = cache.join("vf/doctor/claude.json");
+    for garbage in [
+        &b"{\"format\":1,\"exe\""[..],
+        b"\xff\xfe not json",
+        b"[]",
+        b"",
+    ] {
+        std::fs::write(&entry, garbage).unwrap();
+        let before = calls(&log);
+        assert_eq!(doctor_cached(&bin, &cache, &["-e", "claude"]), first);
+        assert_eq!(calls(&log), before + 1, "a corrupt entry was used");
+        // Rewritten whole: the next run is warm again.
+        serde_json::from_slice::<Value>(&std::fs::read(&entry).unwrap()).unwrap();
+    }
+    // A cache dir that cannot be written (a file in its place) costs only the cache.
+    std::fs::remove_dir_all(&cache).unwrap();
+    std::fs::write(&cache, "not a dir").unwrap();
+    assert_eq!(doctor_cached(&bin, &cache, &["-e", "claude"]), first);
+}
+
+#[test]
+fn a_timed_out_call_is_not_remembered() {
+    let t = common::Env::new();
+    let (bin, cache) = (t.path().join("bin"), t.path().join("cache"));
+    std::fs::create_dir(&bin).unwrap();
+    let once = t.path().join("hung-once");
+    // Hangs on the first `--version` only.
+    let sh = format!(
+        "if [ -e '{0}' ]; then echo 'codex 0.171.0'; else echo > '{0}'; {1}; fi",
+        once.display(),
+        hang_sh(&t.path().join("pid"))
+    );
+    Fake::new(EngineId::Codex).version_sh(&sh).install(&bin);
+    let (code, _) = doctor_cached(&bin, &cache, &["-e", "codex", "--timeout", "1"]);
+    assert_eq!(code, 1);
+    let (code, r) = doctor_cached(&bin, &cache, &["-e", "codex"]);
+    assert_eq!(
+        (code, r[0]["verdict"].clone()),
+        (0, "ready".into()),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn concurrent_doctors_agree_and_leave_a_whole_cache() {
+    let t = common::Env::new();
+    let (bin, cache, log) = (
+        t.path().join("bin"),
+        t.path().join("cache"),
+        t.path().join("calls"),
+    );
+    std::fs::create_dir(&bin).unwrap();
+    for id in EngineId::ALL {
+        let v = id
+            .engine()
+            .spec()
+            .verified_versions
+            .first()
+            .copied()
+            .unwrap_or("1.0.0");
+        counting(id, &log, v).install(&bin);
+    }
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            std::process::Command::new(common::vf())
+                .env_clear()
+                .env("PATH", &bin)
+                .env("XDG_CACHE_HOME", &cache)
+                .args(["doctor", "--json"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Vec<Value>> = children
+        .into_iter()
+        .map(|c| json_of(&c.wait_with_output().unwrap()))
+        .collect();
+    assert!(outs.iter().all(|o| *o == outs[0]), "{outs:?}");
+    assert_eq!(outs[0].len(), EngineId::ALL.len());
+    // Whatever writer won, every entry is whole and a warm run starts no CLI.
+    let before = calls(&log);
+    assert_eq!(doctor_cached(&bin, &cache, &[]).1, outs[0]);
+    assert_eq!(calls(&log), before);
+}

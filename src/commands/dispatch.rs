@@ -69,12 +69,8 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     // `auto` asks the doctor which engines are ready before a real run; a dry
     // run spawns nothing and falls back to the support-matrix order.
     let ready = (args.engine == EngineChoice::Auto && !args.dry_run)
-        .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
-    let is_ready = |e| {
-        ready
-            .as_ref()
-            .map(|m: &std::collections::HashMap<_, bool>| m.get(&e).copied().unwrap_or(false))
-    };
+        .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
+    let is_ready = |e| ready.as_ref().map(|r| r.get(e));
     let attach_plan = attach::select(args.engine, &args.attach, &state_dir, &cwd, &is_ready)?;
     let engine_id = attach_plan.pick.engine;
     let unit = match &args.unit {

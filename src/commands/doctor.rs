@@ -19,6 +19,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     let ids = selected(&args.engine);
     let opts = Options {
         timeout: Duration::from_secs(args.timeout),
+        refresh: args.refresh,
     };
     let state_dir = crate::state::resolve_state_dir(
         args.state.state_dir.as_deref(),

@@ -33,9 +33,11 @@ pub fn run(cli: Cli) -> Result<i32> {
 /// Writes `value` as one line of compact JSON to stdout.
 pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value).map_err(anyhow::Error::from)?;
-    writeln!(out)?;
+    // One write: stdout is line-buffered, and serde_json writes in tiny
+    // pieces, each then scanned for a newline (`vf status --json` over many markers).
+    let mut buf = serde_json::to_vec(value).map_err(anyhow::Error::from)?;
+    buf.push(b'\n');
+    std::io::stdout().lock().write_all(&buf)?;
     Ok(())
 }
 

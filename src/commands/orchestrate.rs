@@ -31,12 +31,8 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         .units
         .iter()
         .any(|u| u.engine == EngineChoice::Auto)
-        .then(|| crate::doctor::readiness(&crate::doctor::Options::default()));
-    let is_ready = |e| {
-        ready
-            .as_ref()
-            .map(|m: &std::collections::HashMap<_, bool>| m.get(&e).copied().unwrap_or(false))
-    };
+        .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
+    let is_ready = |e| ready.as_ref().map(|r| r.get(e));
     let mut jobs = Vec::with_capacity(plan.units.len());
     for u in &plan.units {
         let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)

@@ -1,5 +1,5 @@
-//! Phase 2, launch: raw logs, prompt file, spawn, the owned-process record,
-//! then the marker `running`. A failure before the spawn writes no marker; a
+//! Phase 2, launch: raw logs, prompt file, spawn (stdin fed at once), the
+//! owned-process record, then the marker `running`, then the output pumps. A failure before the spawn writes no marker; a
 //! failure after it ends the group before returning.
 
 use std::fs::OpenOptions;
@@ -41,6 +41,10 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
     let (mut child, group) = spawn_engine(spec, &mut p)?;
+    // The prompt goes in at once, so the engine starts up while the record and
+    // the marker are made durable below. Its output waits in the pipe: the
+    // pumps that handle it start only once the `running` marker is durable.
+    feed_stdin(&mut child, p.inv.stdin.clone());
     let pid = child.id().unwrap_or(0);
     // The owned-process record exists before anything else happens with the child.
     let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
@@ -56,7 +60,6 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         let _ = owned::release(&record_path);
         return Err(e);
     }
-    feed_stdin(&mut child, p.inv.stdin.clone());
     let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {

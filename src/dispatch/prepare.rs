@@ -162,9 +162,8 @@ async fn read_version(
     warnings: &mut Vec<String>,
 ) -> Option<Version> {
     let p = program.to_path_buf();
-    let state_dir = spec.state_dir.clone();
     match tokio::task::spawn_blocking(move || {
-        binary::read_version_cached(&p, &state_dir, VERSION_TIMEOUT)
+        crate::doctor::cache::read_version(&p, VERSION_TIMEOUT, false)
     })
     .await
     {

@@ -96,7 +96,8 @@ pub fn check_session_choice(choice: EngineChoice, session: Option<&str>) -> Resu
 
 /// Whether an engine is ready to run here: `Some(true)` ready, `Some(false)`
 /// not ready, `None` unknown (not checked).
-pub type Readiness<'a> = &'a dyn Fn(EngineId) -> Option<bool>;
+/// Asked from several threads at once (the candidates are checked in parallel).
+pub type Readiness<'a> = &'a (dyn Fn(EngineId) -> Option<bool> + Sync);
 
 /// Readiness when nothing has been checked (e.g. `--dry-run`).
 pub fn unknown_readiness(_: EngineId) -> Option<bool> {
@@ -153,6 +154,24 @@ pub fn choose_engine(
     Ok(pick_auto(&candidates, &kinds, is_ready))
 }
 
+/// Each candidate's readiness, asked on its own thread: a cold check runs
+/// the CLIs, and several slow starts should cost one, not their sum.
+fn ask_in_parallel(
+    candidates: &[EngineId],
+    is_ready: Readiness<'_>,
+) -> Vec<(EngineId, Option<bool>)> {
+    std::thread::scope(|s| {
+        let asked: Vec<_> = candidates
+            .iter()
+            .map(|&e| (e, s.spawn(move || is_ready(e))))
+            .collect();
+        asked
+            .into_iter()
+            .map(|(e, h)| (e, h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))))
+            .collect()
+    })
+}
+
 /// `auto` among `candidates` (non-empty): ready, else unknown, else the first.
 fn pick_auto(candidates: &[EngineId], kinds: &[AttachmentKind], is_ready: Readiness<'_>) -> Pick {
     let what = match kinds {
@@ -166,8 +185,7 @@ fn pick_auto(candidates: &[EngineId], kinds: &[AttachmentKind], is_ready: Readin
                 .join(" + ")
         ),
     };
-    let readiness: Vec<(EngineId, Option<bool>)> =
-        candidates.iter().map(|e| (*e, is_ready(*e))).collect();
+    let readiness = ask_in_parallel(candidates, is_ready);
     let not_ready: Vec<EngineId> = readiness
         .iter()
         .filter(|(_, r)| *r == Some(false))

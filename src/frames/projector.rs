@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::event::{ConversationEvent, Level, RawRange, ToolCall};
+use super::keep::{self, Keep};
 use super::manifest::{Entry, Manifest};
 use super::manifests;
 use super::tracker::Tracker;
@@ -92,6 +93,8 @@ pub struct Projector {
     /// The last agent text emitted, so a turn's closing answer is not shown twice.
     pub(super) last_agent: Option<String>,
     pub(super) burst: Option<Burst>,
+    /// What the manifest reads of a frame: the rest is never built.
+    pub(super) keep: Keep,
 }
 
 impl Projector {
@@ -136,6 +139,7 @@ impl Projector {
             pending: None,
             last_agent: None,
             burst: None,
+            keep: Keep::for_manifest(resolved.manifest, table),
         }
     }
 
@@ -248,7 +252,7 @@ impl Projector {
         // One UTF-8 check of the whole line is cheaper than serde_json's check
         // of every string in it.
         let parsed = match std::str::from_utf8(raw) {
-            Ok(s) => serde_json::from_str::<Value>(s),
+            Ok(s) => keep::parse(s, &self.keep),
             Err(_) => serde_json::from_slice::<Value>(raw),
         };
         match parsed {

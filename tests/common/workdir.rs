@@ -64,7 +64,8 @@ impl Env {
     }
 
     /// `vf ARGS` in the dir with `VF_STATE_DIR` set, a 500 ms kill grace, no
-    /// stdin, and none of the caller's `FAKE_*`, `VF_*` or `IS_SANDBOX`.
+    /// stdin, the doctor cache under the dir (never the user's), and none of
+    /// the caller's `FAKE_*`, `VF_*` or `IS_SANDBOX`.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(vf());
         c.args(args).current_dir(&self.path).stdin(Stdio::null());
@@ -75,7 +76,8 @@ impl Env {
             }
         }
         c.env("VF_STATE_DIR", self.state())
-            .env("VF_KILL_GRACE_MS", "500");
+            .env("VF_KILL_GRACE_MS", "500")
+            .env("XDG_CACHE_HOME", self.path.join("cache"));
         c
     }
 

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# vf's performance figures, each beside its baseline measured in the same run
+# (issue 16). Prints ONE table; asserts nothing: a shared, loaded machine makes
+# every figure noisy, so compare the columns of one run, not runs.
+#
+#   scripts/bench.sh [--quick]
+#
+# --quick: 50 MB projector inputs and a 200-unit plan (a smoke run).
+# Engines for the doctor rows: the pinned CLIs under $ENGINES_DIR (default
+# <repo>/.engines, see scripts/install-engines.sh); without them those rows
+# use shell fakes and say so. Scratch files go to $VF_BENCH_DIR (/tmp/vf-bench).
+# Needs jq, node, python3 and /usr/bin/time.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+SIZE_MB=200 UNITS=1000 MARKERS=10000
+[ "${1:-}" = "--quick" ] && { SIZE_MB=50; UNITS=200; }
+WORK=${VF_BENCH_DIR:-/tmp/vf-bench}
+ENGINES_DIR=${ENGINES_DIR:-$ROOT/.engines}
+for t in jq node python3; do command -v $t >/dev/null || { echo "bench: $t missing" >&2; exit 2; }; done
+[ -x /usr/bin/time ] || { echo "bench: /usr/bin/time missing (apt-get install time)" >&2; exit 2; }
+mkdir -p "$WORK"
+cargo build --release --quiet
+VF="$ROOT/target/release/vf"
+RUN="$(mktemp -d "$WORK/run.XXXXXX")"
+trap 'rm -rf "$RUN"' EXIT
+ROWS="$RUN/rows"
+: >"$ROWS"
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$ROWS"; }   # what, vf, baseline, ratio, goal
+
+# ms CMD...: wall milliseconds of one run (output discarded).
+ms() { python3 - "$@" <<'PY'
+import subprocess, sys, time
+t = time.perf_counter()
+subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(f"{(time.perf_counter() - t) * 1e3:.1f}")
+PY
+}
+# median_ms N CMD...: the median of N runs.
+median_ms() { local n=$1; shift; for _ in $(seq "$n"); do ms "$@"; done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) print "-"; else printf "%.2fx", a / b }'; }
+
+# ---- doctor: cold (fresh cache) and warm -----------------------------------
+doctor_rows() {
+  local bin="$RUN/engines" note=""
+  mkdir -p "$bin"
+  local found=0
+  for d in "$ENGINES_DIR"/*/node_modules/.bin; do
+    [ -d "$d" ] || continue
+    for e in claude codex copilot gemini opencode; do
+      [ -x "$d/$e" ] && [ ! -e "$bin/$e" ] && ln -s "$d/$e" "$bin/$e" && found=$((found + 1))
+    done
+  done
+  [ "$found" -gt 0 ] || note=" (no pinned CLIs: none found)"
+  local cache="$RUN/cache"
+  local env=(env "PATH=$bin:/usr/bin:/bin" "XDG_CACHE_HOME=$cache" "HOME=$RUN")
+  local cold warm
+  cold=$(ms "${env[@]}" "$VF" doctor --json --state-dir "$RUN/doctor-state")
+  warm=$(median_ms 10 "${env[@]}" "$VF" doctor --json --state-dir "$RUN/doctor-state")
+  row "vf doctor, all engines, warm vs cold$note ($found CLIs)" "$warm ms" "$cold ms" "$(awk -v a="$warm" -v b="$cold" 'BEGIN{printf "%.2f%%", 100 * a / b}')" "<= 100 ms and <= 5% of cold"
+}
+
+# ---- a fake claude that passes the doctor and replays a capture -------------
+make_fake_claude() {
+  local f="$RUN/fake/claude"
+  mkdir -p "$RUN/fake"
+  printf '#!/bin/sh\ncase "$*" in\n  --version) echo "2.1.332 (Claude Code)" ;;\n  *--help*) echo Usage ;;\n  *) cat >/dev/null; cat "%s" ;;\nesac\n' \
+    "$ROOT/fixtures/claude/2.1.332/a_json_stream.stdout.jsonl" >"$f"
+  chmod +x "$f"
+  # The flags the doctor wants, read off its own report of a help printing nothing.
+  local flags
+  flags=$(env -i PATH=/usr/bin:/bin VF_CLAUDE_BIN="$f" "$VF" doctor --json -e claude --state-dir "$RUN/s0" \
+    | jq -r '.[0].missingFlags[] | split(" ") | last')
+  printf '#!/bin/sh\ncase "$*" in\n  --version) echo "2.1.332 (Claude Code)" ;;\n  *--help*) cat <<EOF\n%s\nEOF\n ;;\n  *) cat >/dev/null; cat "%s" ;;\nesac\n' \
+    "$(echo "$flags" | sed 's/^/  /; s/$/ <x>  a flag/')" "$ROOT/fixtures/claude/2.1.332/a_json_stream.stdout.jsonl" >"$f"
+  echo "$f"
+}
+
+# ---- dispatch overhead, and what --engine auto adds ------------------------
+dispatch_rows() {
+  local fake env i direct via named auto
+  fake=$(make_fake_claude)
+  env=(env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache2" "VF_CLAUDE_BIN=$fake" "VF_STATE_DIR=$RUN/dstate")
+  # Warm the caches (doctor facts, version).
+  "${env[@]}" "$VF" dispatch --engine auto --unit warm --prompt p --output json >/dev/null 2>&1 || true
+  direct=$(median_ms 40 sh -c "echo p | $fake -p --output-format stream-json --verbose")
+  named=$(for i in $(seq 40); do ms "${env[@]}" "$VF" dispatch --engine claude --unit "n$i" --prompt p --output json; done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  auto=$(for i in $(seq 40); do ms "${env[@]}" "$VF" dispatch --engine auto --unit "a$i" --prompt p --output json; done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  row "vf dispatch over the bare engine (median, instant fake)" "$named ms" "$direct ms" "+$(awk -v a="$named" -v b="$direct" 'BEGIN{printf "%.1f ms", a-b}')" "<= 3 ms added"
+  row "--engine auto over --engine claude (real run, warm)" "$auto ms" "$named ms" "+$(awk -v a="$auto" -v b="$named" 'BEGIN{printf "%.1f ms", a-b}')" "<= 50 ms added"
+}
+
+# ---- projector: vf replay vs jq vs Node, and peak RSS -----------------------
+build_input() { # build_input OUT SEED...: the seeds doubled until SIZE_MB
+  local out=$1; shift
+  [ -s "$out" ] && return 0
+  cat "$@" >"$out.tmp"
+  while [ "$(stat -c %s "$out.tmp")" -lt $((SIZE_MB * 1000 * 1000)) ]; do
+    cat "$out.tmp" "$out.tmp" >"$out.tmp2" && mv "$out.tmp2" "$out.tmp"
+  done
+  mv "$out.tmp" "$out"
+}
+# timed CMD...: "wall_s peak_rss_kib"
+timed() {
+  /usr/bin/time -f '%e %M' -o "$RUN/time" "$@" >/dev/null 2>"$RUN/stderr" || { cat "$RUN/stderr" >&2; return 1; }
+  tail -n1 "$RUN/time"
+}
+projector_rows() {
+  local c=fixtures/claude/2.1.332 mixed tool line node_loop
+  mixed="$WORK/mixed-${SIZE_MB}mb.jsonl"
+  tool="$WORK/tool-${SIZE_MB}mb.jsonl"
+  line="$WORK/line-300mb.jsonl"
+  build_input "$mixed" $c/{a_json_stream,a_json_partial,b_tool,b_tool_denied,b_tool_readonly_noallow,c_resume_stream,d_error500}.stdout.jsonl
+  build_input "$tool" $c/b_tool.stdout.jsonl
+  [ -s "$line" ] || python3 -c "import sys; sys.stdout.write('{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"' + 'x' * 300_000_000 + '\"}]}}\n')" >"$line"
+  node_loop="$RUN/loop.js"
+  cat >"$node_loop" <<'JS'
+const rl = require('readline').createInterface({ input: require('fs').createReadStream(process.argv[2]), crlfDelay: Infinity });
+rl.on('line', (l) => { if (l.length) JSON.parse(l); });
+JS
+  local in name vf jq nd bytes
+  for in in "$mixed" "$tool"; do
+    name=$([ "$in" = "$mixed" ] && echo "mixed stream" || echo "b_tool repeated")
+    bytes=$(stat -c %s "$in")
+    cat "$in" >/dev/null
+    read -r vf vf_rss < <(timed "$VF" replay "$in" --cli claude --cli-version 2.1.332 --output jsonl)
+    read -r jq _ < <(timed jq -c . "$in")
+    read -r nd _ < <(timed node "$node_loop" "$in")
+    row "replay, $name ($((bytes / 1000000)) MB): MB/s vs node" "$(mb "$bytes" "$vf") MB/s" "$(mb "$bytes" "$nd") MB/s" "$(ratio "$nd" "$vf")" ">= 2x"
+    row "replay, $name: MB/s vs jq -c ." "$(mb "$bytes" "$vf") MB/s" "$(mb "$bytes" "$jq") MB/s" "$(ratio "$jq" "$vf")" ">= 10x"
+    row "replay, $name: peak RSS" "$(kib "$vf_rss")" "-" "-" "<= 16 MiB"
+  done
+  read -r _ line_rss < <(timed "$VF" replay "$line" --cli claude --cli-version 2.1.332 --output jsonl)
+  read -r _ small_rss < <(timed "$VF" replay "$c/b_tool.stdout.jsonl" --cli claude --cli-version 2.1.332 --output jsonl)
+  row "replay, one 300 MB line: peak RSS vs a 7 KB stream" "$(kib "$line_rss")" "$(kib "$small_rss")" "-" "<= 16 MiB"
+}
+mb() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", b / 1e6 / s }'; }
+kib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+
+# ---- orchestrate: N units, instant fake engine, --jobs 8 --------------------
+orchestrate_rows() {
+  local dir="$RUN/orch" fake plan i bare vf
+  mkdir -p "$dir"
+  fake="$dir/codex"
+  printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "codex-cli 0.171.0"; exit 0; }\ncat >/dev/null\ncat "%s"\n' \
+    "$ROOT/fixtures/codex/0.171.0/a_json.stdout.jsonl" >"$fake"
+  chmod +x "$fake"
+  plan="$dir/plan.toml"
+  for i in $(seq -w 1 "$UNITS"); do printf '[[unit]]\nname = "u%s"\nengine = "codex"\nprompt = "p"\n\n' "$i"; done >"$plan"
+  bare=$(ms sh -c "seq $UNITS | xargs -P8 -I{} sh -c 'echo p | $fake exec --json - >/dev/null'")
+  vf=$(ms env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache3" "VF_CODEX_BIN=$fake" \
+    "$VF" orchestrate "$plan" --jobs 8 --output json --state-dir "$dir/state")
+  local per
+  per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%.2f ms/unit", (a - b) / n }')
+  row "orchestrate $UNITS units --jobs 8 (wall) vs bare engine, xargs -P8" "$vf ms" "$bare ms" "+$per" "<= 3 ms/unit"
+  STATUS_DIR="$dir/state"
+}
+
+# ---- vf status --json over MARKERS markers ----------------------------------
+status_rows() {
+  local st="$RUN/status-state" one
+  mkdir -p "$st/units"
+  one=$(set -- "$STATUS_DIR"/units/*.json; echo "$1")
+  python3 - "$one" "$st/units" "$MARKERS" <<'PY'
+import json, sys
+src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+m = json.load(open(src))
+for i in range(n):
+    u = f"s{i:05d}"
+    m["unit"] = u
+    for k in ("stdoutLog", "stderrLog"):
+        if m.get(k):
+            m[k] = f"{out}/{u}/attempt-1.{k[:6]}.log"
+    json.dump(m, open(f"{out}/{u}.json", "w"), indent=2)
+PY
+  local vf jqs
+  vf=$(median_ms 5 "$VF" status --json --state-dir "$st")
+  jqs=$(median_ms 5 sh -c "cat '$st'/units/*.json | jq -c . >/dev/null")
+  row "vf status --json over $MARKERS markers vs cat + jq -c over them" "$vf ms" "$jqs ms" "$(ratio "$vf" "$jqs")" "<= 200 ms"
+}
+
+doctor_rows
+dispatch_rows
+projector_rows
+orchestrate_rows
+status_rows
+
+echo "vf benchmarks: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo
+{
+  printf 'figure\tvf\tbaseline (same run)\tratio / added\tgoal\n'
+  cat "$ROWS"
+} | python3 -c '
+import sys
+rows = [l.rstrip("\n").split("\t") for l in sys.stdin]
+w = [max(len(r[i]) for r in rows) for i in range(5)]
+for j, r in enumerate(rows):
+    print("| " + " | ".join(c.ljust(w[i]) for i, c in enumerate(r)) + " |")
+    if j == 0:
+        print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+'

@@ -1,0 +1,351 @@
+//! What running an engine's executable established, remembered per
+//! executable identity so a warm `vf doctor`, `--engine auto` and a dispatch
+//! spawn nothing.
+//!
+//! Lives in the user cache dir (`$XDG_CACHE_HOME/vf`, else `~/.cache/vf`), not
+//! in a project's state: the answers are about this machine's binaries. Each
+//! entry holds the identity of the file it describes (resolved and canonical
+//! path, device, inode, size, mtime, ctime); any change to the binary makes the
+//! entry stale. One file per engine (doctor facts) or per executable name
+//! (versions), each replaced atomically, so concurrent writers never tear one
+//! and the cache never grows with the number of binaries seen. A file that does
+//! not parse, or is too big, is treated as absent.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::binary::{self, Captured, RunError, VersionError};
+use crate::doctor::{self, Facts, HelpRun, Options, Verdict};
+use crate::engine::EngineId;
+use crate::version::Version;
+
+/// Bumped whenever the stored shape or its meaning changes.
+const FORMAT: u32 = 2;
+
+/// Executables remembered per file (per engine, or per executable name).
+const KEPT: usize = 4;
+
+/// Larger files are not read (help texts are a few KiB each).
+const MAX_ENTRY: u64 = 8 << 20;
+
+/// The `directories` crate's cache dir for vf (it honours `XDG_CACHE_HOME`).
+/// Without `HOME` or `XDG_CACHE_HOME` in the environment nothing is
+/// remembered: a cleared environment (a sandbox, a test) gets no cache.
+pub fn dir() -> Option<PathBuf> {
+    let set = |v: &str| std::env::var_os(v).is_some_and(|d| !d.is_empty());
+    if !set("HOME") && !set("XDG_CACHE_HOME") {
+        return None;
+    }
+    directories::ProjectDirs::from("", "", "vf").map(|p| p.cache_dir().to_path_buf())
+}
+
+/// Which file an answer is about: when any of this differs, the answer is stale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    /// The path as resolved (what reports show).
+    path: String,
+    /// After symlinks: npm installs link the command to the package's script.
+    real: String,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    /// vf's own version: parsing rules may change with it.
+    vf: String,
+}
+
+impl Identity {
+    pub fn of(p: &Path) -> Option<Identity> {
+        let real = std::fs::canonicalize(p).ok()?;
+        let m = std::fs::metadata(&real).ok()?;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        Some(Identity {
+            path: p.to_str()?.to_string(),
+            real: real.to_str()?.to_string(),
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
+            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+            vf: env!("CARGO_PKG_VERSION").to_string(),
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry<T> {
+    format: u32,
+    exe: Identity,
+    value: T,
+}
+
+/// The value stored in `file` for exactly `exe`, if any.
+fn load<T: DeserializeOwned>(file: &Path, exe: &Identity) -> Option<T> {
+    let entries: Vec<Entry<T>> = read_entries(file)?;
+    let e = entries.into_iter().find(|e| e.exe == *exe)?;
+    (e.format == FORMAT).then_some(e.value)
+}
+
+fn read_entries<T: DeserializeOwned>(file: &Path) -> Option<Vec<Entry<T>>> {
+    let f = std::fs::File::open(file).ok()?;
+    if f.metadata().ok()?.len() > MAX_ENTRY {
+        return None;
+    }
+    serde_json::from_reader(std::io::BufReader::new(f)).ok()
+}
+
+/// Stores `value` for `exe`, unless the file changed while it was being run
+/// (then the answer may describe neither version).
+fn store<T: Serialize>(file: &Path, exe: Identity, value: T) {
+    if Identity::of(Path::new(&exe.path)).as_ref() != Some(&exe) {
+        return;
+    }
+    // Other installs of the same name (a baseline and a current codex) keep
+    // their entries: newest first, the oldest dropped past `KEPT`.
+    let mut others: Vec<Entry<serde_json::Value>> = read_entries(file).unwrap_or_default();
+    others.retain(|e| e.exe.path != exe.path && e.format == FORMAT);
+    others.truncate(KEPT - 1);
+    let entry = Entry {
+        format: FORMAT,
+        exe,
+        value,
+    };
+    let Ok(first) = serde_json::to_value(&entry) else {
+        return;
+    };
+    let mut all = vec![first];
+    all.extend(
+        others
+            .into_iter()
+            .filter_map(|e| serde_json::to_value(e).ok()),
+    );
+    if let Ok(bytes) = serde_json::to_vec(&all) {
+        // A cache that cannot be written only costs a re-run next time.
+        if let Err(e) = crate::fsutil::write_atomic_volatile(file, &bytes) {
+            tracing::debug!(file = %file.display(), %e, "cache not written");
+        }
+    }
+}
+
+/// `<cache>/<kind>/<name>.json`, with `name` reduced to a safe file name.
+fn entry_file(kind: &str, name: &str) -> Option<PathBuf> {
+    Some(entry_in(&dir()?, kind, name))
+}
+
+fn entry_in(base: &Path, kind: &str, name: &str) -> PathBuf {
+    let safe: String = name
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
+            _ => '_',
+        })
+        .collect();
+    base.join(kind)
+        .join(format!("{}.json", safe.trim_start_matches('.')))
+}
+
+/// Versions are kept per executable name (`codex`, `bun`), one identity each.
+fn version_file(base: &Path, program: &Path) -> Option<PathBuf> {
+    Some(entry_in(base, "versions", program.file_name()?.to_str()?))
+}
+
+/// `program --version`, remembered per executable: a dispatch after a doctor
+/// (or a second dispatch) does not start the CLI just to read it.
+pub fn read_version(
+    program: &Path,
+    timeout: Duration,
+    refresh: bool,
+) -> Result<Version, VersionError> {
+    version_in(dir().as_deref(), program, timeout, refresh)
+}
+
+fn version_in(
+    base: Option<&Path>,
+    program: &Path,
+    timeout: Duration,
+    refresh: bool,
+) -> Result<Version, VersionError> {
+    let exe = Identity::of(program);
+    let file = base.and_then(|b| version_file(b, program));
+    if !refresh
+        && let (Some(exe), Some(file)) = (&exe, &file)
+        && let Some(v) = load::<String>(file, exe).and_then(|s| Version::parse(&s))
+    {
+        return Ok(v);
+    }
+    let v = binary::read_version(program, timeout)?;
+    if let (Some(exe), Some(file)) = (exe, file) {
+        store(&file, exe, v.to_string());
+    }
+    Ok(v)
+}
+
+/// What is stored of [`Facts::Found`]: the help invocations by their argv.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    version: Result<Version, VersionError>,
+    helps: Vec<(Vec<String>, Captured)>,
+}
+
+/// The facts gathered earlier about `path` as `id`'s binary, while it is unchanged.
+pub fn load_facts(
+    id: EngineId,
+    path: &Path,
+    help_args: &[&'static [&'static str]],
+) -> Option<Facts> {
+    let exe = Identity::of(path)?;
+    let s: Stored = load(&entry_file("doctor", id.as_str())?, &exe)?;
+    if s.helps.len() != help_args.len() {
+        return None;
+    }
+    let mut helps = Vec::with_capacity(help_args.len());
+    for (&args, (stored, captured)) in help_args.iter().zip(s.helps) {
+        if args.iter().ne(stored.iter()) {
+            return None;
+        }
+        helps.push(HelpRun {
+            args,
+            output: Ok(captured),
+        });
+    }
+    Some(Facts::Found {
+        path: path.to_path_buf(),
+        version: s.version,
+        helps,
+    })
+}
+
+/// Remembers `facts` about the binary whose identity was `before` when they
+/// were gathered. Only answers that would come out the same again are kept:
+/// a call that timed out or could not start is asked again next time.
+pub fn store_facts(id: EngineId, before: Option<Identity>, facts: &Facts) {
+    let (Some(exe), Facts::Found { version, helps, .. }) = (before, facts) else {
+        return;
+    };
+    if matches!(version, Err(VersionError::Run(_))) {
+        return;
+    }
+    let mut stored = Vec::with_capacity(helps.len());
+    for h in helps {
+        match &h.output {
+            Ok(c) => stored.push((h.args.iter().map(|a| a.to_string()).collect(), c.clone())),
+            Err(RunError::Spawn(_) | RunError::TimedOut(_)) => return,
+        }
+    }
+    // The version is the same fact a dispatch reads: seed its entry, too.
+    if let Ok(v) = version
+        && let Some(file) = dir().and_then(|b| version_file(&b, Path::new(&exe.path)))
+    {
+        store(&file, exe.clone(), v.to_string());
+    }
+    if let Some(file) = entry_file("doctor", id.as_str()) {
+        let value = Stored {
+            version: version.clone(),
+            helps: stored,
+        };
+        store(&file, exe, value);
+    }
+}
+
+/// Engine readiness for `--engine auto`, checked only when asked (only the
+/// engines that can take the attached kinds are) and at most once per engine
+/// per vf run. Safe to ask from several threads: the choice asks in parallel.
+pub struct LazyReadiness {
+    opts: Options,
+    known: Mutex<HashMap<EngineId, bool>>,
+}
+
+impl LazyReadiness {
+    pub fn new(opts: Options) -> LazyReadiness {
+        LazyReadiness {
+            opts,
+            known: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `id` is `ready` (the doctor's verdict, from the cache when warm).
+    pub fn get(&self, id: EngineId) -> bool {
+        let lock = || self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&r) = lock().get(&id) {
+            return r;
+        }
+        // Not held while checking: other engines are checked meanwhile.
+        let r =
+            doctor::judge(id.engine(), doctor::gather(id, &self.opts)).verdict == Verdict::Ready;
+        lock().insert(id, r);
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn script(dir: &Path, body: &str) -> PathBuf {
+        let p = dir.join("tool");
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn version_is_remembered_until_the_file_changes() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("cache");
+        let calls = t.path().join("calls");
+        let d = Duration::from_secs(10);
+        let body = format!("echo x >> {}; echo tool 1.2.3", calls.display());
+        let bin = script(t.path(), &body);
+        let read = |refresh| version_in(Some(&base), &bin, d, refresh).unwrap();
+        let count = || std::fs::read_to_string(&calls).unwrap().lines().count();
+        assert_eq!(read(false), Version::new(1, 2, 3));
+        assert_eq!((read(false), count()), (Version::new(1, 2, 3), 1));
+        // `--refresh` asks again.
+        assert_eq!((read(true), count()), (Version::new(1, 2, 3), 2));
+        // Replaced by an upgrade: read again.
+        std::fs::remove_file(&bin).unwrap();
+        script(
+            t.path(),
+            &format!("echo x >> {}; echo 'tool 1.2.40'", calls.display()),
+        );
+        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 3));
+        // Another install of the same name keeps its own entry.
+        let other = t.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        let second = script(
+            &other,
+            &format!("echo x >> {}; echo 'tool 7.0.0'", calls.display()),
+        );
+        let read2 = || version_in(Some(&base), &second, d, false).unwrap();
+        assert_eq!((read2(), count()), (Version::new(7, 0, 0), 4));
+        assert_eq!(
+            (read(false), read2(), count()),
+            (Version::new(1, 2, 40), Version::new(7, 0, 0), 4)
+        );
+        // A corrupt file is no entry.
+        std::fs::write(base.join("versions/tool.json"), b"[{\"format\":2,").unwrap();
+        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 5));
+        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 5));
+    }
+
+    #[test]
+    fn entry_names_stay_inside_the_cache() {
+        let base = Path::new("/c");
+        assert_eq!(
+            entry_in(base, "versions", "../x y"),
+            base.join("versions/_x_y.json")
+        );
+        assert_eq!(
+            entry_in(base, "doctor", "codex"),
+            base.join("doctor/codex.json")
+        );
+    }
+}

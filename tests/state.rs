@@ -13,23 +13,24 @@ use common::*;
 
 const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 
-struct Env {
-    dir: tempfile::TempDir,
+/// The common work dir ([`common::Env`]) with codex played by the fake.
+struct Units {
+    base: common::Env,
 }
 
-impl Env {
-    fn new() -> Env {
-        let env = Env {
-            dir: tempfile::tempdir().unwrap(),
+impl Units {
+    fn new() -> Units {
+        let env = Units {
+            base: common::Env::new(),
         };
         std::fs::create_dir_all(env.state().join("units")).unwrap();
         env
     }
     fn path(&self) -> &Path {
-        self.dir.path()
+        self.base.path()
     }
     fn state(&self) -> PathBuf {
-        self.path().join("state")
+        self.base.state()
     }
     fn marker_path(&self, unit: &str) -> PathBuf {
         self.state().join("units").join(format!("{unit}.json"))
@@ -39,16 +40,11 @@ impl Env {
     }
     /// `vf ARGS` in the work dir, with the fake as codex and its argv logged.
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(vf());
-        c.args(args)
-            .current_dir(self.path())
-            .env("VF_STATE_DIR", self.state())
-            .env("VF_KILL_GRACE_MS", "300")
+        let mut c = self.base.cmd(args);
+        c.env("VF_KILL_GRACE_MS", "300")
             .env("VF_CODEX_BIN", fake())
             .env("FAKE_STDOUT", fixture(CODEX))
-            .env("FAKE_ARGS_LOG", self.args_log())
-            .env_remove("FAKE_MODE")
-            .stdin(Stdio::null());
+            .env("FAKE_ARGS_LOG", self.args_log());
         c
     }
     fn run(&self, args: &[&str]) -> Output {
@@ -94,7 +90,7 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_marker_naming_another_unit_is_corrupt_and_nothing_escapes() {
-    let env = Env::new();
+    let env = Units::new();
     let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
     v["unit"] = "../../escaped".into();
     let before = env.write_json("u", &v);
@@ -130,7 +126,7 @@ fn a_marker_naming_another_unit_is_corrupt_and_nothing_escapes() {
 
 #[test]
 fn a_unit_log_dir_linking_outside_is_never_written_through() {
-    let env = Env::new();
+    let env = Units::new();
     let outside = env.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::os::unix::fs::symlink(&outside, env.state().join("units/u")).unwrap();
@@ -143,7 +139,7 @@ fn a_unit_log_dir_linking_outside_is_never_written_through() {
 
 #[test]
 fn a_future_format_marker_is_refused_untouched_and_shown() {
-    let env = Env::new();
+    let env = Units::new();
     let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
     v["format"] = 2.into();
     v["somethingNew"] = serde_json::json!({"kept": true});
@@ -196,7 +192,7 @@ fn a_future_format_marker_is_refused_untouched_and_shown() {
 
 #[test]
 fn a_zombie_vf_is_not_a_live_owner() {
-    let env = Env::new();
+    let env = Units::new();
     let mut z = zombie();
     let mut m = env.marker("u", vf::marker::UnitState::Running);
     m.owner = Some(vf::marker::Owner {
@@ -227,7 +223,7 @@ fn dispatch_ends_the_orphan_of_a_killed_vf_first() {
 /// kill -9 a dispatch of unit `a` whose engine hangs, then run `rerun`: the
 /// proven orphan is ended before the new engine starts.
 fn ends_the_orphan_before(rerun: &[&str]) {
-    let env = Env::new();
+    let env = Units::new();
     // A dispatch whose engine hangs after printing its session; then kill -9 vf.
     let mut c = env.cmd(&["dispatch", "-e", "codex", "--unit", "a", "--prompt", "x"]);
     c.env("FAKE_MODE", "hang")
@@ -286,7 +282,7 @@ fn dispatch_refuses_while_an_unproven_group_of_the_unit_runs() {
 /// A failed unit `b` with a record of a dead vf whose group cannot be proven
 /// ours: `rerun` is refused (exit 2, naming `vf doctor --fix`), nothing starts.
 fn refuses_while_an_unproven_group_runs(rerun: &[&str]) {
-    let env = Env::new();
+    let env = Units::new();
     env.save(&mut env.marker("b", vf::marker::UnitState::Failed));
     let before = std::fs::read(env.marker_path("b")).unwrap();
     let (pgid, _) = leaderless_group();
@@ -304,7 +300,7 @@ fn refuses_while_an_unproven_group_runs(rerun: &[&str]) {
 
 #[test]
 fn a_hostile_process_record_is_corrupt_and_never_acted_on() {
-    let env = Env::new();
+    let env = Units::new();
     let (pgid, _) = leaderless_group();
     // Named for unit `a`, claiming unit `b`: its fields are not trusted.
     let mut rec = vf::owned::ProcRecord::new("b", 1, "codex", pgid as u32);
@@ -323,7 +319,7 @@ fn a_hostile_process_record_is_corrupt_and_never_acted_on() {
 
 #[test]
 fn replay_of_a_directory_is_a_usage_error_naming_it() {
-    let env = Env::new();
+    let env = Units::new();
     let dir = env.path().display().to_string();
     let out = env.run(&["replay", &dir, "--cli", "codex"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -333,7 +329,7 @@ fn replay_of_a_directory_is_a_usage_error_naming_it() {
 
 #[test]
 fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
-    let env = Env::new();
+    let env = Units::new();
     let units = env.state().join("units");
     // Left by a vf that died mid-write (its pid and start time name it), and
     // by an older vf (no creator in the name, older than a minute).
@@ -367,7 +363,7 @@ fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
 
 #[test]
 fn a_hostile_marker_value_never_reaches_the_terminal_raw() {
-    let env = Env::new();
+    let env = Units::new();
     let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
     v["engine"] = "codex\n\u{1b}[7mINJECTED\u{1b}[0m".into();
     env.write_json("u", &v);
@@ -393,7 +389,7 @@ fn a_hostile_marker_value_never_reaches_the_terminal_raw() {
 
 #[test]
 fn a_moved_state_dir_still_loads_and_resumes() {
-    let env = Env::new();
+    let env = Units::new();
     let mut c = env.cmd(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
     c.env("FAKE_EXIT", "1");
     let out = run_bounded(c, Duration::from_secs(60));

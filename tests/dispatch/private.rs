@@ -21,26 +21,28 @@ fn private_source(env: &Env) {
     std::fs::write(env.path().join("config.rs"), src).unwrap();
 }
 
-#[test]
-fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
-    let env = Env::new();
-    private_source(&env);
+/// `vf dispatch` of unit `pf` on the fake copilot with a private range.
+fn copilot_pf(env: &Env, prompt: &str) -> std::process::Command {
+    let mut c = env.live(
+        "copilot",
+        "pf",
+        prompt,
+        &["--private-range", "config.rs:4-6"],
+    );
+    c.env(
+        "FAKE_STDOUT",
+        fixture("copilot/1.0.102/a_json.stdout.jsonl"),
+    )
+    .env("FAKE_VERSION", "1.0.102");
+    c
+}
+
+/// A copilot run with a prompt over 32 KiB (so it goes by file) holding a
+/// private range, its vf killed with SIGKILL mid-run: the file is left.
+fn prompt_file_left_by_kill_9(env: &Env) -> std::path::PathBuf {
+    private_source(env);
     let big = "x".repeat(40 * 1024);
-    let dispatch = |prompt: &str| {
-        let mut c = env.live(
-            "copilot",
-            "pf",
-            prompt,
-            &["--private-range", "config.rs:4-6"],
-        );
-        c.env(
-            "FAKE_STDOUT",
-            fixture("copilot/1.0.102/a_json.stdout.jsonl"),
-        )
-        .env("FAKE_VERSION", "1.0.102");
-        c
-    };
-    let mut c = dispatch(&big);
+    let mut c = copilot_pf(env, &big);
     c.env("FAKE_MODE", "hang")
         .stdout(Stdio::null())
         .stderr(Stdio::null());
@@ -55,9 +57,15 @@ fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
     vf_proc.wait().unwrap();
     signal(-pgid, libc::SIGKILL);
     assert!(file.exists(), "nothing removed it yet");
+    file
+}
 
+#[test]
+fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
+    let env = Env::new();
+    let file = prompt_file_left_by_kill_9(&env);
     // Recovery: the next dispatch of the unit (a small prompt: no file of its own).
-    let out = run_bounded(dispatch("review it"), Duration::from_secs(60));
+    let out = run_bounded(copilot_pf(&env, "review it"), Duration::from_secs(60));
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -65,6 +73,21 @@ fn a_prompt_file_left_by_kill_9_is_removed_by_the_next_dispatch() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!file.exists(), "the stale prompt file survived recovery");
+    assert_nowhere_under(&env.state(), SECRET);
+}
+
+#[test]
+fn a_prompt_file_left_by_kill_9_is_removed_by_doctor_fix() {
+    let env = Env::new();
+    let file = prompt_file_left_by_kill_9(&env);
+    let out = env.run(&["doctor", "--fix"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        !file.exists(),
+        "the stale prompt file survived doctor --fix"
+    );
+    assert!(err.contains("removed a stale prompt file"), "{err}");
     assert_nowhere_under(&env.state(), SECRET);
 }
 

@@ -5,7 +5,7 @@ use crate::dispatch::UnitSpec;
 use crate::error::{Result, VfError};
 use crate::marker::MarkerStore;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
-use crate::{names, orphans, state};
+use crate::{names, state};
 
 /// A validated `vf resume`: everything is checked before anything is touched.
 struct Request {
@@ -73,20 +73,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
 
 pub fn run(args: &ResumeArgs) -> Result<i32> {
     let Request { spec, lock, format } = resolve(args)?;
-    // Never a second engine on the session: end what a dead vf left running
-    // (proven orphans only), refuse when something cannot be proven gone.
-    let ended = orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
-        .map_err(|why| VfError::usage(format!("cannot resume unit {:?}: {why}", spec.unit)))?;
-    for f in &ended {
-        eprintln!("{}", ended_notice(&spec.unit, f));
-    }
+    // The run's prepare phase ends a proven orphan of the unit first (or
+    // refuses), under the lock held since the marker was read.
     super::dispatch::run_unit(spec, Some(lock), format)
-}
-
-/// What vf says on stderr after ending an orphan before a unit runs again.
-pub fn ended_notice(unit: &str, f: &orphans::Finding) -> String {
-    format!(
-        "vf: {unit}: ended the engine left running by a dead vf (process group {})",
-        f.pgid.unwrap_or(0)
-    )
 }

@@ -15,6 +15,8 @@ use crate::error::{Result, VfError};
 use crate::names;
 use crate::text::{one_line, shown};
 
+mod defaults;
+
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
 /// A dependency cycle's message names at most this many of its units.
@@ -30,8 +32,11 @@ fn show_path(p: &Path) -> String {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPlan {
+    /// Keys every unit gets unless it sets them itself (see `plan/defaults.rs`).
     #[serde(default)]
-    unit: Vec<RawUnit>,
+    defaults: Option<toml::Table>,
+    #[serde(default)]
+    unit: Vec<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,7 +116,7 @@ pub fn load(path: &Path) -> Result<Plan> {
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
     let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let msg = one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS);
+        let msg = toml_message(&e);
         match e.span() {
             Some(span) => {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -123,9 +128,10 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     if raw.unit.is_empty() {
         return Err("no units: add at least one [[unit]] table".into());
     }
-    let mut units = Vec::with_capacity(raw.unit.len());
+    let raw_units = raw_units(raw)?;
+    let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
-    for (i, u) in raw.unit.into_iter().enumerate() {
+    for (i, u) in raw_units.into_iter().enumerate() {
         names::check("unit name", &u.name).map_err(|e| format!("unit #{}: {e}", i + 1))?;
         if index.insert(u.name.clone(), i).is_some() {
             return Err(format!("duplicate unit name {:?}", u.name));
@@ -147,6 +153,29 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
     let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
     Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+}
+
+/// toml's message on one line (its own rendering spans several).
+fn toml_message(e: &toml::de::Error) -> String {
+    one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS)
+}
+
+/// Each unit table with the plan's `[defaults]` merged in, deserialized.
+fn raw_units(raw: RawPlan) -> std::result::Result<Vec<RawUnit>, String> {
+    let defaults = raw.defaults.unwrap_or_default();
+    defaults::check(&defaults)?;
+    let mut units = Vec::with_capacity(raw.unit.len());
+    for (i, mut table) in raw.unit.into_iter().enumerate() {
+        defaults::apply(&defaults, &mut table);
+        let who = match defaults::unit_name(&table) {
+            Some(name) => format!("unit {}", shown(name, 80)),
+            None => format!("unit #{}", i + 1),
+        };
+        let unit = RawUnit::deserialize(toml::Value::Table(table))
+            .map_err(|e| format!("{who}: {}", toml_message(&e)))?;
+        units.push(unit);
+    }
+    Ok(units)
 }
 
 /// One unit's own checks (the caller names the unit in the error).

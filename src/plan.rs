@@ -5,14 +5,17 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::dispatch::MAX_PROMPT_BYTES;
+use crate::engine::RunOptions;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
+use crate::summary::schema::SummarySchema;
 use crate::text::{one_line, shown};
 
 mod defaults;
@@ -55,6 +58,9 @@ struct RawUnit {
     skip_permissions: bool,
     stall_timeout: Option<f64>,
     timeout: Option<f64>,
+    model: Option<String>,
+    effort: Option<String>,
+    summary_schema: Option<PathBuf>,
 }
 
 /// One validated unit of a plan.
@@ -71,6 +77,21 @@ pub struct PlanUnit {
     pub skip_permissions: bool,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    /// Loaded and compiled from `summary_schema` (relative: the plan's directory).
+    pub summary_schema: Option<Arc<SummarySchema>>,
+}
+
+impl PlanUnit {
+    /// The unit's model, effort and schema as the engine takes them.
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions::new(
+            self.model.clone(),
+            self.effort.clone(),
+            self.summary_schema.as_deref(),
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -212,7 +233,14 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             return Err(format!("depends on {} twice", shown(d, 80)));
         }
     }
+    let summary_schema = match u.summary_schema {
+        Some(p) => Some(Arc::new(SummarySchema::load(&dir.join(p))?)),
+        None => None,
+    };
     Ok(PlanUnit {
+        summary_schema,
+        model: u.model,
+        effort: u.effort,
         stall_timeout: secs("stall_timeout", u.stall_timeout)?,
         timeout: secs("timeout", u.timeout)?,
         name: u.name,

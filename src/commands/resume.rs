@@ -47,6 +47,9 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
     };
+    // A resumed session keeps the model and effort it was started with, unless asked.
+    let kept = crate::engine::RunOptions::new(marker.model.clone(), marker.effort.clone(), None);
+    let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&kept))?;
     let spec = UnitSpec {
         engine: marker.engine,
         unit: args.unit.clone(),
@@ -63,6 +66,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
+        options: chosen.options,
+        summary_schema: chosen.schema,
     };
     Ok(Request {
         spec,

@@ -6,8 +6,8 @@
 //! stdin pipe codex waits for EOF forever.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec,
+    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport,
+    PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -41,10 +41,34 @@ static SPEC: Spec = Spec {
             "--json",
             "exec resume --json",
         ),
+        FlagCheck::new(&["exec", "--help"], "--model", "exec -m/--model"),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--model",
+            "exec resume -m/--model",
+        ),
+        FlagCheck::new(
+            &["exec", "--help"],
+            "--output-schema",
+            "exec --output-schema",
+        ),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--output-schema",
+            "exec resume --output-schema",
+        ),
     ],
     install_hint: "npm install -g @openai/codex",
     session_ids: SessionIds::Uuid,
     resumable_after_answer: false,
+    // No effort flag: `-c model_reasoning_effort=...` is not in its verified help.
+    options: OptionFlags {
+        model: Some("--model"),
+        effort: None,
+        effort_levels: &[],
+        model_needs_provider: false,
+        schema: Some(SchemaFlag::File("--output-schema")),
+    },
 };
 
 impl Engine for Codex {
@@ -61,6 +85,7 @@ impl Engine for Codex {
         }
         args.extend(SPEC.permission_arg(req));
         args.extend(SPEC.attachment_args(req));
+        args.extend(options::args(&SPEC, req.options));
         args.push("-".into());
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }

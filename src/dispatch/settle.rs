@@ -36,6 +36,8 @@ pub(super) fn settle(
         match schema.check(outcome.answer.as_deref()) {
             Ok(value) => summary_value = Some(value),
             Err(msg) => {
+                // Only a summary that passed is one; the answer keeps the text.
+                summary_value = None;
                 reason = Some(Reason::SummarySchema);
                 error = Some(crate::text::cut(&msg, 300).to_string());
                 summary_error = Some(msg);

@@ -257,32 +257,15 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
 /// (`/dev/zero`) or a directory is refused without being read: a plan can come
 /// with a repository, and nothing in it may block or exhaust vf.
 fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", show_path(p));
-    // Non-blocking, so opening a FIFO without a writer returns at once.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(p)
-        .map_err(cant)?;
-    if !file.metadata().map_err(cant)?.is_file() {
-        return Err(format!(
-            "prompt_file {} is not a regular file",
-            show_path(p)
-        ));
-    }
-    let mut bytes = Vec::new();
-    // +1 to know it is over, even if it grew since.
-    file.take(MAX_PROMPT_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cant)?;
-    if bytes.len() > MAX_PROMPT_BYTES {
-        return Err(format!(
-            "prompt_file {} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)",
-            show_path(p)
-        ));
-    }
+    use crate::fsutil::{CappedReadError, read_regular_capped};
+    let shown = show_path(p);
+    let bytes = read_regular_capped(p, MAX_PROMPT_BYTES as u64).map_err(|e| match e {
+        CappedReadError::Io(e) => format!("cannot read prompt_file {shown}: {e}"),
+        CappedReadError::NotRegular => format!("prompt_file {shown} is not a regular file"),
+        CappedReadError::TooLarge => format!(
+            "prompt_file {shown} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)"
+        ),
+    })?;
     String::from_utf8(bytes)
         .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
 }

@@ -10,6 +10,15 @@ mod common;
 use common::*;
 
 const CODEX: &str = "codex/0.171.0/a_json.stdout.jsonl";
+/// codex's argv for `--model gpt-5.4` (the temp dir is no git work tree).
+const WITH_MODEL: [&str; 6] = [
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "--model",
+    "gpt-5.4",
+    "-",
+];
 
 /// argv lines the fake received (up to the stdin marker).
 fn argv_of(log: &std::path::Path) -> Vec<String> {
@@ -38,17 +47,7 @@ fn the_model_reaches_the_engine_is_recorded_and_kept_on_resume() {
     );
     let r = stdout_json(&out);
     assert_eq!(out.status.code(), Some(1), "{r}");
-    assert_eq!(
-        argv_of(&log),
-        [
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--model",
-            "gpt-5.4",
-            "-"
-        ]
-    );
+    assert_eq!(argv_of(&log), WITH_MODEL);
     let m = env.marker("m");
     assert_eq!(
         [&r["model"], &m["model"], &r["state"]],
@@ -146,17 +145,7 @@ fn a_plan_model_is_passed_and_reported_and_an_impossible_one_refused_up_front() 
         .map(|u| json!([u["unit"], u["model"]]))
         .collect();
     assert_eq!(unit, [json!(["a", "gpt-5.4"])]);
-    assert_eq!(
-        argv_of(&log),
-        [
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--model",
-            "gpt-5.4",
-            "-"
-        ]
-    );
+    assert_eq!(argv_of(&log), WITH_MODEL);
     let env2 = Env::new();
     let plan = env2.write(
         "plan.toml",
@@ -173,4 +162,30 @@ fn a_plan_model_is_passed_and_reported_and_an_impossible_one_refused_up_front() 
         stderr(&out)
     );
     assert!(!env2.state().exists());
+}
+
+#[test]
+fn the_effort_reaches_copilot_and_is_recorded() {
+    let env = Env::new();
+    let log = env.path().join("args");
+    let out = env.dispatch(
+        "copilot",
+        "e",
+        &[
+            fake_stdout("copilot/1.0.102/a_json.stdout.jsonl"),
+            ("FAKE_VERSION", "1.0.102".into()),
+            ("FAKE_ARGS_LOG", log.display().to_string()),
+        ],
+        &["--effort", "xhigh"],
+    );
+    let r = stdout_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    let m = env.marker("e");
+    assert_eq!(
+        [&r["effort"], &m["effort"], &r["model"]],
+        [&json!("xhigh"), &json!("xhigh"), &Value::Null]
+    );
+    let argv = argv_of(&log);
+    let at = argv.iter().position(|a| a == "--reasoning-effort").unwrap();
+    assert_eq!(argv[at + 1], "xhigh", "{argv:?}");
 }

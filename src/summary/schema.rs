@@ -98,24 +98,12 @@ impl SummarySchema {
 /// A regular file of at most [`MAX_SCHEMA_BYTES`], parsed as JSON. A FIFO or
 /// a device is refused without being read (it could block or never end).
 fn read_json(path: &Path) -> Result<Value, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let cant = |e: std::io::Error| format!("cannot read it: {e}");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(cant)?;
-    if !file.metadata().map_err(cant)?.is_file() {
-        return Err("not a regular file".into());
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_SCHEMA_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cant)?;
-    if bytes.len() as u64 > MAX_SCHEMA_BYTES {
-        return Err(format!("over {MAX_SCHEMA_BYTES} bytes"));
-    }
+    use crate::fsutil::{CappedReadError, read_regular_capped};
+    let bytes = read_regular_capped(path, MAX_SCHEMA_BYTES).map_err(|e| match e {
+        CappedReadError::Io(e) => format!("cannot read it: {e}"),
+        CappedReadError::NotRegular => "not a regular file".into(),
+        CappedReadError::TooLarge => format!("over {MAX_SCHEMA_BYTES} bytes"),
+    })?;
     serde_json::from_slice(&bytes).map_err(|e| format!("not JSON: {e}"))
 }
 

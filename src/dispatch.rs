@@ -210,6 +210,7 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
     marker.summary_error = None;
     marker.model = spec.options.model.clone();
     marker.effort = spec.options.effort.clone();
+    marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());
     if let Some(id) = &spec.session {
         marker.engine_session_id = Some(id.clone());
     }

@@ -202,3 +202,45 @@ depends_on = ["a"]
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("schemas/s.json"), "{}", stderr(&out));
 }
+
+#[test]
+fn vf_resume_keeps_the_units_schema() {
+    let env = Env::new();
+    // Fails the schema with its session recorded: resumable.
+    let (code, r, _) = run(&env, "again", "no summary yet");
+    assert_eq!((code, &r["reason"]), (Some(1), &json!("summary-schema")));
+    let schema = env.path().join("schema.json");
+    assert_eq!(env.marker("again")["summarySchema"], json!(schema));
+    let resume = |answer: &str| {
+        let stdout = codex_answering(&env, "resumed", answer);
+        let fake = env.fake_for("codex");
+        let mut c = env.cmd(&[
+            "resume",
+            "again",
+            "--json",
+            "--engine-bin",
+            fake.to_str().unwrap(),
+        ]);
+        c.env("FAKE_STDOUT", stdout);
+        let out = run_bounded(c, Duration::from_secs(60));
+        (out.status.code(), verdict(&stdout_json(&out)))
+    };
+    let msg = "no summary: the answer has no ```json block";
+    assert_eq!(
+        resume("still none"),
+        (
+            Some(1),
+            json!({"state": "failed", "reason": "summary-schema", "error": msg,
+                "summary": null, "summaryError": msg})
+        )
+    );
+    let good = "```json\n{\"confidence\":1,\"files_changed\":[]}\n```";
+    assert_eq!(
+        resume(good),
+        (
+            Some(0),
+            json!({"state": "done", "reason": null, "error": null,
+                "summary": {"confidence": 1, "files_changed": []}, "summaryError": null})
+        )
+    );
+}

@@ -47,9 +47,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
     };
-    // A resumed session keeps the model and effort it was started with, unless asked.
-    let kept = crate::engine::RunOptions::new(marker.model.clone(), marker.effort.clone(), None);
-    let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&kept))?;
+    // A resumed session keeps the model, effort and schema it ran with, unless asked.
+    let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
     let spec = UnitSpec {
         engine: marker.engine,
         unit: args.unit.clone(),

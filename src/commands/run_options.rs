@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::cli::ModelArgs;
 use crate::engine::{EngineId, RunOptions};
 use crate::error::{Result, VfError};
+use crate::marker::Marker;
 use crate::summary::schema::SummarySchema;
 
 /// The options for one run, checked against its engine.
@@ -17,24 +18,21 @@ pub struct Chosen {
     pub schema: Option<Arc<SummarySchema>>,
 }
 
-/// Reads the flags; `fallback` fills a model/effort not given (`vf resume`
-/// keeps the unit's recorded ones). A relative schema path is taken from the
-/// current directory, as `--prompt-file` is.
-pub fn resolve(
-    engine: EngineId,
-    args: &ModelArgs,
-    fallback: Option<&RunOptions>,
-) -> Result<Chosen> {
-    let schema = match &args.summary_schema {
+/// Reads the flags; `kept` fills what is not given (`vf resume` keeps the
+/// model, effort and schema its marker records). A relative schema path is
+/// taken from the current directory, as `--prompt-file` is.
+pub fn resolve(engine: EngineId, args: &ModelArgs, kept: Option<&Marker>) -> Result<Chosen> {
+    let schema_path = args
+        .summary_schema
+        .as_deref()
+        .or(kept.and_then(|m| m.summary_schema.as_deref()));
+    let schema = match schema_path {
         Some(p) => Some(Arc::new(load_schema(p)?)),
         None => None,
     };
-    let pick = |given: &Option<String>, kept: Option<&Option<String>>| {
-        given.clone().or_else(|| kept.cloned().flatten())
-    };
     let options = RunOptions::new(
-        pick(&args.model, fallback.map(|f| &f.model)),
-        pick(&args.effort, fallback.map(|f| &f.effort)),
+        args.model.clone().or(kept.and_then(|m| m.model.clone())),
+        args.effort.clone().or(kept.and_then(|m| m.effort.clone())),
         schema.as_deref(),
     );
     crate::engine::options::check(engine.engine().spec(), &options)?;

@@ -169,6 +169,17 @@ mod tests {
         assert!(load("a.json", Some("{not json")).contains("not JSON"));
         let e = load("b.json", Some(r#"{"type": "nonsense"}"#));
         assert!(e.contains("not a valid JSON Schema (draft 2020-12)"), "{e}");
+        // Self-contained only: nothing is fetched or read for an external `$ref`.
+        for (name, r) in [
+            ("h.json", "https://example.com/s.json"),
+            ("f.json", "file:///etc/passwd"),
+        ] {
+            let e = load(name, Some(&format!(r#"{{"$ref": "{r}"}}"#)));
+            assert!(
+                e.contains("not a valid JSON Schema") && e.contains(r),
+                "{e}"
+            );
+        }
         assert!(
             SummarySchema::load(Path::new("/dev/zero"))
                 .unwrap_err()

@@ -39,7 +39,8 @@ struct RawPlan {
     #[serde(default)]
     defaults: Option<toml::Table>,
     #[serde(default)]
-    unit: Vec<toml::Table>,
+    /// Spanned, so that a unit's error can name its line.
+    unit: Vec<toml::Spanned<toml::Table>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,7 +150,7 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     if raw.unit.is_empty() {
         return Err("no units: add at least one [[unit]] table".into());
     }
-    let raw_units = raw_units(raw)?;
+    let raw_units = raw_units(raw, text)?;
     let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
     for (i, u) in raw_units.into_iter().enumerate() {
@@ -182,18 +183,23 @@ fn toml_message(e: &toml::de::Error) -> String {
 }
 
 /// Each unit table with the plan's `[defaults]` merged in, deserialized.
-fn raw_units(raw: RawPlan) -> std::result::Result<Vec<RawUnit>, String> {
+fn raw_units(raw: RawPlan, text: &str) -> std::result::Result<Vec<RawUnit>, String> {
     let defaults = raw.defaults.unwrap_or_default();
     defaults::check(&defaults)?;
     let mut units = Vec::with_capacity(raw.unit.len());
-    for (i, mut table) in raw.unit.into_iter().enumerate() {
+    for (i, spanned) in raw.unit.into_iter().enumerate() {
+        let start = spanned.span().start.min(text.len());
+        let mut table = spanned.into_inner();
         defaults::apply(&defaults, &mut table);
+        // Named only on error: counting lines for every unit would be quadratic.
         let who = match defaults::unit_name(&table) {
             Some(name) => format!("unit {}", shown(name, 80)),
             None => format!("unit #{}", i + 1),
         };
-        let unit = RawUnit::deserialize(toml::Value::Table(table))
-            .map_err(|e| format!("{who}: {}", toml_message(&e)))?;
+        let unit = RawUnit::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let line = text[..start].matches('\n').count() + 1;
+            format!("line {line}: {who}: {}", toml_message(&e))
+        })?;
         units.push(unit);
     }
     Ok(units)

@@ -103,7 +103,7 @@ fn bad_defaults_are_usage_errors_and_nothing_is_written() {
     let env = Env::new();
     let unit = "[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt = \"x\"\n";
     for (defaults, part) in [
-        ("colour = 1", "unit \"a\": unknown field `colour`"),
+        ("colour = 1", "line 4: unit \"a\": unknown field `colour`"),
         (
             "name = \"x\"",
             "[defaults] cannot set `name`: it is per unit",

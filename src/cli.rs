@@ -136,7 +136,7 @@ pub struct ModelArgs {
     /// The engine's model, in its own naming (opencode: provider/model).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Reasoning effort, where the engine has a verified flag (claude, copilot).
+    /// Reasoning effort, where the engine has a verified flag (claude, codex, copilot).
     #[arg(long, value_name = "LEVEL")]
     pub effort: Option<String>,
     /// A JSON Schema (draft 2020-12) the summary must satisfy; a missing or

@@ -571,7 +571,7 @@ mod tests {
         if let Facts::Found { helps, .. } = &mut facts {
             helps[0] = help(
                 &["exec", "--help"],
-                "--json\n--image <FILE>\n--json-schema\n-m, --model\n--output-schema <FILE>",
+                "--json\n--image <FILE>\n--json-schema\n-m, --model\n--output-schema <FILE>\n-c, --config <k=v>",
             );
         }
         let r = judge(EngineId::Codex.engine(), facts);
@@ -599,7 +599,8 @@ mod tests {
             r.reasons,
             [
                 "could not check exec resume --json, exec resume -m/--model, \
-                 exec resume --output-schema: `codex exec resume --help` timed out after 3s"
+                 exec resume --output-schema, exec resume -c/--config: \
+                 `codex exec resume --help` timed out after 3s"
             ]
         );
     }
@@ -611,7 +612,7 @@ mod tests {
         if let Facts::Found { helps, .. } = &mut facts {
             helps[0] = help(
                 &["exec", "--help"],
-                "--json\n--image <FILE>\n-m, --model <M>\n--output-schema <F>",
+                "--json\n--image <FILE>\n-m, --model <M>\n--output-schema <F>\n-c, --config <k=v>",
             );
             helps[1].output = Ok(Captured {
                 stdout: " \n".into(),
@@ -637,8 +638,8 @@ mod tests {
                      its output may have changed"
                 ),
                 "could not check exec resume --json, exec resume -m/--model, \
-                 exec resume --output-schema: `codex exec resume --help` printed \
-                 nothing (exit status 3)"
+                 exec resume --output-schema, exec resume -c/--config: `codex exec resume \
+                 --help` printed nothing (exit status 3)"
                     .into(),
                 "the help output lacks flags vf uses: exec --skip-git-repo-check, \
                  exec --dangerously-bypass-approvals-and-sandbox"

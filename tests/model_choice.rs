@@ -95,9 +95,9 @@ fn what_the_engine_cannot_take_is_exit_2_and_nothing_is_written() {
             "agy: its verified help has no --model flag",
         ),
         (
-            "codex",
+            "gemini",
             &["--effort", "high"][..],
-            "codex: its verified help has no --effort flag",
+            "gemini: its verified help has no --effort flag",
         ),
         (
             "claude",

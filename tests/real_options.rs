@@ -30,8 +30,10 @@ fn server_saw_model(sb: &Sandbox, model: &str) -> bool {
     })
 }
 
-/// One `--model` run (plus `extra`) per selected version of `engine`.
-fn model_run(engine: &'static str, model: &str, extra: &[&str]) {
+/// One `--model` run (plus `extra`) per selected version of `engine`; the
+/// sandboxes, for further checks of what the server saw.
+fn model_run(engine: &'static str, model: &str, extra: &[&str]) -> Vec<Sandbox> {
+    let mut done = Vec::new();
     for version in versions(engine) {
         if !available(engine, &version) {
             continue;
@@ -51,7 +53,9 @@ fn model_run(engine: &'static str, model: &str, extra: &[&str]) {
             server_saw_model(&sb, model),
             "{engine} {version}: no request for {model}: {seen:?}"
         );
+        done.push(sb);
     }
+    done
 }
 
 /// `--summary-schema`: the engine's native flag (where it has one) is accepted,
@@ -82,7 +86,18 @@ fn real_claude_model_effort_and_schema() {
 
 #[test]
 fn real_codex_model_and_schema() {
-    model_run("codex", "gpt-5.4", &[]);
+    // `--effort low` is `--config model_reasoning_effort=low`: the level
+    // reaches the request (`reasoning.effort`), which proves the config key.
+    for sb in model_run("codex", "gpt-5.4", &["--effort", "low"]) {
+        let efforts: Vec<Value> = sb
+            .server_log()
+            .into_iter()
+            .filter(|e| e["body"]["reasoning"].is_object())
+            .map(|e| e["body"]["reasoning"]["effort"].clone())
+            .collect();
+        assert!(!efforts.is_empty(), "{}: no reasoning request", sb.version);
+        assert!(efforts.iter().all(|e| e == "low"), "{efforts:?}");
+    }
     schema_run("codex");
 }
 

@@ -6,8 +6,8 @@
 //! following positional prompt, so vf never puts a positional in argv at all.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport,
-    PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -43,7 +43,7 @@ static SPEC: Spec = Spec {
     options: OptionFlags {
         model: Some("--model"),
         model_needs_provider: false,
-        effort: Some("--effort"),
+        effort: Some(EffortFlag::Flag("--effort")),
         effort_levels: &["low", "medium", "high", "xhigh", "max"],
         schema: Some(SchemaFlag::Inline("--json-schema")),
     },

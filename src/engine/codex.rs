@@ -2,12 +2,13 @@
 //!
 //! Fresh:  `codex exec --json [--skip-git-repo-check] [--dangerously-bypass-approvals-and-sandbox] [--image=P]... -`
 //! Resume: `codex exec resume <thread_id> --json [...] -`
+//! `[--model M] [--config model_reasoning_effort=L] [--output-schema F]` come before `-`.
 //! The prompt goes on stdin (`-`), and stdin is then closed: with an open
 //! stdin pipe codex waits for EOF forever.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport,
-    PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -57,15 +58,26 @@ static SPEC: Spec = Spec {
             "--output-schema",
             "exec resume --output-schema",
         ),
+        FlagCheck::new(&["exec", "--help"], "--config", "exec -c/--config"),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--config",
+            "exec resume -c/--config",
+        ),
     ],
     install_hint: "npm install -g @openai/codex",
     session_ids: SessionIds::Uuid,
     resumable_after_answer: false,
-    // No effort flag: `-c model_reasoning_effort=...` is not in its verified help.
+    // Effort: `--config model_reasoning_effort=<level>`. `-c/--config` is in the
+    // help; the key and its levels are codex's config docs (docs/config.md), and
+    // the real-engine tier sees the level reach the request (`reasoning.effort`).
     options: OptionFlags {
         model: Some("--model"),
-        effort: None,
-        effort_levels: &[],
+        effort: Some(EffortFlag::Config {
+            flag: "--config",
+            key: "model_reasoning_effort",
+        }),
+        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
         model_needs_provider: false,
         schema: Some(SchemaFlag::File("--output-schema")),
     },

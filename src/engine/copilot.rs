@@ -7,8 +7,8 @@
 //! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport,
-    PromptTransport, Request, SessionIds, Spec, options,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -61,7 +61,7 @@ static SPEC: Spec = Spec {
     options: OptionFlags {
         model: Some("--model"),
         model_needs_provider: false,
-        effort: Some("--reasoning-effort"),
+        effort: Some(EffortFlag::Flag("--reasoning-effort")),
         effort_levels: &["none", "minimal", "low", "medium", "high", "xhigh", "max"],
         schema: None,
     },

@@ -25,7 +25,7 @@ pub mod gemini;
 pub mod opencode;
 pub mod options;
 
-pub use options::{OptionFlags, RunOptions, SchemaFlag};
+pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
 
 /// The six engines vf drives.
 #[derive(

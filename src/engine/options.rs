@@ -66,6 +66,29 @@ pub enum SchemaFlag {
     File(&'static str),
 }
 
+/// How an engine takes the effort level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EffortFlag {
+    /// `<flag> <level>`.
+    Flag(&'static str),
+    /// A config override, `<flag> <key>=<level>` (codex `--config
+    /// model_reasoning_effort=high`: a bare word is taken as a string).
+    Config {
+        flag: &'static str,
+        key: &'static str,
+    },
+}
+
+impl EffortFlag {
+    /// The flag word the CLI's help lists.
+    pub fn flag(self) -> &'static str {
+        match self {
+            EffortFlag::Flag(f) | EffortFlag::Config { flag: f, .. } => f,
+        }
+    }
+}
+
 /// An engine's verified flags for the options (`None`: it has none).
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -73,8 +96,8 @@ pub struct OptionFlags {
     pub model: Option<&'static str>,
     /// The model must be `provider/model` (the engine's help says so).
     pub model_needs_provider: bool,
-    pub effort: Option<&'static str>,
-    /// The levels the engine's help lists for the effort flag.
+    pub effort: Option<EffortFlag>,
+    /// The levels the engine's help (codex: its config docs) lists.
     pub effort_levels: &'static [&'static str],
     pub schema: Option<SchemaFlag>,
 }
@@ -160,8 +183,12 @@ pub fn args(spec: &Spec, opts: &RunOptions) -> Vec<String> {
     if let (Some(flag), Some(model)) = (flags.model, &opts.model) {
         args.extend([flag.to_string(), model.clone()]);
     }
-    if let (Some(flag), Some(level)) = (flags.effort, &opts.effort) {
-        args.extend([flag.to_string(), level.clone()]);
+    match (flags.effort, &opts.effort) {
+        (Some(EffortFlag::Flag(flag)), Some(level)) => args.extend([flag.into(), level.clone()]),
+        (Some(EffortFlag::Config { flag, key }), Some(level)) => {
+            args.extend([flag.into(), format!("{key}={level}")])
+        }
+        _ => {}
     }
     match (flags.schema, &opts.schema) {
         (Some(SchemaFlag::Inline(flag)), Some(s)) => args.extend([flag.into(), s.json.clone()]),

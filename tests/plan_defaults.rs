@@ -125,3 +125,63 @@ fn bad_defaults_are_usage_errors_and_nothing_is_written() {
     let out = orchestrate(&env, &format!("defaults = 3\n\n{unit}"));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// One generated unit: its own engine, timeout and prompt, each maybe unset.
+type GenUnit = (Option<&'static str>, Option<u32>, Option<bool>);
+
+/// `[[unit]]` tables: `explicit` writes every key (the default where the unit
+/// has none); otherwise a unit writes only its own keys under `[defaults]`.
+fn plan_text(units: &[GenUnit], explicit: bool) -> String {
+    let mut text = String::new();
+    if !explicit {
+        text.push_str("[defaults]\nengine = \"codex\"\ntimeout = 7\nprompt_file = \"p.md\"\n\n");
+    }
+    for (i, (engine, timeout, prompt)) in units.iter().enumerate() {
+        text.push_str(&format!("[[unit]]\nname = \"u{i}\"\n"));
+        match (engine, explicit) {
+            (Some(e), _) => text.push_str(&format!("engine = \"{e}\"\n")),
+            (None, true) => text.push_str("engine = \"codex\"\n"),
+            (None, false) => {}
+        }
+        match (timeout, explicit) {
+            (Some(t), _) => text.push_str(&format!("timeout = {t}\n")),
+            (None, true) => text.push_str("timeout = 7\n"),
+            (None, false) => {}
+        }
+        match (prompt, explicit) {
+            (Some(true), _) => text.push_str("prompt = \"own\"\n"),
+            (Some(false), _) => text.push_str("prompt_file = \"q.md\"\n"),
+            (None, true) => text.push_str("prompt_file = \"p.md\"\n"),
+            (None, false) => {}
+        }
+        if i > 0 {
+            text.push_str(&format!("depends_on = [\"u{}\"]\n", i - 1));
+        }
+    }
+    text
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// A plan with `[defaults]` parses to exactly the plan that writes every
+    /// key out in each unit.
+    #[test]
+    fn defaults_equal_writing_every_key_out(
+        units in proptest::collection::vec(
+            (
+                proptest::option::of(proptest::sample::select(&["codex", "claude", "copilot"][..])),
+                proptest::option::of(1u32..100),
+                proptest::option::of(proptest::bool::ANY),
+            ),
+            1..6,
+        )
+    ) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("p.md"), "the default prompt").unwrap();
+        std::fs::write(t.path().join("q.md"), "a unit's own prompt file").unwrap();
+        let with_defaults = vf::plan::parse(&plan_text(&units, false), t.path()).unwrap();
+        let written_out = vf::plan::parse(&plan_text(&units, true), t.path()).unwrap();
+        proptest::prop_assert_eq!(format!("{with_defaults:?}"), format!("{written_out:?}"));
+    }
+}

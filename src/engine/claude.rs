@@ -62,7 +62,10 @@ impl Engine for Claude {
         args.extend(SPEC.permission_arg(req));
         args.extend(SPEC.attachment_args(req));
         args.extend(options::args(&SPEC, req.options));
-        Ok(Invocation::over_stdin(SPEC.binary, args, req))
+        Ok(Invocation {
+            warnings: options::warnings(&SPEC, req.options),
+            ..Invocation::over_stdin(SPEC.binary, args, req)
+        })
     }
 
     fn explain_stderr(&self, line: &str) -> Option<&'static str> {

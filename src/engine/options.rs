@@ -14,6 +14,9 @@ use crate::text::shown;
 
 /// The longest model name vf passes on (real ones are well under 100 bytes).
 pub const MAX_MODEL_BYTES: usize = 200;
+/// The largest schema passed inline in argv (Linux caps one argv string at
+/// 128 KiB); a larger one is checked by vf alone, with a warning.
+pub const MAX_INLINE_SCHEMA_BYTES: usize = 64 * 1024;
 
 /// What the user chose for one run (nothing by default).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -175,6 +178,21 @@ fn check_model(spec: &Spec, model: &str) -> Result<()> {
     Ok(())
 }
 
+/// What the user should know about the options' argv (a schema too large
+/// for the native inline flag).
+pub fn warnings(spec: &Spec, opts: &RunOptions) -> Vec<String> {
+    match (spec.options.schema, &opts.schema) {
+        (Some(SchemaFlag::Inline(flag)), Some(s)) if s.json.len() > MAX_INLINE_SCHEMA_BYTES => {
+            vec![format!(
+                "{}: the summary schema is {} bytes, over the {MAX_INLINE_SCHEMA_BYTES} vf passes inline: {flag} was left out (vf still checks the summary)",
+                spec.id,
+                s.json.len()
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// `[--model M] [--effort L] [schema flag V]`, in that order, for an already
 /// checked request: each engine puts them where its CLI reads options.
 pub fn args(spec: &Spec, opts: &RunOptions) -> Vec<String> {
@@ -191,6 +209,7 @@ pub fn args(spec: &Spec, opts: &RunOptions) -> Vec<String> {
         _ => {}
     }
     match (flags.schema, &opts.schema) {
+        (Some(SchemaFlag::Inline(_)), Some(s)) if s.json.len() > MAX_INLINE_SCHEMA_BYTES => {}
         (Some(SchemaFlag::Inline(flag)), Some(s)) => args.extend([flag.into(), s.json.clone()]),
         (Some(SchemaFlag::File(flag)), Some(s)) => {
             args.extend([flag.into(), s.path.display().to_string()])

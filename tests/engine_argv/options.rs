@@ -146,6 +146,37 @@ fn gemini_and_opencode_take_a_model_only() {
 }
 
 #[test]
+fn a_schema_too_large_for_argv_is_left_to_vf_with_a_warning() {
+    let big = format!(r#"{{"description":"{}"}}"#, "x".repeat(70_000));
+    let o = RunOptions {
+        schema: Some(SchemaArg {
+            path: PathBuf::from(SCHEMA_PATH),
+            json: big.clone(),
+        }),
+        ..RunOptions::NONE
+    };
+    let inv = build(
+        EngineId::Claude,
+        &Request {
+            options: &o,
+            ..req("x")
+        },
+    );
+    assert_eq!(
+        args(&inv),
+        ["-p", "--output-format", "stream-json", "--verbose"]
+    );
+    assert_eq!(
+        inv.warnings,
+        [format!(
+            "claude: the summary schema is {} bytes, over the 65536 vf passes inline: \
+             --json-schema was left out (vf still checks the summary)",
+            big.len()
+        )]
+    );
+}
+
+#[test]
 fn no_options_no_flags() {
     for e in EngineId::ALL {
         let with_schema = argv(e, &opts(None, None, true), None);

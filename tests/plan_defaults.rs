@@ -177,11 +177,11 @@ proptest::proptest! {
             1..6,
         )
     ) {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::write(t.path().join("p.md"), "the default prompt").unwrap();
-        std::fs::write(t.path().join("q.md"), "a unit's own prompt file").unwrap();
-        let with_defaults = vf::plan::parse(&plan_text(&units, false), t.path()).unwrap();
-        let written_out = vf::plan::parse(&plan_text(&units, true), t.path()).unwrap();
+        let env = Env::new();
+        env.write("p.md", "the default prompt");
+        env.write("q.md", "a unit's own prompt file");
+        let with_defaults = vf::plan::parse(&plan_text(&units, false), env.path()).unwrap();
+        let written_out = vf::plan::parse(&plan_text(&units, true), env.path()).unwrap();
         proptest::prop_assert_eq!(format!("{with_defaults:?}"), format!("{written_out:?}"));
     }
 }

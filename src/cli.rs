@@ -123,9 +123,26 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
     #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub state: StateDirArg,
+}
+
+/// Model choice and the summary contract (see ENGINES.md for each engine's flags).
+#[derive(Debug, Args, Clone)]
+pub struct ModelArgs {
+    /// The engine's model, in its own naming (opencode: provider/model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Reasoning effort, where the engine has a verified flag (claude, codex, copilot).
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<String>,
+    /// A JSON Schema (draft 2020-12) the summary must satisfy; a missing or
+    /// violating summary fails the unit (reason `summary-schema`).
+    #[arg(long, value_name = "FILE")]
+    pub summary_schema: Option<PathBuf>,
 }
 
 /// `--output` / `--json`, for every command that reports a run.

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::{Attachment, EngineId};
+use crate::engine::{Attachment, EngineId, RunOptions};
 use crate::error::{Reason, Result, VfError};
 use crate::frames::ConversationEvent;
 use crate::marker::{Marker, MarkerStore, UnitState};
@@ -64,6 +64,10 @@ pub struct UnitSpec {
     /// The exact private-range blocks in the prompt: redacted wherever the
     /// engine echoes them, before projection and the raw log.
     pub redact: Vec<String>,
+    /// Model, effort and the native schema flag's value (`engine::options`).
+    pub options: RunOptions,
+    /// vf's own, authoritative check of the summary (`--summary-schema`).
+    pub summary_schema: Option<std::sync::Arc<crate::summary::schema::SummarySchema>>,
 }
 
 impl UnitSpec {
@@ -93,6 +97,11 @@ pub struct DispatchResult {
     pub unit: String,
     pub engine: EngineId,
     pub engine_version: Option<String>,
+    /// `--model` / `--effort` as asked (absent when not set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
     pub state: UnitState,
     /// The CLI's exit status (`null` when it was killed or never ran).
     pub exit_code: Option<i32>,
@@ -199,6 +208,9 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
     marker.finished_at = None;
     marker.summary = None;
     marker.summary_error = None;
+    marker.model = spec.options.model.clone();
+    marker.effort = spec.options.effort.clone();
+    marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());
     if let Some(id) = &spec.session {
         marker.engine_session_id = Some(id.clone());
     }

@@ -569,7 +569,10 @@ mod tests {
     fn missing_flag_is_named() {
         let mut facts = found(EngineId::Codex, "0.171.0");
         if let Facts::Found { helps, .. } = &mut facts {
-            helps[0] = help(&["exec", "--help"], "--json\n--image <FILE>\n--json-schema");
+            helps[0] = help(
+                &["exec", "--help"],
+                "--json\n--image <FILE>\n--json-schema\n-m, --model\n--output-schema <FILE>\n-c, --config <k=v>",
+            );
         }
         let r = judge(EngineId::Codex.engine(), facts);
         assert_eq!(r.verdict, Verdict::Degraded);
@@ -594,7 +597,11 @@ mod tests {
         assert!(r.timed_out);
         assert_eq!(
             r.reasons,
-            ["could not check exec resume --json: `codex exec resume --help` timed out after 3s"]
+            [
+                "could not check exec resume --json, exec resume -m/--model, \
+                 exec resume --output-schema, exec resume -c/--config: \
+                 `codex exec resume --help` timed out after 3s"
+            ]
         );
     }
 
@@ -603,7 +610,10 @@ mod tests {
     fn all_findings_in_one_report() {
         let mut facts = found(EngineId::Codex, "99.0.0");
         if let Facts::Found { helps, .. } = &mut facts {
-            helps[0] = help(&["exec", "--help"], "--json\n--image <FILE>");
+            helps[0] = help(
+                &["exec", "--help"],
+                "--json\n--image <FILE>\n-m, --model <M>\n--output-schema <F>\n-c, --config <k=v>",
+            );
             helps[1].output = Ok(Captured {
                 stdout: " \n".into(),
                 stderr: String::new(),
@@ -627,8 +637,9 @@ mod tests {
                     "version 99.0.0 is newer than the newest verified version ({newest}); \
                      its output may have changed"
                 ),
-                "could not check exec resume --json: `codex exec resume --help` printed \
-                 nothing (exit status 3)"
+                "could not check exec resume --json, exec resume -m/--model, \
+                 exec resume --output-schema, exec resume -c/--config: `codex exec resume \
+                 --help` printed nothing (exit status 3)"
                     .into(),
                 "the help output lacks flags vf uses: exec --skip-git-repo-check, \
                  exec --dangerously-bypass-approvals-and-sandbox"

@@ -101,10 +101,12 @@ pub enum Reason {
     Engine,
     /// Blocked: a unit it depends on did not finish.
     Dependency,
+    /// The summary is missing or violates `--summary-schema`.
+    SummarySchema,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 11] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -115,6 +117,7 @@ impl Reason {
         Reason::SessionMismatch,
         Reason::Engine,
         Reason::Dependency,
+        Reason::SummarySchema,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +132,7 @@ impl Reason {
             Reason::SessionMismatch => "sessionMismatch",
             Reason::Engine => "engine",
             Reason::Dependency => "dependency",
+            Reason::SummarySchema => "summary-schema",
         }
     }
 
@@ -145,7 +149,10 @@ impl Reason {
             // 128 + the signal, as a shell reports it; unknown: as for SIGTERM.
             Reason::Interrupted(sig) => 128 + sig.unwrap_or(libc::SIGTERM),
             Reason::Stalled | Reason::Timeout => exit::TIMEOUT,
-            Reason::SessionMismatch | Reason::Engine | Reason::Dependency => exit::ENGINE_FAILED,
+            Reason::SessionMismatch
+            | Reason::Engine
+            | Reason::Dependency
+            | Reason::SummarySchema => exit::ENGINE_FAILED,
         }
     }
 }
@@ -193,7 +200,8 @@ mod tests {
                 "\"timeout\"",
                 "\"sessionMismatch\"",
                 "\"engine\"",
-                "\"dependency\""
+                "\"dependency\"",
+                "\"summary-schema\""
             ]
         );
         for r in Reason::ALL {

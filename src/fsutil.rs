@@ -209,3 +209,38 @@ mod tests {
         assert!(s.starts_with("20") && s.ends_with('Z'));
     }
 }
+
+/// Why [`read_regular_capped`] read nothing.
+#[derive(Debug)]
+pub enum CappedReadError {
+    Io(std::io::Error),
+    /// A FIFO, a device, a directory: refused without being read.
+    NotRegular,
+    /// Over the cap (checked on what was read, so a growing file counts too).
+    TooLarge,
+}
+
+/// Reads a regular file of at most `max` bytes. Opened non-blocking, so a
+/// FIFO without a writer cannot block vf; a device (`/dev/zero`) is refused
+/// before a byte is read. For files named by a user or a plan.
+pub fn read_regular_capped(path: &Path, max: u64) -> Result<Vec<u8>, CappedReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(CappedReadError::Io)?;
+    if !file.metadata().map_err(CappedReadError::Io)?.is_file() {
+        return Err(CappedReadError::NotRegular);
+    }
+    let mut bytes = Vec::new();
+    // +1 to know it is over.
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(CappedReadError::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(CappedReadError::TooLarge);
+    }
+    Ok(bytes)
+}

@@ -60,6 +60,14 @@ pub struct Marker {
     pub unit: String,
     pub engine: EngineId,
     pub engine_version: Option<String>,
+    /// `--model` / `--effort` of the latest attempt (absent when not set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    /// `--summary-schema` of the latest attempt (absolute; `vf resume` keeps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_schema: Option<PathBuf>,
     pub state: UnitState,
     /// Validated native session id, stored as soon as the first frame carrying it arrives.
     pub engine_session_id: Option<String>,
@@ -90,6 +98,9 @@ impl Marker {
             unit: unit.to_string(),
             engine,
             engine_version: None,
+            model: None,
+            effort: None,
+            summary_schema: None,
             state: UnitState::Pending,
             engine_session_id: None,
             attempts: 0,

@@ -5,15 +5,20 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::dispatch::MAX_PROMPT_BYTES;
+use crate::engine::RunOptions;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
+use crate::summary::schema::SummarySchema;
 use crate::text::{one_line, shown};
+
+mod defaults;
 
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
@@ -30,8 +35,12 @@ fn show_path(p: &Path) -> String {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPlan {
+    /// Keys every unit gets unless it sets them itself (see `plan/defaults.rs`).
     #[serde(default)]
-    unit: Vec<RawUnit>,
+    defaults: Option<toml::Table>,
+    #[serde(default)]
+    /// Spanned, so that a unit's error can name its line.
+    unit: Vec<toml::Spanned<toml::Table>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -50,6 +59,9 @@ struct RawUnit {
     skip_permissions: bool,
     stall_timeout: Option<f64>,
     timeout: Option<f64>,
+    model: Option<String>,
+    effort: Option<String>,
+    summary_schema: Option<PathBuf>,
 }
 
 /// One validated unit of a plan.
@@ -66,6 +78,21 @@ pub struct PlanUnit {
     pub skip_permissions: bool,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    /// Loaded and compiled from `summary_schema` (relative: the plan's directory).
+    pub summary_schema: Option<Arc<SummarySchema>>,
+}
+
+impl PlanUnit {
+    /// The unit's model, effort and schema as the engine takes them.
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions::new(
+            self.model.clone(),
+            self.effort.clone(),
+            self.summary_schema.as_deref(),
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -111,7 +138,7 @@ pub fn load(path: &Path) -> Result<Plan> {
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
     let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let msg = one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS);
+        let msg = toml_message(&e);
         match e.span() {
             Some(span) => {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -123,9 +150,10 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     if raw.unit.is_empty() {
         return Err("no units: add at least one [[unit]] table".into());
     }
-    let mut units = Vec::with_capacity(raw.unit.len());
+    let raw_units = raw_units(raw, text)?;
+    let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
-    for (i, u) in raw.unit.into_iter().enumerate() {
+    for (i, u) in raw_units.into_iter().enumerate() {
         names::check("unit name", &u.name).map_err(|e| format!("unit #{}: {e}", i + 1))?;
         if index.insert(u.name.clone(), i).is_some() {
             return Err(format!("duplicate unit name {:?}", u.name));
@@ -147,6 +175,34 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
     let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
     Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+}
+
+/// toml's message on one line (its own rendering spans several).
+fn toml_message(e: &toml::de::Error) -> String {
+    one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS)
+}
+
+/// Each unit table with the plan's `[defaults]` merged in, deserialized.
+fn raw_units(raw: RawPlan, text: &str) -> std::result::Result<Vec<RawUnit>, String> {
+    let defaults = raw.defaults.unwrap_or_default();
+    defaults::check(&defaults)?;
+    let mut units = Vec::with_capacity(raw.unit.len());
+    for (i, spanned) in raw.unit.into_iter().enumerate() {
+        let start = spanned.span().start.min(text.len());
+        let mut table = spanned.into_inner();
+        defaults::apply(&defaults, &mut table);
+        // Named only on error: counting lines for every unit would be quadratic.
+        let who = match defaults::unit_name(&table) {
+            Some(name) => format!("unit {}", shown(name, 80)),
+            None => format!("unit #{}", i + 1),
+        };
+        let unit = RawUnit::deserialize(toml::Value::Table(table)).map_err(|e| {
+            let line = text[..start].matches('\n').count() + 1;
+            format!("line {line}: {who}: {}", toml_message(&e))
+        })?;
+        units.push(unit);
+    }
+    Ok(units)
 }
 
 /// One unit's own checks (the caller names the unit in the error).
@@ -183,7 +239,14 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             return Err(format!("depends on {} twice", shown(d, 80)));
         }
     }
+    let summary_schema = match u.summary_schema {
+        Some(p) => Some(Arc::new(SummarySchema::load(&dir.join(p))?)),
+        None => None,
+    };
     Ok(PlanUnit {
+        summary_schema,
+        model: u.model,
+        effort: u.effort,
         stall_timeout: secs("stall_timeout", u.stall_timeout)?,
         timeout: secs("timeout", u.timeout)?,
         name: u.name,
@@ -200,32 +263,15 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
 /// (`/dev/zero`) or a directory is refused without being read: a plan can come
 /// with a repository, and nothing in it may block or exhaust vf.
 fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let cant = |e: std::io::Error| format!("cannot read prompt_file {}: {e}", show_path(p));
-    // Non-blocking, so opening a FIFO without a writer returns at once.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(p)
-        .map_err(cant)?;
-    if !file.metadata().map_err(cant)?.is_file() {
-        return Err(format!(
-            "prompt_file {} is not a regular file",
-            show_path(p)
-        ));
-    }
-    let mut bytes = Vec::new();
-    // +1 to know it is over, even if it grew since.
-    file.take(MAX_PROMPT_BYTES as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cant)?;
-    if bytes.len() > MAX_PROMPT_BYTES {
-        return Err(format!(
-            "prompt_file {} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)",
-            show_path(p)
-        ));
-    }
+    use crate::fsutil::{CappedReadError, read_regular_capped};
+    let shown = show_path(p);
+    let bytes = read_regular_capped(p, MAX_PROMPT_BYTES as u64).map_err(|e| match e {
+        CappedReadError::Io(e) => format!("cannot read prompt_file {shown}: {e}"),
+        CappedReadError::NotRegular => format!("prompt_file {shown} is not a regular file"),
+        CappedReadError::TooLarge => format!(
+            "prompt_file {shown} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)"
+        ),
+    })?;
     String::from_utf8(bytes)
         .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
 }

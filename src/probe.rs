@@ -77,6 +77,8 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
+        options: Default::default(),
+        summary_schema: None,
     }
 }
 

@@ -112,6 +112,9 @@ pub struct UnitReport {
     pub replay: Option<history::Counts>,
     pub attempt: Option<u32>,
     pub session_id: Option<String>,
+    /// The plan's `model` (absent when not set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub summary: Option<Value>,
     pub error: Option<String>,
     pub duration_ms: Option<u64>,
@@ -238,6 +241,7 @@ impl Unit {
                 replay: None,
                 attempt: None,
                 session_id: None,
+                model: job.plan.model.clone(),
                 summary: None,
                 error: None,
                 duration_ms: None,
@@ -449,6 +453,8 @@ impl Run {
             warnings: Vec::new(),
             engine_reason: None,
             redact: Vec::new(),
+            options: u.job.plan.run_options(),
+            summary_schema: u.job.plan.summary_schema.clone(),
         })
     }
 

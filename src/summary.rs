@@ -4,6 +4,8 @@
 //! (case-insensitive) and closed by a line of backticks. It parses as JSON or
 //! it is reported invalid with the parse error; it is never guessed.
 
+pub mod schema;
+
 use serde::Serialize;
 use serde_json::Value;
 

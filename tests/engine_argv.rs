@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use vf::engine::{Attachment, AttachmentKind, EngineId, Invocation, Request};
+use vf::engine::{Attachment, AttachmentKind, EngineId, Invocation, Request, RunOptions};
 use vf::error::exit;
 use vf::version::Version;
 
@@ -32,6 +32,7 @@ fn req<'a>(prompt: &'a str) -> Request<'a> {
         state_dir: Path::new(STATE),
         version: None,
         read_only: false,
+        options: &RunOptions::NONE,
     }
 }
 
@@ -644,6 +645,11 @@ fn stdin_engines_never_put_the_prompt_in_argv() {
 #[path = "engine_argv/binary.rs"]
 mod binary;
 
+// ---------- --model, --effort, the native schema flag ----------
+
+#[path = "engine_argv/options.rs"]
+mod options;
+
 // ---------- the flags vf relies on are in the saved help texts ----------
 
 #[test]
@@ -693,12 +699,22 @@ fn every_emitted_flag_is_in_the_verified_help() {
                 EngineId::Opencode => OPENCODE_ID,
                 _ => CLAUDE_ID,
             };
+            let o = spec.options;
+            let options = RunOptions {
+                model: o.model.map(|_| "provider/model".into()),
+                effort: o.effort_levels.first().map(|l| l.to_string()),
+                schema: Some(vf::engine::options::SchemaArg {
+                    path: "s.json".into(),
+                    json: "{}".into(),
+                }),
+            };
             let r = Request {
                 session: e.engine().exact_resume(Some(&ver)).then_some(session),
                 skip_permissions: true,
                 in_git_repo: false,
                 attachments: &atts,
                 version: Some(&ver),
+                options: &options,
                 ..req("x")
             };
             let inv = build(e, &r);

@@ -32,6 +32,8 @@ pub struct Resolved {
     pub attach_plan: attach::Selection,
     /// `--private-range`: appended to the prompt by `build_invocation`.
     pub private_ranges: PrivateRanges,
+    /// `--model`, `--effort`, `--summary-schema`.
+    pub chosen: super::run_options::Chosen,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -79,8 +81,10 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     };
     names::check("unit name", &unit)?;
     let prompt = super::prompt::read(&args.prompt)?;
+    let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
+        chosen,
         engine: engine_id.engine(),
         engine_reason: attach_plan.pick.reason.clone(),
         attach_plan,
@@ -119,6 +123,7 @@ pub fn build_invocation(
         state_dir: &r.state_dir,
         version,
         read_only: false,
+        options: &r.chosen.options,
     })
 }
 
@@ -200,6 +205,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             .filter(|w| !w.is_empty())
             .into_iter()
             .collect(),
+        options: r.chosen.options,
+        summary_schema: r.chosen.schema,
     };
     run_unit(spec, None, format)
 }

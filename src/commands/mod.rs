@@ -13,6 +13,7 @@ pub mod output;
 pub mod prompt;
 pub mod replay;
 pub mod resume;
+pub mod run_options;
 pub mod status;
 
 pub fn run(cli: Cli) -> Result<i32> {

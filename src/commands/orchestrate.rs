@@ -37,6 +37,9 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
     for u in &plan.units {
         let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
+        // `model` / `effort` the engine cannot take: refused before anything starts.
+        crate::engine::options::check(p.pick.engine.engine().spec(), &u.run_options())
+            .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         jobs.push(Job {
             engine: p.pick.engine,
             attachments: p.attachments,

@@ -47,6 +47,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
     };
+    // A resumed session keeps the model, effort and schema it ran with, unless asked.
+    let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
     let spec = UnitSpec {
         engine: marker.engine,
         unit: args.unit.clone(),
@@ -63,6 +65,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
+        options: chosen.options,
+        summary_schema: chosen.schema,
     };
     Ok(Request {
         spec,

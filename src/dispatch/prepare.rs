@@ -63,6 +63,7 @@ pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<P
         state_dir: &spec.state_dir,
         version: version.as_ref(),
         read_only: false,
+        options: &spec.options,
     });
     let inv = match built {
         Ok(inv) => inv,

@@ -24,12 +24,26 @@ pub(super) fn settle(
     }
     let exit_code = e.exit_status.and_then(|s| s.code());
     let outcome = e.projector.tracker().finish(exit_code);
-    let (summary_value, summary_error) = match outcome.answer.as_deref().map(summary::extract) {
-        Some(Summary::Valid { value }) => (Some(value), None),
-        Some(Summary::Invalid { error }) => (None, Some(error)),
-        _ => (None, None),
-    };
-    let (reason, error) = judge(spec, &e, &outcome, exit_code);
+    let (mut summary_value, mut summary_error) =
+        match outcome.answer.as_deref().map(summary::extract) {
+            Some(Summary::Valid { value }) => (Some(value), None),
+            Some(Summary::Invalid { error }) => (None, Some(error)),
+            _ => (None, None),
+        };
+    let (mut reason, mut error) = judge(spec, &e, &outcome, exit_code);
+    // Only a run that otherwise succeeded is judged by the schema.
+    if let (Some(schema), None) = (&spec.summary_schema, reason) {
+        match schema.check(outcome.answer.as_deref()) {
+            Ok(value) => summary_value = Some(value),
+            Err(msg) => {
+                // Only a summary that passed is one; the answer keeps the text.
+                summary_value = None;
+                reason = Some(Reason::SummarySchema);
+                error = Some(crate::text::cut(&msg, 300).to_string());
+                summary_error = Some(msg);
+            }
+        }
+    }
     let l = &mut e.launched;
     let marker = &mut l.prepared.marker;
     marker.state = if reason.is_some() {
@@ -49,6 +63,8 @@ pub(super) fn settle(
         unit: spec.unit.clone(),
         engine: spec.engine,
         engine_version: marker.engine_version.clone(),
+        model: marker.model.clone(),
+        effort: marker.effort.clone(),
         state: marker.state,
         exit_code,
         // What the engine reported (shown even when it cannot be resumed), except

@@ -5,8 +5,8 @@
 //! before spawn.
 
 use super::{
-    Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport, Request, SessionIds,
-    Spec,
+    Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport, PromptTransport,
+    Request, SessionIds, Spec,
 };
 use crate::error::Result;
 
@@ -26,6 +26,8 @@ static SPEC: Spec = Spec {
     install_hint: "install Antigravity and put `agy` on PATH",
     session_ids: SessionIds::None,
     resumable_after_answer: false,
+    // No verified help: --model and --effort are refused; no native schema flag.
+    options: OptionFlags::NONE,
 };
 
 impl Engine for Agy {

@@ -6,8 +6,8 @@
 //! following positional prompt, so vf never puts a positional in argv at all.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -33,10 +33,20 @@ static SPEC: Spec = Spec {
             "--dangerously-skip-permissions",
             "--dangerously-skip-permissions",
         ),
+        FlagCheck::new(&["--help"], "--model", "--model"),
+        FlagCheck::new(&["--help"], "--effort", "--effort"),
+        FlagCheck::new(&["--help"], "--json-schema", "--json-schema"),
     ],
     install_hint: "npm install -g @anthropic-ai/claude-code",
     session_ids: SessionIds::Uuid,
     resumable_after_answer: false,
+    options: OptionFlags {
+        model: Some("--model"),
+        model_needs_provider: false,
+        effort: Some(EffortFlag::Flag("--effort")),
+        effort_levels: &["low", "medium", "high", "xhigh", "max"],
+        schema: Some(SchemaFlag::Inline("--json-schema")),
+    },
 };
 
 impl Engine for Claude {
@@ -51,7 +61,11 @@ impl Engine for Claude {
         args.extend(["--output-format", "stream-json", "--verbose"].map(String::from));
         args.extend(SPEC.permission_arg(req));
         args.extend(SPEC.attachment_args(req));
-        Ok(Invocation::over_stdin(SPEC.binary, args, req))
+        args.extend(options::args(&SPEC, req.options));
+        Ok(Invocation {
+            warnings: options::warnings(&SPEC, req.options),
+            ..Invocation::over_stdin(SPEC.binary, args, req)
+        })
     }
 
     fn explain_stderr(&self, line: &str) -> Option<&'static str> {

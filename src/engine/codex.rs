@@ -2,12 +2,13 @@
 //!
 //! Fresh:  `codex exec --json [--skip-git-repo-check] [--dangerously-bypass-approvals-and-sandbox] [--image=P]... -`
 //! Resume: `codex exec resume <thread_id> --json [...] -`
+//! `[--model M] [--config model_reasoning_effort=L] [--output-schema F]` come before `-`.
 //! The prompt goes on stdin (`-`), and stdin is then closed: with an open
 //! stdin pipe codex waits for EOF forever.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -41,10 +42,45 @@ static SPEC: Spec = Spec {
             "--json",
             "exec resume --json",
         ),
+        FlagCheck::new(&["exec", "--help"], "--model", "exec -m/--model"),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--model",
+            "exec resume -m/--model",
+        ),
+        FlagCheck::new(
+            &["exec", "--help"],
+            "--output-schema",
+            "exec --output-schema",
+        ),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--output-schema",
+            "exec resume --output-schema",
+        ),
+        FlagCheck::new(&["exec", "--help"], "--config", "exec -c/--config"),
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "--config",
+            "exec resume -c/--config",
+        ),
     ],
     install_hint: "npm install -g @openai/codex",
     session_ids: SessionIds::Uuid,
     resumable_after_answer: false,
+    // Effort: `--config model_reasoning_effort=<level>`. `-c/--config` is in the
+    // help; the key and its levels are codex's config docs (docs/config.md), and
+    // the real-engine tier sees the level reach the request (`reasoning.effort`).
+    options: OptionFlags {
+        model: Some("--model"),
+        effort: Some(EffortFlag::Config {
+            flag: "--config",
+            key: "model_reasoning_effort",
+        }),
+        effort_levels: &["minimal", "low", "medium", "high", "xhigh"],
+        model_needs_provider: false,
+        schema: Some(SchemaFlag::File("--output-schema")),
+    },
 };
 
 impl Engine for Codex {
@@ -61,6 +97,7 @@ impl Engine for Codex {
         }
         args.extend(SPEC.permission_arg(req));
         args.extend(SPEC.attachment_args(req));
+        args.extend(options::args(&SPEC, req.options));
         args.push("-".into());
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }

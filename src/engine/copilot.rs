@@ -7,8 +7,8 @@
 //! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -52,10 +52,19 @@ static SPEC: Spec = Spec {
         FlagCheck::new(&["--help"], "--resume", "--resume"),
         FlagCheck::new(&["--help"], "--attachment", "--attachment"),
         FlagCheck::new(&["--help"], "--no-auto-update", "--no-auto-update"),
+        FlagCheck::new(&["--help"], "--model", "--model"),
+        FlagCheck::new(&["--help"], "--reasoning-effort", "--reasoning-effort"),
     ],
     install_hint: "npm install -g @github/copilot",
     session_ids: SessionIds::Uuid,
     resumable_after_answer: false,
+    options: OptionFlags {
+        model: Some("--model"),
+        model_needs_provider: false,
+        effort: Some(EffortFlag::Flag("--reasoning-effort")),
+        effort_levels: &["none", "minimal", "low", "medium", "high", "xhigh", "max"],
+        schema: None,
+    },
 };
 
 impl Copilot {
@@ -94,6 +103,7 @@ impl Engine for Copilot {
                 .push("copilot has no read-only mode: the read-only request was dropped".into());
         }
         args.extend(SPEC.permission_arg(req));
+        args.extend(options::args(&SPEC, req.options));
         if let Some(id) = req.session {
             args.push(format!("--resume={id}"));
         }

@@ -6,8 +6,8 @@
 //! errors, and an in-stream failure exits 0 with `result.status: "error"`.
 
 use super::{
-    Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport, Request, SessionIds,
-    Spec,
+    Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport, PromptTransport,
+    Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -28,10 +28,15 @@ static SPEC: Spec = Spec {
         FlagCheck::new(&["--help"], "--output-format", "--output-format"),
         FlagCheck::new(&["--help"], "--resume", "-r/--resume"),
         FlagCheck::new(&["--help"], "--yolo", "--yolo"),
+        FlagCheck::new(&["--help"], "--model", "-m/--model"),
     ],
     install_hint: "npm install -g @google/gemini-cli",
     session_ids: SessionIds::Uuid,
     resumable_after_answer: true,
+    options: OptionFlags {
+        model: Some("--model"),
+        ..OptionFlags::NONE
+    },
 };
 
 impl Engine for Gemini {
@@ -43,6 +48,7 @@ impl Engine for Gemini {
         let mut args: Vec<String> = vec!["--output-format".into(), "stream-json".into()];
         args.extend(req.resume_args("-r"));
         args.extend(SPEC.permission_arg(req));
+        args.extend(options::args(&SPEC, req.options));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 }

@@ -23,6 +23,9 @@ pub mod codex;
 pub mod copilot;
 pub mod gemini;
 pub mod opencode;
+pub mod options;
+
+pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
 
 /// The six engines vf drives.
 #[derive(
@@ -273,6 +276,8 @@ pub struct Spec {
     /// on the id of a run whose first request failed exits 42). Until then the
     /// id is reported but is no resume authority.
     pub resumable_after_answer: bool,
+    /// The verified flags for `--model`, `--effort` and the summary schema.
+    pub options: OptionFlags,
 }
 
 impl Spec {
@@ -322,6 +327,8 @@ pub struct Request<'a> {
     pub version: Option<&'a Version>,
     /// The caller asked for a read-only run.
     pub read_only: bool,
+    /// Model, effort and summary schema (`RunOptions::NONE` for none).
+    pub options: &'a RunOptions,
 }
 
 impl Request<'_> {
@@ -469,7 +476,7 @@ pub fn check_request(spec: &Spec, req: &Request<'_>) -> Result<()> {
     }
     let kinds: Vec<AttachmentKind> = req.attachments.iter().map(|a| a.kind).collect();
     check_attachment_kinds(spec.id, &kinds)?;
-    Ok(())
+    options::check(spec, req.options)
 }
 
 /// Canonical UUID text: 8-4-4-4-12 hex digits.

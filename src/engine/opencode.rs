@@ -5,8 +5,8 @@
 //! The prompt goes on stdin (no positional message: `run` then reads stdin).
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec,
+    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport,
+    PromptTransport, Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -31,6 +31,7 @@ static SPEC: Spec = Spec {
         FlagCheck::new(&["run", "--help"], "--session", "run --session"),
         FlagCheck::new(&["run", "--help"], "--file", "run --file"),
         FlagCheck::new(&["run", "--help"], "--auto", "run --auto"),
+        FlagCheck::new(&["run", "--help"], "--model", "run -m/--model"),
     ],
     install_hint: "npm install -g opencode-ai",
     session_ids: SessionIds::Prefixed {
@@ -38,6 +39,12 @@ static SPEC: Spec = Spec {
         len: 26,
     },
     resumable_after_answer: false,
+    // `--variant` (effort) lists its values only as examples: not offered.
+    options: OptionFlags {
+        model: Some("--model"),
+        model_needs_provider: true,
+        ..OptionFlags::NONE
+    },
 };
 
 impl Engine for Opencode {
@@ -51,6 +58,7 @@ impl Engine for Opencode {
         args.extend(["--format", "json"].map(String::from));
         args.extend(SPEC.permission_arg(req));
         args.extend(SPEC.attachment_args(req));
+        args.extend(options::args(&SPEC, req.options));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
     }
 }

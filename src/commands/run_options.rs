@@ -1,0 +1,46 @@
+//! `--model`, `--effort`, `--summary-schema` (dispatch and resume): turned
+//! into the engine's [`RunOptions`] and vf's own schema check, every check
+//! made before anything is written (exit 2).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::cli::ModelArgs;
+use crate::engine::{EngineId, RunOptions};
+use crate::error::{Result, VfError};
+use crate::marker::Marker;
+use crate::summary::schema::SummarySchema;
+
+/// The options for one run, checked against its engine.
+#[derive(Debug, Clone, Default)]
+pub struct Chosen {
+    pub options: RunOptions,
+    pub schema: Option<Arc<SummarySchema>>,
+}
+
+/// Reads the flags; `kept` fills what is not given (`vf resume` keeps the
+/// model, effort and schema its marker records). A relative schema path is
+/// taken from the current directory, as `--prompt-file` is.
+pub fn resolve(engine: EngineId, args: &ModelArgs, kept: Option<&Marker>) -> Result<Chosen> {
+    let schema_path = args
+        .summary_schema
+        .as_deref()
+        .or(kept.and_then(|m| m.summary_schema.as_deref()));
+    let schema = match schema_path {
+        Some(p) => Some(Arc::new(load_schema(p)?)),
+        None => None,
+    };
+    let options = RunOptions::new(
+        args.model.clone().or(kept.and_then(|m| m.model.clone())),
+        args.effort.clone().or(kept.and_then(|m| m.effort.clone())),
+        schema.as_deref(),
+    );
+    crate::engine::options::check(engine.engine().spec(), &options)?;
+    Ok(Chosen { options, schema })
+}
+
+/// A schema file, refused (exit 2) when unreadable, not JSON or not a schema.
+pub fn load_schema(path: &Path) -> Result<SummarySchema> {
+    let abs = crate::state::absolute(path)?;
+    SummarySchema::load(&abs).map_err(VfError::usage)
+}

@@ -105,6 +105,11 @@ pub struct DispatchResult {
     pub engine_reason: Option<String>,
     pub error: Option<String>,
     pub reason: Option<Reason>,
+    /// What the run consumed; `null` when the engine reported nothing.
+    pub usage: Option<crate::usage::Usage>,
+    /// When a rate limit resets, if the engine said (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
     pub duration_ms: u64,
     pub attempt: u32,
     pub marker: PathBuf,

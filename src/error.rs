@@ -21,6 +21,8 @@ pub mod exit {
     pub const TIMEOUT: i32 = 4;
     /// vf's own state (markers, logs) is corrupt or unwritable.
     pub const STATE: i32 = 5;
+    /// The provider rate-limited the engine: try again later (`EX_TEMPFAIL`).
+    pub const RATE_LIMITED: i32 = 75;
     /// A bug or an unexpected failure inside vf itself (`EX_SOFTWARE`).
     pub const INTERNAL: i32 = 70;
     pub const SIGHUP: i32 = 128 + libc::SIGHUP;
@@ -101,10 +103,12 @@ pub enum Reason {
     Engine,
     /// Blocked: a unit it depends on did not finish.
     Dependency,
+    /// The engine failed because the provider rate-limited it.
+    RateLimited,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 11] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -115,6 +119,7 @@ impl Reason {
         Reason::SessionMismatch,
         Reason::Engine,
         Reason::Dependency,
+        Reason::RateLimited,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +134,7 @@ impl Reason {
             Reason::SessionMismatch => "sessionMismatch",
             Reason::Engine => "engine",
             Reason::Dependency => "dependency",
+            Reason::RateLimited => "rate-limited",
         }
     }
 
@@ -146,6 +152,7 @@ impl Reason {
             Reason::Interrupted(sig) => 128 + sig.unwrap_or(libc::SIGTERM),
             Reason::Stalled | Reason::Timeout => exit::TIMEOUT,
             Reason::SessionMismatch | Reason::Engine | Reason::Dependency => exit::ENGINE_FAILED,
+            Reason::RateLimited => exit::RATE_LIMITED,
         }
     }
 }
@@ -193,7 +200,8 @@ mod tests {
                 "\"timeout\"",
                 "\"sessionMismatch\"",
                 "\"engine\"",
-                "\"dependency\""
+                "\"dependency\"",
+                "\"rate-limited\""
             ]
         );
         for r in Reason::ALL {
@@ -209,10 +217,11 @@ mod tests {
             Reason::Stalled,
             Reason::State,
             Reason::Engine,
+            Reason::RateLimited,
         ]
         .map(Reason::exit_code)
         .into();
-        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1]);
+        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75]);
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod state;
 pub mod summary;
 pub mod text;
 pub mod unit_lock;
+pub mod usage;
 pub mod version;
 
 pub use error::{Result, VfError};

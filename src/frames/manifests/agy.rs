@@ -12,6 +12,7 @@ pub static V0_0: Manifest = Manifest {
     session: &[],
     closing: "",
     subkinds: &[],
+    rate_limits: RateLimits::NONE,
     transports: &[TransportTable {
         transport: OutputTransport::Text,
         entries: &[],

@@ -1,0 +1,140 @@
+//! The normalised `usage` of genuine captures, replayed by the fake engine
+//! through `vf dispatch`: the figures each engine's frames carry (read off
+//! the capture files by hand), null where it reports none, and codex's
+//! cumulative figure turned into one run's usage on a resume.
+
+use serde_json::{Value, json};
+
+mod common;
+use common::*;
+
+/// The capture replayed through `vf dispatch --output json`: its result and exit code.
+fn replay(env: &Env, engine: &str, unit: &str, cap: &str, extra: &[&str]) -> (Value, i32) {
+    let out = env.replay_capture(engine, unit, cap, extra);
+    (last_json(&out), out.status.code().unwrap())
+}
+
+fn usage(
+    source: &str,
+    [input, cached, output, reasoning, total]: [Option<u64>; 5],
+    cost: Option<f64>,
+) -> Value {
+    json!({
+        "inputTokens": input, "cachedInputTokens": cached, "outputTokens": output,
+        "reasoningTokens": reasoning, "totalTokens": total, "costUsd": cost, "source": source,
+    })
+}
+
+#[test]
+fn every_engine_and_family_reports_its_captured_usage() {
+    let claude = |reasoning: Option<u64>, cost: Option<f64>| {
+        usage(
+            "result.usage",
+            [Some(100), Some(0), Some(20), reasoning, Some(120)],
+            cost,
+        )
+    };
+    let codex = usage(
+        "turn.completed.usage",
+        [Some(100), Some(0), Some(20), Some(0), Some(120)],
+        None,
+    );
+    let gemini = usage(
+        "result.stats",
+        [Some(200), Some(0), Some(40), None, Some(240)],
+        None,
+    );
+    let opencode = |n: u64| {
+        let f = |x: u64| Some(x * n);
+        usage(
+            "step_finish.part.tokens",
+            [f(100), f(0), f(20), f(0), f(120)],
+            Some(0.0),
+        )
+    };
+    #[rustfmt::skip]
+    let cases = [
+        ("claude", "claude/2.1.332/a_json_stream.stdout.jsonl", claude(Some(0), Some(0.0008))),
+        ("claude", "claude/2.1.207/a_json_stream.stdout.jsonl", claude(None, Some(0.001))),
+        ("codex", "codex/0.171.0/a_json.stdout.jsonl", codex.clone()),
+        ("codex", "codex/0.144.1/a_json.stdout.jsonl", codex),
+        ("gemini", "gemini/0.61.0/a_json_stream.stdout.jsonl", gemini.clone()),
+        ("gemini", "gemini/0.47.0/a_json_stream.stdout.jsonl", gemini),
+        ("opencode", "opencode/1.18.33/a_json.stdout.jsonl", opencode(1)),
+        // Two model calls, two steps: summed.
+        ("opencode", "opencode/1.18.33/b_tool.stdout.jsonl", opencode(2)),
+        // copilot's `result.usage` names no token or cost figure.
+        ("copilot", "copilot/1.0.102/a_json.stdout.jsonl", Value::Null),
+    ];
+    let env = Env::new();
+    for (i, (engine, cap, want)) in cases.iter().enumerate() {
+        let unit = format!("u{i}");
+        let (r, code) = replay(&env, engine, &unit, cap, &[]);
+        assert_eq!(code, 0, "{cap}: {r}");
+        assert_json_eq(&r["usage"], want);
+        assert_json_eq(&env.marker(&unit)["usage"], want);
+    }
+}
+
+#[test]
+fn a_resumed_codex_run_is_its_thread_figure_less_the_previous_one() {
+    let env = Env::new();
+    let (first, _) = replay(&env, "codex", "r", "codex/0.171.0/a_json.stdout.jsonl", &[]);
+    let id = first["sessionId"].as_str().unwrap().to_string();
+    // c_resume's turn.completed says 200/40: the thread's total, not this run's.
+    let (r, code) = replay(
+        &env,
+        "codex",
+        "r",
+        "codex/0.171.0/c_resume.stdout.jsonl",
+        &["--session", &id],
+    );
+    assert_eq!(code, 0, "{r}");
+    let once = usage(
+        "turn.completed.usage",
+        [Some(100), Some(0), Some(20), Some(0), Some(120)],
+        None,
+    );
+    assert_json_eq(&r["usage"], &once);
+    let m = env.marker("r");
+    assert_json_eq(&m["usage"], &once);
+    let thread = usage(
+        "turn.completed.usage",
+        [Some(200), Some(0), Some(40), Some(0), Some(240)],
+        None,
+    );
+    assert_json_eq(&m["threadUsage"], &thread);
+}
+
+#[test]
+fn the_human_end_line_shows_tokens_and_cost() {
+    let env = Env::new();
+    let cap = "claude/2.1.332/a_json_stream.stdout.jsonl";
+    let mut c = env.command("claude", "h", "do it", "human", &[]);
+    c.env("FAKE_STDOUT", fixture(cap))
+        .env("FAKE_VERSION", "2.1.332");
+    let out = run_bounded(c, std::time::Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("usage: 120 tokens · $0.0008\n"), "{text}");
+}
+
+/// gemini's `--output-format json` document: per-model `tokens`, summed (vf
+/// dispatches stream-json, so this is replayed through the projector).
+#[test]
+fn the_gemini_json_document_sums_its_models() {
+    use vf::engine::{EngineId, OutputTransport};
+    let version = vf::version::Version::parse("0.61.0").unwrap();
+    let mut p = vf::frames::Projector::new(EngineId::Gemini, Some(&version), OutputTransport::Json);
+    for line in read_text(&fixture("gemini/0.61.0/a_json.stdout.jsonl")).lines() {
+        p.push_line(line.as_bytes());
+    }
+    p.finish();
+    let (got, cumulative) = p.tracker().usage();
+    assert!(!cumulative);
+    let want = usage(
+        "stats.models.tokens",
+        [Some(200), Some(0), Some(40), Some(0), Some(240)],
+        None,
+    );
+    assert_json_eq(&serde_json::to_value(got).unwrap(), &want);
+}

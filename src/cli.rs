@@ -219,6 +219,13 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Only units that finished at or after this time: RFC 3339 (`2026-11-30T08:00:00Z`)
+    /// or an age (`90m`, `12h`, `7d`).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Print only the units' summed usage (`{units, since, usage}` with `--json`).
+    #[arg(long)]
+    pub total: bool,
     #[command(flatten)]
     pub state: StateDirArg,
 }

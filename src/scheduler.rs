@@ -115,6 +115,8 @@ pub struct UnitReport {
     pub summary: Option<Value>,
     pub error: Option<String>,
     pub duration_ms: Option<u64>,
+    /// What its latest attempt consumed (see [`crate::usage`]).
+    pub usage: Option<crate::usage::Usage>,
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
@@ -126,6 +128,8 @@ pub struct PlanResult {
     /// Every unit is done.
     pub ok: bool,
     pub units: Vec<UnitReport>,
+    /// The units' usage summed (`null` when none reported any).
+    pub usage: Option<crate::usage::Usage>,
     /// The signal's exit code (130/143) when vf was interrupted.
     #[serde(skip)]
     pub interrupted: Option<i32>,
@@ -241,6 +245,7 @@ impl Unit {
                 summary: None,
                 error: None,
                 duration_ms: None,
+                usage: None,
             },
             job: job.clone(),
             started: None,
@@ -254,6 +259,7 @@ impl Unit {
         if m.state == UnitState::Done {
             self.report.state = RunState::Done;
             self.report.summary = m.summary.clone();
+            self.report.usage = m.usage.clone();
         } else if let Some(why) = owner_refusal(m) {
             self.refuse(format!("it {why}"));
         }
@@ -287,6 +293,7 @@ impl Run {
             kind: "orchestrate.result",
             plan: self.req.plan.clone(),
             ok: units.iter().all(|r| r.state == RunState::Done),
+            usage: crate::usage::total(units.iter().filter_map(|u| u.usage.as_ref())),
             units,
             interrupted,
         };
@@ -469,6 +476,7 @@ impl Run {
                 u.report.session_id = res.session_id.clone();
                 u.report.summary = res.summary.clone();
                 u.report.error = res.error.clone();
+                u.report.usage = res.usage.clone();
             }
             Err(e) => {
                 u.report.state = RunState::Failed;

@@ -138,3 +138,60 @@ fn the_gemini_json_document_sums_its_models() {
     );
     assert_json_eq(&serde_json::to_value(got).unwrap(), &want);
 }
+
+#[test]
+fn status_shows_usage_and_totals_a_filter() {
+    let env = Env::new();
+    replay(
+        &env,
+        "claude",
+        "c",
+        "claude/2.1.332/a_json_stream.stdout.jsonl",
+        &[],
+    );
+    replay(&env, "codex", "x", "codex/0.171.0/a_json.stdout.jsonl", &[]);
+    let rows = stdout_json(&env.run(&["status", "--json"]));
+    let units: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["unit"].as_str().unwrap(),
+                r["usage"]["source"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        units,
+        [("c", "result.usage"), ("x", "turn.completed.usage")]
+    );
+    let table = String::from_utf8(env.run(&["status"]).stdout).unwrap();
+    assert!(
+        table.contains("USAGE") && table.contains("120 tokens · $0.0008"),
+        "{table}"
+    );
+
+    let sum = usage(
+        "sum",
+        [Some(200), Some(0), Some(40), Some(0), Some(240)],
+        Some(0.0008),
+    );
+    let total = |since: &str| {
+        let out = env.run(&["status", "--json", "--total", "--since", since]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout_json(&out)
+    };
+    assert_json_eq(
+        &total("1h"),
+        &json!({"units": 2, "since": "1h", "usage": sum}),
+    );
+    let later = "2099-01-01T00:00:00Z";
+    assert_json_eq(
+        &total(later),
+        &json!({"units": 0, "since": later, "usage": null}),
+    );
+    let bad = env.run(&["status", "--total", "--since", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("invalid --since"), "{}", stderr(&bad));
+}

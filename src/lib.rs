@@ -25,6 +25,7 @@ pub mod plan;
 pub mod private;
 pub mod probe;
 pub mod procinfo;
+pub mod ratelimit;
 pub mod scheduler;
 pub mod state;
 pub mod summary;

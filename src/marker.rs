@@ -85,6 +85,10 @@ pub struct Marker {
     /// Absent when it equals `usage` (a session's first run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_usage: Option<crate::usage::Usage>,
+    /// Each attempt of the unit's latest plan run under an `on_rate_limit`
+    /// policy, oldest first (`attempts` is the attempt counter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_attempts: Vec<crate::ratelimit::Attempt>,
     /// When the provider said its rate limit resets (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<String>,
@@ -117,6 +121,7 @@ impl Marker {
             reason: None,
             usage: None,
             thread_usage: None,
+            engine_attempts: Vec::new(),
             retry_at: None,
             stdout_log: None,
             stderr_log: None,

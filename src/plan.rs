@@ -50,6 +50,10 @@ struct RawUnit {
     skip_permissions: bool,
     stall_timeout: Option<f64>,
     timeout: Option<f64>,
+    on_rate_limit: Option<crate::ratelimit::OnRateLimit>,
+    #[serde(default)]
+    fallback: Vec<crate::engine::EngineId>,
+    max_wait: Option<f64>,
 }
 
 /// One validated unit of a plan.
@@ -66,6 +70,8 @@ pub struct PlanUnit {
     pub skip_permissions: bool,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
+    /// `on_rate_limit`, `fallback`, `max_wait` (see [`crate::ratelimit`]).
+    pub rate_limit: crate::ratelimit::Policy,
 }
 
 #[derive(Debug, Clone)]
@@ -183,7 +189,9 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             return Err(format!("depends on {} twice", shown(d, 80)));
         }
     }
+    let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     Ok(PlanUnit {
+        rate_limit,
         stall_timeout: secs("stall_timeout", u.stall_timeout)?,
         timeout: secs("timeout", u.timeout)?,
         name: u.name,

@@ -29,6 +29,8 @@ use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::PlanUnit;
 use crate::{history, orphans};
 
+mod retry;
+
 /// One unit of a resolved plan: its engine and attachments already chosen.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -117,6 +119,9 @@ pub struct UnitReport {
     pub duration_ms: Option<u64>,
     /// What its latest attempt consumed (see [`crate::usage`]).
     pub usage: Option<crate::usage::Usage>,
+    /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
@@ -159,6 +164,9 @@ pub trait Reporter {
     fn finished(&mut self, index: usize, report: &UnitReport, result: Option<&DispatchResult>);
     /// A unit will not run: a dependency did not finish.
     fn blocked(&mut self, index: usize, report: &UnitReport);
+    /// A rate-limited unit will run again (`report.error` says when or where);
+    /// `result` is the attempt that was rate-limited.
+    fn waiting(&mut self, index: usize, report: &UnitReport, result: &DispatchResult);
     /// Every unit has settled.
     fn plan_result(&mut self, result: &PlanResult);
     /// Called a few times a second while units run, when `wants_ticks`.
@@ -172,6 +180,7 @@ struct Unit {
     job: Job,
     report: UnitReport,
     started: Option<Instant>,
+    retry: retry::Retry,
 }
 
 /// A plan checked against the state dir, ready to run.
@@ -246,9 +255,11 @@ impl Unit {
                 error: None,
                 duration_ms: None,
                 usage: None,
+                attempts: None,
             },
             job: job.clone(),
             started: None,
+            retry: retry::Retry::default(),
         }
     }
 
@@ -313,10 +324,13 @@ impl Run {
             if interrupted.is_none() {
                 self.start_ready(&mut set, reporter)?;
             }
-            if set.is_empty() {
+            let due = self.next_due().filter(|_| interrupted.is_none());
+            if set.is_empty() && due.is_none() {
                 break;
             }
+            let wake = due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
+                _ = tokio::time::sleep_until(wake.into()), if due.is_some() => {}
                 joined = set.join_next() => {
                     let Some(joined) = joined else { break };
                     let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
@@ -354,6 +368,7 @@ impl Run {
                     changed = true;
                 } else if deps.iter().all(|(_, s)| *s == RunState::Done)
                     && set.len() < self.req.parallel
+                    && self.due(i)
                 {
                     let spec = self.prepare(i)?;
                     reporter.borrow_mut().started(i, &self.units[i].report);
@@ -412,7 +427,7 @@ impl Run {
     fn prepare(&mut self, i: usize) -> Result<UnitSpec> {
         let state_dir = &self.req.state_dir;
         let u = &mut self.units[i];
-        let marker = match self.req.resume {
+        let marker = match self.req.resume || u.retry.pending {
             true => self.store.load(&u.job.plan.name)?,
             false => None,
         };
@@ -483,9 +498,14 @@ impl Run {
                 u.report.error = Some(e.to_string());
             }
         }
+        if let Ok(res) = &r
+            && self.after_attempt(i, res, reporter)
+        {
+            return;
+        }
         reporter
             .borrow_mut()
-            .finished(i, &u.report, r.as_ref().ok());
+            .finished(i, &self.units[i].report, r.as_ref().ok());
     }
 }
 

@@ -131,6 +131,17 @@ impl Reporter for Jsonl {
         }
     }
 
+    fn waiting(&mut self, index: usize, report: &UnitReport, result: &DispatchResult) {
+        if self.live {
+            self.tag(Some(index)).result(result);
+            let line = serde_json::json!({
+                "kind": "orchestrate.unit", "unit": report.unit, "state": "waiting",
+                "engine": report.engine, "error": report.error,
+            });
+            self.tag(None).json_line(&line);
+        }
+    }
+
     fn blocked(&mut self, _: usize, report: &UnitReport) {
         if self.live {
             let line = serde_json::json!({
@@ -261,6 +272,17 @@ impl Reporter for Human {
 
     fn blocked(&mut self, index: usize, report: &UnitReport) {
         self.update(index, report);
+    }
+
+    fn waiting(&mut self, index: usize, report: &UnitReport, _: &DispatchResult) {
+        self.update(index, report);
+        let why = report.error.clone().unwrap_or_default();
+        if !self.table {
+            let s = format!("[{}] {why}\n", report.unit);
+            self.out.write(s.as_bytes());
+        }
+        let row = &mut self.rows[index];
+        (row.engine, row.started, row.last_event) = (report.engine, None, why);
     }
 
     fn plan_result(&mut self, result: &PlanResult) {

@@ -331,7 +331,7 @@ impl Run {
             let wake = due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
                 _ = tokio::time::sleep_until(wake.into()), if due.is_some() => {}
-                joined = set.join_next() => {
+                joined = set.join_next(), if !set.is_empty() => {
                     let Some(joined) = joined else { break };
                     let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
                     self.finish(i, r, reporter);

@@ -206,6 +206,14 @@ pub struct OrchestrateArgs {
     /// resume exact sessions, re-dispatch the rest with a bounded replay.
     #[arg(long)]
     pub resume: bool,
+    /// Start no new unit once the plan's units cost this much (USD, as the
+    /// engines report it); overrides the plan's `[budget] cost_usd`.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Start no new unit once the plan's units used this many tokens in all;
+    /// overrides the plan's `[budget] tokens`.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]

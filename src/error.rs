@@ -105,10 +105,12 @@ pub enum Reason {
     Dependency,
     /// The engine failed because the provider rate-limited it.
     RateLimited,
+    /// Not started: the plan's budget was reached.
+    Budget,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -120,6 +122,7 @@ impl Reason {
         Reason::Engine,
         Reason::Dependency,
         Reason::RateLimited,
+        Reason::Budget,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -135,6 +138,7 @@ impl Reason {
             Reason::Engine => "engine",
             Reason::Dependency => "dependency",
             Reason::RateLimited => "rate-limited",
+            Reason::Budget => "budget",
         }
     }
 
@@ -151,7 +155,9 @@ impl Reason {
             // 128 + the signal, as a shell reports it; unknown: as for SIGTERM.
             Reason::Interrupted(sig) => 128 + sig.unwrap_or(libc::SIGTERM),
             Reason::Stalled | Reason::Timeout => exit::TIMEOUT,
-            Reason::SessionMismatch | Reason::Engine | Reason::Dependency => exit::ENGINE_FAILED,
+            Reason::SessionMismatch | Reason::Engine | Reason::Dependency | Reason::Budget => {
+                exit::ENGINE_FAILED
+            }
             Reason::RateLimited => exit::RATE_LIMITED,
         }
     }
@@ -201,7 +207,8 @@ mod tests {
                 "\"sessionMismatch\"",
                 "\"engine\"",
                 "\"dependency\"",
-                "\"rate-limited\""
+                "\"rate-limited\"",
+                "\"budget\""
             ]
         );
         for r in Reason::ALL {

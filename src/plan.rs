@@ -32,6 +32,8 @@ fn show_path(p: &Path) -> String {
 struct RawPlan {
     #[serde(default)]
     unit: Vec<RawUnit>,
+    #[serde(default)]
+    budget: crate::usage::Budget,
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,6 +82,8 @@ pub struct Plan {
     /// Units in a dependency order (each after all of its dependencies),
     /// otherwise in the order of the file.
     pub units: Vec<PlanUnit>,
+    /// `[budget]`: `cost_usd`, `tokens`.
+    pub budget: crate::usage::Budget,
 }
 
 impl Plan {
@@ -106,8 +110,12 @@ pub fn load(path: &Path) -> Result<Plan> {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-    match parse(&text, &dir) {
-        Ok(units) => Ok(Plan { path, units }),
+    match parse_with_budget(&text, &dir) {
+        Ok((units, budget)) => Ok(Plan {
+            path,
+            units,
+            budget,
+        }),
         Err(e) => Err(VfError::usage(format!("plan {shown}: {e}"))),
     }
 }
@@ -115,8 +123,16 @@ pub fn load(path: &Path) -> Result<Plan> {
 /// Parses and validates plan text; relative paths are taken from `dir`.
 /// Errors are plain messages (the caller names the file).
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
+    parse_with_budget(text, dir).map(|(units, _)| units)
+}
+
+/// [`parse`], and the plan's `[budget]`.
+fn parse_with_budget(
+    text: &str,
+    dir: &Path,
+) -> std::result::Result<(Vec<PlanUnit>, crate::usage::Budget), String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
-    let raw: RawPlan = toml::from_str(text).map_err(|e| {
+    let mut raw: RawPlan = toml::from_str(text).map_err(|e| {
         let msg = one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS);
         match e.span() {
             Some(span) => {
@@ -126,12 +142,13 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
             None => msg,
         }
     })?;
-    if raw.unit.is_empty() {
+    let raw_units = std::mem::take(&mut raw.unit);
+    if raw_units.is_empty() {
         return Err("no units: add at least one [[unit]] table".into());
     }
     let mut units = Vec::with_capacity(raw.unit.len());
     let mut index: HashMap<String, usize> = HashMap::new();
-    for (i, u) in raw.unit.into_iter().enumerate() {
+    for (i, u) in raw_units.into_iter().enumerate() {
         names::check("unit name", &u.name).map_err(|e| format!("unit #{}: {e}", i + 1))?;
         if index.insert(u.name.clone(), i).is_some() {
             return Err(format!("duplicate unit name {:?}", u.name));
@@ -152,7 +169,11 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     }
     let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
     let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
-    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+    let budget = raw.budget.checked().map_err(|e| format!("[budget]: {e}"))?;
+    Ok((
+        order.into_iter().filter_map(|i| slots[i].take()).collect(),
+        budget,
+    ))
 }
 
 /// One unit's own checks (the caller names the unit in the error).

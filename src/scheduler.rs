@@ -29,6 +29,7 @@ use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::PlanUnit;
 use crate::{history, orphans};
 
+mod budget;
 mod retry;
 
 /// One unit of a resolved plan: its engine and attachments already chosen.
@@ -50,6 +51,8 @@ pub struct Request {
     /// Units run at once (at least 1).
     pub parallel: usize,
     pub resume: bool,
+    /// No new unit starts once the plan's usage reaches it.
+    pub budget: crate::usage::Budget,
     /// Between SIGTERM and SIGKILL, for each unit and for orphans.
     pub kill_grace: Duration,
 }
@@ -119,6 +122,9 @@ pub struct UnitReport {
     pub duration_ms: Option<u64>,
     /// What its latest attempt consumed (see [`crate::usage`]).
     pub usage: Option<crate::usage::Usage>,
+    /// `budget` for a unit the plan's budget kept from starting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<crate::error::Reason>,
     /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
@@ -255,6 +261,7 @@ impl Unit {
                 error: None,
                 duration_ms: None,
                 usage: None,
+                reason: None,
                 attempts: None,
             },
             job: job.clone(),
@@ -355,6 +362,9 @@ impl Run {
         set: &mut tokio::task::JoinSet<Joined>,
         reporter: &Shared,
     ) -> Result<()> {
+        if self.over_budget() {
+            return Ok(());
+        }
         loop {
             let mut changed = false;
             for i in 0..self.units.len() {

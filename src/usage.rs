@@ -127,6 +127,52 @@ pub fn per_run(
     }
 }
 
+/// A plan's budget (`[budget]` in the plan, `--max-cost` / `--max-tokens`):
+/// once the running total reaches it, no new unit starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    pub cost_usd: Option<f64>,
+    pub tokens: Option<u64>,
+}
+
+impl Budget {
+    /// Checked values (the caller names where they came from).
+    pub fn checked(self) -> Result<Budget, String> {
+        match self.cost_usd {
+            Some(c) if !(c.is_finite() && c > 0.0) => Err(format!(
+                "the cost budget must be a positive number of USD, not {c}"
+            )),
+            _ if self.tokens == Some(0) => Err("the token budget must be at least 1".into()),
+            _ => Ok(self),
+        }
+    }
+
+    /// `other`'s limits where it sets them, else this one's.
+    pub fn or(self, other: Budget) -> Budget {
+        Budget {
+            cost_usd: other.cost_usd.or(self.cost_usd),
+            tokens: other.tokens.or(self.tokens),
+        }
+    }
+
+    /// What is reached by `spent`, in words (`None`: not reached).
+    pub fn reached(&self, spent: Option<&Usage>) -> Option<String> {
+        let u = spent?;
+        if let (Some(max), Some(c)) = (self.cost_usd, u.cost_usd)
+            && c >= max
+        {
+            return Some(format!("budget reached: ${c:.4} of ${max:.4}"));
+        }
+        match (self.tokens, u.total_tokens) {
+            (Some(max), Some(t)) if t >= max => {
+                Some(format!("budget reached: {t} of {max} tokens"))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The sum of every known usage; `None` when none is known.
 pub fn total<'a>(all: impl IntoIterator<Item = &'a Usage>) -> Option<Usage> {
     all.into_iter()
@@ -187,6 +233,36 @@ mod tests {
             (None, Some(first.clone()))
         );
         assert_eq!(per_run(Some(&now), false, Some(&first)), (Some(now), None));
+    }
+
+    #[test]
+    fn a_budget_is_reached_by_cost_or_tokens() {
+        let b = Budget {
+            cost_usd: Some(0.01),
+            tokens: Some(200),
+        };
+        let spent = u(Some(100), Some(20), Some(0.001)).with_total();
+        assert_eq!(b.reached(Some(&spent)), None);
+        assert_eq!(b.reached(None), None);
+        let more = spent.plus(&spent);
+        assert_eq!(
+            b.reached(Some(&more)),
+            Some("budget reached: 240 of 200 tokens".into())
+        );
+        let pricey = u(None, None, Some(0.02));
+        assert_eq!(
+            b.reached(Some(&pricey)),
+            Some("budget reached: $0.0200 of $0.0100".into())
+        );
+        assert!(
+            Budget {
+                cost_usd: Some(-1.0),
+                tokens: None
+            }
+            .checked()
+            .is_err()
+        );
+        assert_eq!(Budget::default().or(b), b);
     }
 
     #[test]

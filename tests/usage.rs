@@ -195,3 +195,76 @@ fn status_shows_usage_and_totals_a_filter() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("invalid --since"), "{}", stderr(&bad));
 }
+
+/// A plan of three independent codex units run one at a time (each uses 120
+/// tokens), with `budget` as its `[budget]` table; `(result, exit code)`.
+fn budget_plan(budget: &str, extra: &[&str]) -> (Value, i32) {
+    let env = Env::new();
+    let mut plan = format!("{budget}\n");
+    for u in ["a", "b", "c"] {
+        plan.push_str(&format!(
+            "[[unit]]\nname = \"{u}\"\nengine = \"codex\"\nprompt = \"task\"\n\n"
+        ));
+    }
+    let plan = env.write("plan.toml", plan);
+    let mut c = env.cmd(&[
+        "orchestrate",
+        plan.to_str().unwrap(),
+        "--jobs",
+        "1",
+        "--json",
+    ]);
+    c.args(extra)
+        .env("VF_CODEX_BIN", env.fake_for("codex"))
+        .env("FAKE_STDOUT", fixture("codex/0.171.0/a_json.stdout.jsonl"));
+    let out = run_bounded(c, std::time::Duration::from_secs(60));
+    // A refused plan prints nothing on stdout.
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (v, out.status.code().unwrap())
+}
+
+/// `(unit, state, reason)` of each unit.
+fn states(result: &Value) -> Vec<(String, String, Value)> {
+    let units = result["units"].as_array().unwrap();
+    let row = |u: &Value| {
+        let reason = u.get("reason").cloned().unwrap_or(Value::Null);
+        (
+            u["unit"].as_str().unwrap().into(),
+            u["state"].as_str().unwrap().into(),
+            reason,
+        )
+    };
+    units.iter().map(row).collect()
+}
+
+#[test]
+fn a_budget_stops_new_units_once_reached() {
+    let row = |u: &str, s: &str, r: Value| (u.to_string(), s.to_string(), r);
+    let budget = || Value::from("budget");
+    // --max-tokens 200: a (120) and b (240 in all) run, then the budget is reached.
+    let (r, code) = budget_plan("", &["--max-tokens", "200"]);
+    assert_eq!(code, 1, "{r}");
+    let want = [
+        row("a", "done", Value::Null),
+        row("b", "done", Value::Null),
+        row("c", "notStarted", budget()),
+    ];
+    assert_eq!(states(&r), want);
+    assert_eq!(r["units"][2]["error"], "budget reached: 240 of 200 tokens");
+    assert_eq!(r["usage"]["totalTokens"], 240);
+    // The plan's [budget], and a flag that overrides it.
+    let (r, _) = budget_plan("[budget]\ntokens = 100", &[]);
+    let want = [
+        row("a", "done", Value::Null),
+        row("b", "notStarted", budget()),
+        row("c", "notStarted", budget()),
+    ];
+    assert_eq!(states(&r), want);
+    let (r, code) = budget_plan("[budget]\ntokens = 100", &["--max-tokens", "1000"]);
+    assert_eq!((code, r["ok"].clone()), (0, Value::Bool(true)), "{r}");
+    // codex reports no cost: a cost budget is never reached by it.
+    let (r, code) = budget_plan("[budget]\ncost_usd = 0.0001", &[]);
+    assert_eq!((code, r["ok"].clone()), (0, Value::Bool(true)), "{r}");
+    let (r, code) = budget_plan("[budget]\ncost_usd = -1", &[]);
+    assert_eq!(code, 2, "{r}");
+}

@@ -25,6 +25,11 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
     let plan = plan::load(&args.plan)?;
+    let flags = crate::usage::Budget {
+        cost_usd: args.max_cost,
+        tokens: args.max_tokens,
+    };
+    let flags = flags.checked().map_err(VfError::usage)?;
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?;
     let ready = plan
@@ -49,6 +54,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         jobs,
         parallel: args.jobs,
         resume: args.resume,
+        budget: plan.budget.or(flags),
         kill_grace: crate::child::kill_grace_from_env()?,
     })
 }

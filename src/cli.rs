@@ -106,6 +106,10 @@ pub struct DispatchArgs {
     /// Print the exact invocation without spawning anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Cap what the run may spend (USD): claude's `--max-budget-usd`; refused
+    /// for engines without such a cap.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -61,6 +61,8 @@ pub struct UnitSpec {
     pub warnings: Vec<String>,
     /// Why this engine (e.g. the `--engine auto` rule that chose it).
     pub engine_reason: Option<String>,
+    /// Appended to the engine's argv: its spending cap (`--max-cost`).
+    pub budget_args: Vec<String>,
     /// The exact private-range blocks in the prompt: redacted wherever the
     /// engine echoes them, before projection and the raw log.
     pub redact: Vec<String>,

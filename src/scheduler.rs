@@ -480,6 +480,7 @@ impl Run {
             kill_grace: self.req.kill_grace,
             warnings: Vec::new(),
             engine_reason: None,
+            budget_args: Vec::new(),
             redact: Vec::new(),
         })
     }

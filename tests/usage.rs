@@ -268,3 +268,35 @@ fn a_budget_stops_new_units_once_reached() {
     let (r, code) = budget_plan("[budget]\ncost_usd = -1", &[]);
     assert_eq!(code, 2, "{r}");
 }
+
+#[test]
+fn dispatch_max_cost_is_claudes_own_cap_and_refused_elsewhere() {
+    let env = Env::new();
+    let args = env.path().join("args");
+    let cap = "claude/2.1.332/a_json_stream.stdout.jsonl";
+    let out = env.dispatch(
+        "claude",
+        "capped",
+        &[
+            fake_stdout(cap),
+            ("FAKE_VERSION", "2.1.332".into()),
+            ("FAKE_ARGS_LOG", args.display().to_string()),
+        ],
+        &["--max-cost", "0.5"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        read_text(&args).contains("\n--max-budget-usd\n0.5\n"),
+        "{}",
+        read_text(&args)
+    );
+    for (engine, usd, why) in [
+        ("codex", "1", "codex has no spending cap"),
+        ("claude", "0", "must be a positive number"),
+    ] {
+        let out = env.dispatch(engine, "refused", &[], &["--max-cost", usd]);
+        assert_eq!(out.status.code(), Some(2), "{engine}");
+        assert!(stderr(&out).contains(why), "{}", stderr(&out));
+        assert!(env.marker_opt("refused").is_none());
+    }
+}

@@ -62,6 +62,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         kill_grace,
         warnings: Vec::new(),
         engine_reason: None,
+        budget_args: Vec::new(),
         redact: Vec::new(),
     };
     Ok(Request {

@@ -94,13 +94,14 @@ pub enum Next {
 
 /// The decision for a rate-limited attempt on `engine`: `waited` is the time
 /// already spent waiting, `retries` the number of waits so far, `retry_at_in`
-/// how far away the engine's reset time is (when it named one).
+/// how far away the engine's reset time is (when it named one); `ready` says
+/// whether a fallback engine can run here (an uninstalled one is skipped).
 pub fn next(
     policy: &Policy,
     engine: EngineId,
-    waited: Duration,
-    retries: u32,
+    (waited, retries): (Duration, u32),
     retry_at_in: Option<Duration>,
+    ready: impl Fn(EngineId) -> bool,
 ) -> Next {
     match policy.on {
         OnRateLimit::Fail => Next::Fail,
@@ -108,7 +109,7 @@ pub fn next(
             let after = policy.fallback.iter().position(|e| *e == engine);
             let rest = &policy.fallback[after.map_or(0, |p| p + 1)..];
             rest.iter()
-                .find(|e| **e != engine)
+                .find(|e| **e != engine && ready(**e))
                 .map_or(Next::Fail, |e| Next::Fallback(*e))
         }
         OnRateLimit::Wait => {
@@ -182,20 +183,26 @@ mod tests {
         let p = policy(OnRateLimit::Wait, &[], 60);
         let reset = Some(Duration::from_secs(30));
         assert_eq!(
-            next(&p, EngineId::Codex, Duration::ZERO, 0, reset),
+            next(&p, EngineId::Codex, (Duration::ZERO, 0), reset, |_| true),
             Next::Wait(Duration::from_secs(30))
         );
         assert_eq!(
-            next(&p, EngineId::Codex, Duration::from_secs(31), 1, reset),
+            next(
+                &p,
+                EngineId::Codex,
+                (Duration::from_secs(31), 1),
+                reset,
+                |_| true
+            ),
             Next::Fail
         );
         assert_eq!(
             next(
                 &policy(OnRateLimit::Fail, &[], 60),
                 EngineId::Codex,
-                Duration::ZERO,
-                0,
-                reset
+                (Duration::ZERO, 0),
+                reset,
+                |_| true
             ),
             Next::Fail
         );
@@ -209,16 +216,22 @@ mod tests {
             0,
         );
         assert_eq!(
-            next(&p, EngineId::Claude, Duration::ZERO, 0, None),
+            next(&p, EngineId::Claude, (Duration::ZERO, 0), None, |_| true),
             Next::Fallback(EngineId::Codex)
         );
         assert_eq!(
-            next(&p, EngineId::Codex, Duration::ZERO, 0, None),
+            next(&p, EngineId::Codex, (Duration::ZERO, 0), None, |_| true),
             Next::Fallback(EngineId::Opencode)
         );
         assert_eq!(
-            next(&p, EngineId::Opencode, Duration::ZERO, 0, None),
+            next(&p, EngineId::Opencode, (Duration::ZERO, 0), None, |_| true),
             Next::Fail
+        );
+        // An engine that cannot run here is skipped.
+        let no_codex = |e| e != EngineId::Codex;
+        assert_eq!(
+            next(&p, EngineId::Claude, (Duration::ZERO, 0), None, no_codex),
+            Next::Fallback(EngineId::Opencode)
         );
     }
 

@@ -67,13 +67,9 @@ impl Run {
             .retry_at
             .as_deref()
             .and_then(|t| ratelimit::until(t, now_secs()));
-        let next = ratelimit::next(
-            &u.job.plan.rate_limit,
-            res.engine,
-            u.retry.waited,
-            u.retry.waits,
-            reset,
-        );
+        let ready = |e| crate::binary::resolve_binary(e, None).is_ok();
+        let spent = (u.retry.waited, u.retry.waits);
+        let next = ratelimit::next(&u.job.plan.rate_limit, res.engine, spent, reset, ready);
         let why = match next {
             Next::Fail => return false,
             Next::Wait(d) => {

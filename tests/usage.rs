@@ -300,3 +300,37 @@ fn dispatch_max_cost_is_claudes_own_cap_and_refused_elsewhere() {
         assert!(env.marker_opt("refused").is_none());
     }
 }
+
+/// claude ending on its own `--max-budget-usd` (`result/error_max_budget_usd`,
+/// the subtype named in its binary; here set on a genuine result frame) is a
+/// failure with reason `budget`.
+#[test]
+fn claudes_budget_stop_is_reason_budget() {
+    let env = Env::new();
+    let text = read_text(&fixture("claude/2.1.332/a_json_stream.stdout.jsonl"));
+    let stopped: String = text
+        .lines()
+        .map(|l| match l.contains("\"type\":\"result\"") {
+            true => l.replace(
+                "\"subtype\":\"success\"",
+                "\"subtype\":\"error_max_budget_usd\"",
+            ),
+            false => l.to_string(),
+        })
+        .map(|l| l + "\n")
+        .collect();
+    assert_ne!(stopped, text);
+    let cap = env.write("stopped.jsonl", stopped);
+    let envs = [
+        ("FAKE_STDOUT", cap.display().to_string()),
+        ("FAKE_VERSION", "2.1.332".into()),
+    ];
+    let out = env.dispatch("claude", "b", &envs, &["--max-cost", "0.0001"]);
+    let r = last_json(&out);
+    assert_eq!(
+        (r["state"].clone(), r["reason"].clone()),
+        ("failed".into(), "budget".into()),
+        "{r}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}

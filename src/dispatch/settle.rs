@@ -134,12 +134,11 @@ fn judge(
                 .error
                 .clone()
                 .map(|err| with_stderr_reason(err, spec.engine, exit_code, &e.stderr_tail));
-            let reason = if e
-                .projector
-                .tracker()
-                .rate_limited(exit_code, &e.stderr_tail)
-            {
+            let tracker = e.projector.tracker();
+            let reason = if tracker.rate_limited(exit_code, &e.stderr_tail) {
                 Reason::RateLimited
+            } else if tracker.budget_stopped() {
+                Reason::Budget
             } else {
                 Reason::Engine
             };

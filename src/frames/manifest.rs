@@ -310,6 +310,9 @@ pub struct Manifest {
     /// Top-level kinds whose kind is `type/<subkind>` (claude `system/init`).
     pub subkinds: &'static [(&'static str, Path)],
     pub rate_limits: RateLimits,
+    /// Kinds of frames that end a run on the engine's own spending cap
+    /// (claude's `result/error_max_budget_usd`): reason `budget`.
+    pub budget_stops: &'static [&'static str],
     pub transports: &'static [TransportTable],
 }
 

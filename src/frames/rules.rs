@@ -28,6 +28,9 @@ impl Projector {
             None => self.frame_session = None,
         }
         let kind = self.kind_of(&v);
+        if self.manifest.budget_stops.contains(&&*kind) {
+            self.tracker.saw_budget_stop();
+        }
         for rl in self.manifest.rate_limits.frames {
             if rl.kind == kind && cond(&rl.when, &v) {
                 self.tracker.saw_rate_limit(read_retry_at(&v, rl.retry_at));

@@ -69,6 +69,8 @@ pub struct Tracker {
     limits: &'static RateLimits,
     rate_limited: bool,
     retry_at: Option<String>,
+    /// The engine stopped on its own spending cap.
+    budget_stop: bool,
 }
 
 impl Tracker {
@@ -98,7 +100,17 @@ impl Tracker {
             limits,
             rate_limited: false,
             retry_at: None,
+            budget_stop: false,
         }
+    }
+
+    /// Whether the engine ended the run on its own spending cap.
+    pub fn budget_stopped(&self) -> bool {
+        self.budget_stop
+    }
+
+    pub(super) fn saw_budget_stop(&mut self) {
+        self.budget_stop = true;
     }
 
     /// The run's normalised usage so far (`None`: the engine reported none),

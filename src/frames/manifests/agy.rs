@@ -13,6 +13,7 @@ pub static V0_0: Manifest = Manifest {
     closing: "",
     subkinds: &[],
     rate_limits: RateLimits::NONE,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Text,
         entries: &[],

@@ -91,6 +91,9 @@ const RATE_LIMITS: RateLimits = RateLimits {
     exit: None,
 };
 
+/// `--max-budget-usd` reached (`vf dispatch --max-cost`).
+const BUDGET_STOPS: &[&str] = &["result/error_max_budget_usd"];
+
 /// `is_error` decides: `subtype` says "success" even on API errors.
 const RESULT: Rule = lifecycle(LifecycleSpec {
     label: "Completed",
@@ -220,6 +223,7 @@ pub static V2_1: Manifest = Manifest {
     closing: "a result frame",
     subkinds: &[("system", &["subtype"]), ("result", &["subtype"])],
     rate_limits: RATE_LIMITS,
+    budget_stops: BUDGET_STOPS,
     transports: &[
         TransportTable {
             transport: OutputTransport::Jsonl,

@@ -202,6 +202,7 @@ pub static V0_144: Manifest = Manifest {
     closing: "turn.completed",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL_0_171,
@@ -218,6 +219,7 @@ pub static V0_146: Manifest = Manifest {
     closing: "turn.completed",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL_0_146,
@@ -234,6 +236,7 @@ pub static V0_171: Manifest = Manifest {
     closing: "turn.completed",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL_0_171,

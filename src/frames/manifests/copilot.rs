@@ -136,6 +136,7 @@ pub static V1_0: Manifest = Manifest {
     closing: "a result frame",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[
         TransportTable {
             transport: OutputTransport::Jsonl,

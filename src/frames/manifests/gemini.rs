@@ -152,6 +152,7 @@ pub static V0_47: Manifest = Manifest {
     closing: "a result frame",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: TRANSPORTS_0_61,
 };
 
@@ -165,6 +166,7 @@ pub static V0_49: Manifest = Manifest {
     closing: "a result frame",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[
         TransportTable {
             transport: OutputTransport::Jsonl,
@@ -187,6 +189,7 @@ pub static V0_61: Manifest = Manifest {
     closing: "a result frame",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: TRANSPORTS_0_61,
 };
 

@@ -117,6 +117,7 @@ pub static V1_18: Manifest = Manifest {
     closing: "step_finish",
     subkinds: &[],
     rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL,

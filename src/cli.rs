@@ -106,6 +106,10 @@ pub struct DispatchArgs {
     /// Print the exact invocation without spawning anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Cap what the run may spend (USD): claude's `--max-budget-usd`; refused
+    /// for engines without such a cap.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -223,6 +227,14 @@ pub struct OrchestrateArgs {
     /// resume exact sessions, re-dispatch the rest with a bounded replay.
     #[arg(long)]
     pub resume: bool,
+    /// Start no new unit once the plan's units cost this much (USD, as the
+    /// engines report it); overrides the plan's `[budget] cost_usd`.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Start no new unit once the plan's units used this many tokens in all;
+    /// overrides the plan's `[budget] tokens`.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -236,6 +248,13 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Only units that finished at or after this time: RFC 3339 (`2026-11-30T08:00:00Z`)
+    /// or an age (`90m`, `12h`, `7d`).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Print only the units' summed usage (`{units, since, usage}` with `--json`).
+    #[arg(long)]
+    pub total: bool,
     #[command(flatten)]
     pub state: StateDirArg,
 }

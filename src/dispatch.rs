@@ -61,6 +61,8 @@ pub struct UnitSpec {
     pub warnings: Vec<String>,
     /// Why this engine (e.g. the `--engine auto` rule that chose it).
     pub engine_reason: Option<String>,
+    /// Appended to the engine's argv: its spending cap (`--max-cost`).
+    pub budget_args: Vec<String>,
     /// The exact private-range blocks in the prompt: redacted wherever the
     /// engine echoes them, before projection and the raw log.
     pub redact: Vec<String>,
@@ -114,6 +116,11 @@ pub struct DispatchResult {
     pub engine_reason: Option<String>,
     pub error: Option<String>,
     pub reason: Option<Reason>,
+    /// What the run consumed; `null` when the engine reported nothing.
+    pub usage: Option<crate::usage::Usage>,
+    /// When a rate limit resets, if the engine said (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
     pub duration_ms: u64,
     pub attempt: u32,
     pub marker: PathBuf,

@@ -21,6 +21,8 @@ pub mod exit {
     pub const TIMEOUT: i32 = 4;
     /// vf's own state (markers, logs) is corrupt or unwritable.
     pub const STATE: i32 = 5;
+    /// The provider rate-limited the engine: try again later (`EX_TEMPFAIL`).
+    pub const RATE_LIMITED: i32 = 75;
     /// A bug or an unexpected failure inside vf itself (`EX_SOFTWARE`).
     pub const INTERNAL: i32 = 70;
     pub const SIGHUP: i32 = 128 + libc::SIGHUP;
@@ -103,10 +105,14 @@ pub enum Reason {
     Dependency,
     /// The summary is missing or violates `--summary-schema`.
     SummarySchema,
+    /// The engine failed because the provider rate-limited it.
+    RateLimited,
+    /// Not started: the plan's budget was reached.
+    Budget,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 13] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -118,6 +124,8 @@ impl Reason {
         Reason::Engine,
         Reason::Dependency,
         Reason::SummarySchema,
+        Reason::RateLimited,
+        Reason::Budget,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -133,6 +141,8 @@ impl Reason {
             Reason::Engine => "engine",
             Reason::Dependency => "dependency",
             Reason::SummarySchema => "summary-schema",
+            Reason::RateLimited => "rate-limited",
+            Reason::Budget => "budget",
         }
     }
 
@@ -152,7 +162,9 @@ impl Reason {
             Reason::SessionMismatch
             | Reason::Engine
             | Reason::Dependency
-            | Reason::SummarySchema => exit::ENGINE_FAILED,
+            | Reason::SummarySchema
+            | Reason::Budget => exit::ENGINE_FAILED,
+            Reason::RateLimited => exit::RATE_LIMITED,
         }
     }
 }
@@ -201,7 +213,9 @@ mod tests {
                 "\"sessionMismatch\"",
                 "\"engine\"",
                 "\"dependency\"",
-                "\"summary-schema\""
+                "\"summary-schema\"",
+                "\"rate-limited\"",
+                "\"budget\""
             ]
         );
         for r in Reason::ALL {
@@ -217,10 +231,11 @@ mod tests {
             Reason::Stalled,
             Reason::State,
             Reason::Engine,
+            Reason::RateLimited,
         ]
         .map(Reason::exit_code)
         .into();
-        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1]);
+        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75]);
     }
 
     #[test]

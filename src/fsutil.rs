@@ -139,7 +139,11 @@ pub fn now_rfc3339() -> String {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = d.as_secs();
+    rfc3339(d.as_secs(), d.subsec_millis())
+}
+
+/// Epoch seconds (+ milliseconds) as an RFC 3339 UTC timestamp.
+pub fn rfc3339(secs: u64, millis: u32) -> String {
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     // Civil date from days since the epoch (Howard Hinnant's algorithm).
     let z = days + 719_468;
@@ -152,17 +156,72 @@ pub fn now_rfc3339() -> String {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
         rem / 3600,
         (rem / 60) % 60,
         rem % 60,
-        d.subsec_millis()
     )
+}
+
+/// Epoch seconds of a UTC RFC 3339 timestamp (`…Z` or `+00:00`, fraction
+/// ignored); `None` for anything else.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let t = s.get(r)?;
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut rest = &s[19..];
+    if let Some(r) = rest.strip_prefix('.') {
+        rest = r.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    if !matches!(rest, "Z" | "z" | "+00:00") || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    if hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from the civil date (the inverse of `rfc3339`).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_round_trips() {
+        for secs in [0, 951_782_400, 1_796_000_753, 4_102_444_800] {
+            assert_eq!(parse_rfc3339(&rfc3339(secs, 7)), Some(secs));
+        }
+        assert_eq!(rfc3339(1_796_000_753, 0), "2026-11-30T01:05:53.000Z");
+        assert_eq!(
+            parse_rfc3339("2026-11-30T01:05:53+00:00"),
+            Some(1_796_000_753)
+        );
+        for bad in [
+            "",
+            "2026-13-01T00:00:00Z",
+            "2026-11-30T01:05:53+02:00",
+            "soon",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn atomic_write_replaces() {

@@ -25,11 +25,13 @@ pub mod plan;
 pub mod private;
 pub mod probe;
 pub mod procinfo;
+pub mod ratelimit;
 pub mod scheduler;
 pub mod state;
 pub mod summary;
 pub mod text;
 pub mod unit_lock;
+pub mod usage;
 pub mod version;
 
 pub use error::{Result, VfError};

@@ -85,6 +85,21 @@ pub struct Marker {
     pub error: Option<String>,
     /// Machine-readable failure class (see [`crate::error::Reason`]).
     pub reason: Option<crate::error::Reason>,
+    /// What the latest attempt consumed (see [`crate::usage`]).
+    #[serde(default)]
+    pub usage: Option<crate::usage::Usage>,
+    /// The session's running total so far, for engines that report only that
+    /// (codex): the next resumed run's usage is its figure less this one.
+    /// Absent when it equals `usage` (a session's first run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_usage: Option<crate::usage::Usage>,
+    /// Each attempt of the unit's latest plan run under an `on_rate_limit`
+    /// policy, oldest first (`attempts` is the attempt counter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_attempts: Vec<crate::ratelimit::Attempt>,
+    /// When the provider said its rate limit resets (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
     /// Raw logs of the latest attempt (events' rawRange points into stdout).
     pub stdout_log: Option<PathBuf>,
     pub stderr_log: Option<PathBuf>,
@@ -115,6 +130,10 @@ impl Marker {
             summary_error: None,
             error: None,
             reason: None,
+            usage: None,
+            thread_usage: None,
+            engine_attempts: Vec::new(),
+            retry_at: None,
             stdout_log: None,
             stderr_log: None,
         }

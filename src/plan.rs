@@ -41,6 +41,8 @@ struct RawPlan {
     #[serde(default)]
     /// Spanned, so that a unit's error can name its line.
     unit: Vec<toml::Spanned<toml::Table>>,
+    #[serde(default)]
+    budget: crate::usage::Budget,
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +64,10 @@ struct RawUnit {
     model: Option<String>,
     effort: Option<String>,
     summary_schema: Option<PathBuf>,
+    on_rate_limit: Option<crate::ratelimit::OnRateLimit>,
+    #[serde(default)]
+    fallback: Vec<crate::engine::EngineId>,
+    max_wait: Option<f64>,
 }
 
 /// One validated unit of a plan.
@@ -82,6 +88,8 @@ pub struct PlanUnit {
     pub effort: Option<String>,
     /// Loaded and compiled from `summary_schema` (relative: the plan's directory).
     pub summary_schema: Option<Arc<SummarySchema>>,
+    /// `on_rate_limit`, `fallback`, `max_wait` (see [`crate::ratelimit`]).
+    pub rate_limit: crate::ratelimit::Policy,
 }
 
 impl PlanUnit {
@@ -101,6 +109,8 @@ pub struct Plan {
     /// Units in a dependency order (each after all of its dependencies),
     /// otherwise in the order of the file.
     pub units: Vec<PlanUnit>,
+    /// `[budget]`: `cost_usd`, `tokens`.
+    pub budget: crate::usage::Budget,
 }
 
 impl Plan {
@@ -127,8 +137,12 @@ pub fn load(path: &Path) -> Result<Plan> {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-    match parse(&text, &dir) {
-        Ok(units) => Ok(Plan { path, units }),
+    match parse_with_budget(&text, &dir) {
+        Ok((units, budget)) => Ok(Plan {
+            path,
+            units,
+            budget,
+        }),
         Err(e) => Err(VfError::usage(format!("plan {shown}: {e}"))),
     }
 }
@@ -136,8 +150,16 @@ pub fn load(path: &Path) -> Result<Plan> {
 /// Parses and validates plan text; relative paths are taken from `dir`.
 /// Errors are plain messages (the caller names the file).
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
+    parse_with_budget(text, dir).map(|(units, _)| units)
+}
+
+/// [`parse`], and the plan's `[budget]`.
+fn parse_with_budget(
+    text: &str,
+    dir: &Path,
+) -> std::result::Result<(Vec<PlanUnit>, crate::usage::Budget), String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
-    let raw: RawPlan = toml::from_str(text).map_err(|e| {
+    let mut raw: RawPlan = toml::from_str(text).map_err(|e| {
         let msg = toml_message(&e);
         match e.span() {
             Some(span) => {
@@ -150,6 +172,7 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     if raw.unit.is_empty() {
         return Err("no units: add at least one [[unit]] table".into());
     }
+    let raw_budget = std::mem::take(&mut raw.budget);
     let raw_units = raw_units(raw, text)?;
     let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -174,7 +197,11 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
     }
     let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
     let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
-    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
+    let budget = raw_budget.checked().map_err(|e| format!("[budget]: {e}"))?;
+    Ok((
+        order.into_iter().filter_map(|i| slots[i].take()).collect(),
+        budget,
+    ))
 }
 
 /// toml's message on one line (its own rendering spans several).
@@ -243,10 +270,12 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         Some(p) => Some(Arc::new(SummarySchema::load(&dir.join(p))?)),
         None => None,
     };
+    let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     Ok(PlanUnit {
         summary_schema,
         model: u.model,
         effort: u.effort,
+        rate_limit,
         stall_timeout: secs("stall_timeout", u.stall_timeout)?,
         timeout: secs("timeout", u.timeout)?,
         name: u.name,

@@ -76,6 +76,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         kill_grace: Duration::from_secs(2),
         warnings: Vec::new(),
         engine_reason: None,
+        budget_args: Vec::new(),
         redact: Vec::new(),
         options: Default::default(),
         summary_schema: None,

@@ -29,6 +29,9 @@ use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::PlanUnit;
 use crate::{history, orphans};
 
+mod budget;
+mod retry;
+
 /// One unit of a resolved plan: its engine and attachments already chosen.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -48,6 +51,8 @@ pub struct Request {
     /// Units run at once (at least 1).
     pub parallel: usize,
     pub resume: bool,
+    /// No new unit starts once the plan's usage reaches it.
+    pub budget: crate::usage::Budget,
     /// Between SIGTERM and SIGKILL, for each unit and for orphans.
     pub kill_grace: Duration,
 }
@@ -118,6 +123,14 @@ pub struct UnitReport {
     pub summary: Option<Value>,
     pub error: Option<String>,
     pub duration_ms: Option<u64>,
+    /// What its latest attempt consumed (see [`crate::usage`]).
+    pub usage: Option<crate::usage::Usage>,
+    /// `budget` for a unit the plan's budget kept from starting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<crate::error::Reason>,
+    /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
@@ -129,6 +142,8 @@ pub struct PlanResult {
     /// Every unit is done.
     pub ok: bool,
     pub units: Vec<UnitReport>,
+    /// The units' usage summed (`null` when none reported any).
+    pub usage: Option<crate::usage::Usage>,
     /// The signal's exit code (130/143) when vf was interrupted.
     #[serde(skip)]
     pub interrupted: Option<i32>,
@@ -158,6 +173,9 @@ pub trait Reporter {
     fn finished(&mut self, index: usize, report: &UnitReport, result: Option<&DispatchResult>);
     /// A unit will not run: a dependency did not finish.
     fn blocked(&mut self, index: usize, report: &UnitReport);
+    /// A rate-limited unit will run again (`report.error` says when or where);
+    /// `result` is the attempt that was rate-limited.
+    fn waiting(&mut self, index: usize, report: &UnitReport, result: &DispatchResult);
     /// Every unit has settled.
     fn plan_result(&mut self, result: &PlanResult);
     /// Called a few times a second while units run, when `wants_ticks`.
@@ -171,6 +189,7 @@ struct Unit {
     job: Job,
     report: UnitReport,
     started: Option<Instant>,
+    retry: retry::Retry,
 }
 
 /// A plan checked against the state dir, ready to run.
@@ -245,9 +264,13 @@ impl Unit {
                 summary: None,
                 error: None,
                 duration_ms: None,
+                usage: None,
+                reason: None,
+                attempts: None,
             },
             job: job.clone(),
             started: None,
+            retry: retry::Retry::default(),
         }
     }
 
@@ -258,6 +281,7 @@ impl Unit {
         if m.state == UnitState::Done {
             self.report.state = RunState::Done;
             self.report.summary = m.summary.clone();
+            self.report.usage = m.usage.clone();
         } else if let Some(why) = owner_refusal(m) {
             self.refuse(format!("it {why}"));
         }
@@ -291,6 +315,7 @@ impl Run {
             kind: "orchestrate.result",
             plan: self.req.plan.clone(),
             ok: units.iter().all(|r| r.state == RunState::Done),
+            usage: crate::usage::total(units.iter().filter_map(|u| u.usage.as_ref())),
             units,
             interrupted,
         };
@@ -310,11 +335,14 @@ impl Run {
             if interrupted.is_none() {
                 self.start_ready(&mut set, reporter)?;
             }
-            if set.is_empty() {
+            let due = self.next_due().filter(|_| interrupted.is_none());
+            if set.is_empty() && due.is_none() {
                 break;
             }
+            let wake = due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
-                joined = set.join_next() => {
+                _ = tokio::time::sleep_until(wake.into()), if due.is_some() => {}
+                joined = set.join_next(), if !set.is_empty() => {
                     let Some(joined) = joined else { break };
                     let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
                     self.finish(i, r, reporter);
@@ -338,6 +366,9 @@ impl Run {
         set: &mut tokio::task::JoinSet<Joined>,
         reporter: &Shared,
     ) -> Result<()> {
+        if self.over_budget() {
+            return Ok(());
+        }
         loop {
             let mut changed = false;
             for i in 0..self.units.len() {
@@ -351,6 +382,7 @@ impl Run {
                     changed = true;
                 } else if deps.iter().all(|(_, s)| *s == RunState::Done)
                     && set.len() < self.req.parallel
+                    && self.due(i)
                 {
                     let spec = self.prepare(i)?;
                     reporter.borrow_mut().started(i, &self.units[i].report);
@@ -409,7 +441,7 @@ impl Run {
     fn prepare(&mut self, i: usize) -> Result<UnitSpec> {
         let state_dir = &self.req.state_dir;
         let u = &mut self.units[i];
-        let marker = match self.req.resume {
+        let marker = match self.req.resume || u.retry.pending {
             true => self.store.load(&u.job.plan.name)?,
             false => None,
         };
@@ -452,6 +484,7 @@ impl Run {
             kill_grace: self.req.kill_grace,
             warnings: Vec::new(),
             engine_reason: None,
+            budget_args: Vec::new(),
             redact: Vec::new(),
             options: u.job.plan.run_options(),
             summary_schema: u.job.plan.summary_schema.clone(),
@@ -475,15 +508,21 @@ impl Run {
                 u.report.session_id = res.session_id.clone();
                 u.report.summary = res.summary.clone();
                 u.report.error = res.error.clone();
+                u.report.usage = res.usage.clone();
             }
             Err(e) => {
                 u.report.state = RunState::Failed;
                 u.report.error = Some(e.to_string());
             }
         }
+        if let Ok(res) = &r
+            && self.after_attempt(i, res, reporter)
+        {
+            return;
+        }
         reporter
             .borrow_mut()
-            .finished(i, &u.report, r.as_ref().ok());
+            .finished(i, &self.units[i].report, r.as_ref().ok());
     }
 }
 

@@ -101,6 +101,7 @@ fn every_engine_failure_shape() {
         let mut want = finished_result(engine, &unit, 1, "failed", code.into(), &session);
         want["error"] = r["error"].clone();
         want["answer"] = r["answer"].clone();
+        used(&mut want, &r);
         assert_json_eq(&r, &want);
         let mut marker = finished_marker(&want, 1);
         if engine == "gemini" {

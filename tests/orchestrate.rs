@@ -93,10 +93,23 @@ impl PlanEnv {
     }
 }
 
-/// The plan's result: the last line, an `orchestrate.result`.
+/// The plan's result: the last line, an `orchestrate.result`, with every
+/// `usage` (null or a usage object) written `<usage>`: the figures are
+/// pinned by tests/usage.rs and tests/ratelimit.rs.
 fn final_json(out: &Output) -> Value {
-    let v = last_json(out);
+    let mut v = last_json(out);
     assert_eq!(v["kind"], "orchestrate.result", "{v}");
+    let placeholder = |u: &mut Value| {
+        let mut want = Value::Null;
+        used(&mut want, u);
+        u["usage"] = "<usage>".into();
+    };
+    v["units"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .for_each(placeholder);
+    placeholder(&mut v);
     v
 }
 
@@ -115,6 +128,7 @@ fn ran(unit: &str, engine: &str, state: &str, start: &str, session: impl Into<Va
         "summary": null,
         "error": null,
         "durationMs": "<ms>",
+        "usage": "<usage>",
     })
 }
 
@@ -132,6 +146,7 @@ fn not_run(unit: &str, engine: &str, state: &str, why: impl Into<Value>) -> Valu
         "summary": null,
         "error": why.into(),
         "durationMs": null,
+        "usage": "<usage>",
     })
 }
 
@@ -143,7 +158,7 @@ fn done(mut r: Value) -> Value {
 
 /// The plan's whole result.
 fn plan_result(ok: bool, units: Vec<Value>) -> Value {
-    json!({"kind": "orchestrate.result", "ok": ok, "plan": "<tmp>/plan.toml", "units": units})
+    json!({"kind": "orchestrate.result", "ok": ok, "plan": "<tmp>/plan.toml", "units": units, "usage": "<usage>"})
 }
 
 fn blocked(unit: &str, engine: &str, why: &str) -> Value {
@@ -308,6 +323,7 @@ fn dependency_failure_blocks_dependents() {
         "kind": "orchestrate.result",
         "ok": false,
         "plan": "<tmp>/plan.toml",
+        "usage": "<usage>",
         "units": [
             a,
             blocked("b", "codex", "dependency \"a\" is failed"),

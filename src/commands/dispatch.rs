@@ -172,6 +172,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         }
     };
     let r = resolve(args, &ranges)?;
+    let budget_args = max_cost_args(r.engine, args.max_cost)?;
     if args.dry_run {
         return dry_run(args, &r);
     }
@@ -200,6 +201,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         kill_grace: crate::child::kill_grace_from_env()?,
         warnings: Vec::new(),
         engine_reason: Some(r.engine_reason.clone()),
+        budget_args,
         // The exact block delivered, so that an engine's echo of it is redacted.
         redact: Some(r.private_ranges.wire())
             .filter(|w| !w.is_empty())
@@ -211,6 +213,25 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     run_unit(spec, None, format)
 }
 
+/// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
+/// without one: vf does not enforce a budget from live usage itself.
+fn max_cost_args(engine: &dyn crate::engine::Engine, usd: Option<f64>) -> Result<Vec<String>> {
+    let Some(usd) = usd else {
+        return Ok(Vec::new());
+    };
+    if !(usd.is_finite() && usd > 0.0) {
+        return Err(VfError::usage(format!(
+            "--max-cost must be a positive number of USD, not {usd}"
+        )));
+    }
+    engine.max_cost_args(usd).ok_or_else(|| {
+        VfError::usage(format!(
+            "--max-cost: {} has no spending cap vf can pass (only claude's --max-budget-usd)",
+            engine.spec().id
+        ))
+    })
+}
+
 /// `--dry-run`: the exact invocation, nothing spawned or written.
 fn dry_run(args: &DispatchArgs, r: &Resolved) -> Result<i32> {
     // The argv can depend on the installed version (copilot): read it when the
@@ -219,6 +240,7 @@ fn dry_run(args: &DispatchArgs, r: &Resolved) -> Result<i32> {
         .ok()
         .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
     let mut inv = build_invocation(r, version.as_ref())?;
+    inv.args.extend(max_cost_args(r.engine, args.max_cost)?);
     // Built with the real text (so limits apply to it), shown without it.
     private::redact_invocation(&mut inv, &r.private_ranges);
     for w in &inv.warnings {

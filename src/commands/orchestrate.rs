@@ -25,6 +25,11 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
     let plan = plan::load(&args.plan)?;
+    let flags = crate::usage::Budget {
+        cost_usd: args.max_cost,
+        tokens: args.max_tokens,
+    };
+    let flags = flags.checked().map_err(VfError::usage)?;
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?;
     let ready = plan
@@ -52,6 +57,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         jobs,
         parallel: args.jobs,
         resume: args.resume,
+        budget: plan.budget.or(flags),
         kill_grace: crate::child::kill_grace_from_env()?,
     })
 }
@@ -131,6 +137,17 @@ impl Reporter for Jsonl {
     fn finished(&mut self, index: usize, _: &UnitReport, result: Option<&DispatchResult>) {
         if let (true, Some(r)) = (self.live, result) {
             self.tag(Some(index)).result(r);
+        }
+    }
+
+    fn waiting(&mut self, index: usize, report: &UnitReport, result: &DispatchResult) {
+        if self.live {
+            self.tag(Some(index)).result(result);
+            let line = serde_json::json!({
+                "kind": "orchestrate.unit", "unit": report.unit, "state": "waiting",
+                "engine": report.engine, "error": report.error,
+            });
+            self.tag(None).json_line(&line);
         }
     }
 
@@ -264,6 +281,17 @@ impl Reporter for Human {
 
     fn blocked(&mut self, index: usize, report: &UnitReport) {
         self.update(index, report);
+    }
+
+    fn waiting(&mut self, index: usize, report: &UnitReport, _: &DispatchResult) {
+        self.update(index, report);
+        let why = report.error.clone().unwrap_or_default();
+        if !self.table {
+            let s = format!("[{}] {why}\n", report.unit);
+            self.out.write(s.as_bytes());
+        }
+        let row = &mut self.rows[index];
+        (row.engine, row.started, row.last_event) = (report.engine, None, why);
     }
 
     fn plan_result(&mut self, result: &PlanResult) {

@@ -105,6 +105,9 @@ impl StdoutSink {
                     (None, Some(e)) => s.push_str(&format!("summary: invalid ({e})\n")),
                     _ => s.push_str("summary: none\n"),
                 }
+                if let Some(u) = &r.usage {
+                    s.push_str(&format!("usage: {}\n", u.short()));
+                }
                 if r.unknown_frames > 0 {
                     s.push_str(&format!(
                         "protocol drift: {} unknown frame(s)\n",

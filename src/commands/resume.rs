@@ -64,6 +64,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         kill_grace,
         warnings: Vec::new(),
         engine_reason: None,
+        budget_args: Vec::new(),
         redact: Vec::new(),
         options: chosen.options,
         summary_schema: chosen.schema,

@@ -15,6 +15,9 @@ struct Request {
     state_dir: PathBuf,
     unit: Option<String>,
     json: bool,
+    /// Epoch seconds: only units that finished at or after it.
+    since: Option<u64>,
+    total: bool,
 }
 
 fn resolve(args: &StatusArgs) -> Result<Request> {
@@ -26,7 +29,51 @@ fn resolve(args: &StatusArgs) -> Result<Request> {
         state_dir: state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?,
         unit: args.unit.clone(),
         json: args.json,
+        since: args.since.as_deref().map(parse_since).transpose()?,
+        total: args.total,
     })
+}
+
+/// `--since`: an RFC 3339 time, or an age before now (`90m`, `12h`, `7d`).
+fn parse_since(s: &str) -> Result<u64> {
+    if let Some(t) = crate::fsutil::parse_rfc3339(s) {
+        return Ok(t);
+    }
+    let bad = || {
+        VfError::usage(format!(
+            "invalid --since {:?}: expected an RFC 3339 UTC time or an age like 12h",
+            crate::text::cut(s, 64)
+        ))
+    };
+    let unit = match s.chars().last() {
+        Some('s') => 1,
+        Some('m') => 60,
+        Some('h') => 3600,
+        Some('d') => 86_400,
+        _ => return Err(bad()),
+    };
+    let n: u64 = s[..s.len() - 1].parse().map_err(|_| bad())?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    Ok(now.saturating_sub(n.saturating_mul(unit)))
+}
+
+/// Whether a unit finished at or after `since` (a unit still running has not).
+fn finished_since(m: &Marker, since: u64) -> bool {
+    m.finished_at
+        .as_deref()
+        .and_then(crate::fsutil::parse_rfc3339)
+        .is_some_and(|t| t >= since)
+}
+
+/// `vf status --total`: how many units, and what they consumed together.
+#[derive(Serialize)]
+struct Total<'a> {
+    units: usize,
+    since: Option<&'a str>,
+    usage: Option<crate::usage::Usage>,
 }
 
 #[derive(Serialize)]
@@ -92,8 +139,19 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     for e in entries.iter().filter_map(|e| e.as_ref().err()) {
         eprintln!("vf: {}", e.message);
     }
+    if let Some(since) = req.since {
+        entries.retain(|e| e.as_ref().is_ok_and(|m| finished_since(m, since)));
+    }
     let rows: Vec<Row> = entries.iter().map(Row::of).collect();
-    if req.json {
+    if req.total {
+        let markers: Vec<&Marker> = entries.iter().filter_map(|e| e.as_ref().ok()).collect();
+        let total = Total {
+            units: markers.len(),
+            since: args.since.as_deref(),
+            usage: crate::usage::total(markers.iter().filter_map(|m| m.usage.as_ref())),
+        };
+        print_total(&total, req.json)?;
+    } else if req.json {
         match (&req.unit, rows.first()) {
             (Some(_), Some(row)) => super::print_json(row)?,
             _ => super::print_json(&rows)?,
@@ -108,6 +166,18 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
     })
 }
 
+fn print_total(t: &Total, json: bool) -> Result<()> {
+    if json {
+        return super::print_json(t);
+    }
+    let used = t
+        .usage
+        .as_ref()
+        .map_or("no usage reported".into(), |u| u.short());
+    println!("{} unit(s): {used}", t.units);
+    Ok(())
+}
+
 fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if rows.is_empty() {
@@ -116,8 +186,8 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<24} {:<8} {:<9} {:<9} {:<38} SUMMARY / ERROR",
-        "UNIT", "STATE", "ENGINE", "VERSION", "SESSION"
+        "{:<24} {:<8} {:<9} {:<9} {:<38} {:<22} SUMMARY / ERROR",
+        "UNIT", "STATE", "ENGINE", "VERSION", "SESSION", "USAGE"
     )?;
     for r in rows {
         match r {
@@ -129,12 +199,13 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
                 };
                 writeln!(
                     out,
-                    "{:<24} {:<8} {:<9} {:<9} {:<38} {}",
+                    "{:<24} {:<8} {:<9} {:<9} {:<38} {:<22} {}",
                     m.unit,
                     m.state.as_str(),
                     m.engine.as_str(),
                     m.engine_version.as_deref().unwrap_or("-"),
                     m.engine_session_id.as_deref().unwrap_or("-"),
+                    m.usage.as_ref().map_or("-".into(), |u| u.short()),
                     detail
                 )?;
             }

@@ -65,10 +65,11 @@ pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<P
         read_only: false,
         options: &spec.options,
     });
-    let inv = match built {
+    let mut inv = match built {
         Ok(inv) => inv,
         Err(e) => return Err(fail(&mut marker, Reason::Invalid, e)),
     };
+    inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;
     warnings.extend(inv.warnings.iter().cloned());
     take_over_orphans(spec, &mut warnings)?;

@@ -44,8 +44,20 @@ pub(super) fn settle(
             }
         }
     }
+    let tracker = e.projector.tracker();
+    let retry_at = (reason == Some(Reason::RateLimited))
+        .then(|| tracker.retry_at().map(str::to_string))
+        .flatten();
     let l = &mut e.launched;
     let marker = &mut l.prepared.marker;
+    let (reported, cumulative) = tracker.usage();
+    // The session's running total is kept only where it is not `usage` itself.
+    let previous = marker.thread_usage.as_ref().or(marker.usage.as_ref());
+    let previous = spec.session.as_ref().and(previous);
+    let (usage, thread_usage) = crate::usage::per_run(reported, cumulative, previous);
+    marker.thread_usage = thread_usage.filter(|t| Some(t) != usage.as_ref());
+    marker.usage = usage.clone();
+    marker.retry_at = retry_at.clone();
     marker.state = if reason.is_some() {
         UnitState::Failed
     } else {
@@ -81,6 +93,8 @@ pub(super) fn settle(
         warnings: l.prepared.warnings.clone(),
         error,
         reason,
+        usage,
+        retry_at,
         duration_ms: started.elapsed().as_millis() as u64,
         attempt: marker.attempts,
         marker: l.prepared.store.path(&spec.unit),
@@ -136,7 +150,15 @@ fn judge(
                 .error
                 .clone()
                 .map(|err| with_stderr_reason(err, spec.engine, exit_code, &e.stderr_tail));
-            return (Some(Reason::Engine), error);
+            let tracker = e.projector.tracker();
+            let reason = if tracker.rate_limited(exit_code, &e.stderr_tail) {
+                Reason::RateLimited
+            } else if tracker.budget_stopped() {
+                Reason::Budget
+            } else {
+                Reason::Engine
+            };
+            return (Some(reason), error);
         }
         (None, None) => return (None, None),
     };

@@ -71,6 +71,11 @@ impl Engine for Claude {
     fn explain_stderr(&self, line: &str) -> Option<&'static str> {
         explain_stderr(line)
     }
+
+    /// `--max-budget-usd <amount>`: in the help of 2.1.207, 2.1.220 and 2.1.332.
+    fn max_cost_args(&self, usd: f64) -> Option<Vec<String>> {
+        Some(vec!["--max-budget-usd".into(), usd.to_string()])
+    }
 }
 
 /// What claude prints on stderr (then exit 1) when `--dangerously-skip-permissions`

@@ -443,6 +443,12 @@ pub trait Engine: Sync {
     fn explain_stderr(&self, _line: &str) -> Option<&'static str> {
         None
     }
+
+    /// The engine's own spending cap for `vf dispatch --max-cost` (claude's
+    /// `--max-budget-usd`); `None`: the engine has none, vf refuses the flag.
+    fn max_cost_args(&self, _usd: f64) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// Shared checks every `build` applies before engine-specific work.

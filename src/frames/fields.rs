@@ -89,6 +89,10 @@ pub(super) fn cond(c: &Cond, root: &Value) -> bool {
             .and_then(Value::as_i64)
             .is_some_and(|n| n != 0),
         Cond::Exists(p) => field(root, p).is_some_and(|v| !v.is_null()),
+        Cond::NumEq(p, n) => field(root, p).and_then(Value::as_i64) == Some(*n),
+        Cond::Contains(p, s) => field(root, p)
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.contains(s)),
     }
 }
 

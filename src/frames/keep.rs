@@ -36,6 +36,10 @@ impl Keep {
         for e in table.unwrap_or_default() {
             k.rule(&e.rule);
         }
+        for f in manifest.rate_limits.frames {
+            k.cond(&Some(f.when));
+            k.add(f.retry_at);
+        }
         k
     }
 
@@ -103,6 +107,7 @@ impl Keep {
         match c {
             Some(Cond::True(p) | Cond::StrEq(p, _) | Cond::StrNe(p, _)) => self.add(p),
             Some(Cond::NonZero(p) | Cond::Exists(p)) => self.add(p),
+            Some(Cond::NumEq(p, _) | Cond::Contains(p, _)) => self.add(p),
             None => {}
         }
     }
@@ -150,6 +155,16 @@ impl Keep {
                 self.tpl(l.failed_detail);
                 for p in l.error.iter().chain([&l.usage, &l.answer]) {
                     self.add(p);
+                }
+                if let Some(u) = l.usage_figures {
+                    // `each` is kept whole: its values' figures are read below it.
+                    for p in [u.input, u.cached, u.output, u.reasoning, u.total] {
+                        if u.each.is_empty() {
+                            self.add(p);
+                        }
+                    }
+                    self.add(u.cost);
+                    self.add(u.each);
                 }
             }
             Rule::Nested(n) => {

@@ -58,6 +58,84 @@ pub enum Cond {
     StrNe(Path, &'static str),
     NonZero(Path),
     Exists(Path),
+    /// A number equal to this (an HTTP status).
+    NumEq(Path, i64),
+    /// A string containing this (codex's `429 Too Many Requests` text).
+    Contains(Path, &'static str),
+}
+
+/// How one run's usage figures add up over its frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accumulate {
+    /// The latest frame holds the run's figures (claude, gemini `result`).
+    Last,
+    /// Each frame holds one step's figures (opencode `step_finish`).
+    Sum,
+    /// The latest frame holds the thread's figures so far (codex
+    /// `turn.completed`): a resumed run's usage is that less the previous one.
+    Cumulative,
+}
+
+/// Where a frame's usage figures are (see ENGINES.md, "Usage").
+#[derive(Debug)]
+pub struct UsageSpec {
+    /// Named in the result's `usage.source`.
+    pub source: &'static str,
+    /// Figure paths, relative to the frame or to each value under `each`;
+    /// an empty path: the engine does not report that figure.
+    pub input: Path,
+    pub cached: Path,
+    pub output: Path,
+    pub reasoning: Path,
+    pub total: Path,
+    /// Relative to the frame, never summed over `each`.
+    pub cost: Path,
+    /// When not empty: the figures are summed over every value of this
+    /// object (gemini's per-model `stats.models`).
+    pub each: Path,
+    pub accumulate: Accumulate,
+}
+
+impl UsageSpec {
+    pub const DEFAULT: UsageSpec = UsageSpec {
+        source: "",
+        input: &[],
+        cached: &[],
+        output: &[],
+        reasoning: &[],
+        total: &[],
+        cost: &[],
+        each: &[],
+        accumulate: Accumulate::Last,
+    };
+}
+
+/// A frame that says the provider rate-limited the run.
+#[derive(Debug)]
+pub struct RateLimitFrame {
+    /// The top-level kind (as `kind_of` names it: `result/success`).
+    pub kind: &'static str,
+    pub when: Cond,
+    /// When the limit resets: epoch seconds or an RFC 3339 string.
+    pub retry_at: Path,
+}
+
+/// How a failed run shows it was rate-limited (see ENGINES.md, "Rate limits").
+#[derive(Debug)]
+pub struct RateLimits {
+    pub frames: &'static [RateLimitFrame],
+    /// Text on stderr that names a rate limit (gemini's stdout does not).
+    pub stderr: &'static [&'static str],
+    /// The exit status a rate-limited run ends with (gemini: 429 mod 256).
+    pub exit: Option<i32>,
+}
+
+impl RateLimits {
+    pub const NONE: RateLimits = RateLimits {
+        frames: &[],
+        stderr: &[],
+        exit: None,
+    };
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +183,8 @@ pub struct LifecycleSpec {
     /// The row shows the frame's session id (read at the manifest's `session`).
     pub shows_session: bool,
     pub usage: Path,
+    /// The normalised figures this row carries.
+    pub usage_figures: Option<&'static UsageSpec>,
     /// The final answer carried by this frame (claude `result`, gemini json document).
     pub answer: Path,
     /// This frame ends a turn: the pending agent message is the final answer.
@@ -124,6 +204,7 @@ impl LifecycleSpec {
         error: &[],
         shows_session: false,
         usage: &[],
+        usage_figures: None,
         answer: &[],
         ends_turn: false,
         cut_short_if: None,
@@ -228,6 +309,10 @@ pub struct Manifest {
     pub closing: &'static str,
     /// Top-level kinds whose kind is `type/<subkind>` (claude `system/init`).
     pub subkinds: &'static [(&'static str, Path)],
+    pub rate_limits: RateLimits,
+    /// Kinds of frames that end a run on the engine's own spending cap
+    /// (claude's `result/error_max_budget_usd`): reason `budget`.
+    pub budget_stops: &'static [&'static str],
     pub transports: &'static [TransportTable],
 }
 

@@ -10,6 +10,7 @@
 
 pub mod event;
 mod fields;
+mod figures;
 mod keep;
 pub mod manifest;
 pub mod manifests;

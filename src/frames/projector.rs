@@ -124,7 +124,12 @@ impl Projector {
             ));
         }
         Projector {
-            tracker: Tracker::new(engine, transport, resolved.manifest.closing),
+            tracker: Tracker::new(
+                engine,
+                transport,
+                resolved.manifest.closing,
+                &resolved.manifest.rate_limits,
+            ),
             frame_session: None,
             cli: engine,
             manifest: resolved.manifest,

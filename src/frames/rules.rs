@@ -10,6 +10,7 @@ use super::fields::{
     at, cond, field, fill, first_text, id_of, nonempty, sanitize_kind, src, status_of,
     summarize_input, summarize_output,
 };
+use super::figures::{read_retry_at, read_usage};
 use super::manifest::{LifecycleSpec, Nested, Rule, ToolCallSpec, ToolResultSpec, lookup};
 use super::projector::{Burst, MAX_BURST_CALLS, MAX_MESSAGE_BYTES, PendingText, Projector};
 use super::tracker::Row;
@@ -27,6 +28,14 @@ impl Projector {
             None => self.frame_session = None,
         }
         let kind = self.kind_of(&v);
+        if self.manifest.budget_stops.contains(&&*kind) {
+            self.tracker.saw_budget_stop();
+        }
+        for rl in self.manifest.rate_limits.frames {
+            if rl.kind == kind && cond(&rl.when, &v) {
+                self.tracker.saw_rate_limit(read_retry_at(&v, rl.retry_at));
+            }
+        }
         let rule = self.table.and_then(|t| lookup(t, &kind));
         match rule {
             Some(rule) => self.apply(rule, &v, &kind, range, out),
@@ -343,6 +352,9 @@ impl Projector {
             answer: answer.clone(),
             cut_short: spec.cut_short_if.is_some_and(|c| cond(&c, root)),
             usage: usage.clone(),
+            figures: spec
+                .usage_figures
+                .and_then(|u| read_usage(u, root).map(|f| (f, u.accumulate))),
         });
         out.push(ConversationEvent::Status {
             level: if failed { Level::Error } else { Level::Info },

@@ -21,7 +21,9 @@
 
 use serde_json::Value;
 
+use super::manifest::{Accumulate, RateLimits};
 use crate::engine::{EngineId, Outcome, OutputTransport, Spec, exit_text};
+use crate::usage::Usage;
 
 /// What a failing lifecycle row said.
 struct FailedRow {
@@ -41,6 +43,8 @@ pub(super) struct Row {
     pub cut_short: bool,
     /// `Some` when the row names usage (possibly `null`).
     pub usage: Option<Option<Value>>,
+    /// The normalised figures the row carries, and how they add up.
+    pub figures: Option<(Usage, Accumulate)>,
 }
 
 /// The run's reading, fed by the projector (see the module docs).
@@ -60,10 +64,22 @@ pub struct Tracker {
     cut_short: bool,
     usage: Option<Value>,
     text: Option<String>,
+    figures: Option<Usage>,
+    cumulative: bool,
+    limits: &'static RateLimits,
+    rate_limited: bool,
+    retry_at: Option<String>,
+    /// The engine stopped on its own spending cap.
+    budget_stop: bool,
 }
 
 impl Tracker {
-    pub(super) fn new(engine: EngineId, transport: OutputTransport, closing: &'static str) -> Self {
+    pub(super) fn new(
+        engine: EngineId,
+        transport: OutputTransport,
+        closing: &'static str,
+        limits: &'static RateLimits,
+    ) -> Self {
         Tracker {
             spec: engine.engine().spec(),
             transport,
@@ -79,7 +95,46 @@ impl Tracker {
             cut_short: false,
             usage: None,
             text: None,
+            figures: None,
+            cumulative: false,
+            limits,
+            rate_limited: false,
+            retry_at: None,
+            budget_stop: false,
         }
+    }
+
+    /// Whether the engine ended the run on its own spending cap.
+    pub fn budget_stopped(&self) -> bool {
+        self.budget_stop
+    }
+
+    pub(super) fn saw_budget_stop(&mut self) {
+        self.budget_stop = true;
+    }
+
+    /// The run's normalised usage so far (`None`: the engine reported none),
+    /// and whether it is the thread's running total rather than this run's.
+    pub fn usage(&self) -> (Option<&Usage>, bool) {
+        (self.figures.as_ref(), self.cumulative)
+    }
+
+    /// Whether a run that failed did so because the provider rate-limited it:
+    /// a rate-limit frame, or the manifest's exit status or stderr text.
+    pub fn rate_limited(&self, exit_code: Option<i32>, stderr_tail: &[u8]) -> bool {
+        if self.rate_limited {
+            return true;
+        }
+        if exit_code.is_some() && exit_code == self.limits.exit {
+            return true;
+        }
+        let tail = String::from_utf8_lossy(stderr_tail);
+        self.limits.stderr.iter().any(|s| tail.contains(s))
+    }
+
+    /// When the provider said the limit resets (RFC 3339).
+    pub fn retry_at(&self) -> Option<&str> {
+        self.retry_at.as_deref()
     }
 
     /// The validated session id, as soon as it is known.
@@ -199,7 +254,26 @@ impl Tracker {
         }
     }
 
+    /// A frame said the provider rate-limited the run.
+    pub(super) fn saw_rate_limit(&mut self, retry_at: Option<String>) {
+        self.rate_limited = true;
+        if retry_at.is_some() {
+            self.retry_at = retry_at;
+        }
+    }
+
+    fn add_figures(&mut self, u: Usage, how: Accumulate) {
+        self.cumulative = how == Accumulate::Cumulative;
+        self.figures = match (&self.figures, how) {
+            (Some(prev), Accumulate::Sum) => Some(prev.plus(&u)),
+            _ => Some(u),
+        };
+    }
+
     pub(super) fn row(&mut self, row: Row) {
+        if let Some((u, how)) = row.figures {
+            self.add_figures(u, how);
+        }
         if let Some(usage) = row.usage {
             self.usage = usage;
         }

@@ -29,6 +29,7 @@ pub fn finished_result(
         "answer": null,
         "summary": null,
         "summaryError": null,
+        "usage": null,
         "unknownFrames": 0,
         "warnings": [],
         "durationMs": "<ms>",
@@ -61,6 +62,7 @@ pub fn finished_marker(result: &Value, attempts: u64) -> Value {
         "summaryError": result["summaryError"],
         "error": result["error"],
         "reason": result["reason"],
+        "usage": result["usage"],
         // Relative to the state dir, so a moved state dir keeps its markers.
         "stdoutLog": format!("units/{}/attempt-{attempts}.stdout.log", result["unit"].as_str().unwrap()),
         "stderrLog": format!("units/{}/attempt-{attempts}.stderr.log", result["unit"].as_str().unwrap()),
@@ -69,12 +71,23 @@ pub fn finished_marker(result: &Value, attempts: u64) -> Value {
 
 /// Copies `answer` and `summary` from `actual` into `want`, once the summary
 /// is checked to be a real one (a numeric `confidence`). Their exact text per
-/// capture is pinned by tests/engine_captures.rs, not by the runtime tests.
+/// capture is pinned by tests/engine_captures.rs, not by the runtime tests;
+/// the same goes for `usage` (pinned by tests/usage.rs), see [`used`].
 #[track_caller]
 pub fn answered(want: &mut Value, actual: &Value) {
     assert!(actual["summary"]["confidence"].is_number(), "{actual}");
     want["answer"] = actual["answer"].clone();
     want["summary"] = actual["summary"].clone();
+    used(want, actual);
+}
+
+/// Copies `usage` from `actual` into `want` once it is checked to be null or
+/// a usage object (its figures per capture are pinned by tests/usage.rs).
+#[track_caller]
+pub fn used(want: &mut Value, actual: &Value) {
+    let u = &actual["usage"];
+    assert!(u.is_null() || u["source"].is_string(), "{actual}");
+    want["usage"] = u.clone();
 }
 
 /// The marker of a unit whose engine never started (its binary missing):
@@ -99,6 +112,7 @@ pub fn unstarted_marker(unit: &str, engine: &str, cwd: &str) -> Value {
         "summaryError": null,
         "error": null,
         "reason": "missing",
+        "usage": null,
         "stdoutLog": null,
         "stderrLog": null,
     })

@@ -141,6 +141,23 @@ impl Env {
         run_bounded(c, Duration::from_secs(60))
     }
 
+    /// [`Env::dispatch`] of a capture (`<cli>/<version>/<case>.stdout.jsonl`)
+    /// replayed as the CLI printed it: its version, stderr and exit status.
+    pub fn replay_capture(&self, engine: &str, unit: &str, cap: &str, extra: &[&str]) -> Output {
+        let dir = super::fixture(cap).parent().unwrap().to_path_buf();
+        let case = cap.rsplit('/').next().unwrap().split('.').next().unwrap();
+        let version = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let exit = super::recorded_exit(&super::read_text(&dir.join(format!("{case}.cmd.txt"))));
+        let stderr = dir.join(format!("{case}.stderr.txt"));
+        let envs = [
+            fake_stdout(cap),
+            ("FAKE_VERSION", version),
+            ("FAKE_EXIT", exit.to_string()),
+            ("FAKE_STDERR", stderr.display().to_string()),
+        ];
+        self.dispatch(engine, unit, &envs, extra)
+    }
+
     /// [`Env::command`] printing JSONL: for tests that watch or signal the run.
     pub fn live(&self, engine: &str, unit: &str, prompt: &str, extra: &[&str]) -> Command {
         self.command(engine, unit, prompt, "jsonl", extra)

@@ -163,6 +163,7 @@ fn ended_by_vf(r: &Value, unit: &str, cap: &str, reason: &str, error: &str) -> V
     want["exitCode"] = Value::Null;
     want["answer"] = r["answer"].clone();
     want["summary"] = r["summary"].clone();
+    used(&mut want, r);
     want
 }
 
@@ -248,6 +249,7 @@ fn every_forwarded_signal_reaches_the_whole_group_and_escalates() {
         want["error"] = format!("interrupted by {name}").into();
         want["exitCode"] = Value::Null;
         want["summary"] = m["summary"].clone();
+        used(&mut want, &m);
         assert_json_eq(&m, &want);
     }
 }

@@ -79,6 +79,7 @@ fn two_dispatches_of_one_unit_exactly_one_runs() {
     let mut want = finished_marker(&finished_result("codex", "u", 1, "done", 0, &id), 1);
     assert!(m["summary"]["confidence"].is_number(), "{m}");
     want["summary"] = m["summary"].clone();
+    used(&mut want, &m);
     assert_json_eq(&m, &want);
 }
 

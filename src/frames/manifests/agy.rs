@@ -12,6 +12,8 @@ pub static V0_0: Manifest = Manifest {
     session: &[],
     closing: "",
     subkinds: &[],
+    rate_limits: RateLimits::NONE,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Text,
         entries: &[],

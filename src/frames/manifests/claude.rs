@@ -53,6 +53,47 @@ const STREAM_EVENTS: &[Entry] = &[
     Entry { kind: "message_stop", rule: Rule::Quiet },
 ];
 
+/// `result.usage` is the run's; `total_cost_usd` is what claude priced it at.
+const USAGE: UsageSpec = UsageSpec {
+    source: "result.usage",
+    input: &["usage", "input_tokens"],
+    cached: &["usage", "cache_read_input_tokens"],
+    output: &["usage", "output_tokens"],
+    // 2.1.332 names it; 2.1.207 does not (then null).
+    reasoning: &["usage", "output_tokens_details", "thinking_tokens"],
+    cost: &["total_cost_usd"],
+    ..UsageSpec::DEFAULT
+};
+
+/// d_error429: the closing `result` has `api_error_status: 429` (the
+/// synthetic assistant message before it says `error: "rate_limit"`). The
+/// `rate_limit_event` names the reset (`resetsAt`, epoch seconds) when a
+/// subscription limit is hit; no capture shows it rejecting yet.
+const RATE_LIMITS: RateLimits = RateLimits {
+    frames: &[
+        RateLimitFrame {
+            kind: "result/success",
+            when: Cond::NumEq(&["api_error_status"], 429),
+            retry_at: &[],
+        },
+        RateLimitFrame {
+            kind: "assistant",
+            when: Cond::StrEq(&["error"], "rate_limit"),
+            retry_at: &[],
+        },
+        RateLimitFrame {
+            kind: "rate_limit_event",
+            when: Cond::StrEq(&["rate_limit_info", "status"], "rejected"),
+            retry_at: &["rate_limit_info", "resetsAt"],
+        },
+    ],
+    stderr: &[],
+    exit: None,
+};
+
+/// `--max-budget-usd` reached (`vf dispatch --max-cost`).
+const BUDGET_STOPS: &[&str] = &["result/error_max_budget_usd"];
+
 /// `is_error` decides: `subtype` says "success" even on API errors.
 const RESULT: Rule = lifecycle(LifecycleSpec {
     label: "Completed",
@@ -62,6 +103,7 @@ const RESULT: Rule = lifecycle(LifecycleSpec {
     error: &[&["result"]],
     shows_session: true,
     usage: &["usage"],
+    usage_figures: Some(&USAGE),
     answer: &["result"],
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
@@ -74,6 +116,7 @@ const RESULT_ERROR: Rule = lifecycle(LifecycleSpec {
     error: &[&["result"]],
     shows_session: true,
     usage: &["usage"],
+    usage_figures: Some(&USAGE),
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
 });
@@ -179,6 +222,8 @@ pub static V2_1: Manifest = Manifest {
     session: &["session_id"],
     closing: "a result frame",
     subkinds: &[("system", &["subtype"]), ("result", &["subtype"])],
+    rate_limits: RATE_LIMITS,
+    budget_stops: BUDGET_STOPS,
     transports: &[
         TransportTable {
             transport: OutputTransport::Jsonl,

@@ -122,6 +122,32 @@ const fn item(entries: &'static [Entry]) -> Rule {
     })
 }
 
+/// Cumulative for the thread: a resumed run's usage is this less the
+/// previous run's figure (kept in the marker).
+const USAGE: UsageSpec = UsageSpec {
+    source: "turn.completed.usage",
+    input: &["usage", "input_tokens"],
+    cached: &["usage", "cached_input_tokens"],
+    output: &["usage", "output_tokens"],
+    reasoning: &["usage", "reasoning_output_tokens"],
+    accumulate: Accumulate::Cumulative,
+    ..UsageSpec::DEFAULT
+};
+
+/// d_error429: `turn.failed` says `exceeded retry limit, last status: 429
+/// Too Many Requests` (a 500 says "high demand", a stream failure "stream
+/// disconnected").
+#[rustfmt::skip]
+const RATE_LIMITS: RateLimits = RateLimits {
+    frames: &[RateLimitFrame {
+        kind: "turn.failed",
+        when: Cond::Contains(&["error", "message"], "429 Too Many Requests"),
+        retry_at: &[],
+    }],
+    stderr: &[],
+    exit: None,
+};
+
 const THREAD_STARTED: Rule = lifecycle(LifecycleSpec {
     label: "Session started",
     shows_session: true,
@@ -130,6 +156,7 @@ const THREAD_STARTED: Rule = lifecycle(LifecycleSpec {
 const TURN_COMPLETED: Rule = lifecycle(LifecycleSpec {
     label: "Turn completed",
     usage: &["usage"],
+    usage_figures: Some(&USAGE),
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
 });
@@ -174,6 +201,8 @@ pub static V0_144: Manifest = Manifest {
     session: &["thread_id"],
     closing: "turn.completed",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL_0_171,
@@ -189,6 +218,8 @@ pub static V0_146: Manifest = Manifest {
     session: &["thread_id"],
     closing: "turn.completed",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL_0_146,
@@ -204,6 +235,8 @@ pub static V0_171: Manifest = Manifest {
     session: &["thread_id"],
     closing: "turn.completed",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL_0_171,

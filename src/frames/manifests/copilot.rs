@@ -17,6 +17,18 @@ const INFO_TYPES: &[Entry] = &[Entry {
     rule: info("API retry", "{message}"),
 }];
 
+/// `session.error` names the HTTP status (d_error500: `statusCode: 500`)
+/// and, per the capture notes, `errorType: "rate_limit"` for a 429.
+#[rustfmt::skip]
+const RATE_LIMITS: RateLimits = RateLimits {
+    frames: &[
+        RateLimitFrame { kind: "session.error", when: Cond::NumEq(&["data", "statusCode"], 429), retry_at: &[] },
+        RateLimitFrame { kind: "session.error", when: Cond::StrEq(&["data", "errorType"], "rate_limit"), retry_at: &[] },
+    ],
+    stderr: &[],
+    exit: None,
+};
+
 #[rustfmt::skip]
 const JSONL: &[Entry] = &[
     Entry { kind: "session.skills_loaded", rule: Rule::Quiet },
@@ -123,6 +135,8 @@ pub static V1_0: Manifest = Manifest {
     session: &["sessionId"],
     closing: "a result frame",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[
         TransportTable {
             transport: OutputTransport::Jsonl,

@@ -37,6 +37,37 @@ const TOOL_RESULT: Rule = Rule::ToolResult(ToolResultSpec {
     exit: &[],
 });
 
+/// stream-json: the run's totals over every model it called.
+const USAGE_STREAM: UsageSpec = UsageSpec {
+    source: "result.stats",
+    input: &["stats", "input_tokens"],
+    cached: &["stats", "cached"],
+    output: &["stats", "output_tokens"],
+    total: &["stats", "total_tokens"],
+    ..UsageSpec::DEFAULT
+};
+
+/// json: per-model `tokens`, summed.
+const USAGE_DOCUMENT: UsageSpec = UsageSpec {
+    source: "stats.models.tokens",
+    input: &["tokens", "prompt"],
+    cached: &["tokens", "cached"],
+    output: &["tokens", "candidates"],
+    reasoning: &["tokens", "thoughts"],
+    total: &["tokens", "total"],
+    each: &["stats", "models"],
+    ..UsageSpec::DEFAULT
+};
+
+/// d_error429: stdout's `result` says only "unknown error"; the exit status
+/// is the HTTP status mod 256 (429 → 173) and stderr names
+/// `RetryableQuotaError` (a 500 exits 244).
+const RATE_LIMITS: RateLimits = RateLimits {
+    frames: &[],
+    stderr: &["RetryableQuotaError"],
+    exit: Some(173),
+};
+
 const INIT: Rule = lifecycle(LifecycleSpec {
     label: "Session started",
     shows_session: true,
@@ -50,6 +81,7 @@ const RESULT: Rule = lifecycle(LifecycleSpec {
     failed_detail: "{error.message}",
     error: &[&["error", "message"]],
     usage: &["stats"],
+    usage_figures: Some(&USAGE_STREAM),
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
 });
@@ -63,6 +95,7 @@ const DOCUMENT: Rule = lifecycle(LifecycleSpec {
     error: &[&["error", "message"]],
     shows_session: true,
     usage: &["stats"],
+    usage_figures: Some(&USAGE_DOCUMENT),
     answer: &["response"],
     ends_turn: true,
     ..LifecycleSpec::DEFAULT
@@ -118,6 +151,8 @@ pub static V0_47: Manifest = Manifest {
     session: &["session_id"],
     closing: "a result frame",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: TRANSPORTS_0_61,
 };
 
@@ -130,6 +165,8 @@ pub static V0_49: Manifest = Manifest {
     session: &["session_id"],
     closing: "a result frame",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[
         TransportTable {
             transport: OutputTransport::Jsonl,
@@ -151,6 +188,8 @@ pub static V0_61: Manifest = Manifest {
     session: &["session_id"],
     closing: "a result frame",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: TRANSPORTS_0_61,
 };
 

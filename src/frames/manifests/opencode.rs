@@ -44,6 +44,31 @@ const TOOL: &[Entry] = &[Entry {
         exit: &["state", "metadata", "exit"],
     }),
 }];
+/// One step's figures per `step_finish`: summed over the run.
+const USAGE: UsageSpec = UsageSpec {
+    source: "step_finish.part.tokens",
+    input: &["tokens", "input"],
+    cached: &["tokens", "cache", "read"],
+    output: &["tokens", "output"],
+    reasoning: &["tokens", "reasoning"],
+    total: &["tokens", "total"],
+    cost: &["cost"],
+    accumulate: Accumulate::Sum,
+    ..UsageSpec::DEFAULT
+};
+
+/// The `error` frame carries the provider's HTTP status (d_error500: 500).
+#[rustfmt::skip]
+const RATE_LIMITS: RateLimits = RateLimits {
+    frames: &[RateLimitFrame {
+        kind: "error",
+        when: Cond::NumEq(&["error", "data", "statusCode"], 429),
+        retry_at: &[],
+    }],
+    stderr: &[],
+    exit: None,
+};
+
 #[rustfmt::skip]
 const STEP_FINISH: &[Entry] = &[Entry {
     kind: "step-finish",
@@ -51,6 +76,7 @@ const STEP_FINISH: &[Entry] = &[Entry {
         label: "Step finished",
         shows_session: true,
         usage: &["tokens"],
+        usage_figures: Some(&USAGE),
         ends_turn: true,
         // opencode calls the model again after every tool call: a stream
         // whose last step ends in one was stopped (b_tool_ask, exit 0).
@@ -90,6 +116,8 @@ pub static V1_18: Manifest = Manifest {
     session: &["sessionID"],
     closing: "step_finish",
     subkinds: &[],
+    rate_limits: RATE_LIMITS,
+    budget_stops: &[],
     transports: &[TransportTable {
         transport: OutputTransport::Jsonl,
         entries: JSONL,

@@ -1,0 +1,121 @@
+//! A rate-limited unit under `on_rate_limit = "wait" | "fallback"`: the next
+//! attempt is scheduled instead of the unit failing (see [`crate::ratelimit`]).
+
+use std::time::{Duration, Instant};
+
+use super::{Run, RunState, Shared};
+use crate::dispatch::DispatchResult;
+use crate::error::Reason;
+use crate::ratelimit::{self, Attempt, Next, OnRateLimit};
+
+/// A unit's rate-limit bookkeeping in this plan run.
+#[derive(Debug, Default)]
+pub(super) struct Retry {
+    /// Not started again before this (a wait in progress).
+    pub not_before: Option<Instant>,
+    /// The next start continues after a rate limit (its marker decides how).
+    pub pending: bool,
+    waited: Duration,
+    waits: u32,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+}
+
+/// `HH:MM:SS` (UTC) of a wait's end, for the live table and the JSONL event.
+fn clock(d: Duration) -> String {
+    let at = now_secs() + d.as_secs();
+    let t = crate::fsutil::rfc3339(at, 0);
+    t[11..19].to_string()
+}
+
+impl Run {
+    /// Records the attempt of unit `i` and, when it was rate-limited and its
+    /// policy allows, schedules the next one. True: the unit goes on.
+    pub(super) fn after_attempt(
+        &mut self,
+        i: usize,
+        res: &DispatchResult,
+        reporter: &Shared,
+    ) -> bool {
+        let u = &mut self.units[i];
+        let policy = &u.job.plan.rate_limit;
+        if policy.on == OnRateLimit::Fail {
+            return false;
+        }
+        let attempts = u.report.attempts.get_or_insert_with(Vec::new);
+        attempts.push(Attempt {
+            engine: res.engine,
+            reason: res.reason,
+            session_id: res.session_id.clone(),
+        });
+        let attempts = attempts.clone();
+        if let Err(e) = self.save_attempts(i, &attempts) {
+            reporter
+                .borrow_mut()
+                .warning(i, &format!("cannot record its attempts: {e}"));
+        }
+        if res.reason != Some(Reason::RateLimited) {
+            return false;
+        }
+        let u = &mut self.units[i];
+        let reset = res
+            .retry_at
+            .as_deref()
+            .and_then(|t| ratelimit::until(t, now_secs()));
+        let ready = |e| crate::binary::resolve_binary(e, None).is_ok();
+        let spent = (u.retry.waited, u.retry.waits);
+        let next = ratelimit::next(&u.job.plan.rate_limit, res.engine, spent, reset, ready);
+        let why = match next {
+            Next::Fail => return false,
+            Next::Wait(d) => {
+                u.retry.waited += d;
+                u.retry.waits += 1;
+                u.retry.not_before = Some(Instant::now() + ratelimit::scaled(d));
+                format!("rate-limited: waiting until {}", clock(d))
+            }
+            Next::Fallback(engine) => {
+                u.job.engine = engine;
+                u.report.engine = engine;
+                u.retry.not_before = None;
+                format!("rate-limited: falling back to {engine}")
+            }
+        };
+        u.retry.pending = true;
+        u.report.state = RunState::Waiting;
+        u.report.error = Some(why);
+        reporter.borrow_mut().waiting(i, &u.report, res);
+        true
+    }
+
+    /// The attempts so far, kept in the unit's marker (`engineAttempts`).
+    fn save_attempts(&self, i: usize, attempts: &[Attempt]) -> crate::error::Result<()> {
+        let name = &self.units[i].job.plan.name;
+        if let Some(mut m) = self.store.load(name)? {
+            m.engine_attempts = attempts.to_vec();
+            self.store.save(&mut m)?;
+        }
+        Ok(())
+    }
+
+    /// Whether unit `i` may start now (no wait in progress).
+    pub(super) fn due(&self, i: usize) -> bool {
+        self.units[i]
+            .retry
+            .not_before
+            .is_none_or(|t| t <= Instant::now())
+    }
+
+    /// The end of the earliest wait in progress, if any.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.units
+            .iter()
+            .filter(|u| u.report.state == RunState::Waiting)
+            .filter_map(|u| u.retry.not_before)
+            .min()
+    }
+}

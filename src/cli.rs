@@ -107,7 +107,29 @@ pub struct DispatchArgs {
     #[arg(long)]
     pub dry_run: bool,
     #[command(flatten)]
+    pub steps: StepArgs,
+    #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// The worktree, setup and verify steps around a dispatch (docs/WORKSPACES.md).
+#[derive(Debug, Args, Clone)]
+pub struct StepArgs {
+    /// Run in a git worktree of its own, on branch vf/<unit> (under the state dir).
+    #[arg(long)]
+    pub worktree: bool,
+    /// The commit the worktree's branch starts from (default: HEAD).
+    #[arg(long, value_name = "REF", requires = "worktree")]
+    pub base: Option<String>,
+    /// Leave what the engine changed uncommitted on the unit's branch.
+    #[arg(long, requires = "worktree")]
+    pub no_commit: bool,
+    /// Run this shell command (/bin/sh -c) in the unit's directory before the engine.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Run this shell command after a successful engine run; its failure fails the unit.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
 }
 
 /// Options shared by everything that runs an engine.

@@ -101,10 +101,16 @@ pub enum Reason {
     Engine,
     /// Blocked: a unit it depends on did not finish.
     Dependency,
+    /// The `--setup` command failed; the engine never started.
+    Setup,
+    /// The `--verify` command failed after the engine's run.
+    Verify,
+    /// A dependency's branch did not merge into the unit's worktree.
+    MergeConflict,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 10] = [
+    pub const ALL: [Reason; 13] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -115,6 +121,9 @@ impl Reason {
         Reason::SessionMismatch,
         Reason::Engine,
         Reason::Dependency,
+        Reason::Setup,
+        Reason::Verify,
+        Reason::MergeConflict,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -129,6 +138,9 @@ impl Reason {
             Reason::SessionMismatch => "sessionMismatch",
             Reason::Engine => "engine",
             Reason::Dependency => "dependency",
+            Reason::Setup => "setup",
+            Reason::Verify => "verify",
+            Reason::MergeConflict => "merge-conflict",
         }
     }
 
@@ -145,7 +157,12 @@ impl Reason {
             // 128 + the signal, as a shell reports it; unknown: as for SIGTERM.
             Reason::Interrupted(sig) => 128 + sig.unwrap_or(libc::SIGTERM),
             Reason::Stalled | Reason::Timeout => exit::TIMEOUT,
-            Reason::SessionMismatch | Reason::Engine | Reason::Dependency => exit::ENGINE_FAILED,
+            Reason::SessionMismatch
+            | Reason::Engine
+            | Reason::Dependency
+            | Reason::Setup
+            | Reason::Verify
+            | Reason::MergeConflict => exit::ENGINE_FAILED,
         }
     }
 }
@@ -193,7 +210,10 @@ mod tests {
                 "\"timeout\"",
                 "\"sessionMismatch\"",
                 "\"engine\"",
-                "\"dependency\""
+                "\"dependency\"",
+                "\"setup\"",
+                "\"verify\"",
+                "\"merge-conflict\""
             ]
         );
         for r in Reason::ALL {

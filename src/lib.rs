@@ -27,9 +27,11 @@ pub mod probe;
 pub mod procinfo;
 pub mod scheduler;
 pub mod state;
+pub mod steps;
 pub mod summary;
 pub mod text;
 pub mod unit_lock;
 pub mod version;
+pub mod workspace;
 
 pub use error::{Result, VfError};

@@ -50,6 +50,12 @@ struct RawUnit {
     skip_permissions: bool,
     stall_timeout: Option<f64>,
     timeout: Option<f64>,
+    #[serde(default)]
+    worktree: bool,
+    base: Option<String>,
+    commit: Option<bool>,
+    setup: Option<String>,
+    verify: Option<String>,
 }
 
 /// One validated unit of a plan.
@@ -66,6 +72,45 @@ pub struct PlanUnit {
     pub skip_permissions: bool,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
+    /// `worktree = true`: run in the unit's git worktree (docs/WORKSPACES.md).
+    pub worktree: Option<PlanWorktree>,
+    pub setup: Option<String>,
+    pub verify: Option<String>,
+}
+
+/// A worktree unit's keys. Its `cwd` then names the repository (the plan
+/// file's directory) and `rel_cwd` the engine's directory in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanWorktree {
+    pub base: Option<String>,
+    pub commit: bool,
+    pub rel_cwd: PathBuf,
+}
+
+/// `worktree`, `base`, `commit`: the latter two only with the first; a
+/// worktree `cwd` is relative to the worktree's root and stays inside it.
+fn worktree_of(u: &RawUnit) -> std::result::Result<Option<PlanWorktree>, String> {
+    if !u.worktree {
+        if u.base.is_some() || u.commit.is_some() {
+            return Err("`base` and `commit` need `worktree = true`".into());
+        }
+        return Ok(None);
+    }
+    let rel_cwd = u.cwd.clone().unwrap_or_default();
+    let inside = rel_cwd
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+    if !inside {
+        return Err(format!(
+            "cwd {} must be relative to the worktree's root, without `..`",
+            show_path(&rel_cwd)
+        ));
+    }
+    Ok(Some(PlanWorktree {
+        base: u.base.clone(),
+        commit: u.commit.unwrap_or(true),
+        rel_cwd,
+    }))
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +196,7 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, Strin
 
 /// One unit's own checks (the caller names the unit in the error).
 fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String> {
+    let worktree = worktree_of(&u)?;
     let prompt = match (u.prompt, u.prompt_file) {
         (Some(_), Some(_)) => return Err("has both `prompt` and `prompt_file`; give one".into()),
         (None, None) => return Err("has no `prompt` or `prompt_file`".into()),
@@ -160,9 +206,9 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     if prompt.trim().is_empty() {
         return Err("the prompt is empty".into());
     }
-    let cwd = match u.cwd {
-        Some(c) => dir.join(c),
-        None => dir.to_path_buf(),
+    let cwd = match (&u.cwd, &worktree) {
+        (Some(c), None) => dir.join(c),
+        _ => dir.to_path_buf(),
     };
     if !cwd.is_dir() {
         return Err(format!("cwd {} is not a directory", show_path(&cwd)));
@@ -193,6 +239,9 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         depends_on: u.depends_on,
         attachments: u.attachments,
         skip_permissions: u.skip_permissions,
+        worktree,
+        setup: u.setup,
+        verify: u.verify,
     })
 }
 

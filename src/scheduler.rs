@@ -35,6 +35,8 @@ pub struct Job {
     pub plan: PlanUnit,
     pub engine: EngineId,
     pub attachments: Vec<Attachment>,
+    /// Its worktree (dependencies still to fill in), setup and verify.
+    pub steps: dispatch::Steps,
 }
 
 /// A validated `vf orchestrate` request.
@@ -115,6 +117,12 @@ pub struct UnitReport {
     pub summary: Option<Value>,
     pub error: Option<String>,
     pub duration_ms: Option<u64>,
+    /// Why it failed or was blocked (`verify`, `merge-conflict`, `dependency`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<crate::error::Reason>,
+    /// Its git worktree, for a `worktree = true` unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
@@ -241,6 +249,8 @@ impl Unit {
                 summary: None,
                 error: None,
                 duration_ms: None,
+                reason: None,
+                workspace: None,
             },
             job: job.clone(),
             started: None,
@@ -251,6 +261,7 @@ impl Unit {
     fn adopt(&mut self, m: &Marker) {
         self.report.session_id = m.engine_session_id.clone();
         self.report.attempt = Some(m.attempts);
+        self.report.workspace = m.workspace.clone();
         if m.state == UnitState::Done {
             self.report.state = RunState::Done;
             self.report.summary = m.summary.clone();
@@ -397,6 +408,7 @@ impl Run {
         self.store.save(&mut m)?;
         u.report.state = RunState::Blocked;
         u.report.error = Some(why.to_string());
+        u.report.reason = Some(crate::error::Reason::Dependency);
         reporter.borrow_mut().blocked(i, &u.report);
         Ok(())
     }
@@ -449,7 +461,29 @@ impl Run {
             warnings: Vec::new(),
             engine_reason: None,
             redact: Vec::new(),
+            steps: self.steps_of(i),
         })
+    }
+
+    /// Unit `i`'s steps; a worktree unit merges the branch of each of its
+    /// dependencies that ran in a worktree too.
+    fn steps_of(&self, i: usize) -> dispatch::Steps {
+        let job = &self.units[i].job;
+        let mut steps = job.steps.clone();
+        if let Some(ws) = &mut steps.workspace {
+            ws.merge = job
+                .plan
+                .depends_on
+                .iter()
+                .filter(|d| {
+                    self.units
+                        .iter()
+                        .any(|u| &u.job.plan.name == *d && u.job.steps.workspace.is_some())
+                })
+                .cloned()
+                .collect();
+        }
+        steps
     }
 
     fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) {
@@ -463,8 +497,12 @@ impl Run {
                 }
                 u.report.state = match res.state {
                     UnitState::Done => RunState::Done,
+                    // A merge conflict: the unit never ran.
+                    UnitState::Blocked => RunState::Blocked,
                     _ => RunState::Failed,
                 };
+                u.report.reason = res.reason;
+                u.report.workspace = res.workspace.clone();
                 u.report.attempt = Some(res.attempt);
                 u.report.session_id = res.session_id.clone();
                 u.report.summary = res.summary.clone();

@@ -167,6 +167,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         }
     };
     let r = resolve(args, &ranges)?;
+    let steps = steps_of(&args.steps, &r.cwd)?;
     if args.dry_run {
         return dry_run(args, &r);
     }
@@ -200,8 +201,47 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             .filter(|w| !w.is_empty())
             .into_iter()
             .collect(),
+        steps,
     };
     run_unit(spec, None, format)
+}
+
+/// A plan unit's `worktree`, `base`, `commit`, `setup`, `verify` (the base
+/// resolved once, before anything of the plan starts).
+pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
+    let workspace = match &u.worktree {
+        Some(w) => {
+            let flag = format!("unit {:?}: worktree = true", u.name);
+            let mut ws =
+                crate::workspace::resolve(&u.cwd, w.base.as_deref(), Some(&w.rel_cwd), &flag)?;
+            ws.commit = w.commit;
+            Some(ws)
+        }
+        None => None,
+    };
+    Ok(crate::dispatch::Steps {
+        workspace,
+        setup: u.setup.clone(),
+        verify: u.verify.clone(),
+    })
+}
+
+/// `--worktree`, `--base`, `--no-commit`, `--setup`, `--verify`: the base is
+/// resolved to a commit here, once (exit 2 outside a git repository).
+fn steps_of(a: &crate::cli::StepArgs, cwd: &std::path::Path) -> Result<crate::dispatch::Steps> {
+    let workspace = match a.worktree {
+        true => {
+            let mut w = crate::workspace::resolve(cwd, a.base.as_deref(), None, "--worktree")?;
+            w.commit = !a.no_commit;
+            Some(w)
+        }
+        false => None,
+    };
+    Ok(crate::dispatch::Steps {
+        workspace,
+        setup: a.setup.clone(),
+        verify: a.verify.clone(),
+    })
 }
 
 /// `--dry-run`: the exact invocation, nothing spawned or written.

@@ -38,6 +38,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         jobs.push(Job {
+            steps: super::dispatch::plan_steps(u)?,
             engine: p.pick.engine,
             attachments: p.attachments,
             plan: u.clone(),

@@ -47,6 +47,14 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
     };
+    // A unit that ran in a worktree resumes in it, as it was.
+    let steps = crate::dispatch::Steps {
+        workspace: marker
+            .workspace
+            .as_ref()
+            .map(|w| crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd)),
+        ..Default::default()
+    };
     let spec = UnitSpec {
         engine: marker.engine,
         unit: args.unit.clone(),
@@ -63,6 +71,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
+        steps,
     };
     Ok(Request {
         spec,

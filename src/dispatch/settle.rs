@@ -12,7 +12,7 @@ use crate::fsutil::now_rfc3339;
 use crate::marker::UnitState;
 use crate::summary::{self, Summary};
 
-pub(super) fn settle(
+pub(super) async fn settle(
     spec: &UnitSpec,
     mut e: Ended,
     sink: &mut dyn EventSink,
@@ -29,9 +29,14 @@ pub(super) fn settle(
         Some(Summary::Invalid { error }) => (None, Some(error)),
         _ => (None, None),
     };
-    let (reason, error) = judge(spec, &e, &outcome, exit_code);
+    let (mut reason, mut error) = judge(spec, &e, &outcome, exit_code);
     let l = &mut e.launched;
     let marker = &mut l.prepared.marker;
+    let session = outcome.session_id.clone().or(marker.engine_session_id.clone());
+    let (ok, store) = (reason.is_none(), &l.prepared.store);
+    if let Some((r, msg)) = super::steps::after_engine(spec, store, marker, ok, session.as_deref()).await? {
+        (reason, error) = (Some(r), Some(msg));
+    }
     marker.state = if reason.is_some() {
         UnitState::Failed
     } else {
@@ -70,6 +75,7 @@ pub(super) fn settle(
         marker: l.prepared.store.path(&spec.unit),
         stdout_log: Some(l.stdout_log.clone()),
         stderr_log: Some(l.stderr_log.clone()),
+        workspace: marker.workspace.clone(),
     })
 }
 

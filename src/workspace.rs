@@ -1,0 +1,126 @@
+//! Git worktrees for units (`--worktree`, plan `worktree = true`): each unit
+//! runs at `<state>/worktrees/<unit>` on branch `vf/<unit>`, created from a
+//! base commit resolved once, with its worktree dependencies merged in.
+//!
+//! Everything goes through the real `git` with `-C <dir>`: the user's own
+//! checkout (index, working tree, current branch) is never touched. Merges
+//! happen inside the unit's worktree and a conflicted merge is aborted, so
+//! nothing is ever left half-merged. See docs/WORKSPACES.md.
+
+mod clean;
+mod git;
+mod open;
+mod seal;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, VfError};
+
+pub use clean::{CleanRequest, Cleaned, clean};
+pub use open::{OpenError, Opened, open};
+pub use seal::{CommitInfo, describe, seal};
+
+/// The directory under the state dir that holds the units' worktrees.
+pub const WORKTREES_DIR: &str = "worktrees";
+
+/// What a unit's workspace is, as the result, the marker and `vf status` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Workspace {
+    /// The worktree's root.
+    pub path: PathBuf,
+    pub branch: String,
+    /// The commit the branch was created from.
+    pub base: String,
+    /// The branch's commit when the unit last ended (None before that).
+    pub head: Option<String>,
+    /// Files changed between `base` and `head`.
+    pub changed_files: Vec<String>,
+}
+
+/// How a unit wants its worktree (validated by the command).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceSpec {
+    /// A directory of the repository (its top level, or an existing worktree on resume).
+    pub repo: PathBuf,
+    /// A full commit id.
+    pub base: String,
+    /// The engine's working directory, relative to the worktree root.
+    pub rel_cwd: PathBuf,
+    /// Commit what the engine left uncommitted when the unit is done.
+    pub commit: bool,
+    /// Dependency units whose branches (`vf/<unit>`) are merged in first.
+    pub merge: Vec<String>,
+}
+
+impl WorkspaceSpec {
+    /// A resumed unit reuses its recorded worktree as it is.
+    pub fn reuse(ws: &Workspace, cwd: &Path) -> WorkspaceSpec {
+        WorkspaceSpec {
+            repo: ws.path.clone(),
+            base: ws.base.clone(),
+            rel_cwd: cwd.strip_prefix(&ws.path).unwrap_or(Path::new("")).into(),
+            commit: true,
+            merge: Vec::new(),
+        }
+    }
+}
+
+/// The branch of a unit.
+pub fn branch_of(unit: &str) -> String {
+    format!("vf/{unit}")
+}
+
+/// The worktree path of a unit.
+pub fn path_of(state_dir: &Path, unit: &str) -> PathBuf {
+    state_dir.join(WORKTREES_DIR).join(unit)
+}
+
+/// Finds the repository around `cwd` and resolves `base` (default `HEAD`) to
+/// a commit id, once: a base that moves later does not move the unit.
+/// `flag` names the option in the errors (`--worktree`, `worktree = true`).
+pub fn resolve(
+    cwd: &Path,
+    base: Option<&str>,
+    rel_cwd: Option<&Path>,
+    flag: &str,
+) -> Result<WorkspaceSpec> {
+    let top = git::run(cwd, &["rev-parse", "--show-toplevel"]).map_err(|_| {
+        VfError::usage(format!(
+            "{flag} needs a git repository, and {} is not inside one",
+            cwd.display()
+        ))
+    })?;
+    let top = PathBuf::from(top);
+    let want = base.unwrap_or("HEAD");
+    if want.starts_with('-') {
+        return Err(VfError::usage(format!("base {want:?} is not a git ref")));
+    }
+    let commit = git::run(&top, &["rev-parse", "--verify", "--quiet", &format!("{want}^{{commit}}")])
+        .map_err(|_| {
+            VfError::usage(format!(
+                "base {:?} is not a commit of the repository {}{}",
+                crate::text::cut(want, 100),
+                top.display(),
+                if base.is_none() { " (it has no commit yet)" } else { "" }
+            ))
+        })?;
+    let rel_cwd = match rel_cwd {
+        Some(r) => r.to_path_buf(),
+        // The engine works in the same place of the worktree as the user is in the checkout.
+        None => {
+            let canon = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+            let top_canon = top.canonicalize().unwrap_or_else(|_| top.clone());
+            canon.strip_prefix(&top_canon).unwrap_or(Path::new("")).into()
+        }
+    };
+    Ok(WorkspaceSpec {
+        repo: top,
+        base: commit,
+        rel_cwd,
+        commit: true,
+        merge: Vec::new(),
+    })
+}

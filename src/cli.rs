@@ -52,6 +52,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Project a recorded CLI output log into typed conversation events.
     Replay(ReplayArgs),
+    /// Remove units' git worktrees (branches stay unless --branches).
+    Clean(CleanArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -238,6 +240,29 @@ pub struct OrchestrateArgs {
 pub struct StatusArgs {
     /// Only this unit.
     pub unit: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// These units (default: with --done or --all, every unit with a worktree).
+    pub units: Vec<String>,
+    /// Every unit that is done.
+    #[arg(long, conflicts_with_all = ["all", "units"])]
+    pub done: bool,
+    /// Every unit with a worktree (not-done ones still need --force).
+    #[arg(long, conflicts_with = "units")]
+    pub all: bool,
+    /// Also delete the branches vf/<unit>.
+    #[arg(long)]
+    pub branches: bool,
+    /// Also clean units that are not done, and worktrees with uncommitted changes.
+    #[arg(long)]
+    pub force: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

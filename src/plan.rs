@@ -97,9 +97,12 @@ fn worktree_of(u: &RawUnit) -> std::result::Result<Option<PlanWorktree>, String>
         return Ok(None);
     }
     let rel_cwd = u.cwd.clone().unwrap_or_default();
-    let inside = rel_cwd
-        .components()
-        .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+    let inside = rel_cwd.components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
     if !inside {
         return Err(format!(
             "cwd {} must be relative to the worktree's root, without `..`",

@@ -32,7 +32,10 @@ pub struct Step<'a> {
 pub enum StepEnd {
     Ok,
     /// Exited non-zero (None: killed by a signal); the last lines of its output.
-    Failed { code: Option<i32>, tail: String },
+    Failed {
+        code: Option<i32>,
+        tail: String,
+    },
     TimedOut,
     Interrupted(Signal),
     /// It could not be started (or its log not written).

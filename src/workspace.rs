@@ -98,22 +98,37 @@ pub fn resolve(
     if want.starts_with('-') {
         return Err(VfError::usage(format!("base {want:?} is not a git ref")));
     }
-    let commit = git::run(&top, &["rev-parse", "--verify", "--quiet", &format!("{want}^{{commit}}")])
-        .map_err(|_| {
-            VfError::usage(format!(
-                "base {:?} is not a commit of the repository {}{}",
-                crate::text::cut(want, 100),
-                top.display(),
-                if base.is_none() { " (it has no commit yet)" } else { "" }
-            ))
-        })?;
+    let commit = git::run(
+        &top,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{want}^{{commit}}"),
+        ],
+    )
+    .map_err(|_| {
+        VfError::usage(format!(
+            "base {:?} is not a commit of the repository {}{}",
+            crate::text::cut(want, 100),
+            top.display(),
+            if base.is_none() {
+                " (it has no commit yet)"
+            } else {
+                ""
+            }
+        ))
+    })?;
     let rel_cwd = match rel_cwd {
         Some(r) => r.to_path_buf(),
         // The engine works in the same place of the worktree as the user is in the checkout.
         None => {
             let canon = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
             let top_canon = top.canonicalize().unwrap_or_else(|_| top.clone());
-            canon.strip_prefix(&top_canon).unwrap_or(Path::new("")).into()
+            canon
+                .strip_prefix(&top_canon)
+                .unwrap_or(Path::new(""))
+                .into()
         }
     };
     Ok(WorkspaceSpec {

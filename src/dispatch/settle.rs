@@ -32,9 +32,14 @@ pub(super) async fn settle(
     let (mut reason, mut error) = judge(spec, &e, &outcome, exit_code);
     let l = &mut e.launched;
     let marker = &mut l.prepared.marker;
-    let session = outcome.session_id.clone().or(marker.engine_session_id.clone());
+    let session = outcome
+        .session_id
+        .clone()
+        .or(marker.engine_session_id.clone());
     let (ok, store) = (reason.is_none(), &l.prepared.store);
-    if let Some((r, msg)) = super::steps::after_engine(spec, store, marker, ok, session.as_deref()).await? {
+    if let Some((r, msg)) =
+        super::steps::after_engine(spec, store, marker, ok, session.as_deref()).await?
+    {
         (reason, error) = (Some(r), Some(msg));
     }
     marker.state = if reason.is_some() {

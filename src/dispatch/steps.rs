@@ -60,7 +60,15 @@ pub(super) fn open_workspace(
         Err(OpenError::Conflict { workspace, message }) => {
             let mut marker = super::prepare_marker(&store, spec)?;
             marker.workspace = Some(workspace);
-            let res = end_early(spec, &store, &mut marker, UnitState::Blocked, Reason::MergeConflict, message, started)?;
+            let res = end_early(
+                spec,
+                &store,
+                &mut marker,
+                UnitState::Blocked,
+                Reason::MergeConflict,
+                message,
+                started,
+            )?;
             drop(lock);
             Ok(Opened::Blocked(Box::new(res)))
         }
@@ -94,7 +102,15 @@ pub(super) async fn setup(
     let Some((reason, error)) = failure else {
         return Ok(None);
     };
-    let res = end_early(spec, &p.store, &mut p.marker, UnitState::Failed, reason, error, started)?;
+    let res = end_early(
+        spec,
+        &p.store,
+        &mut p.marker,
+        UnitState::Failed,
+        reason,
+        error,
+        started,
+    )?;
     Ok(Some(res))
 }
 
@@ -118,7 +134,10 @@ pub(super) async fn after_engine(
                 session,
             };
             if let Err(e) = workspace::seal(&ws, &info) {
-                failure = Some((Reason::State, format!("cannot commit the unit's changes: {e}")));
+                failure = Some((
+                    Reason::State,
+                    format!("cannot commit the unit's changes: {e}"),
+                ));
             }
         }
         marker.workspace = Some(workspace::describe(&ws).unwrap_or(ws));
@@ -143,7 +162,10 @@ async fn run_step(
         std::fs::create_dir_all(dir)
             .map_err(|e| VfError::state(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let worktree = marker.workspace.as_ref().map(|w| w.path.display().to_string());
+    let worktree = marker
+        .workspace
+        .as_ref()
+        .map(|w| w.path.display().to_string());
     let step = Step {
         command,
         cwd: &spec.cwd,
@@ -157,16 +179,25 @@ async fn run_step(
         timeout: spec.timeout,
         kill_grace: spec.kill_grace,
     };
-    let reason = if kind == "setup" { Reason::Setup } else { Reason::Verify };
+    let reason = if kind == "setup" {
+        Reason::Setup
+    } else {
+        Reason::Verify
+    };
     Ok(match crate::steps::run(&step).await {
         StepEnd::Ok => None,
         StepEnd::Failed { code, tail } => {
-            let status = code.map_or("was killed".to_string(), |c| format!("exited with status {c}"));
+            let status = code.map_or("was killed".to_string(), |c| {
+                format!("exited with status {c}")
+            });
             Some((reason, format!("{kind} {status}: {tail}")))
         }
         StepEnd::TimedOut => Some((
             Reason::Timeout,
-            format!("{kind} timed out after {}s", spec.timeout.unwrap_or_default().as_secs_f64()),
+            format!(
+                "{kind} timed out after {}s",
+                spec.timeout.unwrap_or_default().as_secs_f64()
+            ),
         )),
         StepEnd::Interrupted(sig) => Some((
             Reason::Interrupted(Some(sig as i32)),

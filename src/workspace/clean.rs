@@ -81,7 +81,12 @@ fn candidates(req: &CleanRequest) -> Result<Vec<String>> {
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(VfError::state(format!("cannot read {}: {e}", dir.display()))),
+        Err(e) => {
+            return Err(VfError::state(format!(
+                "cannot read {}: {e}",
+                dir.display()
+            )));
+        }
     }
     names.sort();
     Ok(names)

@@ -59,7 +59,11 @@ pub fn open(
         merge(&workspace, unit, dep, &mut warnings)?;
     }
     Ok(Opened {
-        cwd: path.join(&spec.rel_cwd),
+        // `join("")` would add a trailing slash to the recorded cwd.
+        cwd: match spec.rel_cwd.as_os_str().is_empty() {
+            true => path.clone(),
+            false => path.join(&spec.rel_cwd),
+        },
         workspace,
         warnings,
     })
@@ -101,7 +105,12 @@ fn create(
 pub(super) fn branch_exists(dir: &Path, branch: &str) -> bool {
     git::succeeds(
         dir,
-        &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")],
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
     )
 }
 

@@ -28,7 +28,15 @@ pub fn seal(ws: &Workspace, info: &CommitInfo) -> Result<bool, GitError> {
     );
     let args = git::with_identity(
         dir,
-        &["commit", "--quiet", "--no-verify", "-m", &subject, "-m", &trailers],
+        &[
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "-m",
+            &subject,
+            "-m",
+            &trailers,
+        ],
     );
     git::run(dir, &args)?;
     Ok(true)

@@ -1,0 +1,42 @@
+//! `vf clean`: worktrees of done units go, others need --force, branches
+//! stay unless --branches; git's own worktree list agrees.
+
+use super::*;
+
+fn worktree_list(r: &Repo) -> String {
+    r.git(&["worktree", "list", "--porcelain"])
+}
+
+#[test]
+fn clean_removes_done_worktrees_and_refuses_the_rest_unless_forced() {
+    let r = Repo::new();
+    assert_eq!(r.dispatch("ok", &[]).status.code(), Some(0));
+    let failed = r.dispatch("bad", &["--setup", "exit 1"]);
+    assert_eq!(failed.status.code(), Some(1));
+    // Nothing is cleaned when one named unit is refused.
+    let out = r.run(&["clean", "ok", "bad"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "vf: unit \"bad\" is failed, not done; --force cleans it anyway (nothing was cleaned)"
+    );
+    assert!(r.worktree("ok").exists() && r.worktree("bad").exists());
+    let out = r.run(&["clean", "--done", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_json_eq(
+        &stdout_json(&out),
+        &json!([{"unit": "ok", "worktree": r.worktree("ok"), "branch": null}]),
+    );
+    assert!(!r.worktree("ok").exists());
+    assert!(!worktree_list(&r).contains("/worktrees/ok"));
+    assert_eq!(r.files_of("vf/ok"), ["README.md", "ok.txt"]);
+    let out = r.run(&["clean", "bad", "--force", "--branches", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_json_eq(
+        &stdout_json(&out),
+        &json!([{"unit": "bad", "worktree": r.worktree("bad"), "branch": "vf/bad"}]),
+    );
+    assert!(!worktree_list(&r).contains("/worktrees/bad"));
+    assert_eq!(r.git(&["branch", "--list", "vf/bad"]), "");
+    assert_eq!(r.run(&["clean"]).status.code(), Some(2));
+}

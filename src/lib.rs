@@ -8,6 +8,7 @@
 pub mod attach;
 pub mod binary;
 pub mod child;
+pub mod clean;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;

@@ -7,9 +7,9 @@
 //! happen inside the unit's worktree and a conflicted merge is aborted, so
 //! nothing is ever left half-merged. See docs/WORKSPACES.md.
 
-mod clean;
 mod git;
 mod open;
+mod remove;
 mod seal;
 
 use std::path::{Path, PathBuf};
@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, VfError};
 
-pub use clean::{CleanRequest, Cleaned, clean};
 pub use open::{OpenError, Opened, open};
+pub use remove::remove;
 pub use seal::{CommitInfo, describe, seal};
 
 /// The directory under the state dir that holds the units' worktrees.

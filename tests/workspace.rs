@@ -22,8 +22,8 @@ const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 /// An [`Env`] with a git repository at `<dir>/repo` (one commit), the state
 /// dir outside it, and the fake as codex writing `FAKE_WRITE` (default
 /// `<unit>.txt`: the fake's name is its working dir's, the unit's worktree).
-pub struct Repo {
-    pub env: Env,
+struct Repo {
+    env: Env,
 }
 
 /// Git's identity and config for the test, never the user's.
@@ -37,7 +37,7 @@ fn git_env(c: &mut Command) {
 }
 
 impl Repo {
-    pub fn new() -> Repo {
+    fn new() -> Repo {
         let env = Env::new();
         let r = Repo { env };
         std::fs::create_dir_all(r.repo()).unwrap();
@@ -49,18 +49,18 @@ impl Repo {
         r.fake_env("");
         r
     }
-    pub fn repo(&self) -> PathBuf {
+    fn repo(&self) -> PathBuf {
         self.env.path().join("repo")
     }
     /// `bin/codex.env`: the capture replayed, plus `extra` lines.
-    pub fn fake_env(&self, extra: &str) {
+    fn fake_env(&self, extra: &str) {
         let stdout = fixture(CODEX).display().to_string();
         let body =
             format!("FAKE_STDOUT={stdout}\nFAKE_WRITE=${{FAKE_WRITE:-@NAME@.txt}}\n{extra}\n");
         self.env.write("bin/codex.env", body);
     }
     /// `git -C <repo> ARGS`, its trimmed stdout; panics on failure.
-    pub fn git(&self, args: &[&str]) -> String {
+    fn git(&self, args: &[&str]) -> String {
         let mut c = Command::new("git");
         c.arg("-C").arg(self.repo()).args(args);
         git_env(&mut c);
@@ -69,7 +69,7 @@ impl Repo {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
     /// The user's checkout as git sees it: status, HEAD, current branch.
-    pub fn checkout(&self) -> (String, String, String) {
+    fn checkout(&self) -> (String, String, String) {
         (
             self.git(&["status", "--porcelain", "--untracked-files=all"]),
             self.git(&["rev-parse", "HEAD"]),
@@ -77,18 +77,18 @@ impl Repo {
         )
     }
     /// `vf ARGS` run in the repository, the fake as codex.
-    pub fn vf(&self, args: &[&str]) -> Command {
+    fn vf(&self, args: &[&str]) -> Command {
         let mut c = self.env.cmd(args);
         c.current_dir(self.repo())
             .env("VF_CODEX_BIN", self.env.fake_for("codex"));
         git_env(&mut c);
         c
     }
-    pub fn run(&self, args: &[&str]) -> Output {
+    fn run(&self, args: &[&str]) -> Output {
         run_bounded(self.vf(args), Duration::from_secs(90))
     }
     /// `vf dispatch --worktree` of `unit`, JSON result.
-    pub fn dispatch(&self, unit: &str, extra: &[&str]) -> Output {
+    fn dispatch(&self, unit: &str, extra: &[&str]) -> Output {
         let mut args = vec![
             "dispatch",
             "--engine",
@@ -103,15 +103,15 @@ impl Repo {
         args.extend_from_slice(extra);
         self.run(&args)
     }
-    pub fn worktree(&self, unit: &str) -> PathBuf {
+    fn worktree(&self, unit: &str) -> PathBuf {
         self.env.state().join("worktrees").join(unit)
     }
     /// The files of a branch's tree.
-    pub fn files_of(&self, branch: &str) -> Vec<String> {
+    fn files_of(&self, branch: &str) -> Vec<String> {
         let out = self.git(&["ls-tree", "-r", "--name-only", branch]);
         out.lines().map(str::to_string).collect()
     }
-    pub fn plan(&self, text: &str) -> Output {
+    fn plan(&self, text: &str) -> Output {
         let plan = self.env.write("repo/.plan/plan.toml", text);
         // The plan lives in the repository but is not committed: it is the
         // user's untracked file, which must stay as it is.
@@ -126,7 +126,7 @@ impl Repo {
 }
 
 /// What `workspace` must say for a unit whose branch changed `files`.
-pub fn expected_workspace(r: &Repo, unit: &str, base: &str, files: &[&str]) -> Value {
+fn expected_workspace(r: &Repo, unit: &str, base: &str, files: &[&str]) -> Value {
     let branch = format!("vf/{unit}");
     json!({
         "path": r.worktree(unit),
@@ -144,7 +144,7 @@ fn unit_toml(name: &str, deps: &[&str], extra: &str) -> String {
 }
 
 /// The plan of the issue: three parallel units and one depending on two.
-pub fn diamond(extra_b: &str) -> String {
+fn diamond(extra_b: &str) -> String {
     [
         unit_toml("a", &[], ""),
         unit_toml("b", &[], extra_b),
@@ -154,7 +154,7 @@ pub fn diamond(extra_b: &str) -> String {
     .concat()
 }
 
-pub fn unit_of<'a>(result: &'a Value, unit: &str) -> &'a Value {
+fn unit_of<'a>(result: &'a Value, unit: &str) -> &'a Value {
     result["units"]
         .as_array()
         .and_then(|u| u.iter().find(|u| u["unit"] == unit))

@@ -1,10 +1,10 @@
 //! `vf clean [UNIT…] [--done] [--all] [--branches] [--force]`: remove units'
-//! worktrees (see `workspace::clean`).
+//! worktrees (see `crate::clean`).
 
+use crate::clean::{CleanRequest, clean};
 use crate::cli::CleanArgs;
 use crate::error::{Result, VfError, exit};
 use crate::state;
-use crate::workspace::{CleanRequest, clean};
 
 pub fn run(args: &CleanArgs) -> Result<i32> {
     if args.units.is_empty() && !args.done && !args.all {

@@ -59,7 +59,7 @@ pub(super) fn open_workspace(
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {
             let mut marker = super::prepare_marker(&store, spec)?;
-            marker.workspace = Some(workspace);
+            marker.workspace = Some(*workspace);
             let res = end_early(
                 spec,
                 &store,

@@ -21,7 +21,7 @@ pub enum OpenError {
     Refused(VfError),
     /// A dependency's branch does not merge: the merge was aborted.
     Conflict {
-        workspace: Workspace,
+        workspace: Box<Workspace>,
         message: String,
     },
 }
@@ -155,7 +155,7 @@ fn merge(
         message.push_str(&format!("; the merge could not be aborted: {e}"));
     }
     Err(OpenError::Conflict {
-        workspace: ws.clone(),
+        workspace: Box::new(ws.clone()),
         message,
     })
 }

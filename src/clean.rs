@@ -1,14 +1,16 @@
-//! `vf clean`: removing units' worktrees (and, when asked, their branches).
-//! Every unit is checked first; one refusal removes nothing.
+//! `vf clean`: which units' worktrees may go (done ones; others with
+//! `--force`; never one that is running), then their removal through
+//! [`crate::workspace::remove`]. Every unit is checked first; one refusal
+//! removes nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{WORKTREES_DIR, branch_of, git, path_of};
 use crate::error::{Result, VfError};
 use crate::marker::{MarkerStore, UnitState};
 use crate::unit_lock::UnitLock;
+use crate::workspace::{WORKTREES_DIR, path_of};
 
 #[derive(Debug, Clone)]
 pub struct CleanRequest {
@@ -56,7 +58,18 @@ pub fn clean(req: &CleanRequest) -> Result<Vec<Cleaned>> {
     }
     let mut out = Vec::new();
     for (unit, _lock) in &chosen {
-        out.push(remove(req, unit)?);
+        let path = path_of(&req.state_dir, unit);
+        let (worktree, branch) = crate::workspace::remove(&path, unit, req.force, req.branches)
+            .map_err(|e| {
+                VfError::usage(format!(
+                    "cannot clean unit {unit:?}: {e}; --force removes a worktree with uncommitted changes"
+                ))
+            })?;
+        out.push(Cleaned {
+            unit: unit.clone(),
+            worktree,
+            branch,
+        });
     }
     Ok(out)
 }
@@ -90,52 +103,4 @@ fn candidates(req: &CleanRequest) -> Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
-}
-
-/// `git worktree remove` (from the repository, never from inside the worktree),
-/// `git worktree prune`, and `git branch -D` with `--branches`.
-fn remove(req: &CleanRequest, unit: &str) -> Result<Cleaned> {
-    let path = path_of(&req.state_dir, unit);
-    let mut cleaned = Cleaned {
-        unit: unit.to_string(),
-        worktree: None,
-        branch: None,
-    };
-    let common = repo_dir(&path);
-    if let Some(repo) = &common {
-        let p = path.to_string_lossy();
-        let mut args = vec!["worktree", "remove"];
-        if req.force {
-            args.push("--force");
-        }
-        args.push(&p);
-        git::run(repo, &args).map_err(|e| {
-            VfError::usage(format!(
-                "cannot remove the worktree of {unit:?} ({e}); --force removes it with its uncommitted changes"
-            ))
-        })?;
-        let _ = git::run(repo, &["worktree", "prune"]);
-        cleaned.worktree = Some(path);
-        if req.branches {
-            let branch = branch_of(unit);
-            if super::open::branch_exists(repo, &branch) {
-                git::run(repo, &["branch", "-D", &branch]).map_err(VfError::usage)?;
-                cleaned.branch = Some(branch);
-            }
-        }
-    }
-    Ok(cleaned)
-}
-
-/// The repository's git dir, found from the worktree (None: no worktree there).
-fn repo_dir(path: &Path) -> Option<PathBuf> {
-    if !path.join(".git").exists() {
-        return None;
-    }
-    git::run(
-        path,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )
-    .ok()
-    .map(PathBuf::from)
 }

@@ -14,6 +14,8 @@ use common::*;
 
 #[path = "workspace/clean.rs"]
 mod clean;
+#[path = "workspace/resume.rs"]
+mod resume;
 #[path = "workspace/steps.rs"]
 mod steps;
 

@@ -40,3 +40,33 @@ fn clean_removes_done_worktrees_and_refuses_the_rest_unless_forced() {
     assert_eq!(r.git(&["branch", "--list", "vf/bad"]), "");
     assert_eq!(r.run(&["clean"]).status.code(), Some(2));
 }
+
+#[test]
+fn a_running_unit_is_never_cleaned() {
+    let r = Repo::new();
+    let gate = r.env.path().join("gate");
+    let mut c = r.vf(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "live",
+        "--prompt",
+        "go",
+        "--json",
+        "--worktree",
+    ]);
+    c.env("FAKE_WAIT_FILE", &gate)
+        .stdout(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    r.env.wait_running("live", false);
+    let out = r.run(&["clean", "live", "--force"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "vf: unit \"live\" is running; nothing was cleaned"
+    );
+    assert!(r.worktree("live").exists());
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
+}

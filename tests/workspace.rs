@@ -232,6 +232,18 @@ fn worktree_outside_a_git_repository_is_a_usage_error() {
         "{}",
         stderr(&out)
     );
+    // A done unit is refused before any worktree is made for it.
+    let plain = [
+        "dispatch", "--engine", "codex", "--unit", "p", "--prompt", "x", "--json",
+    ];
+    assert_eq!(r.run(&plain).status.code(), Some(0));
+    let marker = r.env.marker_bytes("p");
+    let out = r.dispatch("p", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is already done"), "{}", stderr(&out));
+    assert!(!r.worktree("p").exists());
+    assert_eq!(r.git(&["branch", "--list", "vf/p"]), "");
+    assert_eq!(r.env.marker_bytes("p"), marker);
 }
 
 #[test]

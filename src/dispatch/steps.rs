@@ -46,7 +46,12 @@ pub(super) fn open_workspace(
         None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
     };
     let store = MarkerStore::new(&spec.state_dir);
-    let previous = store.load(&spec.unit)?.and_then(|m| m.workspace);
+    let marker = store.load(&spec.unit)?;
+    if marker.as_ref().is_some_and(|m| m.state == UnitState::Done) && spec.session.is_none() {
+        // `prepare` refuses a done unit: make no worktree for it first.
+        return Ok(Opened::Ready(Some(lock), None));
+    }
+    let previous = marker.and_then(|m| m.workspace);
     check_worktrees_dir(spec)?;
     match workspace::open(&spec.state_dir, &spec.unit, &ws_spec, previous.as_ref()) {
         Ok(opened) => {

@@ -141,7 +141,7 @@ pub async fn run_locked(
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
     let started = Instant::now();
-    let (lock, workspace) = match steps::open_workspace(&mut spec, lock, sink, started)? {
+    let (lock, workspace) = match steps::open_workspace(&mut spec, lock, sink, started).await? {
         steps::Opened::Ready(lock, ws) => (lock, ws),
         steps::Opened::Blocked(res) => return Ok(*res),
     };

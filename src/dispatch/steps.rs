@@ -32,7 +32,7 @@ pub(super) enum Opened {
 
 /// Creates or reuses the unit's worktree under the unit's lock, and points
 /// the spec's cwd into it. A merge conflict blocks the unit (marker written).
-pub(super) fn open_workspace(
+pub(super) async fn open_workspace(
     spec: &mut UnitSpec,
     lock: Option<UnitLock>,
     sink: &mut dyn EventSink,
@@ -53,7 +53,12 @@ pub(super) fn open_workspace(
     }
     let previous = marker.and_then(|m| m.workspace);
     check_worktrees_dir(spec)?;
-    match workspace::open(&spec.state_dir, &spec.unit, &ws_spec, previous.as_ref()) {
+    // git can take a while (a large checkout, a merge): off the runtime's
+    // thread, so the plan's other units keep streaming meanwhile.
+    let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
+    let opened =
+        blocking(move || workspace::open(&state_dir, &unit, &ws_spec, previous.as_ref())).await?;
+    match opened {
         Ok(opened) => {
             for w in &opened.warnings {
                 sink.warning(w);
@@ -131,21 +136,31 @@ pub(super) async fn after_engine(
 ) -> Result<Option<(Reason, String)>> {
     let mut failure = None;
     if let Some(ws) = marker.workspace.clone() {
-        let commit = spec.steps.workspace.as_ref().is_some_and(|w| w.commit);
-        if succeeded && commit {
+        let commit = succeeded && spec.steps.workspace.as_ref().is_some_and(|w| w.commit);
+        let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
+        let session = session.map(str::to_string);
+        // git off the runtime's thread (see `open_workspace`).
+        let (sealed, described) = blocking(move || {
             let info = CommitInfo {
-                unit: &spec.unit,
-                engine: spec.engine.as_str(),
-                session,
+                unit: &unit,
+                engine,
+                session: session.as_deref(),
             };
-            if let Err(e) = workspace::seal(&ws, &info) {
-                failure = Some((
-                    Reason::State,
-                    format!("cannot commit the unit's changes: {e}"),
-                ));
-            }
+            let sealed = if commit {
+                workspace::seal(&ws, &info).map(|_| ())
+            } else {
+                Ok(())
+            };
+            (sealed, workspace::describe(&ws).unwrap_or(ws))
+        })
+        .await?;
+        if let Err(e) = sealed {
+            failure = Some((
+                Reason::State,
+                format!("cannot commit the unit's changes: {e}"),
+            ));
         }
-        marker.workspace = Some(workspace::describe(&ws).unwrap_or(ws));
+        marker.workspace = Some(described);
     }
     if let (true, None, Some(cmd)) = (succeeded, &failure, &spec.steps.verify) {
         failure = run_step(spec, store, marker, "verify", cmd, session).await?;
@@ -251,4 +266,11 @@ fn end_early(
         stderr_log: None,
         workspace: marker.workspace.clone(),
     })
+}
+
+/// Runs `f` on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
 }

@@ -178,6 +178,8 @@ fn dispatch_in_a_worktree_commits_on_the_units_branch_only() {
     );
     // The marker records the same workspace, and the engine ran in the worktree.
     assert_json_eq(&r.env.marker("w1")["workspace"], &res["workspace"]);
+    let status = r.run(&["status", "w1", "--json"]);
+    assert_json_eq(&stdout_json(&status)["workspace"], &res["workspace"]);
     assert_eq!(r.env.marker("w1")["cwd"], json!(r.worktree("w1")));
     assert_eq!(r.git(&["show", "vf/w1:w1.txt"]), "w1");
     // One commit on top of the base: `vf: <unit>` with the engine and session.

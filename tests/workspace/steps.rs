@@ -126,3 +126,46 @@ fn a_verify_over_the_timeout_is_ended_with_its_whole_group() {
         || !signal(pid, 0),
     );
 }
+
+#[test]
+fn a_signal_during_verify_ends_its_group_and_fails_the_unit_as_interrupted() {
+    let r = Repo::new();
+    let pid_file = r.env.path().join("verify.pid");
+    let verify = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+    let mut c = r.vf(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "sig",
+        "--prompt",
+        "go",
+        "--json",
+        "--worktree",
+        "--verify",
+        &verify,
+    ]);
+    c.stdout(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for("the verify step", Duration::from_secs(30), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    signal(child.id() as i32, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["reason"], &res["error"]),
+        (
+            &json!("failed"),
+            &json!("interrupted"),
+            &json!("verify interrupted by SIGTERM")
+        )
+    );
+    let pid: i32 = read_text(&pid_file).trim().parse().unwrap();
+    wait_for(
+        "the verify's sleep to be gone",
+        Duration::from_secs(5),
+        || !signal(pid, 0),
+    );
+}

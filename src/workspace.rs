@@ -12,7 +12,7 @@ mod open;
 mod remove;
 mod seal;
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,12 +56,19 @@ pub struct WorkspaceSpec {
 }
 
 impl WorkspaceSpec {
-    /// A resumed unit reuses its recorded worktree as it is.
-    pub fn reuse(ws: &Workspace, cwd: &Path) -> WorkspaceSpec {
+    /// A resumed unit reuses its worktree as it is. Its place is derived from
+    /// the state dir, never taken from the marker (a cloned state dir is
+    /// trusted only as far as its file names).
+    pub fn reuse(ws: &Workspace, cwd: &Path, state_dir: &Path, unit: &str) -> WorkspaceSpec {
         WorkspaceSpec {
-            repo: ws.path.clone(),
+            repo: path_of(state_dir, unit),
             base: ws.base.clone(),
-            rel_cwd: cwd.strip_prefix(&ws.path).unwrap_or(Path::new("")).into(),
+            rel_cwd: cwd
+                .strip_prefix(&ws.path)
+                .ok()
+                .filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))))
+                .unwrap_or(Path::new(""))
+                .into(),
             commit: true,
             merge: Vec::new(),
         }
@@ -138,4 +145,32 @@ pub fn resolve(
         commit: true,
         merge: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resumed_workspace_takes_its_place_from_the_state_dir_not_the_marker() {
+        let recorded = Workspace {
+            path: PathBuf::from("/elsewhere/wt"),
+            branch: "vf/u".into(),
+            base: "abc".into(),
+            head: None,
+            changed_files: Vec::new(),
+        };
+        let state = Path::new("/repo/.vibeflow");
+        let spec = |cwd: &str| WorkspaceSpec::reuse(&recorded, Path::new(cwd), state, "u");
+        let want = |rel: &str| WorkspaceSpec {
+            repo: PathBuf::from("/repo/.vibeflow/worktrees/u"),
+            base: "abc".into(),
+            rel_cwd: PathBuf::from(rel),
+            commit: true,
+            merge: Vec::new(),
+        };
+        assert_eq!(spec("/elsewhere/wt/sub/dir"), want("sub/dir"));
+        assert_eq!(spec("/elsewhere/wt/../../etc"), want(""));
+        assert_eq!(spec("/etc"), want(""));
+    }
 }

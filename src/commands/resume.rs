@@ -49,10 +49,9 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     };
     // A unit that ran in a worktree resumes in it, as it was.
     let steps = crate::dispatch::Steps {
-        workspace: marker
-            .workspace
-            .as_ref()
-            .map(|w| crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd)),
+        workspace: marker.workspace.as_ref().map(|w| {
+            crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd, &state_dir, &args.unit)
+        }),
         ..Default::default()
     };
     let spec = UnitSpec {

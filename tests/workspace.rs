@@ -191,7 +191,26 @@ fn dispatch_in_a_worktree_commits_on_the_units_branch_only() {
     );
     assert_eq!(r.git(&["rev-parse", "vf/w1~1"]), base);
     assert_eq!(r.checkout(), before, "the user's checkout changed");
-    assert!(!r.repo().join("w1.txt").exists());
+    assert!(!r.repo().join("w1.txt").exists()); // The human result names the worktree and branch.
+    let human = r.run(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "w3",
+        "--prompt",
+        "go",
+        "--output",
+        "human",
+        "--worktree",
+    ]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    let line = format!(
+        "worktree: {} on vf/w3 (1 file(s) changed since {})",
+        r.worktree("w3").display(),
+        &base[..12]
+    );
+    assert!(text.lines().any(|l| l == line), "{text}");
 }
 
 #[test]

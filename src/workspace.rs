@@ -38,6 +38,18 @@ pub struct Workspace {
     pub head: Option<String>,
     /// Files changed between `base` and `head`.
     pub changed_files: Vec<String>,
+    /// `false` for `--no-commit` / `commit = false` (kept for `vf resume`);
+    /// shown only then.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub commit: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 /// How a unit wants its worktree (validated by the command).
@@ -69,7 +81,7 @@ impl WorkspaceSpec {
                 .filter(|r| r.components().all(|c| matches!(c, Component::Normal(_))))
                 .unwrap_or(Path::new(""))
                 .into(),
-            commit: true,
+            commit: ws.commit,
             merge: Vec::new(),
         }
     }
@@ -159,6 +171,7 @@ mod tests {
             base: "abc".into(),
             head: None,
             changed_files: Vec::new(),
+            commit: false,
         };
         let state = Path::new("/repo/.vibeflow");
         let spec = |cwd: &str| WorkspaceSpec::reuse(&recorded, Path::new(cwd), state, "u");
@@ -166,7 +179,7 @@ mod tests {
             repo: PathBuf::from("/repo/.vibeflow/worktrees/u"),
             base: "abc".into(),
             rel_cwd: PathBuf::from(rel),
-            commit: true,
+            commit: false,
             merge: Vec::new(),
         };
         assert_eq!(spec("/elsewhere/wt/sub/dir"), want("sub/dir"));

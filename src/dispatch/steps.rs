@@ -136,7 +136,7 @@ pub(super) async fn after_engine(
 ) -> Result<Option<(Reason, String)>> {
     let mut failure = None;
     if let Some(ws) = marker.workspace.clone() {
-        let commit = succeeded && spec.steps.workspace.as_ref().is_some_and(|w| w.commit);
+        let commit = succeeded && ws.commit;
         let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
         let session = session.map(str::to_string);
         // git off the runtime's thread (see `open_workspace`).

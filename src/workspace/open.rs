@@ -53,6 +53,7 @@ pub fn open(
         base,
         head: None,
         changed_files: Vec::new(),
+        commit: spec.commit,
     };
     let mut warnings = Vec::new();
     for dep in &spec.merge {

@@ -7,18 +7,31 @@ const CODEX_FAIL: &str = "codex/0.171.0/d_error500.stdout.jsonl";
 
 #[test]
 fn a_resumed_unit_continues_in_its_own_worktree() {
+    resumed_in_worktree(&[]);
+}
+
+#[test]
+fn a_resumed_unit_keeps_no_commit() {
+    resumed_in_worktree(&["--no-commit"]);
+}
+
+/// A unit fails, HEAD moves on, `vf resume` finishes it in the same worktree
+/// on the recorded base, committing unless the first run said `--no-commit`.
+fn resumed_in_worktree(extra: &[&str]) {
+    let commit = extra.is_empty();
     let r = Repo::new();
     let base = r.git(&["rev-parse", "HEAD"]);
     let fail = fixture(CODEX_FAIL).display().to_string();
     r.fake_env(&format!("FAKE_STDOUT={fail}\nFAKE_WRITE=first.txt"));
-    let out = r.dispatch("u", &[]);
+    let out = r.dispatch("u", extra);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let failed = stdout_json(&out);
     // Failed: nothing committed, the engine's file waits in the worktree.
-    assert_json_eq(
-        &failed["workspace"],
-        &expected_workspace(&r, "u", &base, &[]),
-    );
+    let mut want = expected_workspace(&r, "u", &base, &[]);
+    if !commit {
+        want["commit"] = false.into();
+    }
+    assert_json_eq(&failed["workspace"], &want);
     // The user's HEAD moves on; the unit keeps its recorded base.
     r.env.write("repo/later.md", "later\n");
     r.git(&["add", "later.md"]);
@@ -35,7 +48,15 @@ fn a_resumed_unit_continues_in_its_own_worktree() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let res = stdout_json(&out);
     assert_eq!(res["state"], "done", "{res}");
-    let want = expected_workspace(&r, "u", &base, &["first.txt", "second.txt"]);
+    let files: &[&str] = if commit {
+        &["first.txt", "second.txt"]
+    } else {
+        &[]
+    };
+    let mut want = expected_workspace(&r, "u", &base, files);
+    if !commit {
+        want["commit"] = false.into();
+    }
     assert_json_eq(&res["workspace"], &want);
     assert_eq!(r.env.marker("u")["cwd"], json!(r.worktree("u")));
 }

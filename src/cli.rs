@@ -52,6 +52,8 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Project a recorded CLI output log into typed conversation events.
     Replay(ReplayArgs),
+    /// Remove units' git worktrees (branches stay unless --branches).
+    Clean(CleanArgs),
     /// Print shell completions.
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
@@ -111,7 +113,29 @@ pub struct DispatchArgs {
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
     #[command(flatten)]
+    pub steps: StepArgs,
+    #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// The worktree, setup and verify steps around a dispatch (docs/WORKSPACES.md).
+#[derive(Debug, Args, Clone)]
+pub struct StepArgs {
+    /// Run in a git worktree of its own, on branch vf/<unit> (under the state dir).
+    #[arg(long)]
+    pub worktree: bool,
+    /// The commit the worktree's branch starts from (default: HEAD).
+    #[arg(long, value_name = "REF", requires = "worktree")]
+    pub base: Option<String>,
+    /// Leave what the engine changed uncommitted on the unit's branch.
+    #[arg(long, requires = "worktree")]
+    pub no_commit: bool,
+    /// Run this shell command (/bin/sh -c) in the unit's directory before the engine.
+    #[arg(long, value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Run this shell command after a successful engine run; its failure fails the unit.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
 }
 
 /// Options shared by everything that runs an engine.
@@ -255,6 +279,29 @@ pub struct StatusArgs {
     /// Print only the units' summed usage (`{units, since, usage}` with `--json`).
     #[arg(long)]
     pub total: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// These units (default: with --done or --all, every unit with a worktree).
+    pub units: Vec<String>,
+    /// Every unit that is done.
+    #[arg(long, conflicts_with_all = ["all", "units"])]
+    pub done: bool,
+    /// Every unit with a worktree (not-done ones still need --force).
+    #[arg(long, conflicts_with = "units")]
+    pub all: bool,
+    /// Also delete the branches vf/<unit>.
+    #[arg(long)]
+    pub branches: bool,
+    /// Also clean units that are not done, and worktrees with uncommitted changes.
+    #[arg(long)]
+    pub force: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub state: StateDirArg,
 }

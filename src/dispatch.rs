@@ -16,6 +16,7 @@ pub mod prompt_file;
 mod pump;
 mod redact;
 mod settle;
+mod steps;
 mod supervise;
 
 use std::path::PathBuf;
@@ -32,6 +33,7 @@ use crate::unit_lock::UnitLock;
 
 pub use prompt_file::remove_stale_prompt_files;
 pub use redact::REDACTED;
+pub use steps::Steps;
 
 /// How long `--version` may take before it is reported unreadable.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -70,6 +72,8 @@ pub struct UnitSpec {
     pub options: RunOptions,
     /// vf's own, authoritative check of the summary (`--summary-schema`).
     pub summary_schema: Option<std::sync::Arc<crate::summary::schema::SummarySchema>>,
+    /// The worktree, setup and verify around the engine (see [`Steps`]).
+    pub steps: Steps,
 }
 
 impl UnitSpec {
@@ -126,6 +130,8 @@ pub struct DispatchResult {
     pub marker: PathBuf,
     pub stdout_log: Option<PathBuf>,
     pub stderr_log: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
 }
 
 impl DispatchResult {
@@ -146,18 +152,26 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
 /// [`run`] with the unit's lock already held by the caller (`vf resume`
 /// checks the marker under it), or `None` to take it here.
 pub async fn run_locked(
-    spec: UnitSpec,
+    mut spec: UnitSpec,
     lock: Option<UnitLock>,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
     let started = Instant::now();
-    let prepared = prepare::prepare(&spec, lock).await?;
+    let (lock, workspace) = match steps::open_workspace(&mut spec, lock, sink, started).await? {
+        steps::Opened::Ready(lock, ws) => (lock, ws),
+        steps::Opened::Blocked(res) => return Ok(*res),
+    };
+    let mut prepared = prepare::prepare(&spec, lock).await?;
+    prepared.marker.workspace = workspace;
     for w in &prepared.warnings {
         sink.warning(w);
     }
+    if let Some(res) = steps::setup(&spec, &mut prepared, started).await? {
+        return Ok(res);
+    }
     let launched = launch::launch(&spec, prepared).await?;
     let ended = supervise::supervise(&spec, launched, sink, started).await;
-    settle::settle(&spec, ended, sink, started)
+    settle::settle(&spec, ended, sink, started).await
 }
 
 /// The engine could not be started. A unit that had no marker gets one that

@@ -109,10 +109,16 @@ pub enum Reason {
     RateLimited,
     /// Not started: the plan's budget was reached.
     Budget,
+    /// The `--setup` command failed; the engine never started.
+    Setup,
+    /// The `--verify` command failed after the engine's run.
+    Verify,
+    /// A dependency's branch did not merge into the unit's worktree.
+    MergeConflict,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 16] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -126,6 +132,9 @@ impl Reason {
         Reason::SummarySchema,
         Reason::RateLimited,
         Reason::Budget,
+        Reason::Setup,
+        Reason::Verify,
+        Reason::MergeConflict,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -143,6 +152,9 @@ impl Reason {
             Reason::SummarySchema => "summary-schema",
             Reason::RateLimited => "rate-limited",
             Reason::Budget => "budget",
+            Reason::Setup => "setup",
+            Reason::Verify => "verify",
+            Reason::MergeConflict => "merge-conflict",
         }
     }
 
@@ -163,7 +175,10 @@ impl Reason {
             | Reason::Engine
             | Reason::Dependency
             | Reason::SummarySchema
-            | Reason::Budget => exit::ENGINE_FAILED,
+            | Reason::Budget
+            | Reason::Setup
+            | Reason::Verify
+            | Reason::MergeConflict => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
         }
     }
@@ -215,7 +230,10 @@ mod tests {
                 "\"dependency\"",
                 "\"summary-schema\"",
                 "\"rate-limited\"",
-                "\"budget\""
+                "\"budget\"",
+                "\"setup\"",
+                "\"verify\"",
+                "\"merge-conflict\""
             ]
         );
         for r in Reason::ALL {

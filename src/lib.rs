@@ -8,6 +8,7 @@
 pub mod attach;
 pub mod binary;
 pub mod child;
+pub mod clean;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
@@ -28,10 +29,12 @@ pub mod procinfo;
 pub mod ratelimit;
 pub mod scheduler;
 pub mod state;
+pub mod steps;
 pub mod summary;
 pub mod text;
 pub mod unit_lock;
 pub mod usage;
 pub mod version;
+pub mod workspace;
 
 pub use error::{Result, VfError};

@@ -103,6 +103,9 @@ pub struct Marker {
     /// Raw logs of the latest attempt (events' rawRange points into stdout).
     pub stdout_log: Option<PathBuf>,
     pub stderr_log: Option<PathBuf>,
+    /// The unit's git worktree (`--worktree`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
 }
 
 impl Marker {
@@ -136,6 +139,7 @@ impl Marker {
             retry_at: None,
             stdout_log: None,
             stderr_log: None,
+            workspace: None,
         }
     }
 

@@ -68,6 +68,12 @@ struct RawUnit {
     #[serde(default)]
     fallback: Vec<crate::engine::EngineId>,
     max_wait: Option<f64>,
+    #[serde(default)]
+    worktree: bool,
+    base: Option<String>,
+    commit: Option<bool>,
+    setup: Option<String>,
+    verify: Option<String>,
 }
 
 /// One validated unit of a plan.
@@ -90,6 +96,10 @@ pub struct PlanUnit {
     pub summary_schema: Option<Arc<SummarySchema>>,
     /// `on_rate_limit`, `fallback`, `max_wait` (see [`crate::ratelimit`]).
     pub rate_limit: crate::ratelimit::Policy,
+    /// `worktree = true`: run in the unit's git worktree (docs/WORKSPACES.md).
+    pub worktree: Option<PlanWorktree>,
+    pub setup: Option<String>,
+    pub verify: Option<String>,
 }
 
 impl PlanUnit {
@@ -101,6 +111,44 @@ impl PlanUnit {
             self.summary_schema.as_deref(),
         )
     }
+}
+
+/// A worktree unit's keys. Its `cwd` then names the repository (the plan
+/// file's directory) and `rel_cwd` the engine's directory in the worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanWorktree {
+    pub base: Option<String>,
+    pub commit: bool,
+    pub rel_cwd: PathBuf,
+}
+
+/// `worktree`, `base`, `commit`: the latter two only with the first; a
+/// worktree `cwd` is relative to the worktree's root and stays inside it.
+fn worktree_of(u: &RawUnit) -> std::result::Result<Option<PlanWorktree>, String> {
+    if !u.worktree {
+        if u.base.is_some() || u.commit.is_some() {
+            return Err("`base` and `commit` need `worktree = true`".into());
+        }
+        return Ok(None);
+    }
+    let rel_cwd = u.cwd.clone().unwrap_or_default();
+    let inside = rel_cwd.components().all(|c| {
+        matches!(
+            c,
+            std::path::Component::Normal(_) | std::path::Component::CurDir
+        )
+    });
+    if !inside {
+        return Err(format!(
+            "cwd {} must be relative to the worktree's root, without `..`",
+            show_path(&rel_cwd)
+        ));
+    }
+    Ok(Some(PlanWorktree {
+        base: u.base.clone(),
+        commit: u.commit.unwrap_or(true),
+        rel_cwd,
+    }))
 }
 
 #[derive(Debug, Clone)]
@@ -234,6 +282,7 @@ fn raw_units(raw: RawPlan, text: &str) -> std::result::Result<Vec<RawUnit>, Stri
 
 /// One unit's own checks (the caller names the unit in the error).
 fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String> {
+    let worktree = worktree_of(&u)?;
     let prompt = match (u.prompt, u.prompt_file) {
         (Some(_), Some(_)) => return Err("has both `prompt` and `prompt_file`; give one".into()),
         (None, None) => return Err("has no `prompt` or `prompt_file`".into()),
@@ -243,9 +292,9 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     if prompt.trim().is_empty() {
         return Err("the prompt is empty".into());
     }
-    let cwd = match u.cwd {
-        Some(c) => dir.join(c),
-        None => dir.to_path_buf(),
+    let cwd = match (&u.cwd, &worktree) {
+        (Some(c), None) => dir.join(c),
+        _ => dir.to_path_buf(),
     };
     if !cwd.is_dir() {
         return Err(format!("cwd {} is not a directory", show_path(&cwd)));
@@ -285,6 +334,9 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         depends_on: u.depends_on,
         attachments: u.attachments,
         skip_permissions: u.skip_permissions,
+        worktree,
+        setup: u.setup,
+        verify: u.verify,
     })
 }
 

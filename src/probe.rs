@@ -80,6 +80,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         redact: Vec::new(),
         options: Default::default(),
         summary_schema: None,
+        steps: Default::default(),
     }
 }
 

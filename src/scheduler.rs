@@ -38,6 +38,8 @@ pub struct Job {
     pub plan: PlanUnit,
     pub engine: EngineId,
     pub attachments: Vec<Attachment>,
+    /// Its worktree (dependencies still to fill in), setup and verify.
+    pub steps: dispatch::Steps,
 }
 
 /// A validated `vf orchestrate` request.
@@ -131,6 +133,9 @@ pub struct UnitReport {
     /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
+    /// Its git worktree, for a `worktree = true` unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
@@ -267,6 +272,7 @@ impl Unit {
                 usage: None,
                 reason: None,
                 attempts: None,
+                workspace: None,
             },
             job: job.clone(),
             started: None,
@@ -278,6 +284,7 @@ impl Unit {
     fn adopt(&mut self, m: &Marker) {
         self.report.session_id = m.engine_session_id.clone();
         self.report.attempt = Some(m.attempts);
+        self.report.workspace = m.workspace.clone();
         if m.state == UnitState::Done {
             self.report.state = RunState::Done;
             self.report.summary = m.summary.clone();
@@ -433,6 +440,7 @@ impl Run {
         self.store.save(&mut m)?;
         u.report.state = RunState::Blocked;
         u.report.error = Some(why.to_string());
+        u.report.reason = Some(crate::error::Reason::Dependency);
         reporter.borrow_mut().blocked(i, &u.report);
         Ok(())
     }
@@ -488,7 +496,29 @@ impl Run {
             redact: Vec::new(),
             options: u.job.plan.run_options(),
             summary_schema: u.job.plan.summary_schema.clone(),
+            steps: self.steps_of(i),
         })
+    }
+
+    /// Unit `i`'s steps; a worktree unit merges the branch of each of its
+    /// dependencies that ran in a worktree too.
+    fn steps_of(&self, i: usize) -> dispatch::Steps {
+        let job = &self.units[i].job;
+        let mut steps = job.steps.clone();
+        if let Some(ws) = &mut steps.workspace {
+            ws.merge = job
+                .plan
+                .depends_on
+                .iter()
+                .filter(|d| {
+                    self.units
+                        .iter()
+                        .any(|u| &u.job.plan.name == *d && u.job.steps.workspace.is_some())
+                })
+                .cloned()
+                .collect();
+        }
+        steps
     }
 
     fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) {
@@ -502,8 +532,12 @@ impl Run {
                 }
                 u.report.state = match res.state {
                     UnitState::Done => RunState::Done,
+                    // A merge conflict: the unit never ran.
+                    UnitState::Blocked => RunState::Blocked,
                     _ => RunState::Failed,
                 };
+                u.report.reason = res.reason;
+                u.report.workspace = res.workspace.clone();
                 u.report.attempt = Some(res.attempt);
                 u.report.session_id = res.session_id.clone();
                 u.report.summary = res.summary.clone();

@@ -162,7 +162,9 @@ fn plan_result(ok: bool, units: Vec<Value>) -> Value {
 }
 
 fn blocked(unit: &str, engine: &str, why: &str) -> Value {
-    not_run(unit, engine, "blocked", why)
+    let mut v = not_run(unit, engine, "blocked", why);
+    v["reason"] = "dependency".into();
+    v
 }
 
 /// The marker of a unit blocked by a dependency: it never started.
@@ -313,6 +315,7 @@ fn dependency_failure_blocks_dependents() {
         capture_session_id(CODEX_FAIL),
     );
     a["error"] = a_error.clone();
+    a["reason"] = "engine".into();
     let mut d = ran("d", "codex", "done", "fresh", capture_session_id(CODEX));
     d["summary"] = json!({"confidence": 0.9, "files_changed": []});
     // g never started: no attempt to report, and the binary it lacks named.
@@ -590,6 +593,7 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
     );
     let mut a = ran("a", "codex", "failed", "fresh", capture_session_id(CODEX));
     a["error"] = "interrupted by SIGINT".into();
+    a["reason"] = "interrupted".into();
     let units = vec![a, not_run("b", "codex", "notStarted", Value::Null)];
     assert_json_eq(
         &env.normalized(&final_json(&out)),

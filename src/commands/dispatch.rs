@@ -173,6 +173,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     };
     let r = resolve(args, &ranges)?;
     let budget_args = max_cost_args(r.engine, args.max_cost)?;
+    let steps = steps_of(&args.steps, &r.cwd)?;
     if args.dry_run {
         return dry_run(args, &r);
     }
@@ -209,6 +210,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             .collect(),
         options: r.chosen.options,
         summary_schema: r.chosen.schema,
+        steps,
     };
     run_unit(spec, None, format)
 }
@@ -229,6 +231,44 @@ fn max_cost_args(engine: &dyn crate::engine::Engine, usd: Option<f64>) -> Result
             "--max-cost: {} has no spending cap vf can pass (only claude's --max-budget-usd)",
             engine.spec().id
         ))
+    })
+}
+
+/// A plan unit's `worktree`, `base`, `commit`, `setup`, `verify` (the base
+/// resolved once, before anything of the plan starts).
+pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
+    let workspace = match &u.worktree {
+        Some(w) => {
+            let flag = format!("unit {:?}: worktree = true", u.name);
+            let mut ws =
+                crate::workspace::resolve(&u.cwd, w.base.as_deref(), Some(&w.rel_cwd), &flag)?;
+            ws.commit = w.commit;
+            Some(ws)
+        }
+        None => None,
+    };
+    Ok(crate::dispatch::Steps {
+        workspace,
+        setup: u.setup.clone(),
+        verify: u.verify.clone(),
+    })
+}
+
+/// `--worktree`, `--base`, `--no-commit`, `--setup`, `--verify`: the base is
+/// resolved to a commit here, once (exit 2 outside a git repository).
+fn steps_of(a: &crate::cli::StepArgs, cwd: &std::path::Path) -> Result<crate::dispatch::Steps> {
+    let workspace = match a.worktree {
+        true => {
+            let mut w = crate::workspace::resolve(cwd, a.base.as_deref(), None, "--worktree")?;
+            w.commit = !a.no_commit;
+            Some(w)
+        }
+        false => None,
+    };
+    Ok(crate::dispatch::Steps {
+        workspace,
+        setup: a.setup.clone(),
+        verify: a.verify.clone(),
     })
 }
 

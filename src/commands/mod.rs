@@ -4,6 +4,7 @@ use crate::cli::{Cli, Command};
 use crate::error::Result;
 
 pub mod attach;
+pub mod clean;
 pub mod completions;
 pub mod dispatch;
 pub mod doctor;
@@ -26,6 +27,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Doctor(a) => doctor::run(&a),
         Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Replay(a) => replay::run(&a),
+        Command::Clean(a) => clean::run(&a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -46,6 +46,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         crate::engine::options::check(p.pick.engine.engine().spec(), &u.run_options())
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         jobs.push(Job {
+            steps: super::dispatch::plan_steps(u)?,
             engine: p.pick.engine,
             attachments: p.attachments,
             plan: u.clone(),

@@ -120,6 +120,15 @@ impl StdoutSink {
                 if let Some(p) = &r.stdout_log {
                     s.push_str(&format!("raw log: {}\n", p.display()));
                 }
+                if let Some(w) = &r.workspace {
+                    s.push_str(&format!(
+                        "worktree: {} on {} ({} file(s) changed since {})\n",
+                        w.path.display(),
+                        w.branch,
+                        w.changed_files.len(),
+                        crate::text::cut(&w.base, 12)
+                    ));
+                }
                 self.write(s.as_bytes());
             }
         }

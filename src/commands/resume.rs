@@ -49,6 +49,13 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     };
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
+    // A unit that ran in a worktree resumes in it, as it was.
+    let steps = crate::dispatch::Steps {
+        workspace: marker.workspace.as_ref().map(|w| {
+            crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd, &state_dir, &args.unit)
+        }),
+        ..Default::default()
+    };
     let spec = UnitSpec {
         engine: marker.engine,
         unit: args.unit.clone(),
@@ -68,6 +75,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         redact: Vec::new(),
         options: chosen.options,
         summary_schema: chosen.schema,
+        steps,
     };
     Ok(Request {
         spec,

@@ -12,7 +12,7 @@ use crate::fsutil::now_rfc3339;
 use crate::marker::UnitState;
 use crate::summary::{self, Summary};
 
-pub(super) fn settle(
+pub(super) async fn settle(
     spec: &UnitSpec,
     mut e: Ended,
     sink: &mut dyn EventSink,
@@ -58,6 +58,16 @@ pub(super) fn settle(
     marker.thread_usage = thread_usage.filter(|t| Some(t) != usage.as_ref());
     marker.usage = usage.clone();
     marker.retry_at = retry_at.clone();
+    let session = outcome
+        .session_id
+        .clone()
+        .or(marker.engine_session_id.clone());
+    let (ok, store) = (reason.is_none(), &l.prepared.store);
+    if let Some((r, msg)) =
+        super::steps::after_engine(spec, store, marker, ok, session.as_deref()).await?
+    {
+        (reason, error) = (Some(r), Some(msg));
+    }
     marker.state = if reason.is_some() {
         UnitState::Failed
     } else {
@@ -100,6 +110,7 @@ pub(super) fn settle(
         marker: l.prepared.store.path(&spec.unit),
         stdout_log: Some(l.stdout_log.clone()),
         stderr_log: Some(l.stderr_log.clone()),
+        workspace: marker.workspace.clone(),
     })
 }
 

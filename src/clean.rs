@@ -1,0 +1,106 @@
+//! `vf clean`: which units' worktrees may go (done ones; others with
+//! `--force`; never one that is running), then their removal through
+//! [`crate::workspace::remove`]. Every unit is checked first; one refusal
+//! removes nothing.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::error::{Result, VfError};
+use crate::marker::{MarkerStore, UnitState};
+use crate::unit_lock::UnitLock;
+use crate::workspace::{WORKTREES_DIR, path_of};
+
+#[derive(Debug, Clone)]
+pub struct CleanRequest {
+    pub state_dir: PathBuf,
+    /// Named units (empty: every unit with a worktree, filtered by `done`).
+    pub units: Vec<String>,
+    /// Only the units that are done.
+    pub done_only: bool,
+    /// Also delete the branches `vf/<unit>`.
+    pub branches: bool,
+    /// Also units that are not done, and worktrees with uncommitted changes.
+    pub force: bool,
+}
+
+/// What was removed, per unit.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cleaned {
+    pub unit: String,
+    pub worktree: Option<PathBuf>,
+    pub branch: Option<String>,
+}
+
+pub fn clean(req: &CleanRequest) -> Result<Vec<Cleaned>> {
+    let store = MarkerStore::new(&req.state_dir);
+    let mut chosen = Vec::new();
+    for unit in candidates(req)? {
+        let state = store.load(&unit)?.map(|m| m.state);
+        if req.done_only && req.units.is_empty() && state != Some(UnitState::Done) {
+            continue;
+        }
+        // Held until the unit is cleaned: no run can start in it meanwhile.
+        let Some(lock) = UnitLock::try_acquire(&req.state_dir, &unit)? else {
+            return Err(VfError::usage(format!(
+                "unit {unit:?} is running; nothing was cleaned"
+            )));
+        };
+        if !req.force && state != Some(UnitState::Done) {
+            let s = state.map_or("without a marker", UnitState::as_str);
+            return Err(VfError::usage(format!(
+                "unit {unit:?} is {s}, not done; --force cleans it anyway (nothing was cleaned)"
+            )));
+        }
+        chosen.push((unit, lock));
+    }
+    let mut out = Vec::new();
+    for (unit, _lock) in &chosen {
+        let path = path_of(&req.state_dir, unit);
+        let (worktree, branch) = crate::workspace::remove(&path, unit, req.force, req.branches)
+            .map_err(|e| {
+                VfError::usage(format!(
+                    "cannot clean unit {unit:?}: {e}; --force removes a worktree with uncommitted changes"
+                ))
+            })?;
+        out.push(Cleaned {
+            unit: unit.clone(),
+            worktree,
+            branch,
+        });
+    }
+    Ok(out)
+}
+
+/// The named units, or every unit that has a worktree directory.
+fn candidates(req: &CleanRequest) -> Result<Vec<String>> {
+    if !req.units.is_empty() {
+        for u in &req.units {
+            crate::names::check("unit name", u)?;
+        }
+        return Ok(req.units.clone());
+    }
+    let dir = req.state_dir.join(WORKTREES_DIR);
+    let mut names = Vec::new();
+    match std::fs::read_dir(&dir) {
+        Ok(entries) => {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.path().is_dir() && crate::names::check("unit name", &name).is_ok() {
+                    names.push(name);
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(VfError::state(format!(
+                "cannot read {}: {e}",
+                dir.display()
+            )));
+        }
+    }
+    names.sort();
+    Ok(names)
+}

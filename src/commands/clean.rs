@@ -1,0 +1,42 @@
+//! `vf clean [UNIT…] [--done] [--all] [--branches] [--force]`: remove units'
+//! worktrees (see `crate::clean`).
+
+use crate::clean::{CleanRequest, clean};
+use crate::cli::CleanArgs;
+use crate::error::{Result, VfError, exit};
+use crate::state;
+
+pub fn run(args: &CleanArgs) -> Result<i32> {
+    if args.units.is_empty() && !args.done && !args.all {
+        return Err(VfError::usage(
+            "name the units to clean, or pass --done or --all",
+        ));
+    }
+    let cwd = std::env::current_dir()?;
+    let req = CleanRequest {
+        state_dir: state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?,
+        units: args.units.clone(),
+        done_only: args.done,
+        branches: args.branches,
+        force: args.force,
+    };
+    let cleaned = clean(&req)?;
+    if args.json {
+        super::print_json(&cleaned)?;
+        return Ok(exit::OK);
+    }
+    for c in &cleaned {
+        let mut what = Vec::new();
+        if let Some(p) = &c.worktree {
+            what.push(format!("removed {}", p.display()));
+        }
+        if let Some(b) = &c.branch {
+            what.push(format!("deleted branch {b}"));
+        }
+        if what.is_empty() {
+            what.push("no worktree".to_string());
+        }
+        println!("{}: {}", c.unit, what.join(", "));
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,281 @@
+//! The steps around the engine: the unit's worktree (before `prepare`),
+//! `setup` (before the spawn), and at the end the worktree's commit and
+//! `verify`. See docs/WORKSPACES.md.
+
+use std::time::Instant;
+
+use super::prepare::Prepared;
+use super::{DispatchResult, EventSink, UnitSpec};
+use crate::error::{Reason, Result, VfError};
+use crate::fsutil::now_rfc3339;
+use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::steps::{Step, StepEnd};
+use crate::unit_lock::UnitLock;
+use crate::workspace::{self, CommitInfo, OpenError, Workspace, WorkspaceSpec};
+
+/// What runs around the engine (all off by default).
+#[derive(Debug, Clone, Default)]
+pub struct Steps {
+    /// Run in a git worktree of the unit (`--worktree`).
+    pub workspace: Option<WorkspaceSpec>,
+    /// `/bin/sh -c` before the engine.
+    pub setup: Option<String>,
+    /// `/bin/sh -c` after a successful engine run.
+    pub verify: Option<String>,
+}
+
+/// The lock to run under, or the finished result of a unit blocked by a merge conflict.
+pub(super) enum Opened {
+    Ready(Option<UnitLock>, Option<Workspace>),
+    Blocked(Box<DispatchResult>),
+}
+
+/// Creates or reuses the unit's worktree under the unit's lock, and points
+/// the spec's cwd into it. A merge conflict blocks the unit (marker written).
+pub(super) async fn open_workspace(
+    spec: &mut UnitSpec,
+    lock: Option<UnitLock>,
+    sink: &mut dyn EventSink,
+    started: Instant,
+) -> Result<Opened> {
+    let Some(ws_spec) = spec.steps.workspace.clone() else {
+        return Ok(Opened::Ready(lock, None));
+    };
+    let lock = match lock {
+        Some(l) => l,
+        None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
+    };
+    let store = MarkerStore::new(&spec.state_dir);
+    let marker = store.load(&spec.unit)?;
+    if marker.as_ref().is_some_and(|m| m.state == UnitState::Done) && spec.session.is_none() {
+        // `prepare` refuses a done unit: make no worktree for it first.
+        return Ok(Opened::Ready(Some(lock), None));
+    }
+    let previous = marker.and_then(|m| m.workspace);
+    check_worktrees_dir(spec)?;
+    // git can take a while (a large checkout, a merge): off the runtime's
+    // thread, so the plan's other units keep streaming meanwhile.
+    let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
+    let opened =
+        blocking(move || workspace::open(&state_dir, &unit, &ws_spec, previous.as_ref())).await?;
+    match opened {
+        Ok(opened) => {
+            for w in &opened.warnings {
+                sink.warning(w);
+            }
+            spec.cwd = opened.cwd;
+            Ok(Opened::Ready(Some(lock), Some(opened.workspace)))
+        }
+        Err(OpenError::Refused(e)) => Err(e),
+        Err(OpenError::Conflict { workspace, message }) => {
+            let mut marker = super::prepare_marker(&store, spec)?;
+            marker.workspace = Some(*workspace);
+            let res = end_early(
+                spec,
+                &store,
+                &mut marker,
+                UnitState::Blocked,
+                Reason::MergeConflict,
+                message,
+                started,
+            )?;
+            drop(lock);
+            Ok(Opened::Blocked(Box::new(res)))
+        }
+    }
+}
+
+/// vf writes nothing outside its state dir: not through a linked `worktrees/`.
+fn check_worktrees_dir(spec: &UnitSpec) -> Result<()> {
+    let dir = spec.state_dir.join(workspace::WORKTREES_DIR);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(VfError::state(format!(
+            "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `setup` before the engine; on failure the unit is failed (reason
+/// `setup`) and its result returned: the engine never starts.
+pub(super) async fn setup(
+    spec: &UnitSpec,
+    p: &mut Prepared,
+    started: Instant,
+) -> Result<Option<DispatchResult>> {
+    let Some(cmd) = &spec.steps.setup else {
+        return Ok(None);
+    };
+    let session = p.marker.engine_session_id.clone();
+    let failure = run_step(spec, &p.store, &p.marker, "setup", cmd, session.as_deref()).await?;
+    let Some((reason, error)) = failure else {
+        return Ok(None);
+    };
+    let res = end_early(
+        spec,
+        &p.store,
+        &mut p.marker,
+        UnitState::Failed,
+        reason,
+        error,
+        started,
+    )?;
+    Ok(Some(res))
+}
+
+/// After the engine: when it succeeded, commit its leftovers on the branch and
+/// run `verify`. Returns the failure that overrides a success, if any; the
+/// marker gets the workspace's head and changed files either way.
+pub(super) async fn after_engine(
+    spec: &UnitSpec,
+    store: &MarkerStore,
+    marker: &mut Marker,
+    succeeded: bool,
+    session: Option<&str>,
+) -> Result<Option<(Reason, String)>> {
+    let mut failure = None;
+    if let Some(ws) = marker.workspace.clone() {
+        let commit = succeeded && ws.commit;
+        let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
+        let session = session.map(str::to_string);
+        // git off the runtime's thread (see `open_workspace`).
+        let (sealed, described) = blocking(move || {
+            let info = CommitInfo {
+                unit: &unit,
+                engine,
+                session: session.as_deref(),
+            };
+            let sealed = if commit {
+                workspace::seal(&ws, &info).map(|_| ())
+            } else {
+                Ok(())
+            };
+            (sealed, workspace::describe(&ws).unwrap_or(ws))
+        })
+        .await?;
+        if let Err(e) = sealed {
+            failure = Some((
+                Reason::State,
+                format!("cannot commit the unit's changes: {e}"),
+            ));
+        }
+        marker.workspace = Some(described);
+    }
+    if let (true, None, Some(cmd)) = (succeeded, &failure, &spec.steps.verify) {
+        failure = run_step(spec, store, marker, "verify", cmd, session).await?;
+    }
+    Ok(failure)
+}
+
+/// Runs one step; `None` when it succeeded, else the unit's failure.
+async fn run_step(
+    spec: &UnitSpec,
+    store: &MarkerStore,
+    marker: &Marker,
+    kind: &'static str,
+    command: &str,
+    session: Option<&str>,
+) -> Result<Option<(Reason, String)>> {
+    let log = store.log_path(&spec.unit, marker.attempts, kind);
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| VfError::state(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let worktree = marker
+        .workspace
+        .as_ref()
+        .map(|w| w.path.display().to_string());
+    let step = Step {
+        command,
+        cwd: &spec.cwd,
+        log: &log,
+        env: vec![
+            ("VF_UNIT", spec.unit.clone()),
+            ("VF_ENGINE", spec.engine.as_str().to_string()),
+            ("VF_SESSION_ID", session.unwrap_or_default().to_string()),
+            ("VF_WORKTREE", worktree.unwrap_or_default()),
+        ],
+        timeout: spec.timeout,
+        kill_grace: spec.kill_grace,
+    };
+    let reason = if kind == "setup" {
+        Reason::Setup
+    } else {
+        Reason::Verify
+    };
+    Ok(match crate::steps::run(&step).await {
+        StepEnd::Ok => None,
+        StepEnd::Failed { code, tail } => {
+            let status = code.map_or("was killed".to_string(), |c| {
+                format!("exited with status {c}")
+            });
+            Some((reason, format!("{kind} {status}: {tail}")))
+        }
+        StepEnd::TimedOut => Some((
+            Reason::Timeout,
+            format!(
+                "{kind} timed out after {}s",
+                spec.timeout.unwrap_or_default().as_secs_f64()
+            ),
+        )),
+        StepEnd::Interrupted(sig) => Some((
+            Reason::Interrupted(Some(sig as i32)),
+            format!("{kind} interrupted by {}", sig.as_str()),
+        )),
+        StepEnd::NotStarted(why) => Some((reason, format!("{kind} did not start: {why}"))),
+    })
+}
+
+/// The final marker and result of a unit that ended without an engine run.
+fn end_early(
+    spec: &UnitSpec,
+    store: &MarkerStore,
+    marker: &mut Marker,
+    state: UnitState,
+    reason: Reason,
+    error: String,
+    started: Instant,
+) -> Result<DispatchResult> {
+    marker.state = state;
+    marker.reason = Some(reason);
+    marker.error = Some(error.clone());
+    marker.owner = None;
+    marker.exit_code = None;
+    marker.finished_at = Some(now_rfc3339());
+    store.save(marker)?;
+    Ok(DispatchResult {
+        unit: spec.unit.clone(),
+        engine: spec.engine,
+        engine_version: marker.engine_version.clone(),
+        model: marker.model.clone(),
+        effort: marker.effort.clone(),
+        state,
+        exit_code: None,
+        session_id: marker.engine_session_id.clone(),
+        summary: None,
+        summary_error: None,
+        answer: None,
+        unknown_frames: 0,
+        warnings: spec.warnings.clone(),
+        engine_reason: spec.engine_reason.clone(),
+        error: Some(error),
+        reason: Some(reason),
+        // No engine ran: it consumed nothing and reported no reset time.
+        usage: None,
+        retry_at: None,
+        duration_ms: started.elapsed().as_millis() as u64,
+        attempt: marker.attempts,
+        marker: store.path(&spec.unit),
+        stdout_log: None,
+        stderr_log: None,
+        workspace: marker.workspace.clone(),
+    })
+}
+
+/// Runs `f` on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
+}

@@ -1,0 +1,145 @@
+//! Running a unit's `setup` / `verify` command: `/bin/sh -c CMD` in the
+//! unit's working directory, as the leader of its own process group (like
+//! the engine, see [`crate::child`]), output to its log file. `--timeout`
+//! and vf's signals end the group (SIGTERM, one grace, SIGKILL); when the
+//! command exits, what is left of its group is killed: nothing outlives it.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// How many of a failed step's last output lines its error carries.
+pub const TAIL_LINES: usize = 10;
+
+/// One step to run.
+pub struct Step<'a> {
+    pub command: &'a str,
+    pub cwd: &'a Path,
+    /// Created (truncated) for this attempt; never followed if a symlink.
+    pub log: &'a Path,
+    pub env: Vec<(&'static str, String)>,
+    pub timeout: Option<Duration>,
+    pub kill_grace: Duration,
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepEnd {
+    Ok,
+    /// Exited non-zero (None: killed by a signal); the last lines of its output.
+    Failed {
+        code: Option<i32>,
+        tail: String,
+    },
+    TimedOut,
+    Interrupted(Signal),
+    /// It could not be started (or its log not written).
+    NotStarted(String),
+}
+
+pub async fn run(step: &Step<'_>) -> StepEnd {
+    let log = match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(step.log)
+    {
+        Ok(f) => f,
+        Err(e) => return StepEnd::NotStarted(format!("cannot write {}: {e}", step.log.display())),
+    };
+    let err = match log.try_clone() {
+        Ok(f) => f,
+        Err(e) => return StepEnd::NotStarted(e.to_string()),
+    };
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(step.command)
+        .current_dir(step.cwd)
+        .envs(step.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(err)
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return StepEnd::NotStarted(format!("cannot run /bin/sh: {e}")),
+    };
+    let pgid = child.id().map_or(0, |p| p as i32);
+    let end = supervise(&mut child, pgid, step).await;
+    // Whatever the command left in its group goes with it.
+    signal_group(pgid, Signal::SIGKILL);
+    match end {
+        Some(end) => end,
+        None => StepEnd::NotStarted("the step's process could not be waited for".into()),
+    }
+}
+
+/// Waits for the command, or ends its group on timeout or a signal to vf.
+async fn supervise(
+    child: &mut tokio::process::Child,
+    pgid: i32,
+    step: &Step<'_>,
+) -> Option<StepEnd> {
+    let mut signals = crate::child::Signals::new().ok()?;
+    let deadline = async {
+        match step.timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stop = tokio::select! {
+        status = child.wait() => {
+            let status = status.ok()?;
+            return Some(match status.success() {
+                true => StepEnd::Ok,
+                false => StepEnd::Failed { code: status.code(), tail: tail(step.log) },
+            });
+        }
+        _ = deadline => StepEnd::TimedOut,
+        sig = signals.recv() => StepEnd::Interrupted(sig),
+    };
+    let sig = match stop {
+        StepEnd::Interrupted(s) => s,
+        _ => Signal::SIGTERM,
+    };
+    signal_group(pgid, sig);
+    tokio::select! {
+        _ = child.wait() => {}
+        _ = tokio::time::sleep(step.kill_grace) => {}
+        _ = signals.recv() => {}
+    }
+    Some(stop)
+}
+
+fn signal_group(pgid: i32, sig: Signal) {
+    // Never pgid 0 or 1 (our own group, or init's).
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), sig);
+    }
+}
+
+/// The last [`TAIL_LINES`] lines of the log (its last 8 KiB at most), one
+/// line each, escaped for a one-line error.
+pub fn tail(log: &Path) -> String {
+    let mut buf = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(log) {
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let _ = f.seek(SeekFrom::Start(len.saturating_sub(8192)));
+        let _ = f.read_to_end(&mut buf);
+    }
+    let text = crate::text::strip_ansi(&String::from_utf8_lossy(&buf));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    lines[start..]
+        .iter()
+        .map(|l| crate::text::cut(l.trim_end(), 300))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}

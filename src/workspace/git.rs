@@ -1,0 +1,81 @@
+//! The one way vf runs `git`: `git -C <dir> ...`, no stdin, output captured,
+//! and none of the caller's `GIT_DIR`-style overrides (vf may be started from
+//! a git hook, where they point at the user's repository).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Variables that would redirect `git -C` away from the directory given.
+const REDIRECTS: [&str; 5] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+];
+
+/// What a failed git call said.
+#[derive(Debug)]
+pub struct GitError {
+    pub message: String,
+}
+
+impl std::fmt::Display for GitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(dir).args(args).stdin(Stdio::null());
+    for v in REDIRECTS {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// Runs git; its trimmed stdout, or its last stderr line as the error.
+pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = command(dir, args).output().map_err(|e| GitError {
+        message: format!("cannot run git: {e}"),
+    })?;
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("git failed");
+    Err(GitError {
+        message: format!("git {}: {}", args.join(" "), crate::text::cut(line, 300)),
+    })
+}
+
+/// Whether git exits 0 (for questions such as `merge-base --is-ancestor`).
+pub fn succeeds(dir: &Path, args: &[&str]) -> bool {
+    command(dir, args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `-c user.name=vf -c user.email=...` when the repository has no committer
+/// identity: vf's own commits (merges, `vf: <unit>`) must not fail for it.
+pub fn identity(dir: &Path) -> Vec<&'static str> {
+    if succeeds(dir, &["var", "GIT_COMMITTER_IDENT"]) {
+        Vec::new()
+    } else {
+        vec!["-c", "user.name=vf", "-c", "user.email=vf@localhost"]
+    }
+}
+
+/// `identity` followed by `args`.
+pub fn with_identity<'a>(dir: &Path, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = identity(dir);
+    all.extend_from_slice(args);
+    all
+}

@@ -1,0 +1,162 @@
+//! Creating (or reusing) a unit's worktree and merging its dependencies in.
+
+use std::path::{Path, PathBuf};
+
+use super::git::{self, GitError};
+use super::{Workspace, WorkspaceSpec, branch_of, path_of};
+use crate::error::VfError;
+
+/// A worktree ready for the engine.
+#[derive(Debug)]
+pub struct Opened {
+    pub workspace: Workspace,
+    /// The engine's working directory inside it.
+    pub cwd: PathBuf,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub enum OpenError {
+    /// The worktree cannot be made (exit 2 before anything of the unit is written).
+    Refused(VfError),
+    /// A dependency's branch does not merge: the merge was aborted.
+    Conflict {
+        workspace: Box<Workspace>,
+        message: String,
+    },
+}
+
+impl From<GitError> for OpenError {
+    fn from(e: GitError) -> Self {
+        OpenError::Refused(VfError::usage(e))
+    }
+}
+
+/// The unit's worktree: reused when it exists (a resumed session sees its own
+/// files), else created from the base; then every dependency branch not yet
+/// in it is merged. `previous` is what the unit's marker recorded.
+pub fn open(
+    state_dir: &Path,
+    unit: &str,
+    spec: &WorkspaceSpec,
+    previous: Option<&Workspace>,
+) -> Result<Opened, OpenError> {
+    let path = path_of(state_dir, unit);
+    let branch = branch_of(unit);
+    let base = previous.map_or(spec.base.clone(), |p| p.base.clone());
+    if !path.join(".git").exists() {
+        create(&path, &branch, &base, spec, previous.is_some())?;
+    }
+    let workspace = Workspace {
+        path: path.clone(),
+        branch,
+        base,
+        head: None,
+        changed_files: Vec::new(),
+        commit: spec.commit,
+    };
+    let mut warnings = Vec::new();
+    for dep in &spec.merge {
+        merge(&workspace, unit, dep, &mut warnings)?;
+    }
+    Ok(Opened {
+        // `join("")` would add a trailing slash to the recorded cwd.
+        cwd: match spec.rel_cwd.as_os_str().is_empty() {
+            true => path.clone(),
+            false => path.join(&spec.rel_cwd),
+        },
+        workspace,
+        warnings,
+    })
+}
+
+fn create(
+    path: &Path,
+    branch: &str,
+    base: &str,
+    spec: &WorkspaceSpec,
+    known: bool,
+) -> Result<(), OpenError> {
+    if !spec.repo.is_dir() {
+        return Err(OpenError::Refused(VfError::usage(format!(
+            "the worktree {} is gone (removed by `vf clean`?); run the unit again under another name",
+            path.display()
+        ))));
+    }
+    // A worktree whose directory was deleted by hand still holds its branch.
+    git::run(&spec.repo, &["worktree", "prune"])?;
+    let p = path.to_string_lossy();
+    if branch_exists(&spec.repo, branch) {
+        if !known {
+            return Err(OpenError::Refused(VfError::usage(format!(
+                "branch {branch} already exists (an earlier run of this unit name?); \
+                 delete it (`vf clean --branches` or `git branch -D {branch}`) or pick another unit name"
+            ))));
+        }
+        git::run(&spec.repo, &["worktree", "add", "--quiet", &p, branch])?;
+    } else {
+        git::run(
+            &spec.repo,
+            &["worktree", "add", "--quiet", "-b", branch, &p, base],
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn branch_exists(dir: &Path, branch: &str) -> bool {
+    git::succeeds(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+}
+
+/// Merges `vf/<dep>` into the worktree's branch unless it is already there.
+/// On a conflict the merge is aborted and the conflicting paths are named.
+fn merge(
+    ws: &Workspace,
+    unit: &str,
+    dep: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(), OpenError> {
+    let dir = &ws.path;
+    let theirs = branch_of(dep);
+    if !branch_exists(dir, &theirs) {
+        warnings.push(format!(
+            "dependency {dep:?} has no branch {theirs}: nothing of it is merged"
+        ));
+        return Ok(());
+    }
+    if git::succeeds(dir, &["merge-base", "--is-ancestor", &theirs, "HEAD"]) {
+        return Ok(());
+    }
+    let msg = format!("vf: merge {theirs} into {}", branch_of(unit));
+    let args = git::with_identity(dir, &["merge", "--no-ff", "--no-edit", "-m", &msg, &theirs]);
+    if git::run(dir, &args).is_ok() {
+        return Ok(());
+    }
+    let paths = git::run(dir, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
+    // Nothing is left half-merged: the worktree is back at its branch's commit.
+    let aborted = git::run(dir, &["merge", "--abort"]);
+    let paths: Vec<&str> = paths.lines().filter(|l| !l.is_empty()).collect();
+    let mut message = format!(
+        "merge conflict: {theirs} does not merge into {}: {}",
+        branch_of(unit),
+        if paths.is_empty() {
+            "(no conflicting path reported)".to_string()
+        } else {
+            paths.join(", ")
+        }
+    );
+    if let Err(e) = aborted {
+        message.push_str(&format!("; the merge could not be aborted: {e}"));
+    }
+    Err(OpenError::Conflict {
+        workspace: Box::new(ws.clone()),
+        message,
+    })
+}

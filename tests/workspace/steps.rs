@@ -1,0 +1,171 @@
+//! `setup` and `verify` around the engine: their failures, logs, environment,
+//! timeout; and a failing verify blocking its dependents in a plan.
+
+use super::*;
+
+#[test]
+fn a_failing_verify_fails_the_unit_and_blocks_its_dependent() {
+    let r = Repo::new();
+    let out = r.plan(&diamond(
+        "verify = \"echo checking; echo broken >&2; exit 3\"",
+    ));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let res = last_json(&out);
+    let b = unit_of(&res, "b");
+    assert_eq!(
+        (&b["state"], &b["reason"], &b["error"]),
+        (
+            &json!("failed"),
+            &json!("verify"),
+            &json!("verify exited with status 3: checking | broken")
+        )
+    );
+    let d = unit_of(&res, "d");
+    assert_eq!(
+        (&d["state"], &d["reason"]),
+        (&json!("blocked"), &json!("dependency"))
+    );
+    for u in ["a", "c"] {
+        assert_eq!(unit_of(&res, u)["state"], "done");
+    }
+    // The engine's work was committed before verify ran; its output is logged.
+    assert_eq!(r.files_of("vf/b"), ["README.md", "b.txt"]);
+    let log = r.env.state().join("units/b/attempt-1.verify.log");
+    assert_eq!(read_text(&log), "checking\nbroken\n");
+}
+
+#[test]
+fn a_failing_setup_fails_the_unit_before_the_engine_starts() {
+    let r = Repo::new();
+    let runs = r.env.path().join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let mut c = r.vf(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "s1",
+        "--prompt",
+        "go",
+        "--json",
+        "--worktree",
+        "--setup",
+        "echo \"$VF_UNIT $VF_ENGINE $VF_WORKTREE [$VF_SESSION_ID]\" > env.out; echo nope; exit 4",
+    ]);
+    c.env("FAKE_RUN_DIR", &runs);
+    let out = run_bounded(c, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["reason"], &res["error"]),
+        (
+            &json!("failed"),
+            &json!("setup"),
+            &json!("setup exited with status 4: nope")
+        )
+    );
+    assert!(!runs.join("events.log").exists(), "the engine started");
+    let wt = r.worktree("s1");
+    assert_eq!(
+        read_text(&wt.join("env.out")),
+        format!("s1 codex {} []\n", wt.display())
+    );
+    let log = r.env.state().join("units/s1/attempt-1.setup.log");
+    assert_eq!(read_text(&log), "nope\n");
+    let m = r.env.marker("s1");
+    assert_eq!(
+        (&m["state"], &m["reason"]),
+        (&json!("failed"), &json!("setup"))
+    );
+}
+
+#[test]
+fn setup_and_verify_run_around_a_successful_engine() {
+    let r = Repo::new();
+    let out = r.dispatch(
+        "s2",
+        &[
+            "--setup",
+            "echo prepared > setup.out",
+            "--verify",
+            "test -f s2.txt && test -f setup.out && echo \"$VF_SESSION_ID\" > verify.out",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(res["state"], "done", "{res}");
+    let session = res["sessionId"].as_str().unwrap();
+    assert_eq!(
+        read_text(&r.worktree("s2").join("verify.out")),
+        format!("{session}\n")
+    );
+    // setup's file is part of the unit's commit; verify's comes after it.
+    assert_eq!(r.files_of("vf/s2"), ["README.md", "s2.txt", "setup.out"]);
+}
+
+#[test]
+fn a_verify_over_the_timeout_is_ended_with_its_whole_group() {
+    let r = Repo::new();
+    let pid_file = r.env.path().join("verify.pid");
+    let verify = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+    let out = r.dispatch("s3", &["--verify", &verify, "--timeout", "2"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["reason"], &res["error"]),
+        (
+            &json!("failed"),
+            &json!("timeout"),
+            &json!("verify timed out after 2s")
+        )
+    );
+    let pid: i32 = read_text(&pid_file).trim().parse().unwrap();
+    wait_for(
+        "the verify's sleep to be gone",
+        Duration::from_secs(5),
+        || !signal(pid, 0),
+    );
+}
+
+#[test]
+fn a_signal_during_verify_ends_its_group_and_fails_the_unit_as_interrupted() {
+    let r = Repo::new();
+    let pid_file = r.env.path().join("verify.pid");
+    let verify = format!("sleep 60 & echo $! > {}; wait", pid_file.display());
+    let mut c = r.vf(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "sig",
+        "--prompt",
+        "go",
+        "--json",
+        "--worktree",
+        "--verify",
+        &verify,
+    ]);
+    c.stdout(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for("the verify step", Duration::from_secs(30), || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    signal(child.id() as i32, libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["reason"], &res["error"]),
+        (
+            &json!("failed"),
+            &json!("interrupted"),
+            &json!("verify interrupted by SIGTERM")
+        )
+    );
+    let pid: i32 = read_text(&pid_file).trim().parse().unwrap();
+    wait_for(
+        "the verify's sleep to be gone",
+        Duration::from_secs(5),
+        || !signal(pid, 0),
+    );
+}

@@ -79,7 +79,7 @@ fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
 }
 
 /// The attempt's stdout and stderr logs, created before the spawn.
-fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [tokio::fs::File; 2])> {
+fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [std::fs::File; 2])> {
     let logs = p.store.logs_dir(&spec.unit);
     let attempt = p.marker.attempts;
     let paths = crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s));
@@ -108,7 +108,7 @@ fn start_pumps(
     spec: &UnitSpec,
     child: &mut tokio::process::Child,
     paths: &[PathBuf; 2],
-    files: [tokio::fs::File; 2],
+    files: [std::fs::File; 2],
 ) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2]) {
     let redactor = Arc::new(Redactor::new(&spec.redact));
     let (tx, rx) = mpsc::channel::<Msg>(256);
@@ -176,14 +176,13 @@ pub(super) fn remove_prompt_file(p: &Prepared) {
 }
 
 /// A new raw log; never through a symlink planted in the state dir.
-fn create_log(path: &Path) -> std::io::Result<tokio::fs::File> {
-    let f = OpenOptions::new()
+fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
+    OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    Ok(tokio::fs::File::from_std(f))
+        .open(path)
 }
 
 /// Creates `dir` and checks that no part of it below `root` is a symlink

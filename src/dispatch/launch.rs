@@ -18,7 +18,7 @@ use super::{UnitSpec, prompt_file};
 use crate::child::{self, Group};
 use crate::error::{Reason, Result, VfError};
 use crate::fsutil::now_rfc3339;
-use crate::marker::{Owner, UnitState};
+use crate::marker::{Marker, MarkerStore, Owner, UnitState};
 use crate::owned::{self, ProcRecord};
 use crate::procinfo::ProcIdentity;
 
@@ -54,7 +54,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         return Err(state_err(&record_path, &e));
     }
     claim_running(&mut p, pid, group);
-    if let Err(e) = p.store.save(&mut p.marker) {
+    if let Err(e) = save_off_thread(&spec.state_dir, &mut p.marker).await {
         // Without a durable marker the run could not be resumed: do not run it.
         abort(group, &mut child, &p).await;
         let _ = owned::release(&record_path);
@@ -72,6 +72,22 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         rx,
         pumps,
     })
+}
+
+/// A durable marker write on tokio's blocking pool, awaited: its fsyncs wait
+/// there instead of on the one thread that runs every unit of a plan
+/// (`vf orchestrate`), so the units' writes overlap instead of queueing.
+pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Result<()> {
+    let store = MarkerStore::new(state_dir);
+    let mut copy = marker.clone();
+    let (copy, saved) = tokio::task::spawn_blocking(move || {
+        let saved = store.save(&mut copy);
+        (copy, saved)
+    })
+    .await
+    .map_err(|e| VfError::state(format!("the marker write did not finish: {e}")))?;
+    *marker = copy;
+    saved
 }
 
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {

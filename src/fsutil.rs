@@ -39,7 +39,7 @@ pub fn write_record(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// Deletes a file written by [`write_record`]: its inode becomes a spare
-/// (emptied) instead of being freed. A missing file is fine.
+/// instead of being freed. A missing file is fine.
 pub fn retire(path: &Path) -> std::io::Result<()> {
     spares::retire(path, tmp_prefix())
 }
@@ -218,7 +218,7 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        // Besides the file, only the replaced inode, emptied, kept as a spare.
+        // Besides the file, only the replaced inode, kept as a spare.
         let others: Vec<_> = std::fs::read_dir(t.path().join("sub"))
             .unwrap()
             .flatten()
@@ -227,7 +227,7 @@ mod tests {
             .collect();
         assert_eq!(others.len(), 1, "{others:?}");
         assert!(others[0].0.to_string_lossy().starts_with(tmp_prefix()));
-        assert_eq!(others[0].1, 0);
+        assert_eq!(others[0].1, 3);
     }
 
     #[test]

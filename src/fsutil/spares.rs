@@ -3,8 +3,10 @@
 //! for minutes, so a run that rewrites a marker three times per unit, over a
 //! thousand units, pays more per unit the longer it runs. Instead of freeing
 //! the replaced inode, an atomic replace swaps the new content in with
-//! `RENAME_EXCHANGE` and keeps the old inode, emptied at once, as a hidden
-//! temporary for the next write in that directory. Released process records
+//! `RENAME_EXCHANGE` and keeps the old inode as a hidden temporary for the
+//! next write in that directory, which empties it first. Until then it keeps
+//! the old content, as an unlinked inode would: a reader that opened the old
+//! file just before the swap still reads it whole. Released process records
 //! become spares the same way.
 //!
 //! A spare is a `.tmp-<pid>-<start time>-…` file like any temporary: this
@@ -40,7 +42,7 @@ pub(super) fn take(dir: &Path) -> Option<(PathBuf, File)> {
 }
 
 /// Swaps `tmp` (the new content) with `target`. `Ok(true)`: done, and the
-/// old content's inode, now at `tmp`, is emptied and kept as a spare.
+/// old content's inode, now at `tmp`, is kept as a spare.
 /// `Ok(false)`: nothing was swapped (no target, no regular file there, or a
 /// file system without the exchange); the caller renames as usual.
 pub(super) fn exchange(dir: &Path, tmp: &Path, target: &Path) -> std::io::Result<bool> {
@@ -57,18 +59,12 @@ pub(super) fn exchange(dir: &Path, tmp: &Path, target: &Path) -> std::io::Result
         renameat2(tmp, target, libc::RENAME_EXCHANGE)?;
         return Ok(false);
     }
-    // The old content must not outlive the replace.
-    match open_empty(tmp) {
-        Ok(_) => keep(dir, tmp.to_path_buf()),
-        Err(_) => {
-            let _ = std::fs::remove_file(tmp);
-        }
-    }
+    keep(dir, tmp.to_path_buf());
     Ok(true)
 }
 
-/// Removes `path` from view: it becomes a spare of its directory (emptied),
-/// or is deleted when that is not possible. A missing file is fine.
+/// Removes `path` from view: it becomes a spare of its directory, or is
+/// deleted when that is not possible. A missing file is fine.
 pub(super) fn retire(path: &Path, prefix: &str) -> std::io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = path
@@ -83,12 +79,7 @@ pub(super) fn retire(path: &Path, prefix: &str) -> std::io::Result<()> {
         Err(e) => return Err(e),
     };
     if is_file && renameat2(path, &spare, libc::RENAME_NOREPLACE).is_ok() {
-        match open_empty(&spare) {
-            Ok(_) => keep(dir, spare),
-            Err(_) => {
-                let _ = std::fs::remove_file(&spare);
-            }
-        }
+        keep(dir, spare);
         return Ok(());
     }
     match std::fs::remove_file(path) {
@@ -199,11 +190,27 @@ mod tests {
         let all = files(t.path());
         assert_eq!(all.len(), 2, "{all:?}");
         assert_eq!(all[1], ("m.json".to_string(), b"third".to_vec()));
-        assert!(all[0].0.starts_with(tmp_prefix()) && all[0].1.is_empty());
+        // The spare holds the replaced content until its next use empties it.
+        assert!(all[0].0.starts_with(tmp_prefix()), "{all:?}");
+        assert_eq!(all[0].1, b"second");
         // A new file takes the spare instead of a new inode.
         write_atomic(&t.path().join("n.json"), b"n").unwrap();
         assert_eq!(count(t.path()), 0);
         assert_eq!(files(t.path()).len(), 2);
+    }
+
+    #[test]
+    fn a_reader_of_the_replaced_file_still_reads_it_whole() {
+        use std::io::Read;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("m.json");
+        write_atomic(&p, b"old content").unwrap();
+        let mut reader = File::open(&p).unwrap();
+        write_atomic(&p, b"new").unwrap();
+        let mut seen = String::new();
+        reader.read_to_string(&mut seen).unwrap();
+        assert_eq!(seen, "old content");
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
     }
 
     #[test]
@@ -215,7 +222,10 @@ mod tests {
         assert!(!a.exists());
         assert_eq!(count(t.path()), 1);
         let all = files(t.path());
-        assert!(all.len() == 1 && all[0].1.is_empty(), "{all:?}");
+        assert!(
+            all.len() == 1 && all[0].0.starts_with(tmp_prefix()),
+            "{all:?}"
+        );
         let b = t.path().join("u-2.json");
         write_record(&b, b"{\"pid\":2}").unwrap();
         assert_eq!(count(t.path()), 0);

@@ -154,6 +154,17 @@ orchestrate_rows() {
   per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%.2f ms/unit", (a - b) / n }')
   row "orchestrate $UNITS units --jobs 8 (wall) vs bare engine, xargs -P8" "$vf ms" "$bare ms" "+$per" "<= 3 ms/unit"
   STATUS_DIR="$dir/state"
+  # The same plan with its state dir in memory: what vf itself adds, apart
+  # from the disk (file creation and fsyncs of this machine's file system).
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    local shm
+    shm=$(mktemp -d /dev/shm/vf-bench.XXXXXX)
+    vf=$(ms env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache3" "VF_CODEX_BIN=$fake" \
+      "$VF" orchestrate "$plan" --jobs 8 --output json --state-dir "$shm/state")
+    rm -rf "$shm"
+    per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%.2f ms/unit", (a - b) / n }')
+    row "  the same, state dir on tmpfs (/dev/shm)" "$vf ms" "$bare ms" "+$per" "(vf without the disk)"
+  fi
 }
 
 # ---- vf status --json over MARKERS markers ----------------------------------

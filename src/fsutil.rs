@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use crate::procinfo::{Liveness, ProcIdentity};
 
+mod spares;
+
 /// Temporaries older than this are stale whoever made them: a write takes
 /// milliseconds, so only a crashed (or frozen) writer leaves one this long.
 pub const STALE_TMP_AGE: Duration = Duration::from_secs(60);
@@ -16,33 +18,78 @@ const TMP_PREFIX: &str = ".tmp-";
 /// Writes `bytes` to `path` atomically and durably: a temp file in the same
 /// directory, fsync, rename over the target, fsync of the directory. A crash
 /// at any instant leaves either the old or the new content, never a torn file.
+/// The replaced inode is kept as a spare for the next write ([`spares`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, true)
+    write_replace(path, bytes, true, true)
 }
 
 /// Atomic but not durable: readers see the old or the new content, never a
 /// torn file, as long as the machine stays up. For state that means nothing
 /// after a reboot (process records are tied to the boot id), so the fsyncs
-/// would only slow every spawn down.
+/// would only slow every spawn down. Never reuses a spare: the prompt file
+/// goes this way, and its private text must not outlive its removal.
 pub fn write_atomic_volatile(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, false)
+    write_replace(path, bytes, false, false)
 }
 
-fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
+/// [`write_atomic_volatile`] into a spare inode when there is one: for the
+/// process records, written and released once per spawn.
+pub fn write_record(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_replace(path, bytes, false, true)
+}
+
+/// Deletes a file written by [`write_record`]: its inode becomes a spare
+/// instead of being freed. A missing file is fine.
+pub fn retire(path: &Path) -> std::io::Result<()> {
+    spares::retire(path, tmp_prefix())
+}
+
+fn write_replace(path: &Path, bytes: &[u8], durable: bool, reuse: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     clean_stale_tmps_once(dir);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(tmp_prefix())
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    if durable {
-        tmp.as_file().sync_all()?;
+    if reuse && let Some((spare, file)) = spares::take(dir) {
+        // A spare can vanish under us (another vf's clean-up of old
+        // temporaries): then once more with a new temporary.
+        match replace_from(dir, &spare, file, path, bytes, durable, reuse) {
+            Ok(()) => return Ok(()),
+            Err(_) => {
+                let _ = std::fs::remove_file(&spare);
+            }
+        }
     }
-    tmp.persist(path).map_err(|e| e.error)?;
+    let (file, tmp) = tempfile::Builder::new()
+        .prefix(tmp_prefix())
+        .tempfile_in(dir)?
+        .keep()
+        .map_err(|e| e.error)?;
+    replace_from(dir, &tmp, file, path, bytes, durable, reuse).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Writes `bytes` into the temporary `tmp` (open as `file`), then puts it in
+/// place of `path`.
+fn replace_from(
+    dir: &Path,
+    tmp: &Path,
+    mut file: std::fs::File,
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    reuse: bool,
+) -> std::io::Result<()> {
+    file.write_all(bytes)?;
+    if durable {
+        file.sync_all()?;
+    }
+    drop(file);
+    if !(reuse && spares::exchange(dir, tmp, path)?) {
+        std::fs::rename(tmp, path)?;
+    }
     if durable {
         std::fs::File::open(dir)?.sync_all()?;
     }
@@ -230,8 +277,16 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        // No temp files left behind.
-        assert_eq!(std::fs::read_dir(t.path().join("sub")).unwrap().count(), 1);
+        // Besides the file, only the replaced inode, kept as a spare.
+        let others: Vec<_> = std::fs::read_dir(t.path().join("sub"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path() != p)
+            .map(|e| (e.file_name(), e.metadata().unwrap().len()))
+            .collect();
+        assert_eq!(others.len(), 1, "{others:?}");
+        assert!(others[0].0.to_string_lossy().starts_with(tmp_prefix()));
+        assert_eq!(others[0].1, 3);
     }
 
     #[test]

@@ -294,9 +294,10 @@ impl MarkerStore {
             }
         }
         names.sort();
-        Ok(names
+        Ok(self
+            .load_all(&names)
             .into_iter()
-            .filter_map(|u| self.load_checked(&u).transpose())
+            .filter_map(|r| r.transpose())
             .collect())
     }
 }

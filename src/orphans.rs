@@ -87,6 +87,22 @@ pub struct Member {
 
 /// Reads every record under `<state>/procs` and classifies it. Touches nothing.
 pub fn scan(state_dir: &Path) -> Vec<Finding> {
+    scan_named(state_dir, |_| true)
+}
+
+/// [`scan`] of the records of one unit only: `<unit>-<attempt>.json`. A run
+/// starts with it, so it must not read (and prove) every other unit's record.
+fn scan_unit(state_dir: &Path, unit: &str) -> Vec<Finding> {
+    scan_named(state_dir, |name| {
+        name.strip_prefix(unit)
+            .and_then(|r| r.strip_prefix('-'))
+            .and_then(|r| r.strip_suffix(".json"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+/// The records whose file name `keep` accepts, classified.
+fn scan_named(state_dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<Finding> {
     let dir = owned::procs_dir(state_dir);
     let mut paths: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(rd) => rd
@@ -94,10 +110,9 @@ pub fn scan(state_dir: &Path) -> Vec<Finding> {
             .map(|e| e.path())
             .filter(|p| {
                 p.extension().is_some_and(|x| x == "json")
-                    && !p
-                        .file_name()
+                    && p.file_name()
                         .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with('.'))
+                        .is_some_and(|n| !n.starts_with('.') && keep(n))
             })
             .collect(),
         Err(_) => Vec::new(),
@@ -254,17 +269,11 @@ fn cli_class(rec: &ProcRecord) -> (Class, String) {
 /// releases its record; releases stale records. Returns the findings with the
 /// action taken; everything else is left alone.
 pub fn fix(state_dir: &Path, grace: Duration) -> Vec<Finding> {
-    fix_where(state_dir, grace, |_| true)
+    act_on(scan(state_dir), grace)
 }
 
-/// [`fix`], restricted to the records `select` picks (e.g. one unit's).
-/// Only the selected findings are returned.
-pub fn fix_where(
-    state_dir: &Path,
-    grace: Duration,
-    select: impl Fn(&Finding) -> bool,
-) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = scan(state_dir).into_iter().filter(|f| select(f)).collect();
+/// Ends the orphans and releases the stale records among `findings`.
+fn act_on(mut findings: Vec<Finding>, grace: Duration) -> Vec<Finding> {
     for f in &mut findings {
         match f.class {
             Class::Orphan => {
@@ -358,7 +367,9 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
 /// vf, or not provable) refuses, fail closed. Returns the groups it ended.
 /// `vf resume` and `vf orchestrate --resume` both go through here.
 pub fn take_over(state_dir: &Path, unit: &str, grace: Duration) -> Result<Vec<Finding>, String> {
-    let found = fix_where(state_dir, grace, |f| f.unit.as_deref() == Some(unit));
+    // The file name is checked against the record's unit when it loads, so
+    // these are exactly the records whose unit is `unit`.
+    let found = act_on(scan_unit(state_dir, unit), grace);
     let mut ended = Vec::new();
     for f in found {
         match (f.class, f.action) {
@@ -393,6 +404,33 @@ mod tests {
             start_time: me.start_time.map(|t| t + 1),
             ..me
         }
+    }
+
+    #[test]
+    fn a_unit_scan_reads_only_that_units_records() {
+        let t = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        for (name, unit, attempt) in [
+            ("u-1", "u", 1),
+            ("u-12", "u", 12),
+            ("u-1-1", "u-1", 1),
+            ("uu-1", "uu", 1),
+        ] {
+            write(t.path(), name, &ProcRecord::new(unit, attempt, "codex", me));
+        }
+        // Another unit's unreadable record is none of this unit's business.
+        std::fs::write(owned::procs_dir(t.path()).join("v-1.json"), b"{").unwrap();
+        std::fs::write(owned::procs_dir(t.path()).join("u-x.json"), b"{").unwrap();
+        let names = |f: Vec<Finding>| -> Vec<String> {
+            f.iter()
+                .map(|f| f.record.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(scan_unit(t.path(), "u")), ["u-1.json", "u-12.json"]);
+        assert_eq!(names(scan_unit(t.path(), "u-1")), ["u-1-1.json"]);
+        // Both records of `u` belong to this live process: the run is refused.
+        assert!(take_over(t.path(), "u", Duration::ZERO).is_err());
+        assert_eq!(names(scan(t.path())).len(), 6);
     }
 
     #[test]

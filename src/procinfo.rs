@@ -3,14 +3,28 @@
 //! `/proc/<pid>/stat`) and boot id all match. A zombie is dead: it matches
 //! the identity but runs nothing and owns nothing any more.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
-/// `/proc/sys/kernel/random/boot_id`, trimmed.
+/// `/proc/sys/kernel/random/boot_id`, trimmed. Read once per process: it
+/// cannot change while this process lives (every liveness check needs it).
 pub fn boot_id() -> Option<String> {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    static BOOT_ID: OnceLock<Option<String>> = OnceLock::new();
+    BOOT_ID
+        .get_or_init(|| {
+            std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+        })
+        .clone()
+}
+
+/// Whether `/proc` is there to prove anything (checked once per process).
+fn proc_mounted() -> bool {
+    static MOUNTED: OnceLock<bool> = OnceLock::new();
+    *MOUNTED.get_or_init(|| std::path::Path::new("/proc/self/stat").exists())
 }
 
 /// The fields of `/proc/<pid>/stat` vf uses.
@@ -86,11 +100,17 @@ pub fn command_line(pid: u32) -> Option<String> {
     Some(shown)
 }
 
+/// Read once per process, like the boot id: a run records and compares it
+/// many times (every marker, record and temporary it checks).
 pub fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "unknown".into())
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "unknown".into())
+    })
+    .clone()
 }
 
 /// A recorded process identity.
@@ -136,8 +156,17 @@ impl ProcIdentity {
         }
     }
 
+    /// This process: its identity cannot change while it runs, so it is
+    /// read once (keyed by pid, should a forked child ever ask).
     pub fn current() -> ProcIdentity {
-        ProcIdentity::of(std::process::id())
+        static ME: OnceLock<ProcIdentity> = OnceLock::new();
+        let pid = std::process::id();
+        let me = ME.get_or_init(|| ProcIdentity::of(pid));
+        if me.pid == pid {
+            me.clone()
+        } else {
+            ProcIdentity::of(pid)
+        }
     }
 
     pub fn liveness(&self) -> Liveness {
@@ -158,7 +187,7 @@ impl ProcIdentity {
         if *rec_boot != now_boot {
             return Presence::Gone;
         }
-        if !std::path::Path::new("/proc/self/stat").exists() {
+        if !proc_mounted() {
             return Presence::Unknown;
         }
         match (self.start_time, stat(self.pid)) {

@@ -18,7 +18,7 @@ use super::{UnitSpec, prompt_file};
 use crate::child::{self, Group};
 use crate::error::{Reason, Result, VfError};
 use crate::fsutil::now_rfc3339;
-use crate::marker::{Owner, UnitState};
+use crate::marker::{Marker, MarkerStore, Owner, UnitState};
 use crate::owned::{self, ProcRecord};
 use crate::procinfo::ProcIdentity;
 
@@ -54,7 +54,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         return Err(state_err(&record_path, &e));
     }
     claim_running(&mut p, pid, group);
-    if let Err(e) = p.store.save(&mut p.marker) {
+    if let Err(e) = save_off_thread(&spec.state_dir, &mut p.marker).await {
         // Without a durable marker the run could not be resumed: do not run it.
         abort(group, &mut child, &p).await;
         let _ = owned::release(&record_path);
@@ -74,12 +74,28 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     })
 }
 
+/// A durable marker write on tokio's blocking pool, awaited: its fsyncs wait
+/// there instead of on the one thread that runs every unit of a plan
+/// (`vf orchestrate`), so the units' writes overlap instead of queueing.
+pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Result<()> {
+    let store = MarkerStore::new(state_dir);
+    let mut copy = marker.clone();
+    let (copy, saved) = tokio::task::spawn_blocking(move || {
+        let saved = store.save(&mut copy);
+        (copy, saved)
+    })
+    .await
+    .map_err(|e| VfError::state(format!("the marker write did not finish: {e}")))?;
+    *marker = copy;
+    saved
+}
+
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
     VfError::state(format!("cannot write {}: {e}", what.display()))
 }
 
 /// The attempt's stdout and stderr logs, created before the spawn.
-fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [tokio::fs::File; 2])> {
+fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [std::fs::File; 2])> {
     let logs = p.store.logs_dir(&spec.unit);
     let attempt = p.marker.attempts;
     let paths = crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s));
@@ -108,7 +124,7 @@ fn start_pumps(
     spec: &UnitSpec,
     child: &mut tokio::process::Child,
     paths: &[PathBuf; 2],
-    files: [tokio::fs::File; 2],
+    files: [std::fs::File; 2],
 ) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2]) {
     let redactor = Arc::new(Redactor::new(&spec.redact));
     let (tx, rx) = mpsc::channel::<Msg>(256);
@@ -176,14 +192,13 @@ pub(super) fn remove_prompt_file(p: &Prepared) {
 }
 
 /// A new raw log; never through a symlink planted in the state dir.
-fn create_log(path: &Path) -> std::io::Result<tokio::fs::File> {
-    let f = OpenOptions::new()
+fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
+    OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    Ok(tokio::fs::File::from_std(f))
+        .open(path)
 }
 
 /// Creates `dir` and checks that no part of it below `root` is a symlink

@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use std::io::Write;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::redact::{REDACTED, Redactor};
@@ -40,7 +42,7 @@ const STDERR_TAIL: usize = 4096;
 /// Copies one stream to its log, line by line, until it closes.
 pub async fn pump(
     mut r: impl AsyncRead + Unpin,
-    mut log: tokio::fs::File,
+    mut log: std::fs::File,
     log_name: String,
     redactor: Arc<Redactor>,
     stream: Stream,
@@ -83,18 +85,16 @@ pub async fn pump(
 /// Writes the batch's log bytes, then sends its lines; false once the log failed.
 async fn flush(
     batch: &mut Batch<'_>,
-    log: &mut tokio::fs::File,
+    log: &mut std::fs::File,
     log_name: &str,
     tail: &mut Vec<u8>,
     tx: &mpsc::Sender<Msg>,
 ) -> bool {
     let bytes = std::mem::take(&mut batch.log);
-    // flush() waits for the write itself: its error is this chunk's, not the next one's.
-    let written = match log.write_all(&bytes).await {
-        Ok(()) => log.flush().await,
-        Err(e) => Err(e),
-    };
-    if let Err(e) = written {
+    // A plain write into the page cache, on this thread: a hop to tokio's
+    // blocking pool per chunk costs more than the write (and, on a loaded
+    // machine, a wake-up each way). Its error is this chunk's own.
+    if let Err(e) = log.write_all(&bytes) {
         let _ = tx
             .send(Msg::LogFailed(format!(
                 "cannot write the raw log {log_name}: {e}"

@@ -80,7 +80,7 @@ pub(super) async fn supervise(
         let running = s.exit_status.is_none();
         tokio::select! {
             biased;
-            msg = l.rx.recv(), if s.stdout_open || s.stderr_open => s.on_msg(msg, &mut l),
+            msg = l.rx.recv(), if s.stdout_open || s.stderr_open => s.on_msg(msg, &mut l).await,
             status = l.child.wait(), if running => s.on_exit(status.ok(), group),
             sig = recv_signal(&mut signals) => s.on_signal(sig, group),
             _ = sleep_until_opt(stall_at), if running && s.stop.is_none() => {
@@ -140,7 +140,7 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    fn on_msg(&mut self, msg: Option<Msg>, l: &mut Launched) {
+    async fn on_msg(&mut self, msg: Option<Msg>, l: &mut Launched) {
         self.last_activity = TokioInstant::now();
         match msg {
             // Both readers gone.
@@ -148,7 +148,7 @@ impl<'a> Supervisor<'a> {
                 self.stdout_open = false;
                 self.stderr_open = false;
             }
-            Some(Msg::Lines(pieces)) => self.on_lines(pieces, l),
+            Some(Msg::Lines(pieces)) => self.on_lines(pieces, l).await,
             Some(Msg::StdoutEof) => self.stdout_open = false,
             Some(Msg::StderrActivity) => {}
             Some(Msg::StderrEof(tail)) => {
@@ -163,7 +163,7 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    fn on_lines(&mut self, pieces: Vec<Piece>, l: &mut Launched) {
+    async fn on_lines(&mut self, pieces: Vec<Piece>, l: &mut Launched) {
         for piece in pieces {
             self.lines_seen += 1;
             let events = match piece {
@@ -171,7 +171,7 @@ impl<'a> Supervisor<'a> {
                 Piece::Oversized(n) => self.projector.push_oversized(n),
             };
             // Durable before any event that shows the id goes out.
-            self.record_session(l);
+            self.record_session(l).await;
             for ev in &events {
                 self.sink.event(ev);
             }
@@ -179,7 +179,7 @@ impl<'a> Supervisor<'a> {
     }
 
     /// Stores the session id the moment the engine says it exists natively.
-    fn record_session(&mut self, l: &mut Launched) {
+    async fn record_session(&mut self, l: &mut Launched) {
         let tracker = self.projector.tracker();
         let Some(id) = tracker.session_id() else {
             return;
@@ -195,7 +195,8 @@ impl<'a> Supervisor<'a> {
             }
             _ if tracker.resumable() => {
                 marker.engine_session_id = Some(id.to_string());
-                if let Err(e) = l.prepared.store.save(marker) {
+                let saved = super::launch::save_off_thread(&self.spec.state_dir, marker).await;
+                if let Err(e) = saved {
                     // The run goes on; the final write reports the failure.
                     self.sink.warning(&e.to_string());
                 }

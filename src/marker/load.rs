@@ -36,6 +36,16 @@ impl MarkerStore {
     /// unit's own logs, is corrupt. A marker from a newer vf is refused as is.
     /// The log paths come back relative to the state dir.
     pub fn load_checked(&self, unit: &str) -> std::result::Result<Option<Marker>, Unusable> {
+        self.load_in_layout(unit, false)
+    }
+
+    /// [`MarkerStore::load_checked`]; `dir_checked`: the caller has already
+    /// proven the markers directory is no symbolic link (once for a listing).
+    fn load_in_layout(
+        &self,
+        unit: &str,
+        dir_checked: bool,
+    ) -> std::result::Result<Option<Marker>, Unusable> {
         let path = self.path(unit);
         let shown = one_line(&path.display().to_string(), PATH_CHARS);
         let fail = |problem: Problem, why: &str| {
@@ -62,21 +72,59 @@ impl MarkerStore {
             Ok(None) => return Ok(None),
             Err((problem, why)) => return Err(fail(problem, &why)),
         };
-        // The format first: a newer marker may not parse as this one at all.
-        if let Ok(FormatOnly { format: Some(n) }) = serde_json::from_slice(&bytes)
-            && n > u64::from(MARKER_FORMAT)
-        {
+        // A newer marker may not parse as this one at all: its format is
+        // judged first, read on its own only when the whole does not parse
+        // (one parse per marker in the common case).
+        let parsed = serde_json::from_slice::<Marker>(&bytes);
+        let format = match &parsed {
+            Ok(m) => Some(u64::from(m.format)),
+            Err(_) => serde_json::from_slice::<FormatOnly>(&bytes)
+                .ok()
+                .and_then(|f| f.format),
+        };
+        if let Some(n) = format.filter(|n| *n > u64::from(MARKER_FORMAT)) {
             let why = format!(
                 "has format {n}, but this vf reads format {MARKER_FORMAT}; vf leaves it untouched: use a newer vf"
             );
             return Err(fail(Problem::UnsupportedFormat(n), &why));
         }
-        let mut marker: Marker = serde_json::from_slice(&bytes)
-            .map_err(|e| fail(Problem::Corrupt, &serde_reason(&e)))?;
+        let mut marker = parsed.map_err(|e| fail(Problem::Corrupt, &serde_reason(&e)))?;
         self.check_fields(unit, &mut marker)
-            .and_then(|()| self.check_layout(unit))
+            .and_then(|()| self.check_layout(unit, dir_checked))
             .map_err(|why| fail(Problem::Corrupt, &why))?;
         Ok(Some(marker))
+    }
+
+    /// [`MarkerStore::load_checked`] for many units, in their order. Spread
+    /// over a few threads: `vf status` over thousands of markers is bound by
+    /// opening, reading and parsing them, each independent of the others.
+    pub fn load_all(&self, units: &[String]) -> Vec<std::result::Result<Option<Marker>, Unusable>> {
+        const PER_THREAD: usize = 256;
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4)
+            .min(units.len().div_ceil(PER_THREAD));
+        // The directory is the same for every marker: proven once here.
+        let dir_checked = !super::is_symlink(&self.dir);
+        let load = move |part: &[String]| -> Vec<_> {
+            part.iter()
+                .map(|u| self.load_in_layout(u, dir_checked))
+                .collect()
+        };
+        if threads <= 1 {
+            return load(units);
+        }
+        let chunk = units.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let parts: Vec<_> = units
+                .chunks(chunk)
+                .map(|part| s.spawn(move || load(part)))
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
     }
 
     /// What a marker says about itself must agree with where it lives; its
@@ -110,8 +158,9 @@ impl MarkerStore {
 
     /// Refuses a unit whose log directory vf would write through a symbolic
     /// link (a cloned repository can bring its own `.vibeflow/`).
-    fn check_layout(&self, unit: &str) -> std::result::Result<(), String> {
-        for p in [self.dir.clone(), self.logs_dir(unit)] {
+    fn check_layout(&self, unit: &str, dir_checked: bool) -> std::result::Result<(), String> {
+        let dir = (!dir_checked).then(|| self.dir.clone());
+        for p in dir.into_iter().chain([self.logs_dir(unit)]) {
             if super::is_symlink(&p) {
                 return Err(format!("{} is a symbolic link", p.display()));
             }
@@ -142,11 +191,13 @@ fn read_marker(path: &Path) -> std::result::Result<Option<Vec<u8>>, (Problem, St
         }
         Err(e) => return Err(unreadable(e)),
     };
-    let kind = file.metadata().map_err(unreadable)?.file_type();
-    if !kind.is_file() {
+    let meta = file.metadata().map_err(unreadable)?;
+    if !meta.file_type().is_file() {
         return Err(corrupt("it is not a regular file"));
     }
-    let mut bytes = Vec::new();
+    // Sized from the file: one read instead of a growing buffer's many.
+    let size = meta.len().min(MAX_MARKER_BYTES);
+    let mut bytes = Vec::with_capacity(size as usize + 1);
     file.take(MAX_MARKER_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(unreadable)?;
@@ -165,5 +216,79 @@ fn serde_reason(e: &serde_json::Error) -> String {
     match full.strip_suffix(&at) {
         Some(reason) => format!("{}{at}", one_line(reason, SERDE_CHARS)),
         None => full,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineId;
+
+    /// 600 markers (enough for several threads): good ones, torn ones, a
+    /// newer format that would parse as this one, one through a symlinked
+    /// log directory, and a directory where a marker should be.
+    fn mixed_store() -> (tempfile::TempDir, MarkerStore, Vec<String>) {
+        let t = tempfile::tempdir().unwrap();
+        let store = MarkerStore::new(t.path());
+        let mut names = Vec::new();
+        for i in 0..600 {
+            let unit = format!("u{i:03}");
+            let mut m = Marker::new(&unit, EngineId::Codex, t.path());
+            store.save(&mut m).unwrap();
+            match i % 5 {
+                1 => std::fs::write(store.path(&unit), b"{\"format\":1,\"unit\":").unwrap(),
+                2 => {
+                    m.format = MARKER_FORMAT + 1;
+                    std::fs::write(store.path(&unit), serde_json::to_vec(&m).unwrap()).unwrap();
+                }
+                3 if i < 50 => {
+                    std::os::unix::fs::symlink(t.path(), store.logs_dir(&unit)).unwrap();
+                }
+                4 if i < 50 => {
+                    std::fs::remove_file(store.path(&unit)).unwrap();
+                    std::fs::create_dir(store.path(&unit)).unwrap();
+                }
+                _ => {}
+            }
+            names.push(unit);
+        }
+        names.push("never-written".into());
+        (t, store, names)
+    }
+
+    #[test]
+    fn loading_many_at_once_is_loading_each_in_turn() {
+        let (_t, store, names) = mixed_store();
+        let one_by_one: Vec<_> = names.iter().map(|u| store.load_checked(u)).collect();
+        let all = store.load_all(&names);
+        assert_eq!(all, one_by_one);
+        let problems = |p: Problem| {
+            all.iter()
+                .filter(|r| r.as_ref().is_err_and(|u| u.problem == p))
+                .count()
+        };
+        assert_eq!(problems(Problem::Corrupt), 120 + 10 + 10);
+        assert_eq!(
+            problems(Problem::UnsupportedFormat(u64::from(MARKER_FORMAT) + 1)),
+            120
+        );
+        assert_eq!(all.last(), Some(&Ok(None)));
+    }
+
+    #[test]
+    fn a_symlinked_markers_directory_is_refused_in_a_listing_too() {
+        let (t, store, names) = mixed_store();
+        let real = t.path().join("real-units");
+        std::fs::rename(t.path().join("units"), &real).unwrap();
+        std::os::unix::fs::symlink(&real, t.path().join("units")).unwrap();
+        // Markers that are sound in themselves (every fifth one).
+        let good: Vec<String> = names[..600].iter().step_by(5).cloned().collect();
+        let all = store.load_all(&good);
+        assert_eq!(all.len(), 120);
+        for r in &all {
+            let u = r.as_ref().unwrap_err();
+            assert_eq!(u.problem, Problem::Corrupt);
+            assert!(u.message.contains("symbolic link"), "{}", u.message);
+        }
     }
 }

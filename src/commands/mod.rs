@@ -5,6 +5,7 @@ use crate::error::Result;
 
 pub mod attach;
 pub mod completions;
+pub mod conv;
 pub mod dispatch;
 pub mod doctor;
 pub mod engines;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Doctor(a) => doctor::run(&a),
         Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Replay(a) => replay::run(&a),
+        Command::Conv(a) => conv::run(a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

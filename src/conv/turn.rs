@@ -1,0 +1,189 @@
+//! One participant's turn, run as an ordinary dispatch of the unit
+//! `conv-<name>-<alias>-t<N>`: locks, process groups, signals, logs, the
+//! durable session id and redaction all come from [`crate::dispatch`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::envelope::{self, DeliveryMode, Turn, TurnInputs};
+use super::model::{Binding, Conversation, PendingTurn, turn_unit};
+use super::store::ConvStore;
+use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
+use crate::engine::EngineId;
+use crate::error::Result;
+use crate::history::Counts;
+use crate::marker::{MarkerStore, UnitState};
+use crate::private::{self, PrivateRanges};
+
+/// What every turn of one `say` shares.
+pub struct SayContext {
+    pub state_dir: PathBuf,
+    pub cwd: PathBuf,
+    pub fresh: bool,
+    pub stall_timeout: Option<Duration>,
+    pub timeout: Option<Duration>,
+    pub kill_grace: Duration,
+    /// Staged apart from the envelope: delivered with this `say` only.
+    pub private_ranges: PrivateRanges,
+}
+
+/// One turn's report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnReport {
+    pub participant: String,
+    pub turn: u32,
+    pub delivery_mode: DeliveryMode,
+    pub cursor: CursorRange,
+    pub replay: Option<Counts>,
+    /// Whether the answer entered the transcript (a failed or interrupted
+    /// turn's partial answer never does).
+    pub recorded: bool,
+    pub result: DispatchResult,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CursorRange {
+    pub from: u64,
+    pub to: u64,
+}
+
+/// Whether `engine` can resume a session exactly at its installed version.
+pub fn exact_authority(engine: EngineId) -> bool {
+    let Ok(program) = crate::binary::resolve_binary(engine, None) else {
+        return false;
+    };
+    let version =
+        crate::doctor::cache::read_version(&program, crate::dispatch::VERSION_TIMEOUT, false).ok();
+    engine.engine().exact_resume(version.as_ref())
+}
+
+/// Plans `alias`'s turn over the transcript as it stands now.
+pub fn plan(
+    store: &ConvStore,
+    conv: &Conversation,
+    alias: &str,
+    fresh: bool,
+) -> Result<Turn> {
+    let p = conv.participant(alias)?;
+    let handoff_text = match &conv.handoff {
+        Some(h) => Some(store.handoff_text(&conv.name, h)?),
+        None => None,
+    };
+    envelope::plan(
+        conv,
+        alias,
+        &TurnInputs {
+            exact_authority: exact_authority(p.engine),
+            fresh,
+            handoff_text: handoff_text.as_deref(),
+        },
+    )
+}
+
+/// A turn that a killed vf left pending: the session id its unit's marker
+/// made durable becomes the binding, at the cursor the participant had
+/// before that turn (so nothing after it is skipped); its partial answer is
+/// not entered.
+pub fn recover(state_dir: &Path, conv: &mut Conversation) {
+    let markers = MarkerStore::new(state_dir);
+    for p in conv.participants.iter_mut() {
+        let Some(pending) = p.pending.take() else {
+            continue;
+        };
+        let Ok(Some(m)) = markers.load(&pending.unit) else {
+            continue;
+        };
+        if let Some(id) = m.engine_session_id
+            && p.engine.engine().valid_session_id(&id)
+        {
+            p.binding = Some(Binding {
+                session_id: id,
+                cursor: p.cursor,
+            });
+        }
+    }
+}
+
+/// Runs one planned turn and records its outcome in `conv` (saved by the caller).
+pub async fn run(
+    ctx: &SayContext,
+    store: &ConvStore,
+    conv: &mut Conversation,
+    turn: &Turn,
+    sink: &mut dyn EventSink,
+) -> Result<TurnReport> {
+    let engine = conv.participant(&turn.participant)?.engine;
+    let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
+    conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
+    store.save(conv)?;
+    let spec = UnitSpec {
+        engine,
+        unit: unit.clone(),
+        prompt: private::apply_private_ranges(&turn.text, &ctx.private_ranges),
+        session: turn.session.clone(),
+        cwd: ctx.cwd.clone(),
+        state_dir: ctx.state_dir.clone(),
+        skip_permissions: false,
+        engine_bin: None,
+        attachments: Vec::new(),
+        stall_timeout: ctx.stall_timeout,
+        timeout: ctx.timeout,
+        kill_grace: ctx.kill_grace,
+        warnings: Vec::new(),
+        engine_reason: Some(format!(
+            "conversation {} participant {}",
+            conv.name, turn.participant
+        )),
+        redact: Some(ctx.private_ranges.wire())
+            .filter(|w| !w.is_empty())
+            .into_iter()
+            .collect(),
+    };
+    let ran = crate::dispatch::run(spec, sink).await;
+    let p = conv.participant_mut(&turn.participant)?;
+    p.pending = None;
+    let result = ran?;
+    let recorded = settle(conv, turn, &result)?;
+    Ok(TurnReport {
+        participant: turn.participant.clone(),
+        turn: turn.turn,
+        delivery_mode: turn.mode,
+        cursor: CursorRange {
+            from: turn.cursor_from,
+            to: turn.cursor_to,
+        },
+        replay: turn.replay_counts,
+        recorded,
+        result,
+    })
+}
+
+/// Enters a finished turn's answer and moves the cursor and binding; a
+/// failed turn changes neither.
+fn settle(conv: &mut Conversation, turn: &Turn, result: &DispatchResult) -> Result<bool> {
+    let answer = match (&result.state, &result.answer) {
+        (UnitState::Done, Some(a)) => a.clone(),
+        _ => return Ok(false),
+    };
+    let engine = conv.participant(&turn.participant)?.engine;
+    let session = result
+        .session_id
+        .clone()
+        .filter(|id| engine.engine().valid_session_id(id));
+    conv.add_response(&turn.participant, turn.turn, &answer, session.clone())?;
+    let p = conv.participant_mut(&turn.participant)?;
+    p.cursor = turn.cursor_to;
+    p.turns = turn.turn;
+    p.last_delivery = Some(turn.mode);
+    if turn.handoff.is_some() {
+        p.handoff_seen = turn.handoff.clone();
+    }
+    p.binding = session.map(|session_id| Binding {
+        session_id,
+        cursor: turn.cursor_to,
+    });
+    Ok(true)
+}

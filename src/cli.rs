@@ -390,7 +390,12 @@ pub struct ConvSayArgs {
     /// The conversation's name.
     pub name: String,
     /// Deliver the turn to this participant (repeatable).
-    #[arg(long = "to", value_name = "ALIAS", required_unless_present = "all", conflicts_with = "all")]
+    #[arg(
+        long = "to",
+        value_name = "ALIAS",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
     pub to: Vec<String>,
     /// Deliver the turn to every participant.
     #[arg(long)]

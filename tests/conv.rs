@@ -5,3 +5,5 @@ mod common;
 
 #[path = "conv/envelope.rs"]
 mod envelope;
+#[path = "conv/three_turns.rs"]
+mod three_turns;

@@ -68,7 +68,10 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         None => std::env::current_dir()?,
     };
     if !cwd.is_dir() {
-        return Err(VfError::usage(format!("--cwd {} is not a directory", cwd.display())));
+        return Err(VfError::usage(format!(
+            "--cwd {} is not a directory",
+            cwd.display()
+        )));
     }
     let state_dir = state::resolve_state_dir(a.state.state_dir.as_deref(), &cwd)?;
     let store = ConvStore::new(&state_dir);
@@ -151,7 +154,11 @@ fn print_reports(
                     r.participant,
                     r.turn,
                     r.delivery_mode.as_str(),
-                    if r.recorded { "answer recorded" } else { "no answer recorded" }
+                    if r.recorded {
+                        "answer recorded"
+                    } else {
+                        "no answer recorded"
+                    }
                 );
                 if let Some(answer) = r.result.answer.as_deref().filter(|_| r.recorded) {
                     println!("{answer}");
@@ -183,7 +190,10 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
         );
     }
     if let Some(h) = &conv.handoff {
-        println!("handoff VF-HANDOFF/1 sha256:{} · {} bytes", h.digest, h.bytes);
+        println!(
+            "handoff VF-HANDOFF/1 sha256:{} · {} bytes",
+            h.digest, h.bytes
+        );
     }
     for e in &conv.transcript {
         let to = if e.to.is_empty() {

@@ -116,7 +116,8 @@ pub fn plan(conv: &Conversation, alias: &str, inputs: &TurnInputs<'_>) -> Result
     }
     let handoff = handoff_for(conv, p, mode, inputs);
     if let (Some(h), Some(text)) = (&handoff, inputs.handoff_text) {
-        env["handoff"] = json!({"format": HANDOFF_FORMAT, "digest": h, "bytes": text.len(), "text": text});
+        env["handoff"] =
+            json!({"format": HANDOFF_FORMAT, "digest": h, "bytes": text.len(), "text": text});
     }
     let text = format!(
         "{TURN_HEADER}\n{}\n{}",

@@ -107,8 +107,7 @@ impl ConvStore {
     pub fn remove(&self, name: &str) -> Result<()> {
         let dir = self.dir(name);
         self.refuse_links(&dir)?;
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| VfError::state(format!("{}: {e}", dir.display())))
+        std::fs::remove_dir_all(&dir).map_err(|e| VfError::state(format!("{}: {e}", dir.display())))
     }
 
     /// Stores `text` under its sha256 (once) and returns the reference.

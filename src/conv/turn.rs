@@ -61,12 +61,7 @@ pub fn exact_authority(engine: EngineId) -> bool {
 }
 
 /// Plans `alias`'s turn over the transcript as it stands now.
-pub fn plan(
-    store: &ConvStore,
-    conv: &Conversation,
-    alias: &str,
-    fresh: bool,
-) -> Result<Turn> {
+pub fn plan(store: &ConvStore, conv: &Conversation, alias: &str, fresh: bool) -> Result<Turn> {
     let p = conv.participant(alias)?;
     let handoff_text = match &conv.handoff {
         Some(h) => Some(store.handoff_text(&conv.name, h)?),

@@ -69,8 +69,15 @@ fn exact_delta_carries_only_the_new_user_message_and_the_peer_answer() {
     // The exact bytes delivered: header, one canonical line, the instruction.
     let mut lines = t.text.lines();
     assert_eq!(lines.next(), Some("VF-TURN/1"));
-    assert_eq!(lines.next(), Some(canonical_json::to_string(&want).as_str()));
-    assert!(!t.text.contains("claude A1"), "own answer re-sent: {}", t.text);
+    assert_eq!(
+        lines.next(),
+        Some(canonical_json::to_string(&want).as_str())
+    );
+    assert!(
+        !t.text.contains("claude A1"),
+        "own answer re-sent: {}",
+        t.text
+    );
 }
 
 #[test]
@@ -89,7 +96,10 @@ fn canonical_envelope_is_byte_exact() {
             r#""replay":{"counts":{"replayed":0,"source":0,"truncated":0},"responses":[]},"turn":1}"#
         )
     );
-    assert_eq!(sha("hi \"there\"\n"), "ccd820f837017ac3b8cf5127ef62b0442707b540094347922a3d08f4e1124496");
+    assert_eq!(
+        sha("hi \"there\"\n"),
+        "ccd820f837017ac3b8cf5127ef62b0442707b540094347922a3d08f4e1124496"
+    );
 }
 
 #[test]
@@ -98,7 +108,13 @@ fn full_history_without_binding_authority_or_with_fresh_or_a_stale_binding() {
     let mut no_binding = base.clone();
     no_binding.participant_mut("claude").unwrap().binding = None;
     let mut stale = base.clone();
-    stale.participant_mut("claude").unwrap().binding.as_mut().unwrap().cursor = 0;
+    stale
+        .participant_mut("claude")
+        .unwrap()
+        .binding
+        .as_mut()
+        .unwrap()
+        .cursor = 0;
     let no_authority = TurnInputs {
         exact_authority: false,
         ..exact(None)
@@ -161,7 +177,10 @@ fn replay_keeps_the_last_eight_cut_on_a_char_boundary_with_digests_and_counts() 
         json!({"source": 10, "replayed": 8, "truncated": 1})
     );
     let responses = replay["responses"].as_array().unwrap();
-    let turns: Vec<u64> = responses.iter().map(|r| r["turn"].as_u64().unwrap()).collect();
+    let turns: Vec<u64> = responses
+        .iter()
+        .map(|r| r["turn"].as_u64().unwrap())
+        .collect();
     assert_eq!(turns, (3..=10).collect::<Vec<_>>());
     let cut = &responses[6];
     let want_text = format!("x{}", "€".repeat(682)); // 1 + 682 * 3 = 2047 bytes

@@ -409,6 +409,10 @@ pub struct ConvSayArgs {
     /// Start a new native session (full-history with the replay block).
     #[arg(long)]
     pub fresh: bool,
+    /// Let the participants edit: no read-only flags (default: read-only
+    /// where the engine can enforce it, reported per turn).
+    #[arg(long)]
+    pub write: bool,
     /// Working directory for the engines (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

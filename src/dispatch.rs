@@ -64,6 +64,8 @@ pub struct UnitSpec {
     /// The exact private-range blocks in the prompt: redacted wherever the
     /// engine echoes them, before projection and the raw log.
     pub redact: Vec<String>,
+    /// Run with the engine's read-only flags where it has them (`vf conv`).
+    pub read_only: bool,
 }
 
 impl UnitSpec {

@@ -77,6 +77,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
+        read_only: false,
     }
 }
 

@@ -449,6 +449,7 @@ impl Run {
             warnings: Vec::new(),
             engine_reason: None,
             redact: Vec::new(),
+            read_only: false,
         })
     }
 

@@ -85,6 +85,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         timeout: super::dispatch::seconds("--timeout", a.timeout)?,
         kill_grace: crate::child::kill_grace_from_env()?,
         fresh: a.fresh,
+        write: a.write,
         state_dir,
         cwd,
     };

@@ -200,6 +200,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             .filter(|w| !w.is_empty())
             .into_iter()
             .collect(),
+        read_only: false,
     };
     run_unit(spec, None, format)
 }

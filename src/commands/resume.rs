@@ -63,6 +63,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         warnings: Vec::new(),
         engine_reason: None,
         redact: Vec::new(),
+        read_only: false,
     };
     Ok(Request {
         spec,

@@ -22,6 +22,8 @@ pub struct SayContext {
     pub state_dir: PathBuf,
     pub cwd: PathBuf,
     pub fresh: bool,
+    /// `--write`: no read-only flags.
+    pub write: bool,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
@@ -38,10 +40,39 @@ pub struct TurnReport {
     pub delivery_mode: DeliveryMode,
     pub cursor: CursorRange,
     pub replay: Option<Counts>,
+    pub read_only: ReadOnly,
     /// Whether the answer entered the transcript (a failed or interrupted
     /// turn's partial answer never does).
     pub recorded: bool,
     pub result: DispatchResult,
+}
+
+/// Whether the turn ran read-only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadOnly {
+    /// The engine's verified read-only flags were passed.
+    Enforced,
+    /// Asked for, but the engine has no such mode for this run: nothing sent.
+    Unenforced,
+    /// `--write`.
+    Off,
+}
+
+/// How `engine` runs a turn read-only, and the warning when it cannot.
+pub fn read_only(engine: EngineId, write: bool, resume: bool) -> (ReadOnly, Option<String>) {
+    if write {
+        return (ReadOnly::Off, None);
+    }
+    match engine.engine().read_only_args(resume) {
+        Some(_) => (ReadOnly::Enforced, None),
+        None => (
+            ReadOnly::Unenforced,
+            Some(format!(
+                "{engine} cannot be held read-only for this turn (no verified read-only mode): it may edit files"
+            )),
+        ),
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -114,6 +145,7 @@ pub async fn run(
     let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
     store.save(conv)?;
+    let (read_only, warning) = read_only(engine, ctx.write, turn.session.is_some());
     let spec = UnitSpec {
         engine,
         unit: unit.clone(),
@@ -127,7 +159,8 @@ pub async fn run(
         stall_timeout: ctx.stall_timeout,
         timeout: ctx.timeout,
         kill_grace: ctx.kill_grace,
-        warnings: Vec::new(),
+        warnings: warning.into_iter().collect(),
+        read_only: read_only != ReadOnly::Off,
         engine_reason: Some(format!(
             "conversation {} participant {}",
             conv.name, turn.participant
@@ -151,6 +184,7 @@ pub async fn run(
             to: turn.cursor_to,
         },
         replay: turn.replay_counts,
+        read_only,
         recorded,
         result,
     })

@@ -102,7 +102,7 @@ fn succeeded(out: &std::process::Output) {
     assert!(out.status.success(), "{}", stderr(out));
 }
 
-fn modes(say: &Value) -> Vec<(String, String, bool)> {
+fn modes(say: &Value) -> Vec<(String, String, bool, String)> {
     say["turns"]
         .as_array()
         .unwrap()
@@ -112,6 +112,7 @@ fn modes(say: &Value) -> Vec<(String, String, bool)> {
                 t["participant"].as_str().unwrap().to_string(),
                 t["deliveryMode"].as_str().unwrap().to_string(),
                 t["recorded"].as_bool().unwrap(),
+                t["readOnly"].as_str().unwrap().to_string(),
             )
         })
         .collect()
@@ -138,8 +139,18 @@ fn three_turns_deliver_exact_deltas_and_a_fresh_full_history() {
     assert_eq!(
         modes(&s1),
         [
-            ("claude".into(), "full-history".into(), true),
-            ("codex".into(), "full-history".into(), true)
+            (
+                "claude".into(),
+                "full-history".into(),
+                true,
+                "enforced".into()
+            ),
+            (
+                "codex".into(),
+                "full-history".into(),
+                true,
+                "enforced".into()
+            )
         ]
     );
     // Turn 2 to claude: resumes its session; only Q2 and codex's answer.
@@ -147,13 +158,29 @@ fn three_turns_deliver_exact_deltas_and_a_fresh_full_history() {
     let s2 = ok(&f.vf(&[
         "conv", "say", "design", "--to", "claude", "--prompt", "Q2", "--json",
     ]));
-    assert_eq!(modes(&s2), [("claude".into(), "exact-delta".into(), true)]);
+    assert_eq!(
+        modes(&s2),
+        [(
+            "claude".into(),
+            "exact-delta".into(),
+            true,
+            "enforced".into()
+        )]
+    );
     // Turn 3 to codex with --fresh: a new session, full history and replay.
     f.answer("codex", CODEX_SID2, "codex answer two");
     let s3 = ok(&f.vf(&[
         "conv", "say", "design", "--to", "codex", "--fresh", "--prompt", "Q3", "--json",
     ]));
-    assert_eq!(modes(&s3), [("codex".into(), "full-history".into(), true)]);
+    assert_eq!(
+        modes(&s3),
+        [(
+            "codex".into(),
+            "full-history".into(),
+            true,
+            "enforced".into()
+        )]
+    );
 
     let runs = f.delivered();
     let engines: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
@@ -161,6 +188,15 @@ fn three_turns_deliver_exact_deltas_and_a_fresh_full_history() {
     // Fresh sessions carry no resume argument; claude's turn 2 resumes its own.
     assert!(!runs[0].1.contains(&"-r".to_string()), "{:?}", runs[0].1);
     assert_eq!(runs[2].1[..3], ["-p", "-r", CLAUDE_SID]);
+    // Read-only by default, with each engine's verified flags.
+    for (i, flags) in [
+        (0, ["--permission-mode", "plan"]),
+        (1, ["--sandbox", "read-only"]),
+        (2, ["--permission-mode", "plan"]),
+        (3, ["--sandbox", "read-only"]),
+    ] {
+        assert!(runs[i].1.windows(2).any(|w| w == flags), "{:?}", runs[i].1);
+    }
     assert!(!runs[3].1.iter().any(|a| a == "resume"), "{:?}", runs[3].1);
 
     let e1 = envelope(&runs[1].2);
@@ -266,4 +302,36 @@ fn bad_input_is_a_one_line_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no participant"), "{}", stderr(&out));
     assert!(!Path::new(&f.env.state().join("conversations/x")).exists());
+}
+
+#[test]
+fn write_turns_read_only_off() {
+    let f = Fakes::new();
+    succeeded(&f.vf(&[
+        "conv",
+        "new",
+        "w",
+        "--with",
+        "claude:c1",
+        "--with",
+        "claude:c2",
+    ]));
+    f.answer("claude", CLAUDE_SID, "ok");
+    let s = ok(&f.vf(&[
+        "conv", "say", "w", "--all", "--write", "--prompt", "edit", "--json",
+    ]));
+    assert_eq!(
+        modes(&s),
+        [
+            ("c1".into(), "full-history".into(), true, "off".into()),
+            ("c2".into(), "full-history".into(), true, "off".into())
+        ]
+    );
+    for run in f.delivered() {
+        assert!(
+            !run.1.iter().any(|a| a == "--permission-mode"),
+            "{:?}",
+            run.1
+        );
+    }
 }

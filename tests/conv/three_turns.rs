@@ -59,12 +59,16 @@ impl Fakes {
         .unwrap();
     }
 
-    fn vf(&self, args: &[&str]) -> std::process::Output {
+    fn cmd(&self, args: &[&str]) -> std::process::Command {
         let mut c = self.env.cmd(args);
         for e in ["claude", "codex"] {
             c.env(format!("VF_{}_BIN", e.to_uppercase()), self.env.fake_for(e));
         }
-        run_bounded(c, std::time::Duration::from_secs(60))
+        c
+    }
+
+    fn vf(&self, args: &[&str]) -> std::process::Output {
+        run_bounded(self.cmd(args), std::time::Duration::from_secs(60))
     }
 
     /// Each run's recorded argv and stdin, in start order, as (engine, args, stdin).
@@ -334,4 +338,90 @@ fn write_turns_read_only_off() {
             run.1
         );
     }
+}
+
+#[test]
+fn a_killed_say_keeps_the_binding_and_enters_no_partial_answer() {
+    let f = Fakes::new();
+    succeeded(&f.vf(&["conv", "new", "k", "--with", "codex"]));
+    f.answer("codex", CODEX_SID, "never finished");
+    // The session id comes first; then the fake stalls.
+    let bin = f.env.fake_for("codex");
+    let envf = format!("{}.env", bin.display());
+    let mut e = read_text(Path::new(&envf));
+    e.push_str("FAKE_DELAY=30\n");
+    std::fs::write(&envf, e).unwrap();
+    let mut say = f
+        .cmd(&[
+            "conv", "say", "k", "--to", "codex", "--prompt", "Q1", "--json",
+        ])
+        .spawn()
+        .unwrap();
+    let pgid = f.env.wait_running("conv-k-codex-t1", true);
+    signal(say.id() as i32, libc::SIGKILL);
+    wait_exit(&mut say);
+    signal(-pgid, libc::SIGKILL);
+    wait_for(
+        "the engine to end",
+        std::time::Duration::from_secs(10),
+        || !group_alive(pgid),
+    );
+    // Readable, no response entered, the turn pending.
+    let show = ok(&f.vf(&["conv", "show", "k", "--json"]));
+    assert_eq!(show["transcript"].as_array().unwrap().len(), 1, "{show}");
+    assert_eq!(
+        show["participants"][0]["pending"],
+        json!({"unit": "conv-k-codex-t1"})
+    );
+    // The same say again resumes the session the marker made durable.
+    f.answer("codex", CODEX_SID, "finished");
+    let s = ok(&f.vf(&[
+        "conv", "say", "k", "--to", "codex", "--prompt", "Q1", "--json",
+    ]));
+    assert_eq!(s["turns"][0]["deliveryMode"], json!("exact-delta"), "{s}");
+    let runs = f.delivered();
+    assert_eq!(runs[1].1[..3], ["exec", "resume", CODEX_SID]);
+    let show = ok(&f.vf(&["conv", "show", "k", "--json"]));
+    let answers: Vec<&str> = show["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "response")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers, ["finished"]);
+    assert_eq!(show["participants"][0].get("pending"), None);
+}
+
+#[test]
+fn a_handoff_is_stored_once_and_carried_by_the_next_turn() {
+    let f = Fakes::new();
+    succeeded(&f.vf(&["conv", "new", "h", "--with", "codex"]));
+    let doc = f.env.write("plan.md", "# the plan\n");
+    let out = f.vf(&["conv", "handoff", "h", "--file", doc.to_str().unwrap()]);
+    succeeded(&out);
+    let digest = vf::history::sha256_hex(b"# the plan\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("sha256:{digest} 11 bytes\n")
+    );
+    let stored = f
+        .env
+        .state()
+        .join(format!("conversations/h/handoffs/{digest}.txt"));
+    assert_eq!(read_text(&stored), "# the plan\n");
+    f.answer("codex", CODEX_SID, "ok");
+    ok(&f.vf(&[
+        "conv", "say", "h", "--to", "codex", "--prompt", "go", "--json",
+    ]));
+    ok(&f.vf(&[
+        "conv", "say", "h", "--to", "codex", "--prompt", "again", "--json",
+    ]));
+    let runs = f.delivered();
+    assert_eq!(
+        envelope(&runs[0].2)["handoff"],
+        json!({"format": "VF-HANDOFF/1", "digest": digest, "bytes": 11, "text": "# the plan\n"})
+    );
+    // Seen once: the exact-delta turn after it does not repeat it.
+    assert_eq!(envelope(&runs[1].2).get("handoff"), None);
 }

@@ -99,17 +99,20 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         .map(|t| turn::plan(&store, &conv, t, ctx.fresh))
         .collect::<Result<Vec<_>>>()?;
     let format = a.output.format();
-    let mut sink = StdoutSink::new(format);
-    let reports = super::block_on(async {
-        let mut reports = Vec::new();
-        for plan in &plans {
-            let report = turn::run(&ctx, &store, &mut conv, plan, &mut sink).await;
-            store.save(&conv)?;
-            reports.push(report?);
-        }
-        Ok::<_, VfError>(reports)
-    })??;
-    print_reports(&conv.name, &reports, format, &mut sink)?;
+    let sink_for = |alias: &str| {
+        let mut sink = StdoutSink::new(format);
+        // Turns run at once: each JSONL line names its participant.
+        sink.tag = Some(("participant".into(), alias.into()));
+        sink
+    };
+    let local = tokio::task::LocalSet::new();
+    let ran = super::block_on(
+        local.run_until(turn::run_all(&ctx, &store, &mut conv, &plans, sink_for)),
+    )??;
+    let (reports, mut sinks): (Vec<TurnReport>, Vec<StdoutSink>) = ran.into_iter().unzip();
+    let mut fallback = StdoutSink::new(format);
+    let sink = sinks.first_mut().unwrap_or(&mut fallback);
+    print_reports(&conv.name, &reports, format, sink)?;
     Ok(reports
         .iter()
         .map(|r| r.result.vf_exit())

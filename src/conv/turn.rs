@@ -133,14 +133,58 @@ pub fn recover(state_dir: &Path, conv: &mut Conversation) {
     }
 }
 
-/// Runs one planned turn and records its outcome in `conv` (saved by the caller).
-pub async fn run(
+/// Runs the planned turns at once (each with its own sink from `sink_for`),
+/// then records them in plan order, saving after each. The first error
+/// (a turn that could not start) is returned after every turn has ended.
+pub async fn run_all<S, F>(
+    ctx: &SayContext,
+    store: &ConvStore,
+    conv: &mut Conversation,
+    plans: &[Turn],
+    mut sink_for: F,
+) -> Result<Vec<(TurnReport, S)>>
+where
+    S: EventSink + 'static,
+    F: FnMut(&str) -> S,
+{
+    let mut started = Vec::new();
+    for turn in plans {
+        let (spec, read_only) = start(ctx, store, conv, turn)?;
+        let mut sink = sink_for(&turn.participant);
+        // Local tasks: the turns run concurrently on vf's one thread.
+        let task = tokio::task::spawn_local(async move {
+            let ran = crate::dispatch::run(spec, &mut sink).await;
+            (ran, sink)
+        });
+        started.push((turn, read_only, task));
+    }
+    let mut reports = Vec::new();
+    let mut first_err = None;
+    for (turn, read_only, task) in started {
+        let (ran, sink) = task.await.map_err(anyhow::Error::from)?;
+        conv.participant_mut(&turn.participant)?.pending = None;
+        let finished = ran.and_then(|result| finish(conv, turn, read_only, result));
+        store.save(conv)?;
+        match finished {
+            Ok(report) => reports.push((report, sink)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(reports),
+    }
+}
+
+/// Marks the turn pending (saved) and builds its unit.
+fn start(
     ctx: &SayContext,
     store: &ConvStore,
     conv: &mut Conversation,
     turn: &Turn,
-    sink: &mut dyn EventSink,
-) -> Result<TurnReport> {
+) -> Result<(UnitSpec, ReadOnly)> {
     let engine = conv.participant(&turn.participant)?.engine;
     let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
@@ -148,7 +192,7 @@ pub async fn run(
     let (read_only, warning) = read_only(engine, ctx.write, turn.session.is_some());
     let spec = UnitSpec {
         engine,
-        unit: unit.clone(),
+        unit,
         prompt: private::apply_private_ranges(&turn.text, &ctx.private_ranges),
         session: turn.session.clone(),
         cwd: ctx.cwd.clone(),
@@ -170,10 +214,15 @@ pub async fn run(
             .into_iter()
             .collect(),
     };
-    let ran = crate::dispatch::run(spec, sink).await;
-    let p = conv.participant_mut(&turn.participant)?;
-    p.pending = None;
-    let result = ran?;
+    Ok((spec, read_only))
+}
+
+fn finish(
+    conv: &mut Conversation,
+    turn: &Turn,
+    read_only: ReadOnly,
+    result: DispatchResult,
+) -> Result<TurnReport> {
     let recorded = settle(conv, turn, &result)?;
     Ok(TurnReport {
         participant: turn.participant.clone(),

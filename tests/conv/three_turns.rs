@@ -186,7 +186,9 @@ fn three_turns_deliver_exact_deltas_and_a_fresh_full_history() {
         )]
     );
 
-    let runs = f.delivered();
+    let mut runs = f.delivered();
+    // Turn 1 ran both at once: either may have started first.
+    runs[..2].sort_by(|a, b| a.0.cmp(&b.0));
     let engines: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(engines, ["claude", "codex", "claude", "codex"]);
     // Fresh sessions carry no resume argument; claude's turn 2 resumes its own.
@@ -424,4 +426,37 @@ fn a_handoff_is_stored_once_and_carried_by_the_next_turn() {
     );
     // Seen once: the exact-delta turn after it does not repeat it.
     assert_eq!(envelope(&runs[1].2).get("handoff"), None);
+}
+
+#[test]
+fn all_runs_the_turns_at_once_and_records_them_in_participant_order() {
+    let f = Fakes::new();
+    succeeded(&f.vf(&["conv", "new", "par", "--with", "codex", "--with", "claude"]));
+    f.answer("codex", CODEX_SID, "codex here");
+    f.answer("claude", CLAUDE_SID, "claude here");
+    // Each fake waits until both have started (at most ~20 s): run one
+    // after the other, the first would end before the second starts.
+    for e in ["codex", "claude"] {
+        let envf = format!("{}.env", f.env.fake_for(e).display());
+        let mut text = read_text(Path::new(&envf));
+        text.push_str("FAKE_BARRIER=2\n");
+        std::fs::write(&envf, text).unwrap();
+    }
+    let s = ok(&f.vf(&["conv", "say", "par", "--all", "--prompt", "Q", "--json"]));
+    let events = read_text(&f.runs.join("events.log"));
+    let first: Vec<&str> = events
+        .lines()
+        .take(2)
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(first, ["start", "start"], "{events}");
+    assert_eq!(modes(&s).len(), 2);
+    let show = ok(&f.vf(&["conv", "show", "par", "--json"]));
+    let froms: Vec<&str> = show["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["from"].as_str().unwrap())
+        .collect();
+    assert_eq!(froms, ["user", "codex", "claude"]);
 }

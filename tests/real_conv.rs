@@ -100,12 +100,10 @@ fn claude_and_codex_three_turns_through_the_model_server() {
     if !(all_there && available("claude", &cv) && available("codex", &xv)) {
         return;
     }
-    let home = tempfile::Builder::new()
-        .prefix("vf-real-conv-")
-        .tempdir()
-        .unwrap();
-    std::fs::create_dir_all(home.path().join("project")).unwrap();
+    // The sandbox HOME, kept across the calls (the CLIs keep sessions there).
+    let home = common::Env::new();
     let h = home.path();
+    std::fs::create_dir_all(h.join("project")).unwrap();
     vf(
         h,
         &["conv", "new", "rc", "--with", "claude", "--with", "codex"],

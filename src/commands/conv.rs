@@ -63,16 +63,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
             return Ok(crate::error::exit::USAGE);
         }
     };
-    let cwd = match &a.cwd {
-        Some(d) => state::absolute(d)?,
-        None => std::env::current_dir()?,
-    };
-    if !cwd.is_dir() {
-        return Err(VfError::usage(format!(
-            "--cwd {} is not a directory",
-            cwd.display()
-        )));
-    }
+    let cwd = super::dispatch::resolve_cwd(a.cwd.as_deref())?;
     let state_dir = state::resolve_state_dir(a.state.state_dir.as_deref(), &cwd)?;
     let store = ConvStore::new(&state_dir);
     let _lock = store.lock(&a.name)?;

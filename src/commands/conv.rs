@@ -145,10 +145,11 @@ fn print_reports(
             for r in reports {
                 sink.result(&r.result);
                 println!(
-                    "{} turn {} · {} · {}",
+                    "{} turn {} · {} · read-only {} · {}",
                     r.participant,
                     r.turn,
                     r.delivery_mode.as_str(),
+                    r.read_only.as_str(),
                     if r.recorded {
                         "answer recorded"
                     } else {

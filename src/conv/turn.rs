@@ -75,6 +75,16 @@ pub fn read_only(engine: EngineId, write: bool, resume: bool) -> (ReadOnly, Opti
     }
 }
 
+impl ReadOnly {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadOnly::Enforced => "enforced",
+            ReadOnly::Unenforced => "unenforced",
+            ReadOnly::Off => "off",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CursorRange {
     pub from: u64,

@@ -460,3 +460,21 @@ fn all_runs_the_turns_at_once_and_records_them_in_participant_order() {
         .collect();
     assert_eq!(froms, ["user", "codex", "claude"]);
 }
+
+#[test]
+fn human_output_names_the_delivery_and_read_only_mode() {
+    let f = Fakes::new();
+    succeeded(&f.vf(&["conv", "new", "hu", "--with", "codex:x"]));
+    f.answer("codex", CODEX_SID, "the human answer");
+    let out = f.vf(&[
+        "conv", "say", "hu", "--to", "x", "--prompt", "hi", "--output", "human",
+    ]);
+    succeeded(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "x turn 1 · full-history · read-only enforced · answer recorded\nthe human answer"
+        ),
+        "{text}"
+    );
+}

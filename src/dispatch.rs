@@ -74,6 +74,8 @@ pub struct UnitSpec {
     pub summary_schema: Option<std::sync::Arc<crate::summary::schema::SummarySchema>>,
     /// The worktree, setup and verify around the engine (see [`Steps`]).
     pub steps: Steps,
+    /// Run with the engine's read-only flags where it has them (`vf conv`).
+    pub read_only: bool,
 }
 
 impl UnitSpec {

@@ -40,7 +40,7 @@ pub struct Response {
 }
 
 /// How much history a replay carried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counts {
     /// Responses on record for the unit.
@@ -49,6 +49,19 @@ pub struct Counts {
     pub replayed: usize,
     /// How many of the replayed ones were cut.
     pub truncated: usize,
+}
+
+/// The part of a history that a replay carries: the last [`MAX_REPLAYED`]
+/// (the same bound for unit re-runs and conversation turns).
+pub fn recent<T>(all: &[T]) -> &[T] {
+    &all[all.len().saturating_sub(MAX_REPLAYED)..]
+}
+
+/// One response as a replay carries it: at most [`MAX_RESPONSE_BYTES`], cut
+/// on a character boundary, and whether it was cut.
+pub fn bounded(full: &str) -> (&str, bool) {
+    let text = cut(full, MAX_RESPONSE_BYTES);
+    (text, text.len() < full.len())
 }
 
 pub fn history_path(state_dir: &Path, unit: &str) -> PathBuf {
@@ -83,7 +96,7 @@ pub fn record(
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         bytes.push(b'\n');
     }
-    let text = cut(full, MAX_RESPONSE_BYTES);
+    let (text, truncated) = bounded(full);
     let r = Response {
         unit: unit.to_string(),
         engine,
@@ -92,7 +105,7 @@ pub fn record(
         sha256: sha256_hex(full.as_bytes()),
         bytes: full.len(),
         text: text.to_string(),
-        truncated: text.len() < full.len(),
+        truncated,
         recorded_at: now_rfc3339(),
     };
     serde_json::to_writer(&mut bytes, &r).map_err(std::io::Error::other)?;
@@ -117,7 +130,7 @@ pub fn prepend(unit: &str, history: &[Response], prompt: &str) -> Option<(String
     if history.is_empty() {
         return None;
     }
-    let recent = &history[history.len().saturating_sub(MAX_REPLAYED)..];
+    let recent = recent(history);
     let mut truncated = 0;
     let mut s = String::new();
     s.push_str(&format!(
@@ -130,8 +143,8 @@ pub fn prepend(unit: &str, history: &[Response], prompt: &str) -> Option<(String
         recent.len()
     ));
     for (i, r) in recent.iter().enumerate() {
-        let text = cut(&r.text, MAX_RESPONSE_BYTES);
-        let cut_now = r.truncated || text.len() < r.text.len();
+        let (text, cut_again) = bounded(&r.text);
+        let cut_now = r.truncated || cut_again;
         if cut_now {
             truncated += 1;
         }

@@ -7,10 +7,12 @@
 
 pub mod attach;
 pub mod binary;
+pub mod canonical_json;
 pub mod child;
 pub mod clean;
 pub mod cli;
 pub mod commands;
+pub mod conv;
 pub mod dispatch;
 pub mod doctor;
 pub mod engine;

@@ -497,6 +497,7 @@ impl Run {
             options: u.job.plan.run_options(),
             summary_schema: u.job.plan.summary_schema.clone(),
             steps: self.steps_of(i),
+            read_only: false,
         })
     }
 

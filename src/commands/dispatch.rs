@@ -55,8 +55,9 @@ pub fn parse_private_ranges(raw: &[String]) -> std::result::Result<Vec<RangeSpec
         .collect()
 }
 
-pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
-    let cwd = match &args.cwd {
+/// `--cwd DIR` made absolute (default: the current directory); it must be a directory.
+pub fn resolve_cwd(cwd: Option<&std::path::Path>) -> Result<PathBuf> {
+    let cwd = match cwd {
         Some(d) => state::absolute(d)?,
         None => std::env::current_dir()?,
     };
@@ -66,6 +67,11 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
             cwd.display()
         )));
     }
+    Ok(cwd)
+}
+
+pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
+    let cwd = resolve_cwd(args.cwd.as_deref())?;
     check_session_choice(args.engine, args.session.as_deref())?;
     let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     // `auto` asks the doctor which engines are ready before a real run; a dry
@@ -211,6 +217,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         options: r.chosen.options,
         summary_schema: r.chosen.schema,
         steps,
+        read_only: false,
     };
     run_unit(spec, None, format)
 }

@@ -6,6 +6,7 @@ use crate::error::Result;
 pub mod attach;
 pub mod clean;
 pub mod completions;
+pub mod conv;
 pub mod dispatch;
 pub mod doctor;
 pub mod engines;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Replay(a) => replay::run(&a),
         Command::Clean(a) => clean::run(&a),
+        Command::Conv(a) => conv::run(a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -62,7 +62,7 @@ pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<P
         unit: &spec.unit,
         state_dir: &spec.state_dir,
         version: version.as_ref(),
-        read_only: false,
+        read_only: spec.read_only,
         options: &spec.options,
     });
     let mut inv = match built {

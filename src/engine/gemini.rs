@@ -49,6 +49,12 @@ impl Engine for Gemini {
         args.extend(req.resume_args("-r"));
         args.extend(SPEC.permission_arg(req));
         args.extend(options::args(&SPEC, req.options));
+        args.extend(self.read_only_arg(req));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
+    }
+
+    /// `--approval-mode plan` ("plan (read-only mode)" in the verified help).
+    fn read_only_args(&self, _resume: bool) -> Option<&'static [&'static str]> {
+        Some(&["--approval-mode", "plan"])
     }
 }

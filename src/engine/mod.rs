@@ -421,6 +421,21 @@ pub trait Engine: Sync {
         self.spec().session_ids.matches(id)
     }
 
+    /// The verified flags that make a run read-only (`vf conv` without
+    /// `--write`), or `None` where the CLI has no such mode for this kind of
+    /// run: the caller then reports read-only as unenforced.
+    fn read_only_args(&self, _resume: bool) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    /// `read_only_args` when the request asks for read-only.
+    fn read_only_arg(&self, req: &Request<'_>) -> Vec<String> {
+        match self.read_only_args(req.session.is_some()) {
+            Some(a) if req.read_only => a.iter().map(|s| s.to_string()).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether `--session ID` can resume exactly that native session.
     fn exact_resume(&self, _version: Option<&Version>) -> bool {
         self.spec().session_ids != SessionIds::None

@@ -1,0 +1,239 @@
+//! `vf conv`: conversations of several engines (see docs/CONVERSATIONS.md).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::output::StdoutSink;
+use crate::cli::{
+    ConvArgs, ConvCommand, ConvHandoffArgs, ConvLsArgs, ConvNameArgs, ConvNewArgs, ConvSayArgs,
+    ConvShowArgs, OutputFormat, StateDirArg,
+};
+use crate::conv::turn::{self, SayContext, TurnReport};
+use crate::conv::{ConvStore, Conversation, model};
+use crate::error::{Result, VfError};
+use crate::{private, state};
+
+pub fn run(args: ConvArgs) -> Result<i32> {
+    match args.command {
+        ConvCommand::New(a) => new(&a),
+        ConvCommand::Say(a) => say(&a),
+        ConvCommand::Show(a) => show(&a),
+        ConvCommand::Ls(a) => ls(&a),
+        ConvCommand::Rm(a) => rm(&a),
+        ConvCommand::Handoff(a) => handoff(&a),
+    }
+}
+
+fn state_dir(arg: &StateDirArg) -> Result<PathBuf> {
+    state::resolve_state_dir(arg.state_dir.as_deref(), &std::env::current_dir()?)
+}
+
+fn new(a: &ConvNewArgs) -> Result<i32> {
+    let store = ConvStore::new(&state_dir(&a.state)?);
+    let with = a
+        .with
+        .iter()
+        .map(|w| model::parse_with(w))
+        .collect::<Result<Vec<_>>>()?;
+    let conv = Conversation::new(&a.name, &with, crate::fsutil::now_rfc3339())?;
+    let _lock = store.lock(&a.name)?;
+    if store.exists(&a.name) {
+        return Err(VfError::usage(format!(
+            "conversation {:?} already exists (`vf conv rm {}` first)",
+            a.name, a.name
+        )));
+    }
+    store.save(&conv)?;
+    println!("{}", store.dir(&a.name).display());
+    Ok(0)
+}
+
+#[derive(Serialize)]
+struct SayOutput<'a> {
+    conversation: &'a str,
+    turns: &'a [TurnReport],
+}
+
+fn say(a: &ConvSayArgs) -> Result<i32> {
+    let ranges = match super::dispatch::parse_private_ranges(&a.private_range) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = e.print();
+            return Ok(crate::error::exit::USAGE);
+        }
+    };
+    let cwd = super::dispatch::resolve_cwd(a.cwd.as_deref())?;
+    let state_dir = state::resolve_state_dir(a.state.state_dir.as_deref(), &cwd)?;
+    let store = ConvStore::new(&state_dir);
+    let _lock = store.lock(&a.name)?;
+    let mut conv = store.load(&a.name)?;
+    let targets = targets(&conv, a)?;
+    let prompt = super::prompt::read(&a.prompt)?;
+    let ctx = SayContext {
+        private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,
+        stall_timeout: super::dispatch::seconds("--stall-timeout", a.stall_timeout)?,
+        timeout: super::dispatch::seconds("--timeout", a.timeout)?,
+        kill_grace: crate::child::kill_grace_from_env()?,
+        fresh: a.fresh,
+        write: a.write,
+        state_dir,
+        cwd,
+    };
+    turn::recover(&ctx.state_dir, &mut conv);
+    conv.add_user(&targets, &prompt);
+    store.save(&conv)?;
+    // Every turn is planned before any runs: participants answer the same
+    // transcript, and each sees the others' answers on its next turn.
+    let plans = targets
+        .iter()
+        .map(|t| turn::plan(&store, &conv, t, ctx.fresh))
+        .collect::<Result<Vec<_>>>()?;
+    let format = a.output.format();
+    let sink_for = |alias: &str| {
+        let mut sink = StdoutSink::new(format);
+        // Turns run at once: each JSONL line names its participant.
+        sink.tag = Some(("participant".into(), alias.into()));
+        sink
+    };
+    let local = tokio::task::LocalSet::new();
+    let ran = super::block_on(
+        local.run_until(turn::run_all(&ctx, &store, &mut conv, &plans, sink_for)),
+    )??;
+    let (reports, mut sinks): (Vec<TurnReport>, Vec<StdoutSink>) = ran.into_iter().unzip();
+    let mut fallback = StdoutSink::new(format);
+    let sink = sinks.first_mut().unwrap_or(&mut fallback);
+    print_reports(&conv.name, &reports, format, sink)?;
+    Ok(reports
+        .iter()
+        .map(|r| r.result.vf_exit())
+        .find(|&c| c != 0)
+        .unwrap_or(0))
+}
+
+/// `--to` (each once, checked) or `--all`, in participant order.
+fn targets(conv: &Conversation, a: &ConvSayArgs) -> Result<Vec<String>> {
+    for t in &a.to {
+        conv.participant(t)?;
+    }
+    Ok(conv
+        .aliases()
+        .into_iter()
+        .filter(|alias| a.all || a.to.contains(alias))
+        .collect())
+}
+
+fn print_reports(
+    name: &str,
+    reports: &[TurnReport],
+    format: OutputFormat,
+    sink: &mut StdoutSink,
+) -> Result<()> {
+    match format {
+        OutputFormat::Json => super::print_json(&SayOutput {
+            conversation: name,
+            turns: reports,
+        })?,
+        OutputFormat::Jsonl => {
+            for r in reports {
+                let mut v = serde_json::to_value(r).map_err(anyhow::Error::from)?;
+                v["kind"] = "conv.turn".into();
+                sink.json_line(&v);
+            }
+        }
+        OutputFormat::Human => {
+            for r in reports {
+                sink.result(&r.result);
+                println!(
+                    "{} turn {} · {} · read-only {} · {}",
+                    r.participant,
+                    r.turn,
+                    r.delivery_mode.as_str(),
+                    r.read_only.as_str(),
+                    if r.recorded {
+                        "answer recorded"
+                    } else {
+                        "no answer recorded"
+                    }
+                );
+                if let Some(answer) = r.result.answer.as_deref().filter(|_| r.recorded) {
+                    println!("{answer}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn show(a: &ConvShowArgs) -> Result<i32> {
+    let conv = ConvStore::new(&state_dir(&a.state)?).load(&a.name)?;
+    if a.json {
+        super::print_json(&conv)?;
+        return Ok(0);
+    }
+    println!("conversation {}", conv.name);
+    for p in &conv.participants {
+        println!(
+            "participant {} · {} · cursor {} · binding {} · last delivery {}",
+            p.alias,
+            p.engine,
+            p.cursor,
+            p.binding.as_ref().map_or("none".to_string(), |b| format!(
+                "{} at {}",
+                b.session_id, b.cursor
+            )),
+            p.last_delivery.map_or("none", |m| m.as_str())
+        );
+    }
+    if let Some(h) = &conv.handoff {
+        println!(
+            "handoff VF-HANDOFF/1 sha256:{} · {} bytes",
+            h.digest, h.bytes
+        );
+    }
+    for e in &conv.transcript {
+        let to = if e.to.is_empty() {
+            String::new()
+        } else {
+            format!(" → {}", e.to.join(", "))
+        };
+        println!("\n#{} {}{to} · sha256 {}", e.id, e.from, &e.sha256[..12]);
+        println!("{}", e.text);
+    }
+    Ok(0)
+}
+
+fn ls(a: &ConvLsArgs) -> Result<i32> {
+    let names = ConvStore::new(&state_dir(&a.state)?).list()?;
+    if a.json {
+        super::print_json(&names)?;
+    } else {
+        for n in names {
+            println!("{n}");
+        }
+    }
+    Ok(0)
+}
+
+fn rm(a: &ConvNameArgs) -> Result<i32> {
+    let store = ConvStore::new(&state_dir(&a.state)?);
+    let _lock = store.lock(&a.name)?;
+    store.load(&a.name)?;
+    store.remove(&a.name)?;
+    Ok(0)
+}
+
+fn handoff(a: &ConvHandoffArgs) -> Result<i32> {
+    let store = ConvStore::new(&state_dir(&a.state)?);
+    let text = super::prompt::read(&crate::cli::PromptArgs {
+        prompt: None,
+        prompt_file: Some(a.file.clone()),
+    })?;
+    let _lock = store.lock(&a.name)?;
+    let mut conv = store.load(&a.name)?;
+    let h = store.put_handoff(&a.name, &text)?;
+    println!("sha256:{} {} bytes", h.digest, h.bytes);
+    conv.handoff = Some(h);
+    store.save(&conv)?;
+    Ok(0)
+}

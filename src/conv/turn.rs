@@ -1,0 +1,281 @@
+//! One participant's turn, run as an ordinary dispatch of the unit
+//! `conv-<name>-<alias>-t<N>`: locks, process groups, signals, logs, the
+//! durable session id and redaction all come from [`crate::dispatch`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::envelope::{self, DeliveryMode, Turn, TurnInputs};
+use super::model::{Binding, Conversation, PendingTurn, turn_unit};
+use super::store::ConvStore;
+use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
+use crate::engine::EngineId;
+use crate::error::Result;
+use crate::history::Counts;
+use crate::marker::{MarkerStore, UnitState};
+use crate::private::{self, PrivateRanges};
+
+/// What every turn of one `say` shares.
+pub struct SayContext {
+    pub state_dir: PathBuf,
+    pub cwd: PathBuf,
+    pub fresh: bool,
+    /// `--write`: no read-only flags.
+    pub write: bool,
+    pub stall_timeout: Option<Duration>,
+    pub timeout: Option<Duration>,
+    pub kill_grace: Duration,
+    /// Staged apart from the envelope: delivered with this `say` only.
+    pub private_ranges: PrivateRanges,
+}
+
+/// One turn's report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnReport {
+    pub participant: String,
+    pub turn: u32,
+    pub delivery_mode: DeliveryMode,
+    pub cursor: CursorRange,
+    pub replay: Option<Counts>,
+    pub read_only: ReadOnly,
+    /// Whether the answer entered the transcript (a failed or interrupted
+    /// turn's partial answer never does).
+    pub recorded: bool,
+    pub result: DispatchResult,
+}
+
+/// Whether the turn ran read-only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadOnly {
+    /// The engine's verified read-only flags were passed.
+    Enforced,
+    /// Asked for, but the engine has no such mode for this run: nothing sent.
+    Unenforced,
+    /// `--write`.
+    Off,
+}
+
+/// How `engine` runs a turn read-only, and the warning when it cannot.
+pub fn read_only(engine: EngineId, write: bool, resume: bool) -> (ReadOnly, Option<String>) {
+    if write {
+        return (ReadOnly::Off, None);
+    }
+    match engine.engine().read_only_args(resume) {
+        Some(_) => (ReadOnly::Enforced, None),
+        None => (
+            ReadOnly::Unenforced,
+            Some(format!(
+                "{engine} cannot be held read-only for this turn (no verified read-only mode): it may edit files"
+            )),
+        ),
+    }
+}
+
+impl ReadOnly {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadOnly::Enforced => "enforced",
+            ReadOnly::Unenforced => "unenforced",
+            ReadOnly::Off => "off",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CursorRange {
+    pub from: u64,
+    pub to: u64,
+}
+
+/// Whether `engine` can resume a session exactly at its installed version.
+pub fn exact_authority(engine: EngineId) -> bool {
+    let Ok(program) = crate::binary::resolve_binary(engine, None) else {
+        return false;
+    };
+    let version =
+        crate::doctor::cache::read_version(&program, crate::dispatch::VERSION_TIMEOUT, false).ok();
+    engine.engine().exact_resume(version.as_ref())
+}
+
+/// Plans `alias`'s turn over the transcript as it stands now.
+pub fn plan(store: &ConvStore, conv: &Conversation, alias: &str, fresh: bool) -> Result<Turn> {
+    let p = conv.participant(alias)?;
+    let handoff_text = match &conv.handoff {
+        Some(h) => Some(store.handoff_text(&conv.name, h)?),
+        None => None,
+    };
+    envelope::plan(
+        conv,
+        alias,
+        &TurnInputs {
+            exact_authority: exact_authority(p.engine),
+            fresh,
+            handoff_text: handoff_text.as_deref(),
+        },
+    )
+}
+
+/// A turn that a killed vf left pending: the session id its unit's marker
+/// made durable becomes the binding, at the cursor the participant had
+/// before that turn (so nothing after it is skipped); its partial answer is
+/// not entered.
+pub fn recover(state_dir: &Path, conv: &mut Conversation) {
+    let markers = MarkerStore::new(state_dir);
+    for p in conv.participants.iter_mut() {
+        let Some(pending) = p.pending.take() else {
+            continue;
+        };
+        let Ok(Some(m)) = markers.load(&pending.unit) else {
+            continue;
+        };
+        if let Some(id) = m.engine_session_id
+            && p.engine.engine().valid_session_id(&id)
+        {
+            p.binding = Some(Binding {
+                session_id: id,
+                cursor: p.cursor,
+            });
+        }
+    }
+}
+
+/// Runs the planned turns at once (each with its own sink from `sink_for`),
+/// then records them in plan order, saving after each. The first error
+/// (a turn that could not start) is returned after every turn has ended.
+pub async fn run_all<S, F>(
+    ctx: &SayContext,
+    store: &ConvStore,
+    conv: &mut Conversation,
+    plans: &[Turn],
+    mut sink_for: F,
+) -> Result<Vec<(TurnReport, S)>>
+where
+    S: EventSink + 'static,
+    F: FnMut(&str) -> S,
+{
+    let mut started = Vec::new();
+    for turn in plans {
+        let (spec, read_only) = start(ctx, store, conv, turn)?;
+        let mut sink = sink_for(&turn.participant);
+        // Local tasks: the turns run concurrently on vf's one thread.
+        let task = tokio::task::spawn_local(async move {
+            let ran = crate::dispatch::run(spec, &mut sink).await;
+            (ran, sink)
+        });
+        started.push((turn, read_only, task));
+    }
+    let mut reports = Vec::new();
+    let mut first_err = None;
+    for (turn, read_only, task) in started {
+        let (ran, sink) = task.await.map_err(anyhow::Error::from)?;
+        conv.participant_mut(&turn.participant)?.pending = None;
+        let finished = ran.and_then(|result| finish(conv, turn, read_only, result));
+        store.save(conv)?;
+        match finished {
+            Ok(report) => reports.push((report, sink)),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(reports),
+    }
+}
+
+/// Marks the turn pending (saved) and builds its unit.
+fn start(
+    ctx: &SayContext,
+    store: &ConvStore,
+    conv: &mut Conversation,
+    turn: &Turn,
+) -> Result<(UnitSpec, ReadOnly)> {
+    let engine = conv.participant(&turn.participant)?.engine;
+    let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
+    conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
+    store.save(conv)?;
+    let (read_only, warning) = read_only(engine, ctx.write, turn.session.is_some());
+    let spec = UnitSpec {
+        engine,
+        unit,
+        prompt: private::apply_private_ranges(&turn.text, &ctx.private_ranges),
+        session: turn.session.clone(),
+        cwd: ctx.cwd.clone(),
+        state_dir: ctx.state_dir.clone(),
+        skip_permissions: false,
+        engine_bin: None,
+        attachments: Vec::new(),
+        stall_timeout: ctx.stall_timeout,
+        timeout: ctx.timeout,
+        kill_grace: ctx.kill_grace,
+        warnings: warning.into_iter().collect(),
+        read_only: read_only != ReadOnly::Off,
+        engine_reason: Some(format!(
+            "conversation {} participant {}",
+            conv.name, turn.participant
+        )),
+        redact: Some(ctx.private_ranges.wire())
+            .filter(|w| !w.is_empty())
+            .into_iter()
+            .collect(),
+        budget_args: Vec::new(),
+        options: Default::default(),
+        summary_schema: None,
+        steps: Default::default(),
+    };
+    Ok((spec, read_only))
+}
+
+fn finish(
+    conv: &mut Conversation,
+    turn: &Turn,
+    read_only: ReadOnly,
+    result: DispatchResult,
+) -> Result<TurnReport> {
+    let recorded = settle(conv, turn, &result)?;
+    Ok(TurnReport {
+        participant: turn.participant.clone(),
+        turn: turn.turn,
+        delivery_mode: turn.mode,
+        cursor: CursorRange {
+            from: turn.cursor_from,
+            to: turn.cursor_to,
+        },
+        replay: turn.replay_counts,
+        read_only,
+        recorded,
+        result,
+    })
+}
+
+/// Enters a finished turn's answer and moves the cursor and binding; a
+/// failed turn changes neither.
+fn settle(conv: &mut Conversation, turn: &Turn, result: &DispatchResult) -> Result<bool> {
+    let answer = match (&result.state, &result.answer) {
+        (UnitState::Done, Some(a)) => a.clone(),
+        _ => return Ok(false),
+    };
+    let engine = conv.participant(&turn.participant)?.engine;
+    let session = result
+        .session_id
+        .clone()
+        .filter(|id| engine.engine().valid_session_id(id));
+    conv.add_response(&turn.participant, turn.turn, &answer, session.clone())?;
+    let p = conv.participant_mut(&turn.participant)?;
+    p.cursor = turn.cursor_to;
+    p.turns = turn.turn;
+    p.last_delivery = Some(turn.mode);
+    if turn.handoff.is_some() {
+        p.handoff_seen = turn.handoff.clone();
+    }
+    p.binding = session.map(|session_id| Binding {
+        session_id,
+        cursor: turn.cursor_to,
+    });
+    Ok(true)
+}

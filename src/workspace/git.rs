@@ -79,3 +79,23 @@ pub fn with_identity<'a>(dir: &Path, args: &[&'a str]) -> Vec<&'a str> {
     all.extend_from_slice(args);
     all
 }
+
+/// Serialises worktree bookkeeping (`worktree add`, `prune`, `remove`) among
+/// the units of one state dir: git reads every entry of `.git/worktrees/`,
+/// and an entry a parallel `worktree add` has only half made fails it.
+pub fn admin_lock(worktrees: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, GitError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |e: &dyn std::fmt::Display| GitError {
+        message: format!("cannot lock {}: {e}", worktrees.display()),
+    };
+    std::fs::create_dir_all(worktrees).map_err(|e| fail(&e))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(worktrees.join(".admin.lock"))
+        .map_err(|e| fail(&e))?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| fail(&e))
+}

@@ -83,6 +83,7 @@ fn create(
             path.display()
         ))));
     }
+    let _admin = git::admin_lock(path.parent().unwrap_or(path))?;
     // A worktree whose directory was deleted by hand still holds its branch.
     git::run(&spec.repo, &["worktree", "prune"])?;
     let p = path.to_string_lossy();

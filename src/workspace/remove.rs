@@ -18,6 +18,7 @@ pub fn remove(
     let Some(repo) = repo_dir(path) else {
         return Ok((None, None));
     };
+    let _admin = git::admin_lock(path.parent().unwrap_or(path))?;
     let p = path.to_string_lossy();
     let mut args = vec!["worktree", "remove"];
     if force {

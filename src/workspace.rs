@@ -44,6 +44,21 @@ pub struct Workspace {
     pub commit: bool,
 }
 
+impl Workspace {
+    /// One line for `vf status`: the branch and, once the unit ended, how
+    /// many files it changed since its base.
+    pub fn short(&self) -> String {
+        match &self.head {
+            Some(_) => format!(
+                "{} ({} file(s) changed)",
+                self.branch,
+                self.changed_files.len()
+            ),
+            None => self.branch.clone(),
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }

@@ -287,6 +287,14 @@ fn a_plan_composes_dependency_branches_and_leaves_the_checkout_alone() {
     let want = expected_workspace(&r, "d", &base, &["a.txt", "b.txt", "d.txt"]);
     assert_json_eq(&unit_of(&res, "d")["workspace"], &want);
     assert_eq!(r.checkout(), before, "the user's checkout changed");
+    assert_eq!(
+        status_details(&r),
+        ["a", "b", "c"]
+            .map(|u| format!("vf/{u} (1 file(s) changed) summary: "))
+            .into_iter()
+            .chain(["vf/d (3 file(s) changed) summary: ".to_string()])
+            .collect::<Vec<_>>()
+    );
     // Resumed with nothing left to do, and run again: nothing moves.
     let again = r.run(&["orchestrate", ".plan/plan.toml", "--resume", "--json"]);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
@@ -333,6 +341,25 @@ fn a_merge_conflict_blocks_the_dependent_and_leaves_nothing_half_merged() {
     assert!(!git_dir_has(&wt, "MERGE_HEAD"));
     assert_eq!(read_text(&wt.join("shared.txt")), "a\n");
     assert_eq!(r.checkout(), before);
+}
+
+/// The `vf status` table's last column (from the header's SUMMARY column on,
+/// so a shifted column shows), each cut after its `summary: `.
+fn status_details(r: &Repo) -> Vec<String> {
+    let out = r.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let col = header.find("SUMMARY").expect("a SUMMARY column");
+    lines
+        .map(|l| {
+            let detail: String = l.chars().skip(col).collect();
+            match detail.find("summary: ") {
+                Some(i) => detail[..i + "summary: ".len()].to_string(),
+                None => detail,
+            }
+        })
+        .collect()
 }
 
 /// Whether the worktree's own git dir holds `name`.

@@ -83,6 +83,16 @@ pub struct WorkspaceSpec {
 }
 
 impl WorkspaceSpec {
+    /// The engine's working directory inside the unit's worktree.
+    pub fn cwd_in(&self, state_dir: &Path, unit: &str) -> PathBuf {
+        let path = path_of(state_dir, unit);
+        // `join("")` would add a trailing slash to the recorded cwd.
+        match self.rel_cwd.as_os_str().is_empty() {
+            true => path,
+            false => path.join(&self.rel_cwd),
+        }
+    }
+
     /// A resumed unit reuses its worktree as it is. Its place is derived from
     /// the state dir, never taken from the marker (a cloned state dir is
     /// trusted only as far as its file names).

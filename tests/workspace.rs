@@ -373,3 +373,48 @@ fn git_dir_has(wt: &Path, name: &str) -> bool {
     let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     wt.join(dir).join(name).exists()
 }
+
+#[test]
+fn a_dry_run_shows_the_worktree_it_would_use_and_makes_nothing() {
+    let r = Repo::new();
+    r.env.write("repo/sub/f.txt", "f\n");
+    r.git(&["add", "sub"]);
+    r.git(&["commit", "-q", "-m", "sub"]);
+    let base = r.git(&["rev-parse", "HEAD"]);
+    let sub = r.repo().join("sub");
+    let sub = sub.to_str().unwrap();
+    let args = ["--dry-run", "--cwd", sub];
+    let out = r.dispatch("dr", &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let inv = stdout_json(&out);
+    let want = r.worktree("dr").join("sub");
+    assert_eq!(inv["cwd"], json!(want), "{inv}");
+    let human = r.run(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "dr",
+        "--prompt",
+        "x",
+        "--worktree",
+        "--cwd",
+        sub,
+        "--dry-run",
+    ]);
+    let text = String::from_utf8_lossy(&human.stdout).to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("cd {} && ", want.display())),
+        "{text}"
+    );
+    let line = format!(
+        "# worktree: {} on vf/dr from {}",
+        r.worktree("dr").display(),
+        &base[..12]
+    );
+    assert!(lines.any(|l| l == line), "{text}");
+    assert!(!r.worktree("dr").exists());
+    assert_eq!(r.git(&["branch", "--list", "vf/dr"]), "");
+}

@@ -60,11 +60,7 @@ pub fn open(
         merge(&workspace, unit, dep, &mut warnings)?;
     }
     Ok(Opened {
-        // `join("")` would add a trailing slash to the recorded cwd.
-        cwd: match spec.rel_cwd.as_os_str().is_empty() {
-            true => path.clone(),
-            false => path.join(&spec.rel_cwd),
-        },
+        cwd: spec.cwd_in(state_dir, unit),
         workspace,
         warnings,
     })

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, VfError};
 
 pub use open::{OpenError, Opened, open};
-pub use remove::remove;
+pub use remove::{Gone, remove};
 pub use seal::{CommitInfo, describe, seal};
 
 /// The directory under the state dir that holds the units' worktrees.

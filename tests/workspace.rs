@@ -418,3 +418,33 @@ fn a_dry_run_shows_the_worktree_it_would_use_and_makes_nothing() {
     assert!(!r.worktree("dr").exists());
     assert_eq!(r.git(&["branch", "--list", "vf/dr"]), "");
 }
+
+#[test]
+fn a_cwd_the_base_lacks_is_refused_and_leaves_no_worktree_or_branch() {
+    let r = Repo::new();
+    r.env.write("repo/newdir/f.txt", "not committed\n");
+    let dir = r.repo().join("newdir");
+    let dir = dir.to_str().unwrap();
+    let out = r.dispatch("s", &["--cwd", dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let base = r.git(&["rev-parse", "HEAD"]);
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "vf: the working directory newdir is not in the unit's worktree (is it committed at base {}?); commit it, or run from a directory the base has",
+            &base[..12]
+        )
+    );
+    assert!(!r.worktree("s").exists());
+    assert_eq!(r.git(&["branch", "--list", "vf/s"]), "");
+    assert!(r.env.marker_opt("s").is_none());
+    // Once committed, the same unit name runs there (the fake names its file after its cwd).
+    r.git(&["add", "newdir"]);
+    r.git(&["commit", "-q", "-m", "newdir"]);
+    let out = r.dispatch("s", &["--cwd", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        r.files_of("vf/s"),
+        ["README.md", "newdir/f.txt", "newdir/newdir.txt"]
+    );
+}

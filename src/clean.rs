@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::error::{Result, VfError};
 use crate::marker::{MarkerStore, UnitState};
 use crate::unit_lock::UnitLock;
-use crate::workspace::{WORKTREES_DIR, path_of};
+use crate::workspace::{Gone, WORKTREES_DIR, path_of};
 
 #[derive(Debug, Clone)]
 pub struct CleanRequest {
@@ -23,6 +23,8 @@ pub struct CleanRequest {
     pub branches: bool,
     /// Also units that are not done, and worktrees with uncommitted changes.
     pub force: bool,
+    /// Where vf was run: its repository is the one of a worktree already gone.
+    pub cwd: PathBuf,
 }
 
 /// What was removed, per unit.
@@ -37,8 +39,10 @@ pub struct Cleaned {
 pub fn clean(req: &CleanRequest) -> Result<Vec<Cleaned>> {
     let store = MarkerStore::new(&req.state_dir);
     let mut chosen = Vec::new();
-    for unit in candidates(req)? {
-        let state = store.load(&unit)?.map(|m| m.state);
+    for unit in candidates(req, &store)? {
+        let marker = store.load(&unit)?;
+        let state = marker.as_ref().map(|m| m.state);
+        let head = marker.and_then(|m| m.workspace).and_then(|w| w.head);
         if req.done_only && req.units.is_empty() && state != Some(UnitState::Done) {
             continue;
         }
@@ -54,12 +58,16 @@ pub fn clean(req: &CleanRequest) -> Result<Vec<Cleaned>> {
                 "unit {unit:?} is {s}, not done; --force cleans it anyway (nothing was cleaned)"
             )));
         }
-        chosen.push((unit, lock));
+        chosen.push((unit, head, lock));
     }
     let mut out = Vec::new();
-    for (unit, _lock) in &chosen {
+    for (unit, head, _lock) in &chosen {
         let path = path_of(&req.state_dir, unit);
-        let (worktree, branch) = crate::workspace::remove(&path, unit, req.force, req.branches)
+        let gone = Gone {
+            cwd: &req.cwd,
+            head: head.as_deref(),
+        };
+        let (worktree, branch) = crate::workspace::remove(&path, unit, req.force, req.branches, gone)
             .map_err(|e| {
                 VfError::usage(format!(
                     "cannot clean unit {unit:?}: {e}; --force removes a worktree with uncommitted changes"
@@ -74,8 +82,9 @@ pub fn clean(req: &CleanRequest) -> Result<Vec<Cleaned>> {
     Ok(out)
 }
 
-/// The named units, or every unit that has a worktree directory.
-fn candidates(req: &CleanRequest) -> Result<Vec<String>> {
+/// The named units, or every unit that has a worktree directory (with
+/// `--branches`, also every unit whose marker records a workspace).
+fn candidates(req: &CleanRequest, store: &MarkerStore) -> Result<Vec<String>> {
     if !req.units.is_empty() {
         for u in &req.units {
             crate::names::check("unit name", u)?;
@@ -101,6 +110,11 @@ fn candidates(req: &CleanRequest) -> Result<Vec<String>> {
             )));
         }
     }
+    if req.branches {
+        let recorded = store.list()?.into_iter().flatten();
+        names.extend(recorded.filter(|m| m.workspace.is_some()).map(|m| m.unit));
+    }
     names.sort();
+    names.dedup();
     Ok(names)
 }

@@ -186,6 +186,10 @@ fn fail_before_spawn(
     reason: Reason,
     err: VfError,
 ) -> VfError {
+    let err = VfError::Refused {
+        reason,
+        error: Box::new(err),
+    };
     if !is_new {
         return err;
     }

@@ -45,6 +45,10 @@ pub enum VfError {
     /// Anything vf did not expect of itself: exit 70, never the engine's 1.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
+    /// A unit refused before its engine started, with the reason its marker
+    /// records; prints and exits as the wrapped error does.
+    #[error("{error}")]
+    Refused { reason: Reason, error: Box<VfError> },
 }
 
 impl VfError {
@@ -64,6 +68,18 @@ impl VfError {
             VfError::NotReady(_) => exit::NOT_READY,
             VfError::State(_) => exit::STATE,
             VfError::Other(_) => exit::INTERNAL,
+            VfError::Refused { error, .. } => error.exit_code(),
+        }
+    }
+
+    /// The unit's failure reason for this error (orchestrate's unit entries).
+    pub fn reason(&self) -> Reason {
+        match self {
+            VfError::Usage(_) => Reason::Invalid,
+            VfError::NotReady(_) => Reason::Missing,
+            VfError::State(_) => Reason::State,
+            VfError::Other(_) => Reason::Internal,
+            VfError::Refused { reason, .. } => *reason,
         }
     }
 }
@@ -115,10 +131,12 @@ pub enum Reason {
     Verify,
     /// A dependency's branch did not merge into the unit's worktree.
     MergeConflict,
+    /// vf failed itself (a bug), not the engine.
+    Internal,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 16] = [
+    pub const ALL: [Reason; 17] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -135,6 +153,7 @@ impl Reason {
         Reason::Setup,
         Reason::Verify,
         Reason::MergeConflict,
+        Reason::Internal,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -155,6 +174,7 @@ impl Reason {
             Reason::Setup => "setup",
             Reason::Verify => "verify",
             Reason::MergeConflict => "merge-conflict",
+            Reason::Internal => "internal",
         }
     }
 
@@ -180,6 +200,7 @@ impl Reason {
             | Reason::Verify
             | Reason::MergeConflict => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
+            Reason::Internal => exit::INTERNAL,
         }
     }
 }
@@ -233,7 +254,8 @@ mod tests {
                 "\"budget\"",
                 "\"setup\"",
                 "\"verify\"",
-                "\"merge-conflict\""
+                "\"merge-conflict\"",
+                "\"internal\""
             ]
         );
         for r in Reason::ALL {
@@ -254,6 +276,35 @@ mod tests {
         .map(Reason::exit_code)
         .into();
         assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75]);
+    }
+
+    #[test]
+    fn each_error_names_the_reason_that_exits_as_it_does() {
+        let spawn = VfError::Refused {
+            reason: Reason::Spawn,
+            error: Box::new(VfError::not_ready("cannot start")),
+        };
+        let errors = [
+            VfError::usage("u"),
+            VfError::not_ready("n"),
+            VfError::state("s"),
+            VfError::Other(anyhow::anyhow!("o")),
+            spawn,
+        ];
+        let got: Vec<(Reason, i32)> = errors
+            .iter()
+            .map(|e| (e.reason(), e.reason().exit_code() - e.exit_code()))
+            .collect();
+        let want = [
+            Reason::Invalid,
+            Reason::Missing,
+            Reason::State,
+            Reason::Internal,
+            Reason::Spawn,
+        ]
+        .map(|r| (r, 0));
+        assert_eq!(got, want);
+        assert_eq!(errors[4].to_string(), "cannot start");
     }
 
     #[test]

@@ -547,6 +547,7 @@ impl Run {
             }
             Err(e) => {
                 u.report.state = RunState::Failed;
+                u.report.reason = Some(e.reason());
                 u.report.error = Some(e.to_string());
             }
         }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Result, VfError};
 
 pub use open::{OpenError, Opened, open};
-pub use remove::remove;
+pub use remove::{Gone, remove};
 pub use seal::{CommitInfo, describe, seal};
 
 /// The directory under the state dir that holds the units' worktrees.
@@ -42,6 +42,21 @@ pub struct Workspace {
     /// shown only then.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub commit: bool,
+}
+
+impl Workspace {
+    /// One line for `vf status`: the branch and, once the unit ended, how
+    /// many files it changed since its base.
+    pub fn short(&self) -> String {
+        match &self.head {
+            Some(_) => format!(
+                "{} ({} file(s) changed)",
+                self.branch,
+                self.changed_files.len()
+            ),
+            None => self.branch.clone(),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -68,6 +83,16 @@ pub struct WorkspaceSpec {
 }
 
 impl WorkspaceSpec {
+    /// The engine's working directory inside the unit's worktree.
+    pub fn cwd_in(&self, state_dir: &Path, unit: &str) -> PathBuf {
+        let path = path_of(state_dir, unit);
+        // `join("")` would add a trailing slash to the recorded cwd.
+        match self.rel_cwd.as_os_str().is_empty() {
+            true => path,
+            false => path.join(&self.rel_cwd),
+        }
+    }
+
     /// A resumed unit reuses its worktree as it is. Its place is derived from
     /// the state dir, never taken from the marker (a cloned state dir is
     /// trusted only as far as its file names).

@@ -318,9 +318,10 @@ fn dependency_failure_blocks_dependents() {
     a["reason"] = "engine".into();
     let mut d = ran("d", "codex", "done", "fresh", capture_session_id(CODEX));
     d["summary"] = json!({"confidence": 0.9, "files_changed": []});
-    // g never started: no attempt to report, and the binary it lacks named.
+    // g never started: no attempt to report, the binary it lacks named, and why.
     let mut g = ran("g", "gemini", "failed", "fresh", Value::Null);
     g["attempt"] = Value::Null;
+    g["reason"] = "missing".into();
     g["error"] = "gemini: VF_GEMINI_BIN=<tmp>/no-such-gemini: no such file".into();
     let want = json!({
         "kind": "orchestrate.result",

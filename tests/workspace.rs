@@ -287,6 +287,14 @@ fn a_plan_composes_dependency_branches_and_leaves_the_checkout_alone() {
     let want = expected_workspace(&r, "d", &base, &["a.txt", "b.txt", "d.txt"]);
     assert_json_eq(&unit_of(&res, "d")["workspace"], &want);
     assert_eq!(r.checkout(), before, "the user's checkout changed");
+    assert_eq!(
+        status_details(&r),
+        ["a", "b", "c"]
+            .map(|u| format!("vf/{u} (1 file(s) changed) summary: "))
+            .into_iter()
+            .chain(["vf/d (3 file(s) changed) summary: ".to_string()])
+            .collect::<Vec<_>>()
+    );
     // Resumed with nothing left to do, and run again: nothing moves.
     let again = r.run(&["orchestrate", ".plan/plan.toml", "--resume", "--json"]);
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
@@ -335,6 +343,25 @@ fn a_merge_conflict_blocks_the_dependent_and_leaves_nothing_half_merged() {
     assert_eq!(r.checkout(), before);
 }
 
+/// The `vf status` table's last column (from the header's SUMMARY column on,
+/// so a shifted column shows), each cut after its `summary: `.
+fn status_details(r: &Repo) -> Vec<String> {
+    let out = r.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let col = header.find("SUMMARY").expect("a SUMMARY column");
+    lines
+        .map(|l| {
+            let detail: String = l.chars().skip(col).collect();
+            match detail.find("summary: ") {
+                Some(i) => detail[..i + "summary: ".len()].to_string(),
+                None => detail,
+            }
+        })
+        .collect()
+}
+
 /// Whether the worktree's own git dir holds `name`.
 fn git_dir_has(wt: &Path, name: &str) -> bool {
     let out = Command::new("git")
@@ -345,4 +372,79 @@ fn git_dir_has(wt: &Path, name: &str) -> bool {
         .unwrap();
     let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     wt.join(dir).join(name).exists()
+}
+
+#[test]
+fn a_dry_run_shows_the_worktree_it_would_use_and_makes_nothing() {
+    let r = Repo::new();
+    r.env.write("repo/sub/f.txt", "f\n");
+    r.git(&["add", "sub"]);
+    r.git(&["commit", "-q", "-m", "sub"]);
+    let base = r.git(&["rev-parse", "HEAD"]);
+    let sub = r.repo().join("sub");
+    let sub = sub.to_str().unwrap();
+    let args = ["--dry-run", "--cwd", sub];
+    let out = r.dispatch("dr", &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let inv = stdout_json(&out);
+    let want = r.worktree("dr").join("sub");
+    assert_eq!(inv["cwd"], json!(want), "{inv}");
+    let human = r.run(&[
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "dr",
+        "--prompt",
+        "x",
+        "--worktree",
+        "--cwd",
+        sub,
+        "--dry-run",
+    ]);
+    let text = String::from_utf8_lossy(&human.stdout).to_string();
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with(&format!("cd {} && ", want.display())),
+        "{text}"
+    );
+    let line = format!(
+        "# worktree: {} on vf/dr from {}",
+        r.worktree("dr").display(),
+        &base[..12]
+    );
+    assert!(lines.any(|l| l == line), "{text}");
+    assert!(!r.worktree("dr").exists());
+    assert_eq!(r.git(&["branch", "--list", "vf/dr"]), "");
+}
+
+#[test]
+fn a_cwd_the_base_lacks_is_refused_and_leaves_no_worktree_or_branch() {
+    let r = Repo::new();
+    r.env.write("repo/newdir/f.txt", "not committed\n");
+    let dir = r.repo().join("newdir");
+    let dir = dir.to_str().unwrap();
+    let out = r.dispatch("s", &["--cwd", dir]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let base = r.git(&["rev-parse", "HEAD"]);
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "vf: the working directory newdir is not in the unit's worktree (is it committed at base {}?); commit it, or run from a directory the base has",
+            &base[..12]
+        )
+    );
+    assert!(!r.worktree("s").exists());
+    assert_eq!(r.git(&["branch", "--list", "vf/s"]), "");
+    assert!(r.env.marker_opt("s").is_none());
+    // Once committed, the same unit name runs there (the fake names its file after its cwd).
+    r.git(&["add", "newdir"]);
+    r.git(&["commit", "-q", "-m", "newdir"]);
+    let out = r.dispatch("s", &["--cwd", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        r.files_of("vf/s"),
+        ["README.md", "newdir/f.txt", "newdir/newdir.txt"]
+    );
 }

@@ -19,6 +19,7 @@ pub fn run(args: &CleanArgs) -> Result<i32> {
         done_only: args.done,
         branches: args.branches,
         force: args.force,
+        cwd: cwd.clone(),
     };
     let cleaned = clean(&req)?;
     if args.json {

@@ -15,6 +15,7 @@ use crate::engine::{AttachmentKind, Engine, Invocation, Request};
 use crate::error::{Result, VfError};
 use crate::private::{self, PrivateRanges, RangeSpec};
 use crate::unit_lock::UnitLock;
+use crate::workspace::WorkspaceSpec;
 use crate::{names, state};
 
 /// Resolved, validated inputs of a dispatch (flags turned into config).
@@ -113,17 +114,19 @@ fn default_unit_name(engine: &str) -> String {
     format!("{engine}-{secs}-{}", std::process::id())
 }
 
+/// The invocation, run in `worktree` (not yet made) instead of `r.cwd` when given.
 pub fn build_invocation(
     r: &Resolved,
     version: Option<&crate::version::Version>,
+    worktree: Option<&std::path::Path>,
 ) -> Result<Invocation> {
     let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
     r.engine.build(&Request {
         prompt: &prompt,
         session: r.session.as_deref(),
         skip_permissions: r.skip_permissions,
-        cwd: &r.cwd,
-        in_git_repo: state::in_git_work_tree(&r.cwd),
+        cwd: worktree.unwrap_or(&r.cwd),
+        in_git_repo: worktree.is_some() || state::in_git_work_tree(&r.cwd),
         attachments: &r.attach_plan.attachments,
         unit: &r.unit,
         state_dir: &r.state_dir,
@@ -181,7 +184,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let budget_args = max_cost_args(r.engine, args.max_cost)?;
     let steps = steps_of(&args.steps, &r.cwd)?;
     if args.dry_run {
-        return dry_run(args, &r);
+        return dry_run(args, &r, steps.workspace.as_ref());
     }
     let format = args.run.output.format();
     if r.attach_plan.pick.ready == Some(false) {
@@ -279,14 +282,16 @@ fn steps_of(a: &crate::cli::StepArgs, cwd: &std::path::Path) -> Result<crate::di
     })
 }
 
-/// `--dry-run`: the exact invocation, nothing spawned or written.
-fn dry_run(args: &DispatchArgs, r: &Resolved) -> Result<i32> {
+/// `--dry-run`: the exact invocation, nothing spawned or written (with
+/// `--worktree`: in the worktree the run would make).
+fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Result<i32> {
+    let worktree = ws.map(|w| w.cwd_in(&r.state_dir, &r.unit));
     // The argv can depend on the installed version (copilot): read it when the
     // engine is installed, without writing any state for a dry run.
     let version = crate::binary::resolve_binary(r.engine.spec().id, args.run.engine_bin.as_deref())
         .ok()
         .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
-    let mut inv = build_invocation(r, version.as_ref())?;
+    let mut inv = build_invocation(r, version.as_ref(), worktree.as_deref())?;
     inv.args.extend(max_cost_args(r.engine, args.max_cost)?);
     // Built with the real text (so limits apply to it), shown without it.
     private::redact_invocation(&mut inv, &r.private_ranges);
@@ -321,6 +326,14 @@ fn dry_run(args: &DispatchArgs, r: &Resolved) -> Result<i32> {
             println!("# prompt file: {}", p.display());
         }
         println!("# engine: {} ({})", r.engine.spec().id, r.engine_reason);
+        if let Some(w) = ws {
+            println!(
+                "# worktree: {} on {} from {}",
+                crate::workspace::path_of(&r.state_dir, &r.unit).display(),
+                crate::workspace::branch_of(&r.unit),
+                crate::text::cut(&w.base, 12)
+            );
+        }
         for s in r.private_ranges.summaries() {
             println!(
                 "# private range: {}:{}-{} ({} bytes, withheld)",

@@ -197,6 +197,11 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
                     (Some(s), None) => format!("summary: {s}"),
                     (None, None) => String::new(),
                 };
+                // In the free-width last column: the fixed columns stay aligned.
+                let detail = match &m.workspace {
+                    Some(w) => format!("{} {detail}", w.short()).trim_end().to_string(),
+                    None => detail,
+                };
                 writeln!(
                     out,
                     "{:<24} {:<8} {:<9} {:<9} {:<38} {:<22} {}",

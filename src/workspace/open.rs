@@ -44,6 +44,8 @@ pub fn open(
     let path = path_of(state_dir, unit);
     let branch = branch_of(unit);
     let base = previous.map_or(spec.base.clone(), |p| p.base.clone());
+    // A new branch and worktree, undone if the engine's cwd is not in them.
+    let fresh = !path.join(".git").exists() && previous.is_none();
     if !path.join(".git").exists() {
         create(&path, &branch, &base, spec, previous.is_some())?;
     }
@@ -59,12 +61,20 @@ pub fn open(
     for dep in &spec.merge {
         merge(&workspace, unit, dep, &mut warnings)?;
     }
+    let cwd = spec.cwd_in(state_dir, unit);
+    if !cwd.is_dir() {
+        if fresh {
+            undo(&spec.repo, &path, &workspace.branch);
+        }
+        return Err(OpenError::Refused(VfError::usage(format!(
+            "the working directory {} is not in the unit's worktree (is it committed at base {}?); \
+             commit it, or run from a directory the base has",
+            spec.rel_cwd.display(),
+            crate::text::cut(&workspace.base, 12)
+        ))));
+    }
     Ok(Opened {
-        // `join("")` would add a trailing slash to the recorded cwd.
-        cwd: match spec.rel_cwd.as_os_str().is_empty() {
-            true => path.clone(),
-            false => path.join(&spec.rel_cwd),
-        },
+        cwd,
         workspace,
         warnings,
     })
@@ -102,6 +112,14 @@ fn create(
         )?;
     }
     Ok(())
+}
+
+/// Removes a worktree and branch vf has just made (best effort: the
+/// refusal that follows is what the user needs to see).
+fn undo(repo: &Path, path: &Path, branch: &str) {
+    let p = path.to_string_lossy();
+    let _ = git::run(repo, &["worktree", "remove", "--force", &p]);
+    let _ = git::run(repo, &["branch", "-D", branch]);
 }
 
 pub(super) fn branch_exists(dir: &Path, branch: &str) -> bool {

@@ -7,16 +7,27 @@ use std::path::{Path, PathBuf};
 use super::git::{self, GitError};
 use super::{branch_of, open::branch_exists};
 
+/// Where a worktree that is gone came from: a directory of the user's
+/// repository and the head vf recorded for the unit's branch.
+pub struct Gone<'a> {
+    pub cwd: &'a Path,
+    pub head: Option<&'a str>,
+}
+
 /// Removes the worktree at `path` (None: there was none) and, with
-/// `branches`, the unit's branch (None: not deleted).
+/// `branches`, the unit's branch (None: not deleted). A worktree already
+/// gone (an earlier `vf clean`, or deleted by hand) is pruned from `gone`'s
+/// repository, and its branch deleted there, when that branch is still at
+/// the recorded head: never a same-named branch of another repository.
 pub fn remove(
     path: &Path,
     unit: &str,
     force: bool,
     branches: bool,
+    gone: Gone<'_>,
 ) -> Result<(Option<PathBuf>, Option<String>), GitError> {
     let Some(repo) = repo_dir(path) else {
-        return Ok((None, None));
+        return remove_gone(unit, branches, gone);
     };
     let _admin = git::admin_lock(path.parent().unwrap_or(path))?;
     let p = path.to_string_lossy();
@@ -33,6 +44,30 @@ pub fn remove(
         return Ok((Some(path.to_path_buf()), Some(branch)));
     }
     Ok((Some(path.to_path_buf()), None))
+}
+
+fn remove_gone(
+    unit: &str,
+    branches: bool,
+    gone: Gone<'_>,
+) -> Result<(Option<PathBuf>, Option<String>), GitError> {
+    let branch = branch_of(unit);
+    let common = ["rev-parse", "--path-format=absolute", "--git-common-dir"];
+    let (Some(head), Ok(repo)) = (gone.head, git::run(gone.cwd, &common)) else {
+        return Ok((None, None));
+    };
+    let repo = PathBuf::from(repo);
+    let at = git::run(&repo, &["rev-parse", "--verify", "--quiet", &branch]);
+    if at.ok().as_deref() != Some(head) {
+        return Ok((None, None));
+    }
+    // Forgets a worktree whose directory was deleted, so its branch can go.
+    git::run(&repo, &["worktree", "prune"])?;
+    if !branches {
+        return Ok((None, None));
+    }
+    git::run(&repo, &["branch", "-D", &branch])?;
+    Ok((None, Some(branch)))
 }
 
 /// The repository's git dir, found from the worktree (None: no worktree there).

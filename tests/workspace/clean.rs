@@ -70,3 +70,28 @@ fn a_running_unit_is_never_cleaned() {
     std::fs::write(&gate, "").unwrap();
     assert_eq!(wait_exit(&mut child).code(), Some(0));
 }
+
+#[test]
+fn branches_go_after_their_worktree_is_gone_but_only_where_vf_left_them() {
+    let r = Repo::new();
+    for u in ["ok", "rm", "moved"] {
+        assert_eq!(r.dispatch(u, &[]).status.code(), Some(0));
+    }
+    // A first clean keeps the branches; the user deletes one worktree by hand.
+    assert_eq!(r.run(&["clean", "ok", "moved"]).status.code(), Some(0));
+    std::fs::remove_dir_all(r.worktree("rm")).unwrap();
+    // The user moves vf/moved elsewhere: it is no longer what vf made.
+    r.git(&["branch", "-f", "vf/moved", "main"]);
+    let out = r.run(&["clean", "--done", "--branches", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_json_eq(
+        &stdout_json(&out),
+        &json!([
+            {"unit": "moved", "worktree": null, "branch": null},
+            {"unit": "ok", "worktree": null, "branch": "vf/ok"},
+            {"unit": "rm", "worktree": null, "branch": "vf/rm"},
+        ]),
+    );
+    assert_eq!(r.git(&["branch", "--list", "vf/*"]), "vf/moved");
+    assert!(!worktree_list(&r).contains("/worktrees/"));
+}

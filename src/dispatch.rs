@@ -74,6 +74,9 @@ pub struct UnitSpec {
     pub summary_schema: Option<std::sync::Arc<crate::summary::schema::SummarySchema>>,
     /// The worktree, setup and verify around the engine (see [`Steps`]).
     pub steps: Steps,
+    /// Set to the reason once the plan's hard budget is reached: the engine is
+    /// then ended like a timeout, reason `budget` (`orchestrate --hard-budget`).
+    pub budget_stop: Option<tokio::sync::watch::Receiver<Option<String>>>,
 }
 
 impl UnitSpec {

@@ -81,6 +81,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         options: Default::default(),
         summary_schema: None,
         steps: Default::default(),
+        budget_stop: None,
     }
 }
 

@@ -211,6 +211,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         options: r.chosen.options,
         summary_schema: r.chosen.schema,
         steps,
+        budget_stop: None,
     };
     run_unit(spec, None, format)
 }

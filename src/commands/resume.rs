@@ -76,6 +76,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         options: chosen.options,
         summary_schema: chosen.schema,
         steps,
+        budget_stop: None,
     };
     Ok(Request {
         spec,

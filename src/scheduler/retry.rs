@@ -17,6 +17,8 @@ pub(super) struct Retry {
     pub pending: bool,
     waited: Duration,
     waits: u32,
+    /// What its attempts before the latest consumed (counted by the budget).
+    pub earlier_usage: Option<crate::usage::Usage>,
 }
 
 fn now_secs() -> u64 {
@@ -86,6 +88,9 @@ impl Run {
             }
         };
         u.retry.pending = true;
+        // The report's usage is the latest attempt's; the budget keeps this one.
+        let this = u.report.usage.take();
+        u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(&this));
         u.report.state = RunState::Waiting;
         u.report.error = Some(why);
         reporter.borrow_mut().waiting(i, &u.report, res);

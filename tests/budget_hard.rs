@@ -1,0 +1,112 @@
+//! `vf orchestrate --hard-budget` (`[budget] hard = true`): once the plan's
+//! total reaches the budget, running units are ended like a timeout (SIGTERM
+//! to the group, SIGKILL after the grace) and are `failed` with reason
+//! `budget`. And the total counts every attempt, rate-limited ones included.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+mod common;
+use common::*;
+
+const CODEX: &str = "codex/0.171.0/a_json.stdout.jsonl";
+
+/// Units `a`, `b`, `c` on the codex fake (120 tokens each), two at a time,
+/// each in its own dir with `fake.env` `<unit>_env` (plus the capture); `a`
+/// ends only once `b` has started. `(result, exit code, seconds taken)`.
+fn hard_plan(env: &Env, budget: &str, b_env: &str, extra: &[&str]) -> (Value, i32, f64) {
+    std::fs::create_dir_all(env.path().join("runs")).unwrap();
+    let mut plan = format!("{budget}\n");
+    for (u, more) in [("a", "FAKE_BARRIER=2\n"), ("b", b_env), ("c", "")] {
+        let cap = fixture(CODEX);
+        env.write(
+            &format!("{u}/fake.env"),
+            format!("FAKE_STDOUT={}\n{more}", cap.display()),
+        );
+        plan.push_str(&format!(
+            "[[unit]]\nname = \"{u}\"\nengine = \"codex\"\nprompt = \"task\"\ncwd = \"{u}\"\n\n"
+        ));
+    }
+    let plan = env.write("plan.toml", plan);
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--jobs", "2"]);
+    c.args(["--json"])
+        .args(extra)
+        .env("VF_CODEX_BIN", env.fake_for("codex"))
+        .env("FAKE_RUN_DIR", env.path().join("runs"));
+    let t = Instant::now();
+    let out = run_bounded(c, Duration::from_secs(60));
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let secs = t.elapsed().as_secs_f64();
+    (v, out.status.code().unwrap(), secs)
+}
+
+/// `{unit: [state, reason, error]}` of every unit.
+fn outcome(result: &Value) -> Value {
+    let units = result["units"].as_array().cloned().unwrap_or_default();
+    let each = units.iter().map(|u| {
+        let row = json!([u["state"], u.get("reason"), u["error"]]);
+        (u["unit"].as_str().unwrap_or("?").to_string(), row)
+    });
+    Value::Object(each.collect())
+}
+
+/// `b` prints its capture slowly (about 2 s): it is still running when `a`
+/// brings the total (120 tokens) over the budget (100).
+const SLOW: &str = "FAKE_DELAY=0.5\nFAKE_SLEEP_BEFORE=1\n";
+
+#[test]
+fn without_hard_budget_a_running_unit_finishes() {
+    let env = Env::new();
+    let (r, code, _) = hard_plan(&env, "", SLOW, &["--max-tokens", "100"]);
+    let reached = "budget reached: 120 of 100 tokens";
+    let want = json!({
+        "a": ["done", null, null],
+        "b": ["done", null, null],
+        "c": ["notStarted", "budget", reached],
+    });
+    assert_eq!(outcome(&r), want, "{r}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn hard_budget_ends_running_units_and_their_whole_group() {
+    for (budget, flags) in [
+        ("", &["--max-tokens", "100", "--hard-budget"][..]),
+        ("[budget]\ntokens = 100\nhard = true", &[][..]),
+    ] {
+        let env = Env::new();
+        // `b` ignores SIGTERM and never ends by itself: only the SIGKILL after
+        // the grace ends it.
+        let hang = format!("{SLOW}FAKE_MODE=ignore-term\n");
+        let (r, code, secs) = hard_plan(&env, budget, &hang, flags);
+        let reached = "budget reached: 120 of 100 tokens";
+        let want = json!({
+            "a": ["done", null, null],
+            "b": ["failed", "budget", format!("{reached}; the engine was ended")],
+            "c": ["notStarted", "budget", reached],
+        });
+        assert_eq!(outcome(&r), want, "{budget}: {r}");
+        assert_eq!(code, 1);
+        assert!(secs < 20.0, "b was ended, not waited for ({secs}s)");
+        let m = env.marker("b");
+        assert_eq!(
+            (&m["state"], &m["reason"]),
+            (&json!("failed"), &json!("budget"))
+        );
+        let pgid = m["owner"]["pgid"].as_i64().unwrap_or(0) as i32;
+        assert!(pgid > 1, "{m}");
+        // Killed members may linger a moment as zombies until init reaps them.
+        wait_for("b's group to be gone", Duration::from_secs(5), || {
+            !group_alive(pgid)
+        });
+    }
+}
+
+#[test]
+fn hard_budget_needs_a_limit() {
+    let env = Env::new();
+    let (r, code, _) = hard_plan(&env, "", "", &["--hard-budget"]);
+    assert_eq!((code, r), (2, Value::Null));
+    assert!(env.marker_opt("a").is_none());
+}

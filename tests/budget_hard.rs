@@ -110,3 +110,91 @@ fn hard_budget_needs_a_limit() {
     assert_eq!((code, r), (2, Value::Null));
     assert!(env.marker_opt("a").is_none());
 }
+
+/// The 429 capture, its result frame reporting 300 input tokens (as a
+/// provider that bills a rejected request would).
+fn billed_429(env: &Env) -> std::path::PathBuf {
+    let text = read_text(&fixture("claude/2.1.207/d_error429.stdout.jsonl"));
+    let billed: Vec<String> = text
+        .lines()
+        .map(|l| match l.contains("\"type\":\"result\"") {
+            true => l.replacen(
+                "\"usage\":{\"input_tokens\":0,",
+                "\"usage\":{\"input_tokens\":300,",
+                1,
+            ),
+            false => l.to_string(),
+        })
+        .collect();
+    assert_ne!(billed.join("\n"), text.trim_end(), "the capture changed");
+    env.write("billed429.jsonl", billed.join("\n") + "\n")
+}
+
+/// Unit `u` (claude, `on_rate_limit = "wait"`): 300 tokens rate-limited,
+/// then 120; `v` (codex, after `u`) would add 120 more. With `[budget]
+/// tokens = budget`: the result.
+fn retried_plan(budget: u64) -> Value {
+    let env = Env::new();
+    let sid = "6194bcf3-613b-4938-813a-96fd27dc6521";
+    let ok = read_text(&fixture("claude/2.1.332/a_json_stream.stdout.jsonl"))
+        .replace("5e0e0c89-f301-4ba6-8327-7b41f84dc493", sid)
+        .replace("a45120f2-ed10-406b-8dbb-c2e6151c6f7f", sid);
+    let ok = env.write("claude-ok.jsonl", ok);
+    let limited = billed_429(&env);
+    env.fake_for("claude");
+    env.write(
+        "bin/claude.env",
+        format!(
+            "FAKE_VERSION=2.1.207\nFAKE_STDOUT={}\nFAKE_RATE_LIMITED=1\nFAKE_RATE_LIMIT_COUNTER={}\nFAKE_RATE_LIMIT_STDOUT={}\n",
+            ok.display(),
+            env.path().join("counter").display(),
+            limited.display()
+        ),
+    );
+    let plan = env.write(
+        "plan.toml",
+        format!(
+            "[budget]\ntokens = {budget}\n\n\
+             [[unit]]\nname = \"u\"\nengine = \"claude\"\nprompt = \"t\"\non_rate_limit = \"wait\"\nmax_wait = 60\n\n\
+             [[unit]]\nname = \"v\"\nengine = \"codex\"\nprompt = \"t\"\ndepends_on = [\"u\"]\n"
+        ),
+    );
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--json"]);
+    c.env("VF_CLAUDE_BIN", env.fake_for("claude"))
+        .env("VF_CODEX_BIN", env.fake_for("codex"))
+        .env("FAKE_STDOUT", fixture(CODEX))
+        .env("VF_TEST_RATE_LIMIT_WAIT_SCALE", "0.01");
+    let out = run_bounded(c, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+#[test]
+fn the_budget_counts_every_attempt_of_a_retried_unit() {
+    let tokens = |u: &Value| u["usage"]["totalTokens"].clone();
+    // Only the latest attempt (120) would let v start.
+    let r = retried_plan(350);
+    let want = json!({
+        "u": ["done", null, null],
+        "v": ["notStarted", "budget", "budget reached: 420 of 350 tokens"],
+    });
+    assert_eq!(outcome(&r), want, "{r}");
+    // The unit's own usage is its latest attempt's; the plan's is every attempt's.
+    assert_eq!(
+        (tokens(&r["units"][0]), tokens(&r)),
+        (json!(120), json!(420))
+    );
+    // Reached by the rate-limited attempt alone: the retry never starts, and
+    // that attempt is counted once.
+    let r = retried_plan(200);
+    let reached = "budget reached: 300 of 200 tokens";
+    let want = json!({
+        "u": ["notStarted", "budget", reached],
+        "v": ["notStarted", "budget", reached],
+    });
+    assert_eq!(outcome(&r), want, "{r}");
+    assert_eq!(
+        (tokens(&r["units"][0]), tokens(&r)),
+        (json!(300), json!(300))
+    );
+}

@@ -60,7 +60,13 @@ impl Run {
     /// Every attempt's usage in this run (and done units' from their markers).
     pub(super) fn spent(&self) -> Option<Usage> {
         let each = self.units.iter().flat_map(|u| {
-            let latest = u.report.usage.as_ref();
+            // Until its next attempt ends, a retried unit's report still shows
+            // the attempt already counted in `earlier_usage`.
+            let retrying = matches!(
+                u.report.state,
+                RunState::Waiting | RunState::Running | RunState::NotStarted
+            );
+            let latest = u.report.usage.as_ref().filter(|_| !retrying);
             u.retry.earlier_usage.as_ref().into_iter().chain(latest)
         });
         crate::usage::total(each)

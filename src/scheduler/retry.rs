@@ -17,7 +17,7 @@ pub(super) struct Retry {
     pub pending: bool,
     waited: Duration,
     waits: u32,
-    /// What its attempts before the latest consumed (counted by the budget).
+    /// What its rate-limited attempts consumed, the one it waits after included.
     pub earlier_usage: Option<crate::usage::Usage>,
 }
 
@@ -88,9 +88,9 @@ impl Run {
             }
         };
         u.retry.pending = true;
-        // The report's usage is the latest attempt's; the budget keeps this one.
-        let this = u.report.usage.take();
-        u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(&this));
+        // Kept for the budget: the next attempt's usage replaces the report's.
+        let this = u.report.usage.as_ref();
+        u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(this));
         u.report.state = RunState::Waiting;
         u.report.error = Some(why);
         reporter.borrow_mut().waiting(i, &u.report, res);

@@ -10,6 +10,7 @@
 //!   session id durable, forward signals, enforce stall/timeout, never hang.
 //! - settle: the outcome, the final marker, release of the process record.
 
+mod budget_watch;
 mod launch;
 mod prepare;
 pub mod prompt_file;
@@ -31,6 +32,7 @@ use crate::frames::ConversationEvent;
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::unit_lock::UnitLock;
 
+pub use budget_watch::{BudgetWatch, LiveUsage};
 pub use prompt_file::remove_stale_prompt_files;
 pub use redact::REDACTED;
 pub use steps::Steps;
@@ -74,9 +76,9 @@ pub struct UnitSpec {
     pub summary_schema: Option<std::sync::Arc<crate::summary::schema::SummarySchema>>,
     /// The worktree, setup and verify around the engine (see [`Steps`]).
     pub steps: Steps,
-    /// Set to the reason once the plan's hard budget is reached: the engine is
-    /// then ended like a timeout, reason `budget` (`orchestrate --hard-budget`).
-    pub budget_stop: Option<tokio::sync::watch::Receiver<Option<String>>>,
+    /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
+    /// and once it is reached the engine is ended like a timeout, reason `budget`.
+    pub budget_stop: Option<BudgetWatch>,
 }
 
 impl UnitSpec {

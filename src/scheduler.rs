@@ -500,7 +500,7 @@ impl Run {
             options: u.job.plan.run_options(),
             summary_schema: u.job.plan.summary_schema.clone(),
             steps: self.steps_of(i),
-            budget_stop: self.hard.receiver(self.req.budget.hard),
+            budget_stop: self.hard.watch(i, self.req.budget),
         })
     }
 

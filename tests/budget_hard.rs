@@ -12,12 +12,19 @@ use common::*;
 
 const CODEX: &str = "codex/0.171.0/a_json.stdout.jsonl";
 
-/// Units `a`, `b`, `c` on the codex fake (120 tokens each), two at a time,
-/// each in its own dir with `fake.env` `<unit>_env` (plus the capture); `a`
+/// Units `a`, `b`, `c` (after `b`) on the codex fake (120 tokens each), two
+/// at a time, each in its own dir with `fake.env` `<unit>_env` (plus the capture); `a`
 /// ends only once `b` has started. `(result, exit code, seconds taken)`.
 fn hard_plan(env: &Env, budget: &str, b_env: &str, extra: &[&str]) -> (Value, i32, f64) {
     std::fs::create_dir_all(env.path().join("runs")).unwrap();
     let mut plan = format!("{budget}\n");
+    let deps = |u| {
+        if u == "c" {
+            "depends_on = [\"b\"]\n"
+        } else {
+            ""
+        }
+    };
     for (u, more) in [("a", "FAKE_BARRIER=2\n"), ("b", b_env), ("c", "")] {
         let cap = fixture(CODEX);
         env.write(
@@ -25,7 +32,8 @@ fn hard_plan(env: &Env, budget: &str, b_env: &str, extra: &[&str]) -> (Value, i3
             format!("FAKE_STDOUT={}\n{more}", cap.display()),
         );
         plan.push_str(&format!(
-            "[[unit]]\nname = \"{u}\"\nengine = \"codex\"\nprompt = \"task\"\ncwd = \"{u}\"\n\n"
+            "[[unit]]\nname = \"{u}\"\nengine = \"codex\"\nprompt = \"task\"\ncwd = \"{u}\"\n{}\n",
+            deps(u)
         ));
     }
     let plan = env.write("plan.toml", plan);
@@ -51,15 +59,16 @@ fn outcome(result: &Value) -> Value {
     Value::Object(each.collect())
 }
 
-/// `b` prints its capture slowly (about 2 s): it is still running when `a`
-/// brings the total (120 tokens) over the budget (100).
-const SLOW: &str = "FAKE_DELAY=0.5\nFAKE_SLEEP_BEFORE=1\n";
+/// `b` prints its capture slowly (about 4 s, its usage last): `a` (120
+/// tokens) has long ended when `b`'s usage brings the total to 240, over the
+/// budget (200).
+const SLOW: &str = "FAKE_DELAY=1\nFAKE_SLEEP_BEFORE=1\n";
 
 #[test]
 fn without_hard_budget_a_running_unit_finishes() {
     let env = Env::new();
-    let (r, code, _) = hard_plan(&env, "", SLOW, &["--max-tokens", "100"]);
-    let reached = "budget reached: 120 of 100 tokens";
+    let (r, code, _) = hard_plan(&env, "", SLOW, &["--max-tokens", "200"]);
+    let reached = "budget reached: 240 of 200 tokens";
     let want = json!({
         "a": ["done", null, null],
         "b": ["done", null, null],
@@ -72,15 +81,15 @@ fn without_hard_budget_a_running_unit_finishes() {
 #[test]
 fn hard_budget_ends_running_units_and_their_whole_group() {
     for (budget, flags) in [
-        ("", &["--max-tokens", "100", "--hard-budget"][..]),
-        ("[budget]\ntokens = 100\nhard = true", &[][..]),
+        ("", &["--max-tokens", "200", "--hard-budget"][..]),
+        ("[budget]\ntokens = 200\nhard = true", &[][..]),
     ] {
         let env = Env::new();
         // `b` ignores SIGTERM and never ends by itself: only the SIGKILL after
-        // the grace ends it.
+        // the grace ends it, once its live usage reaches the budget.
         let hang = format!("{SLOW}FAKE_MODE=ignore-term\n");
         let (r, code, secs) = hard_plan(&env, budget, &hang, flags);
-        let reached = "budget reached: 120 of 100 tokens";
+        let reached = "budget reached: 240 of 200 tokens";
         let want = json!({
             "a": ["done", null, null],
             "b": ["failed", "budget", format!("{reached}; the engine was ended")],
@@ -197,4 +206,33 @@ fn the_budget_counts_every_attempt_of_a_retried_unit() {
         (tokens(&r["units"][0]), tokens(&r)),
         (json!(300), json!(300))
     );
+}
+
+#[test]
+fn hard_budget_ends_a_unit_whose_live_usage_reaches_it() {
+    // `h` reports 120 tokens (codex's turn.completed) and then never ends:
+    // only its live usage can reach the budget.
+    let env = Env::new();
+    env.write(
+        "h/fake.env",
+        format!("FAKE_STDOUT={}\nFAKE_MODE=hang\n", fixture(CODEX).display()),
+    );
+    let plan = env.write(
+        "plan.toml",
+        "[budget]\ntokens = 100\nhard = true\n\n\
+         [[unit]]\nname = \"h\"\nengine = \"codex\"\nprompt = \"t\"\ncwd = \"h\"\n\n\
+         [[unit]]\nname = \"next\"\nengine = \"codex\"\nprompt = \"t\"\ndepends_on = [\"h\"]\n",
+    );
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--json"]);
+    c.env("VF_CODEX_BIN", env.fake_for("codex"));
+    let out = run_bounded(c, Duration::from_secs(30));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let reached = "budget reached: 120 of 100 tokens";
+    let want = json!({
+        "h": ["failed", "budget", format!("{reached}; the engine was ended")],
+        "next": ["notStarted", "budget", reached],
+    });
+    assert_eq!(outcome(&r), want, "{r} {}", stderr(&out));
+    assert_eq!(r["usage"]["totalTokens"], 120);
+    assert_eq!(out.status.code(), Some(1));
 }

@@ -73,7 +73,7 @@ pub(super) async fn supervise(
     let wants_ticks = s.sink.wants_ticks();
     let mut ticker = tokio::time::interval(Duration::from_millis(125));
     let group = l.group;
-    let mut budget_stop = spec.budget_stop.clone();
+    let mut budget_stop = spec.budget_stop.as_ref().map(|w| w.stop.clone());
     while s.exit_status.is_none() || s.stdout_open || s.stderr_open {
         let stall_at = spec.stall_timeout.map(|t| s.last_activity + t);
         let drain_until = s
@@ -94,7 +94,7 @@ pub(super) async fn supervise(
                 let secs = spec.timeout.unwrap_or_default().as_secs_f64();
                 s.end(Stop::TimedOut, "timed out", format!("wall limit of {secs}s reached; ending the engine"), group);
             }
-            why = budget_reached(&mut budget_stop), if running && s.stop.is_none() => {
+            why = super::budget_watch::reached(&mut budget_stop), if running && s.stop.is_none() => {
                 s.end(Stop::Budget(why.clone()), "budget", format!("{why}; ending the engine"), group);
             }
             _ = sleep_until_opt(s.kill_at), if running => {
@@ -182,6 +182,8 @@ impl<'a> Supervisor<'a> {
                 self.sink.event(ev);
             }
         }
+        let resumed = self.spec.session.is_some();
+        super::budget_watch::report(self.spec.budget_stop.as_ref(), resumed, &self.projector);
     }
 
     /// Stores the session id the moment the engine says it exists natively.
@@ -246,17 +248,6 @@ async fn recv_signal(signals: &mut Option<Signals>) -> Signal {
         Some(s) => s.recv().await,
         None => std::future::pending().await,
     }
-}
-
-/// The reason, once the plan's hard budget is reached; never without one.
-async fn budget_reached(rx: &mut Option<tokio::sync::watch::Receiver<Option<String>>>) -> String {
-    if let Some(rx) = rx
-        && let Ok(why) = rx.wait_for(Option::is_some).await
-    {
-        return why.clone().unwrap_or_default();
-    }
-    // No budget, or its sender is gone: nothing will ever stop this run.
-    std::future::pending().await
 }
 
 async fn sleep_until_opt(t: Option<TokioInstant>) {

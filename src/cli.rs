@@ -261,6 +261,11 @@ pub struct OrchestrateArgs {
     /// overrides the plan's `[budget] tokens`.
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u64>,
+    /// Once the budget is reached, also end the running units (SIGTERM to
+    /// each engine's process group, SIGKILL after the grace): `failed`, reason
+    /// `budget`. Same as the plan's `[budget] hard = true`.
+    #[arg(long)]
+    pub hard_budget: bool,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]

@@ -10,6 +10,7 @@
 //!   session id durable, forward signals, enforce stall/timeout, never hang.
 //! - settle: the outcome, the final marker, release of the process record.
 
+mod budget_watch;
 mod launch;
 mod prepare;
 pub mod prompt_file;
@@ -31,6 +32,7 @@ use crate::frames::ConversationEvent;
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::unit_lock::UnitLock;
 
+pub use budget_watch::{BudgetWatch, LiveUsage};
 pub use prompt_file::remove_stale_prompt_files;
 pub use redact::REDACTED;
 pub use steps::Steps;
@@ -76,6 +78,9 @@ pub struct UnitSpec {
     pub steps: Steps,
     /// Run with the engine's read-only flags where it has them (`vf conv`).
     pub read_only: bool,
+    /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
+    /// and once it is reached the engine is ended like a timeout, reason `budget`.
+    pub budget_stop: Option<BudgetWatch>,
 }
 
 impl UnitSpec {

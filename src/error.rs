@@ -123,7 +123,7 @@ pub enum Reason {
     SummarySchema,
     /// The engine failed because the provider rate-limited it.
     RateLimited,
-    /// Not started: the plan's budget was reached.
+    /// The plan's budget was reached: not started, or ended (`--hard-budget`).
     Budget,
     /// The `--setup` command failed; the engine never started.
     Setup,

@@ -82,6 +82,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         summary_schema: None,
         steps: Default::default(),
         read_only: false,
+        budget_stop: None,
     }
 }
 

@@ -204,6 +204,8 @@ pub struct Run {
     units: Vec<Unit>,
     /// What vf did before running (orphans it ended), one line each.
     pub notices: Vec<String>,
+    /// Ends the running units once a hard budget is reached.
+    hard: budget::HardStop,
 }
 
 /// Checks the plan against its markers (a corrupt or newer marker stops
@@ -250,6 +252,7 @@ pub fn open(req: Request) -> Result<Run> {
         store,
         units,
         notices,
+        hard: budget::HardStop::default(),
     })
 }
 
@@ -322,7 +325,7 @@ impl Run {
             kind: "orchestrate.result",
             plan: self.req.plan.clone(),
             ok: units.iter().all(|r| r.state == RunState::Done),
-            usage: crate::usage::total(units.iter().filter_map(|u| u.usage.as_ref())),
+            usage: self.spent(),
             units,
             interrupted,
         };
@@ -498,6 +501,7 @@ impl Run {
             summary_schema: u.job.plan.summary_schema.clone(),
             steps: self.steps_of(i),
             read_only: false,
+            budget_stop: self.hard.watch(i, self.req.budget),
         })
     }
 

@@ -128,12 +128,15 @@ pub fn per_run(
 }
 
 /// A plan's budget (`[budget]` in the plan, `--max-cost` / `--max-tokens`):
-/// once the running total reaches it, no new unit starts.
+/// once the running total reaches it, no new unit starts (and with `hard`,
+/// `--hard-budget`, the running ones are ended).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
     pub cost_usd: Option<f64>,
     pub tokens: Option<u64>,
+    #[serde(default)]
+    pub hard: bool,
 }
 
 impl Budget {
@@ -148,11 +151,22 @@ impl Budget {
         }
     }
 
+    /// A hard budget needs a limit to enforce (checked once flags and plan are merged).
+    pub fn checked_hard(self) -> Result<Budget, String> {
+        match (self.hard, self.cost_usd, self.tokens) {
+            (true, None, None) => Err(
+                "--hard-budget (or [budget] hard) needs a limit: --max-cost, --max-tokens, or [budget] cost_usd / tokens".into(),
+            ),
+            _ => Ok(self),
+        }
+    }
+
     /// `other`'s limits where it sets them, else this one's.
     pub fn or(self, other: Budget) -> Budget {
         Budget {
             cost_usd: other.cost_usd.or(self.cost_usd),
             tokens: other.tokens.or(self.tokens),
+            hard: other.hard || self.hard,
         }
     }
 
@@ -240,6 +254,7 @@ mod tests {
         let b = Budget {
             cost_usd: Some(0.01),
             tokens: Some(200),
+            hard: false,
         };
         let spent = u(Some(100), Some(20), Some(0.001)).with_total();
         assert_eq!(b.reached(Some(&spent)), None);
@@ -257,12 +272,19 @@ mod tests {
         assert!(
             Budget {
                 cost_usd: Some(-1.0),
-                tokens: None
+                tokens: None,
+                hard: false,
             }
             .checked()
             .is_err()
         );
         assert_eq!(Budget::default().or(b), b);
+        let hard = Budget {
+            hard: true,
+            ..Budget::default()
+        };
+        assert!(hard.checked_hard().is_err());
+        assert_eq!(hard.or(b).checked_hard(), Ok(Budget { hard: true, ..b }));
     }
 
     #[test]

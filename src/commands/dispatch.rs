@@ -221,6 +221,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         summary_schema: r.chosen.schema,
         steps,
         read_only: false,
+        budget_stop: None,
     };
     run_unit(spec, None, format)
 }

@@ -28,6 +28,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,
+        hard: args.hard_budget,
     };
     let flags = flags.checked().map_err(VfError::usage)?;
     let cwd = std::env::current_dir()?;
@@ -58,7 +59,11 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         jobs,
         parallel: args.jobs,
         resume: args.resume,
-        budget: plan.budget.or(flags),
+        budget: plan
+            .budget
+            .or(flags)
+            .checked_hard()
+            .map_err(VfError::usage)?,
         kill_grace: crate::child::kill_grace_from_env()?,
     })
 }

@@ -77,6 +77,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         summary_schema: chosen.schema,
         steps,
         read_only: false,
+        budget_stop: None,
     };
     Ok(Request {
         spec,

@@ -227,6 +227,7 @@ fn start(
         options: Default::default(),
         summary_schema: None,
         steps: Default::default(),
+        budget_stop: None,
     };
     Ok((spec, read_only))
 }

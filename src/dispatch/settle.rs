@@ -148,6 +148,7 @@ fn judge(
             Reason::Timeout,
             format!("timed out after {}s", secs(spec.timeout)),
         ),
+        (Some(Stop::Budget(why)), _) => (Reason::Budget, format!("{why}; the engine was ended")),
         (Some(Stop::LogFailed(msg)), _) => (Reason::State, format!("{msg}; the engine was ended")),
         (None, Some(got)) => (
             Reason::SessionMismatch,

@@ -22,6 +22,8 @@ const READ_AFTER_KILL: Duration = Duration::from_secs(2);
 pub(super) enum Stop {
     Stalled,
     TimedOut,
+    /// The plan's hard budget was reached (the words say by what).
+    Budget(String),
     Signal(Signal),
     LogFailed(String),
 }
@@ -71,6 +73,7 @@ pub(super) async fn supervise(
     let wants_ticks = s.sink.wants_ticks();
     let mut ticker = tokio::time::interval(Duration::from_millis(125));
     let group = l.group;
+    let mut budget_stop = spec.budget_stop.as_ref().map(|w| w.stop.clone());
     while s.exit_status.is_none() || s.stdout_open || s.stderr_open {
         let stall_at = spec.stall_timeout.map(|t| s.last_activity + t);
         let drain_until = s
@@ -90,6 +93,9 @@ pub(super) async fn supervise(
             _ = sleep_until_opt(deadline), if running && s.stop.is_none() => {
                 let secs = spec.timeout.unwrap_or_default().as_secs_f64();
                 s.end(Stop::TimedOut, "timed out", format!("wall limit of {secs}s reached; ending the engine"), group);
+            }
+            why = super::budget_watch::reached(&mut budget_stop), if running && s.stop.is_none() => {
+                s.end(Stop::Budget(why.clone()), "budget", format!("{why}; ending the engine"), group);
             }
             _ = sleep_until_opt(s.kill_at), if running => {
                 group.kill();
@@ -176,6 +182,8 @@ impl<'a> Supervisor<'a> {
                 self.sink.event(ev);
             }
         }
+        let resumed = self.spec.session.is_some();
+        super::budget_watch::report(self.spec.budget_stop.as_ref(), resumed, &self.projector);
     }
 
     /// Stores the session id the moment the engine says it exists natively.

@@ -17,6 +17,8 @@ pub(super) struct Retry {
     pub pending: bool,
     waited: Duration,
     waits: u32,
+    /// What its rate-limited attempts consumed, the one it waits after included.
+    pub earlier_usage: Option<crate::usage::Usage>,
 }
 
 fn now_secs() -> u64 {
@@ -86,6 +88,9 @@ impl Run {
             }
         };
         u.retry.pending = true;
+        // Kept for the budget: the next attempt's usage replaces the report's.
+        let this = u.report.usage.as_ref();
+        u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(this));
         u.report.state = RunState::Waiting;
         u.report.error = Some(why);
         reporter.borrow_mut().waiting(i, &u.report, res);

@@ -174,9 +174,10 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
     println!("conversation {}", conv.name);
     for p in &conv.participants {
         println!(
-            "participant {} · {} · cursor {} · binding {} · last delivery {}",
+            "participant {} · {}{} · cursor {} · binding {} · last delivery {}",
             p.alias,
             p.engine,
+            p.model.as_ref().map_or(String::new(), |m| format!(" @{m}")),
             p.cursor,
             p.binding.as_ref().map_or("none".to_string(), |b| format!(
                 "{} at {}",

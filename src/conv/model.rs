@@ -28,6 +28,9 @@ pub struct Conversation {
 pub struct Participant {
     pub alias: String,
     pub engine: EngineId,
+    /// `--with ENGINE@MODEL`: passed on every turn (checked at `conv new`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// The last transcript entry delivered to it (0: none yet).
     pub cursor: u64,
     pub binding: Option<Binding>,
@@ -96,11 +99,34 @@ pub struct HandoffRef {
     pub bytes: usize,
 }
 
-/// `ENGINE[:ALIAS]` of `vf conv new --with`.
-pub fn parse_with(s: &str) -> Result<(EngineId, String)> {
-    let (engine, alias) = match s.split_once(':') {
+/// One `--with` of `vf conv new`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct With {
+    pub engine: EngineId,
+    pub alias: String,
+    pub model: Option<String>,
+}
+
+impl With {
+    pub fn new(engine: EngineId, alias: &str) -> With {
+        With {
+            engine,
+            alias: alias.to_string(),
+            model: None,
+        }
+    }
+}
+
+/// `ENGINE[:ALIAS][@MODEL]` of `vf conv new --with`; the model must be one
+/// the engine's verified `--model` flag takes.
+pub fn parse_with(s: &str) -> Result<With> {
+    let (head, model) = match s.split_once('@') {
+        Some((h, m)) => (h, Some(m)),
+        None => (s, None),
+    };
+    let (engine, alias) = match head.split_once(':') {
         Some((e, a)) => (e, a),
-        None => (s, s),
+        None => (head, head),
     };
     let id = EngineId::parse(engine).ok_or_else(|| {
         VfError::usage(format!(
@@ -110,7 +136,16 @@ pub fn parse_with(s: &str) -> Result<(EngineId, String)> {
         ))
     })?;
     names::check("participant alias", alias)?;
-    Ok((id, alias.to_string()))
+    if let Some(m) = model {
+        let opts = crate::engine::RunOptions::new(Some(m.to_string()), None, None);
+        crate::engine::options::check(id.engine().spec(), &opts)
+            .map_err(|e| VfError::usage(format!("--with {}: {e}", crate::text::shown(s, 80))))?;
+    }
+    Ok(With {
+        engine: id,
+        alias: alias.to_string(),
+        model: model.map(str::to_string),
+    })
 }
 
 /// The unit that runs turn `turn` of `alias`: one unit per turn, so each turn
@@ -120,13 +155,18 @@ pub fn turn_unit(conv: &str, alias: &str, turn: u32) -> String {
 }
 
 impl Conversation {
-    pub fn new(name: &str, with: &[(EngineId, String)], now: String) -> Result<Conversation> {
+    pub fn new(name: &str, with: &[With], now: String) -> Result<Conversation> {
         names::check("conversation name", name)?;
         if with.is_empty() {
             return Err(VfError::usage("a conversation needs at least one --with"));
         }
         let mut participants: Vec<Participant> = Vec::new();
-        for (engine, alias) in with {
+        for With {
+            engine,
+            alias,
+            model,
+        } in with
+        {
             if participants.iter().any(|p| &p.alias == alias) {
                 return Err(VfError::usage(format!(
                     "participant alias {alias:?} is used twice; name one `{engine}:OTHER`"
@@ -141,6 +181,7 @@ impl Conversation {
             participants.push(Participant {
                 alias: alias.clone(),
                 engine: *engine,
+                model: model.clone(),
                 cursor: 0,
                 binding: None,
                 turns: 0,

@@ -195,7 +195,8 @@ fn start(
     conv: &mut Conversation,
     turn: &Turn,
 ) -> Result<(UnitSpec, ReadOnly)> {
-    let engine = conv.participant(&turn.participant)?.engine;
+    let p = conv.participant(&turn.participant)?;
+    let (engine, model) = (p.engine, p.model.clone());
     let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
     store.save(conv)?;
@@ -224,7 +225,8 @@ fn start(
             .into_iter()
             .collect(),
         budget_args: Vec::new(),
-        options: Default::default(),
+        // The participant's model on every turn (checked at `conv new`).
+        options: crate::engine::RunOptions::new(model, None, None),
         summary_schema: None,
         steps: Default::default(),
     };

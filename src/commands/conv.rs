@@ -80,8 +80,16 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         state_dir,
         cwd,
     };
-    turn::recover(&ctx.state_dir, &mut conv);
-    conv.add_user(&targets, &prompt);
+    let pending = turn::recover(&ctx.state_dir, &mut conv);
+    let mut targets = targets;
+    match conv.interrupted_say(&targets, &prompt, &pending) {
+        // The same `say` after a crash continues: its message is not entered
+        // twice, and whoever answered it already is not asked again.
+        Some(id) => targets.retain(|t| conv.participant(t).is_ok_and(|p| p.cursor < id)),
+        None => {
+            conv.add_user(&targets, &prompt);
+        }
+    }
     store.save(&conv)?;
     // Every turn is planned before any runs: participants answer the same
     // transcript, and each sees the others' answers on its next turn.

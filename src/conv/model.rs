@@ -235,6 +235,24 @@ impl Conversation {
         id
     }
 
+    /// The user message of a `say` that a killed vf left unanswered, when
+    /// the same `say` (same text, same addressees) is run again: the last
+    /// user entry, if it matches and one of `pending` (the participants whose
+    /// turn was left pending) has not been delivered it yet.
+    pub fn interrupted_say(&self, to: &[String], text: &str, pending: &[String]) -> Option<u64> {
+        let last = self
+            .transcript
+            .iter()
+            .rev()
+            .find(|e| e.kind == EntryKind::User)?;
+        let same = last.to == to && last.text == text;
+        let unanswered = self
+            .participants
+            .iter()
+            .any(|p| pending.contains(&p.alias) && to.contains(&p.alias) && p.cursor < last.id);
+        (same && unanswered).then_some(last.id)
+    }
+
     /// Appends a user message addressed to `to`; returns its id.
     pub fn add_user(&mut self, to: &[String], text: &str) -> u64 {
         self.push(Entry {
@@ -270,5 +288,34 @@ impl Conversation {
             engine: Some(engine),
             session_id,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_unanswered_say_is_continued() {
+        let with = [
+            With::new(EngineId::Codex, "a"),
+            With::new(EngineId::Claude, "b"),
+        ];
+        let mut c = Conversation::new("c", &with, "t0".into()).unwrap();
+        let both = c.aliases();
+        let pending = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Nothing said yet.
+        assert_eq!(c.interrupted_say(&both, "Q", &pending(&["a"])), None);
+        let id = c.add_user(&both, "Q");
+        // `a` answered before the crash; `b` was left pending.
+        c.add_response("a", 1, "A", None).unwrap();
+        c.participant_mut("a").unwrap().cursor = id;
+        assert_eq!(c.interrupted_say(&both, "Q", &pending(&["b"])), Some(id));
+        // Other text, other addressees, or no turn left pending: a new message.
+        assert_eq!(c.interrupted_say(&both, "Q2", &pending(&["b"])), None);
+        assert_eq!(c.interrupted_say(&both[1..], "Q", &pending(&["b"])), None);
+        assert_eq!(c.interrupted_say(&both, "Q", &[]), None);
+        // The pending one had been delivered it (its answer was settled).
+        assert_eq!(c.interrupted_say(&both, "Q", &pending(&["a"])), None);
     }
 }

@@ -393,6 +393,25 @@ fn a_killed_say_keeps_the_binding_and_enters_no_partial_answer() {
         .collect();
     assert_eq!(answers, ["finished"]);
     assert_eq!(show["participants"][0].get("pending"), None);
+    // The same say continued: its message was entered once, and delivered.
+    let entries: Vec<Value> = show["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!([e["id"], e["kind"], e["text"]]))
+        .collect();
+    assert_eq!(
+        entries,
+        [json!([1, "user", "Q1"]), json!([2, "response", "finished"])]
+    );
+    assert_eq!(texts(&envelope(&runs[1].2)["messages"]), ["Q1"]);
+    // Said again once settled, the same text is a new message.
+    f.answer("codex", CODEX_SID, "again");
+    ok(&f.vf(&[
+        "conv", "say", "k", "--to", "codex", "--prompt", "Q1", "--json",
+    ]));
+    let show = ok(&f.vf(&["conv", "show", "k", "--json"]));
+    assert_eq!(show["transcript"].as_array().unwrap().len(), 4, "{show}");
 }
 
 #[test]

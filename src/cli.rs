@@ -465,9 +465,9 @@ pub struct ConvNameArgs {
 pub struct ConvNewArgs {
     /// The conversation's name (a safe file name).
     pub name: String,
-    /// A participant: ENGINE or ENGINE:ALIAS (repeatable; the same engine may
-    /// appear twice under two aliases).
-    #[arg(long = "with", value_name = "ENGINE[:ALIAS]", required = true)]
+    /// A participant: ENGINE, ENGINE:ALIAS, optionally @MODEL (repeatable; the
+    /// same engine may appear twice under two aliases).
+    #[arg(long = "with", value_name = "ENGINE[:ALIAS][@MODEL]", required = true)]
     pub with: Vec<String>,
     #[command(flatten)]
     pub state: StateDirArg,

@@ -139,6 +139,12 @@ pub struct DispatchResult {
     pub stderr_log: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::Workspace>,
+    /// `"replay"` when the run was a fresh session primed with a bounded
+    /// replay of the unit's earlier answers (see [`crate::rerun`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::history::Counts>,
 }
 
 impl DispatchResult {

@@ -29,6 +29,7 @@ pub mod private;
 pub mod probe;
 pub mod procinfo;
 pub mod ratelimit;
+pub mod rerun;
 pub mod scheduler;
 pub mod state;
 pub mod steps;

@@ -12,7 +12,7 @@
 //! a marker, ready for `--resume`.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -531,7 +531,7 @@ impl Run {
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
         match &r {
             Ok(res) => {
-                if let Err(e) = record_response(&self.req.state_dir, res) {
+                if let Err(e) = crate::rerun::record_answer(&self.req.state_dir, res) {
                     let msg = format!("cannot record its response: {e}");
                     reporter.borrow_mut().warning(i, &msg);
                 }
@@ -563,21 +563,6 @@ impl Run {
         reporter
             .borrow_mut()
             .finished(i, &self.units[i].report, r.as_ref().ok());
-    }
-}
-
-/// Keeps the attempt's public answer for a later replay (never the prompt).
-fn record_response(state_dir: &Path, res: &DispatchResult) -> std::io::Result<()> {
-    match res.answer.as_deref().filter(|a| !a.trim().is_empty()) {
-        Some(answer) => history::record(
-            state_dir,
-            &res.unit,
-            res.engine,
-            res.attempt,
-            res.state,
-            answer,
-        ),
-        None => Ok(()),
     }
 }
 

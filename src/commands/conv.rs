@@ -80,8 +80,16 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         state_dir,
         cwd,
     };
-    turn::recover(&ctx.state_dir, &mut conv);
-    conv.add_user(&targets, &prompt);
+    let pending = turn::recover(&ctx.state_dir, &mut conv);
+    let mut targets = targets;
+    match conv.interrupted_say(&targets, &prompt, &pending) {
+        // The same `say` after a crash continues: its message is not entered
+        // twice, and whoever answered it already is not asked again.
+        Some(id) => targets.retain(|t| conv.participant(t).is_ok_and(|p| p.cursor < id)),
+        None => {
+            conv.add_user(&targets, &prompt);
+        }
+    }
     store.save(&conv)?;
     // Every turn is planned before any runs: participants answer the same
     // transcript, and each sees the others' answers on its next turn.
@@ -174,9 +182,10 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
     println!("conversation {}", conv.name);
     for p in &conv.participants {
         println!(
-            "participant {} · {} · cursor {} · binding {} · last delivery {}",
+            "participant {} · {}{} · cursor {} · binding {} · last delivery {}",
             p.alias,
             p.engine,
+            p.model.as_ref().map_or(String::new(), |m| format!(" @{m}")),
             p.cursor,
             p.binding.as_ref().map_or("none".to_string(), |b| format!(
                 "{} at {}",

@@ -196,6 +196,16 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     }
     // The private text rides with the prompt for this run only; vf persists neither.
     let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
+    // Held from reading the marker to the end of the run: a re-run of the
+    // unit is primed with its earlier answers.
+    let lock = UnitLock::acquire(&r.state_dir, &r.unit)?;
+    let marker = crate::marker::MarkerStore::new(&r.state_dir).load(&r.unit)?;
+    let replay =
+        crate::rerun::for_dispatch(&r.state_dir, marker.as_ref(), r.session.as_deref(), &prompt);
+    let (prompt, replay) = match replay {
+        Some((primed, counts)) => (primed, Some(counts)),
+        None => (prompt, None),
+    };
     let spec = UnitSpec {
         engine: r.engine.spec().id,
         unit: r.unit,
@@ -223,7 +233,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         read_only: false,
         budget_stop: None,
     };
-    run_unit(spec, None, format)
+    run_unit(spec, Some(lock), format, replay)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
@@ -347,9 +357,23 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
 
 /// Runs one unit (under `lock` when the caller holds it) and prints it in
 /// `format`; returns vf's exit code.
-pub fn run_unit(spec: UnitSpec, lock: Option<UnitLock>, format: OutputFormat) -> Result<i32> {
+/// `replay`: the prompt was primed with a replay of these counts. The
+/// unit's answer is recorded for a later replay.
+pub fn run_unit(
+    spec: UnitSpec,
+    lock: Option<UnitLock>,
+    format: OutputFormat,
+    replay: Option<crate::history::Counts>,
+) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
-    let result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
+    let state_dir = spec.state_dir.clone();
+    let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
+    crate::rerun::mark(&mut result, replay);
+    if let Err(e) = crate::rerun::record_answer(&state_dir, &result) {
+        let msg = format!("cannot record its answer for a later replay: {e}");
+        crate::dispatch::EventSink::warning(&mut sink, &msg);
+        result.warnings.push(msg);
+    }
     sink.result(&result);
     if format == OutputFormat::Human
         && let Some(e) = &result.error

@@ -100,6 +100,12 @@ impl StdoutSink {
                 if let Some(id) = &r.session_id {
                     s.push_str(&format!("session: {id}\n"));
                 }
+                if let Some(c) = &r.replay {
+                    s.push_str(&format!(
+                        "start: a fresh session with a replay of {} of {} earlier answers\n",
+                        c.replayed, c.source
+                    ));
+                }
                 match (&r.summary, &r.summary_error) {
                     (Some(v), _) => s.push_str(&format!("summary: {v}\n")),
                     (None, Some(e)) => s.push_str(&format!("summary: invalid ({e})\n")),

@@ -1,4 +1,6 @@
-//! `vf resume UNIT`: continue a unit's exact native session.
+//! `vf resume UNIT`: continue a unit's exact native session, or, on an
+//! engine without exact resume authority, start a fresh one primed with a
+//! replay of the unit's earlier answers ([`crate::rerun`]).
 
 use crate::cli::{OutputFormat, ResumeArgs};
 use crate::dispatch::UnitSpec;
@@ -13,6 +15,7 @@ struct Request {
     /// The unit's lock, held from reading the marker to the end of the run.
     lock: crate::unit_lock::UnitLock,
     format: OutputFormat,
+    replay: Option<crate::history::Counts>,
 }
 
 /// The unit's name is the one asked for (checked, and the marker's own
@@ -40,12 +43,21 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     // change the resume authority in between.
     let lock = crate::unit_lock::UnitLock::acquire(&state_dir, &args.unit)?;
     let marker = store.load(&args.unit)?.ok_or_else(no_unit)?;
-    let id = resolve_resume_id(&marker)
-        .map_err(|why| VfError::usage(format!("cannot resume unit {:?}: {why}", args.unit)))?;
     let prompt = if args.prompt.prompt.is_some() || args.prompt.prompt_file.is_some() {
         super::prompt::read(&args.prompt)?
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
+    };
+    // Without exact authority: a fresh session primed with the unit's answers.
+    let (id, prompt, replay) = match resolve_resume_id(&marker) {
+        Ok(id) => (Some(id), prompt, None),
+        Err(why) => match crate::rerun::for_resume(&state_dir, &marker, why, &prompt) {
+            Ok((primed, counts)) => (None, primed, Some(counts)),
+            Err(why) => {
+                let msg = format!("cannot resume unit {:?}: {why}", args.unit);
+                return Err(VfError::usage(msg));
+            }
+        },
     };
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
@@ -60,7 +72,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         engine: marker.engine,
         unit: args.unit.clone(),
         prompt,
-        session: Some(id),
+        session: id,
         cwd: marker.cwd,
         state_dir,
         skip_permissions: args.skip_permissions,
@@ -83,12 +95,18 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         spec,
         lock,
         format: args.run.output.format(),
+        replay,
     })
 }
 
 pub fn run(args: &ResumeArgs) -> Result<i32> {
-    let Request { spec, lock, format } = resolve(args)?;
+    let Request {
+        spec,
+        lock,
+        format,
+        replay,
+    } = resolve(args)?;
     // The run's prepare phase ends a proven orphan of the unit first (or
     // refuses), under the lock held since the marker was read.
-    super::dispatch::run_unit(spec, Some(lock), format)
+    super::dispatch::run_unit(spec, Some(lock), format, replay)
 }

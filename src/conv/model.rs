@@ -28,6 +28,9 @@ pub struct Conversation {
 pub struct Participant {
     pub alias: String,
     pub engine: EngineId,
+    /// `--with ENGINE@MODEL`: passed on every turn (checked at `conv new`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// The last transcript entry delivered to it (0: none yet).
     pub cursor: u64,
     pub binding: Option<Binding>,
@@ -96,11 +99,34 @@ pub struct HandoffRef {
     pub bytes: usize,
 }
 
-/// `ENGINE[:ALIAS]` of `vf conv new --with`.
-pub fn parse_with(s: &str) -> Result<(EngineId, String)> {
-    let (engine, alias) = match s.split_once(':') {
+/// One `--with` of `vf conv new`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct With {
+    pub engine: EngineId,
+    pub alias: String,
+    pub model: Option<String>,
+}
+
+impl With {
+    pub fn new(engine: EngineId, alias: &str) -> With {
+        With {
+            engine,
+            alias: alias.to_string(),
+            model: None,
+        }
+    }
+}
+
+/// `ENGINE[:ALIAS][@MODEL]` of `vf conv new --with`; the model must be one
+/// the engine's verified `--model` flag takes.
+pub fn parse_with(s: &str) -> Result<With> {
+    let (head, model) = match s.split_once('@') {
+        Some((h, m)) => (h, Some(m)),
+        None => (s, None),
+    };
+    let (engine, alias) = match head.split_once(':') {
         Some((e, a)) => (e, a),
-        None => (s, s),
+        None => (head, head),
     };
     let id = EngineId::parse(engine).ok_or_else(|| {
         VfError::usage(format!(
@@ -110,7 +136,16 @@ pub fn parse_with(s: &str) -> Result<(EngineId, String)> {
         ))
     })?;
     names::check("participant alias", alias)?;
-    Ok((id, alias.to_string()))
+    if let Some(m) = model {
+        let opts = crate::engine::RunOptions::new(Some(m.to_string()), None, None);
+        crate::engine::options::check(id.engine().spec(), &opts)
+            .map_err(|e| VfError::usage(format!("--with {}: {e}", crate::text::shown(s, 80))))?;
+    }
+    Ok(With {
+        engine: id,
+        alias: alias.to_string(),
+        model: model.map(str::to_string),
+    })
 }
 
 /// The unit that runs turn `turn` of `alias`: one unit per turn, so each turn
@@ -120,13 +155,18 @@ pub fn turn_unit(conv: &str, alias: &str, turn: u32) -> String {
 }
 
 impl Conversation {
-    pub fn new(name: &str, with: &[(EngineId, String)], now: String) -> Result<Conversation> {
+    pub fn new(name: &str, with: &[With], now: String) -> Result<Conversation> {
         names::check("conversation name", name)?;
         if with.is_empty() {
             return Err(VfError::usage("a conversation needs at least one --with"));
         }
         let mut participants: Vec<Participant> = Vec::new();
-        for (engine, alias) in with {
+        for With {
+            engine,
+            alias,
+            model,
+        } in with
+        {
             if participants.iter().any(|p| &p.alias == alias) {
                 return Err(VfError::usage(format!(
                     "participant alias {alias:?} is used twice; name one `{engine}:OTHER`"
@@ -141,6 +181,7 @@ impl Conversation {
             participants.push(Participant {
                 alias: alias.clone(),
                 engine: *engine,
+                model: model.clone(),
                 cursor: 0,
                 binding: None,
                 turns: 0,
@@ -194,6 +235,24 @@ impl Conversation {
         id
     }
 
+    /// The user message of a `say` that a killed vf left unanswered, when
+    /// the same `say` (same text, same addressees) is run again: the last
+    /// user entry, if it matches and one of `pending` (the participants whose
+    /// turn was left pending) has not been delivered it yet.
+    pub fn interrupted_say(&self, to: &[String], text: &str, pending: &[String]) -> Option<u64> {
+        let last = self
+            .transcript
+            .iter()
+            .rev()
+            .find(|e| e.kind == EntryKind::User)?;
+        let same = last.to == to && last.text == text;
+        let unanswered = self
+            .participants
+            .iter()
+            .any(|p| pending.contains(&p.alias) && to.contains(&p.alias) && p.cursor < last.id);
+        (same && unanswered).then_some(last.id)
+    }
+
     /// Appends a user message addressed to `to`; returns its id.
     pub fn add_user(&mut self, to: &[String], text: &str) -> u64 {
         self.push(Entry {
@@ -229,5 +288,34 @@ impl Conversation {
             engine: Some(engine),
             session_id,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_unanswered_say_is_continued() {
+        let with = [
+            With::new(EngineId::Codex, "a"),
+            With::new(EngineId::Claude, "b"),
+        ];
+        let mut c = Conversation::new("c", &with, "t0".into()).unwrap();
+        let both = c.aliases();
+        let pending = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // Nothing said yet.
+        assert_eq!(c.interrupted_say(&both, "Q", &pending(&["a"])), None);
+        let id = c.add_user(&both, "Q");
+        // `a` answered before the crash; `b` was left pending.
+        c.add_response("a", 1, "A", None).unwrap();
+        c.participant_mut("a").unwrap().cursor = id;
+        assert_eq!(c.interrupted_say(&both, "Q", &pending(&["b"])), Some(id));
+        // Other text, other addressees, or no turn left pending: a new message.
+        assert_eq!(c.interrupted_say(&both, "Q2", &pending(&["b"])), None);
+        assert_eq!(c.interrupted_say(&both[1..], "Q", &pending(&["b"])), None);
+        assert_eq!(c.interrupted_say(&both, "Q", &[]), None);
+        // The pending one had been delivered it (its answer was settled).
+        assert_eq!(c.interrupted_say(&both, "Q", &pending(&["a"])), None);
     }
 }

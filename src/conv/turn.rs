@@ -122,13 +122,15 @@ pub fn plan(store: &ConvStore, conv: &Conversation, alias: &str, fresh: bool) ->
 /// A turn that a killed vf left pending: the session id its unit's marker
 /// made durable becomes the binding, at the cursor the participant had
 /// before that turn (so nothing after it is skipped); its partial answer is
-/// not entered.
-pub fn recover(state_dir: &Path, conv: &mut Conversation) {
+/// not entered. Returns the aliases whose turn was pending.
+pub fn recover(state_dir: &Path, conv: &mut Conversation) -> Vec<String> {
     let markers = MarkerStore::new(state_dir);
+    let mut was_pending = Vec::new();
     for p in conv.participants.iter_mut() {
         let Some(pending) = p.pending.take() else {
             continue;
         };
+        was_pending.push(p.alias.clone());
         let Ok(Some(m)) = markers.load(&pending.unit) else {
             continue;
         };
@@ -141,6 +143,7 @@ pub fn recover(state_dir: &Path, conv: &mut Conversation) {
             });
         }
     }
+    was_pending
 }
 
 /// Runs the planned turns at once (each with its own sink from `sink_for`),
@@ -195,7 +198,8 @@ fn start(
     conv: &mut Conversation,
     turn: &Turn,
 ) -> Result<(UnitSpec, ReadOnly)> {
-    let engine = conv.participant(&turn.participant)?.engine;
+    let p = conv.participant(&turn.participant)?;
+    let (engine, model) = (p.engine, p.model.clone());
     let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
     store.save(conv)?;
@@ -224,7 +228,8 @@ fn start(
             .into_iter()
             .collect(),
         budget_args: Vec::new(),
-        options: Default::default(),
+        // The participant's model on every turn (checked at `conv new`).
+        options: crate::engine::RunOptions::new(model, None, None),
         summary_schema: None,
         steps: Default::default(),
         budget_stop: None,

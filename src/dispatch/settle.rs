@@ -111,6 +111,8 @@ pub(super) async fn settle(
         stdout_log: Some(l.stdout_log.clone()),
         stderr_log: Some(l.stderr_log.clone()),
         workspace: marker.workspace.clone(),
+        start: None,
+        replay: None,
     })
 }
 

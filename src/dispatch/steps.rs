@@ -270,6 +270,8 @@ fn end_early(
         stdout_log: None,
         stderr_log: None,
         workspace: marker.workspace.clone(),
+        start: None,
+        replay: None,
     })
 }
 

@@ -49,22 +49,11 @@ fn live_owner(pid: u32) -> String {
 /// Only non-terminal markers (`failed`, `blocked`, or `running` whose owner is
 /// provably dead) with a valid exact id on an exact-resume engine qualify.
 pub fn resolve_resume_id(marker: &Marker) -> std::result::Result<String, String> {
-    match marker.state {
-        UnitState::Done => return Err("it is done; done units are never resumed".into()),
-        // A pending marker with an id: a later attempt was claimed but vf died
-        // before it spawned; the recorded session is still the one to resume.
-        UnitState::Pending if marker.engine_session_id.is_some() => {}
-        UnitState::Pending => return Err("it never started (pending); dispatch it instead".into()),
-        UnitState::Running => {
-            if let Some(why) = owner_refusal(marker) {
-                return Err(format!("it {why}"));
-            }
-        }
-        UnitState::Failed | UnitState::Blocked => {}
+    if let Some(why) = state_refusal(marker) {
+        return Err(why);
     }
     let engine = marker.engine.engine();
-    let version = marker.engine_version.as_deref().and_then(Version::parse);
-    if !engine.exact_resume(version.as_ref()) {
+    if !has_exact_authority(marker) {
         return Err(format!(
             "{} has no exact resume by session id",
             marker.engine
@@ -78,6 +67,26 @@ pub fn resolve_resume_id(marker: &Marker) -> std::result::Result<String, String>
         )),
         Some(id) => Ok(id.clone()),
     }
+}
+
+/// Why the marker's state alone forbids resuming the unit in any way (exact
+/// or with a replay), or `None`.
+pub fn state_refusal(marker: &Marker) -> Option<String> {
+    match marker.state {
+        UnitState::Done => Some("it is done; done units are never resumed".into()),
+        // A pending marker with an id: a later attempt was claimed but vf died
+        // before it spawned; the recorded session is still the one to resume.
+        UnitState::Pending if marker.engine_session_id.is_some() => None,
+        UnitState::Pending => Some("it never started (pending); dispatch it instead".into()),
+        UnitState::Running => owner_refusal(marker).map(|why| format!("it {why}")),
+        UnitState::Failed | UnitState::Blocked => None,
+    }
+}
+
+/// The marker's engine has exact resume authority at its recorded version.
+pub fn has_exact_authority(marker: &Marker) -> bool {
+    let version = marker.engine_version.as_deref().and_then(Version::parse);
+    marker.engine.engine().exact_resume(version.as_ref())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use vf::canonical_json;
 use vf::conv::envelope::{self, TurnInputs};
-use vf::conv::model::HandoffRef;
+use vf::conv::model::{HandoffRef, With};
 use vf::conv::{Binding, Conversation, DeliveryMode};
 use vf::engine::EngineId;
 use vf::history::sha256_hex;
@@ -22,8 +22,8 @@ fn exact(handoff: Option<&str>) -> TurnInputs<'_> {
 /// A conversation after one `--all` turn: Q1 (1), claude's A1 (2), codex's A1 (3).
 fn after_first_turn() -> Conversation {
     let with = [
-        (EngineId::Claude, "claude".to_string()),
-        (EngineId::Codex, "codex".to_string()),
+        With::new(EngineId::Claude, "claude"),
+        With::new(EngineId::Codex, "codex"),
     ];
     let mut c = Conversation::new("design", &with, "t0".into()).unwrap();
     let all = c.aliases();
@@ -82,7 +82,7 @@ fn exact_delta_carries_only_the_new_user_message_and_the_peer_answer() {
 
 #[test]
 fn canonical_envelope_is_byte_exact() {
-    let with = [(EngineId::Codex, "x".to_string())];
+    let with = [With::new(EngineId::Codex, "x")];
     let mut c = Conversation::new("c", &with, "t0".into()).unwrap();
     c.add_user(&["x".into()], "hi \"there\"\n");
     let t = envelope::plan(&c, "x", &exact(None)).unwrap();
@@ -157,7 +157,7 @@ fn full_history_without_binding_authority_or_with_fresh_or_a_stale_binding() {
 
 #[test]
 fn replay_keeps_the_last_eight_cut_on_a_char_boundary_with_digests_and_counts() {
-    let with = [(EngineId::Agy, "agy".to_string())];
+    let with = [With::new(EngineId::Agy, "agy")];
     let mut c = Conversation::new("long", &with, "t0".into()).unwrap();
     let texts: Vec<String> = (1..=10)
         .map(|i| match i {

@@ -393,6 +393,25 @@ fn a_killed_say_keeps_the_binding_and_enters_no_partial_answer() {
         .collect();
     assert_eq!(answers, ["finished"]);
     assert_eq!(show["participants"][0].get("pending"), None);
+    // The same say continued: its message was entered once, and delivered.
+    let entries: Vec<Value> = show["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!([e["id"], e["kind"], e["text"]]))
+        .collect();
+    assert_eq!(
+        entries,
+        [json!([1, "user", "Q1"]), json!([2, "response", "finished"])]
+    );
+    assert_eq!(texts(&envelope(&runs[1].2)["messages"]), ["Q1"]);
+    // Said again once settled, the same text is a new message.
+    f.answer("codex", CODEX_SID, "again");
+    ok(&f.vf(&[
+        "conv", "say", "k", "--to", "codex", "--prompt", "Q1", "--json",
+    ]));
+    let show = ok(&f.vf(&["conv", "show", "k", "--json"]));
+    assert_eq!(show["transcript"].as_array().unwrap().len(), 4, "{show}");
 }
 
 #[test]
@@ -475,6 +494,87 @@ fn human_output_names_the_delivery_and_read_only_mode() {
         text.contains(
             "x turn 1 · full-history · read-only enforced · answer recorded\nthe human answer"
         ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_participant_model_is_checked_at_new_and_passed_on_every_turn() {
+    let f = Fakes::new();
+    // Refused (exit 2, one line) before anything is written.
+    for with in [
+        "agy@some-model",
+        "opencode@no-provider",
+        "codex:x@-flag",
+        "codex@",
+    ] {
+        let out = f.vf(&["conv", "new", "m", "--with", "claude", "--with", with]);
+        assert_eq!(out.status.code(), Some(2), "{with}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("--with {with:?}: ")), "{err}");
+        assert!(!f.env.state().join("conversations/m").exists(), "{with}");
+    }
+    succeeded(&f.vf(&[
+        "conv",
+        "new",
+        "m",
+        "--with",
+        "claude@claude-sonnet-4-5",
+        "--with",
+        "codex:cx@gpt-5.1",
+        "--with",
+        "codex:plain",
+    ]));
+    for turn in ["one", "two"] {
+        f.answer("claude", CLAUDE_SID, turn);
+        f.answer("codex", CODEX_SID, turn);
+        ok(&f.vf(&["conv", "say", "m", "--all", "--prompt", turn, "--json"]));
+    }
+    let models: Vec<Option<String>> = f
+        .delivered()
+        .iter()
+        .map(|(_, args, _)| {
+            let at = args.iter().position(|a| a == "--model")?;
+            Some(args[at + 1].clone())
+        })
+        .collect();
+    let mut models: Vec<_> = models.into_iter().map(|m| m.unwrap_or_default()).collect();
+    models.sort();
+    assert_eq!(
+        models,
+        [
+            "",
+            "",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "gpt-5.1",
+            "gpt-5.1"
+        ]
+    );
+    let show = ok(&f.vf(&["conv", "show", "m", "--json"]));
+    let seats: Vec<Value> = show["participants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| json!([p["alias"], p["engine"], p["model"]]))
+        .collect();
+    assert_eq!(
+        seats,
+        [
+            json!(["claude", "claude", "claude-sonnet-4-5"]),
+            json!(["cx", "codex", "gpt-5.1"]),
+            json!(["plain", "codex", null])
+        ]
+    );
+    let human = f.vf(&["conv", "show", "m"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.contains("participant cx · codex @gpt-5.1 · cursor"),
+        "{text}"
+    );
+    assert!(
+        text.contains("participant plain · codex · cursor"),
         "{text}"
     );
 }

@@ -153,6 +153,46 @@ impl DispatchResult {
         self.reason
             .map_or(crate::error::exit::OK, Reason::exit_code)
     }
+
+    /// What the saved marker says of the run that just ended; the caller
+    /// adds what the engine itself reported (nothing, when none ran).
+    fn from_marker(
+        spec: &UnitSpec,
+        store: &MarkerStore,
+        marker: &Marker,
+        started: Instant,
+    ) -> Self {
+        DispatchResult {
+            unit: spec.unit.clone(),
+            engine: spec.engine,
+            engine_version: marker.engine_version.clone(),
+            model: marker.model.clone(),
+            effort: marker.effort.clone(),
+            state: marker.state,
+            exit_code: marker.exit_code,
+            session_id: marker.engine_session_id.clone(),
+            summary: marker.summary.clone(),
+            summary_error: marker.summary_error.clone(),
+            answer: None,
+            unknown_frames: 0,
+            warnings: spec.warnings.clone(),
+            engine_reason: spec.engine_reason.clone(),
+            error: marker.error.clone(),
+            reason: marker.reason,
+            // The marker keeps the latest usage that was reported; a run
+            // without an engine consumed nothing and knows no reset time.
+            usage: None,
+            retry_at: None,
+            duration_ms: started.elapsed().as_millis() as u64,
+            attempt: marker.attempts,
+            marker: store.path(&spec.unit),
+            stdout_log: None,
+            stderr_log: None,
+            workspace: marker.workspace.clone(),
+            start: None,
+            replay: None,
+        }
+    }
 }
 
 /// Runs one unit to completion, under its lock. Errors are returned only when

@@ -82,12 +82,6 @@ pub(super) async fn settle(
     l.prepared.store.save(marker)?;
     let marker = &l.prepared.marker;
     Ok(DispatchResult {
-        unit: spec.unit.clone(),
-        engine: spec.engine,
-        engine_version: marker.engine_version.clone(),
-        model: marker.model.clone(),
-        effort: marker.effort.clone(),
-        state: marker.state,
         exit_code,
         // What the engine reported (shown even when it cannot be resumed), except
         // that a resume never adopts another session's id.
@@ -99,20 +93,14 @@ pub(super) async fn settle(
         summary_error,
         answer: outcome.answer,
         unknown_frames: e.projector.unknown_frames(),
-        engine_reason: spec.engine_reason.clone(),
         warnings: l.prepared.warnings.clone(),
         error,
         reason,
         usage,
         retry_at,
-        duration_ms: started.elapsed().as_millis() as u64,
-        attempt: marker.attempts,
-        marker: l.prepared.store.path(&spec.unit),
         stdout_log: Some(l.stdout_log.clone()),
         stderr_log: Some(l.stderr_log.clone()),
-        workspace: marker.workspace.clone(),
-        start: None,
-        replay: None,
+        ..DispatchResult::from_marker(spec, &l.prepared.store, marker, started)
     })
 }
 

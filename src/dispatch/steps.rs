@@ -244,35 +244,7 @@ fn end_early(
     marker.exit_code = None;
     marker.finished_at = Some(now_rfc3339());
     store.save(marker)?;
-    Ok(DispatchResult {
-        unit: spec.unit.clone(),
-        engine: spec.engine,
-        engine_version: marker.engine_version.clone(),
-        model: marker.model.clone(),
-        effort: marker.effort.clone(),
-        state,
-        exit_code: None,
-        session_id: marker.engine_session_id.clone(),
-        summary: None,
-        summary_error: None,
-        answer: None,
-        unknown_frames: 0,
-        warnings: spec.warnings.clone(),
-        engine_reason: spec.engine_reason.clone(),
-        error: Some(error),
-        reason: Some(reason),
-        // No engine ran: it consumed nothing and reported no reset time.
-        usage: None,
-        retry_at: None,
-        duration_ms: started.elapsed().as_millis() as u64,
-        attempt: marker.attempts,
-        marker: store.path(&spec.unit),
-        stdout_log: None,
-        stderr_log: None,
-        workspace: marker.workspace.clone(),
-        start: None,
-        replay: None,
-    })
+    Ok(DispatchResult::from_marker(spec, store, marker, started))
 }
 
 /// Runs `f` on tokio's blocking pool.

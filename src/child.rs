@@ -79,20 +79,33 @@ impl Group {
 /// vf's allocator turns transparent huge pages off for vf (it keeps vf's own
 /// peak memory low), and the kernel hands that setting down through fork and
 /// exec. The engine is not vf: it gets the system's default back.
+///
+/// The setting is switched back on in vf itself for the moment of the spawn
+/// rather than in the child (`pre_exec`): a spawn without a pre-exec hook
+/// lets the standard library use `posix_spawn` (vfork), which does not copy
+/// vf's page tables, a large part of a dispatch's start-up cost.
 #[cfg(target_os = "linux")]
-fn restore_huge_pages(cmd: &mut tokio::process::Command) {
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // one prctl call, which is async-signal-safe; it allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0);
-            Ok(())
-        });
+fn with_default_huge_pages<T>(spawn: impl FnOnce() -> T) -> T {
+    use std::sync::Mutex;
+    // One spawn at a time switches the process-wide flag.
+    static SWITCH: Mutex<()> = Mutex::new(());
+    let _held = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: plain prctl calls on this process; no memory is passed.
+    let was_off = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) } == 1;
+    if was_off {
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0) };
     }
+    let spawned = spawn();
+    if was_off {
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    }
+    spawned
 }
 
 #[cfg(not(target_os = "linux"))]
-fn restore_huge_pages(_cmd: &mut tokio::process::Command) {}
+fn with_default_huge_pages<T>(spawn: impl FnOnce() -> T) -> T {
+    spawn()
+}
 
 /// Spawns the engine as the leader of its own process group.
 pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
@@ -108,8 +121,7 @@ pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::proces
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(false);
-    restore_huge_pages(&mut cmd);
-    let child = cmd.spawn()?;
+    let child = with_default_huge_pages(|| cmd.spawn())?;
     let pgid = child.id().map_or(0, |p| p as i32);
     Ok((child, Group { pgid }))
 }

@@ -81,6 +81,9 @@ pub struct UnitSpec {
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,
+    /// Record the answer for a later replay (`crate::history`): dispatch,
+    /// resume and plans do; conversations keep their own transcript.
+    pub keep_answer: bool,
 }
 
 impl UnitSpec {

@@ -83,6 +83,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         steps: Default::default(),
         read_only: false,
         budget_stop: None,
+        keep_answer: false,
     }
 }
 

@@ -59,19 +59,3 @@ pub fn mark(result: &mut DispatchResult, counts: Option<Counts>) {
         result.replay = Some(c);
     }
 }
-
-/// Keeps the attempt's public answer for a later replay (never the prompt,
-/// so never a private range).
-pub fn record_answer(state_dir: &Path, res: &DispatchResult) -> std::io::Result<()> {
-    match res.answer.as_deref().filter(|a| !a.trim().is_empty()) {
-        Some(answer) => history::record(
-            state_dir,
-            &res.unit,
-            res.engine,
-            res.attempt,
-            res.state,
-            answer,
-        ),
-        None => Ok(()),
-    }
-}

@@ -502,6 +502,7 @@ impl Run {
             steps: self.steps_of(i),
             read_only: false,
             budget_stop: self.hard.watch(i, self.req.budget),
+            keep_answer: true,
         })
     }
 
@@ -531,10 +532,6 @@ impl Run {
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
         match &r {
             Ok(res) => {
-                if let Err(e) = crate::rerun::record_answer(&self.req.state_dir, res) {
-                    let msg = format!("cannot record its response: {e}");
-                    reporter.borrow_mut().warning(i, &msg);
-                }
                 u.report.state = match res.state {
                     UnitState::Done => RunState::Done,
                     // A merge conflict: the unit never ran.

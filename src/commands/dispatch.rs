@@ -232,6 +232,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         steps,
         read_only: false,
         budget_stop: None,
+        keep_answer: true,
     };
     run_unit(spec, Some(lock), format, replay)
 }
@@ -357,8 +358,8 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
 
 /// Runs one unit (under `lock` when the caller holds it) and prints it in
 /// `format`; returns vf's exit code.
-/// `replay`: the prompt was primed with a replay of these counts. The
-/// unit's answer is recorded for a later replay.
+/// `replay`: the prompt was primed with a replay of these counts (the run
+/// itself records the unit's answer for a later replay).
 pub fn run_unit(
     spec: UnitSpec,
     lock: Option<UnitLock>,
@@ -366,14 +367,8 @@ pub fn run_unit(
     replay: Option<crate::history::Counts>,
 ) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
-    let state_dir = spec.state_dir.clone();
     let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
     crate::rerun::mark(&mut result, replay);
-    if let Err(e) = crate::rerun::record_answer(&state_dir, &result) {
-        let msg = format!("cannot record its answer for a later replay: {e}");
-        crate::dispatch::EventSink::warning(&mut sink, &msg);
-        result.warnings.push(msg);
-    }
     sink.result(&result);
     if format == OutputFormat::Human
         && let Some(e) = &result.error

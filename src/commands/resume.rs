@@ -90,6 +90,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         steps,
         read_only: false,
         budget_stop: None,
+        keep_answer: true,
     };
     Ok(Request {
         spec,

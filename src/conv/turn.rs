@@ -233,6 +233,7 @@ fn start(
         summary_schema: None,
         steps: Default::default(),
         budget_stop: None,
+        keep_answer: false,
     };
     Ok((spec, read_only))
 }

@@ -20,7 +20,7 @@ pub(super) async fn settle(
 ) -> Result<DispatchResult> {
     release(&e, sink);
     for ev in e.projector.finish() {
-        sink.event(&ev);
+        e.hold.emit(sink, &ev);
     }
     let exit_code = e.exit_status.and_then(|s| s.code());
     let outcome = e.projector.tracker().finish(exit_code);
@@ -63,6 +63,15 @@ pub(super) async fn settle(
         .clone()
         .or(marker.engine_session_id.clone());
     let (ok, store) = (reason.is_none(), &l.prepared.store);
+    // Steps after the engine take time (git, verify): the held id is made
+    // durable first, not at the very end.
+    if e.hold.active() && (marker.workspace.is_some() || spec.steps.verify.is_some()) {
+        let saved = super::launch::save_off_thread(&spec.state_dir, marker).await;
+        if let Err(err) = saved {
+            sink.warning(&err.to_string());
+        }
+        e.hold.release(sink);
+    }
     if let Some((r, msg)) =
         super::steps::after_engine(spec, store, marker, ok, session.as_deref()).await?
     {
@@ -79,7 +88,17 @@ pub(super) async fn settle(
     marker.error = error.clone();
     marker.reason = reason;
     marker.finished_at = Some(now_rfc3339());
-    l.prepared.store.save(marker)?;
+    let answer_kept = keep_answer(spec, marker, outcome.answer.as_deref());
+    // The final marker also makes a held session id durable.
+    let saved = l.prepared.store.save(marker);
+    e.hold.release(sink);
+    let mut warnings = l.prepared.warnings.clone();
+    if let Some(Err(err)) = answer_kept.await {
+        let msg = format!("cannot record its answer for a later replay: {err}");
+        sink.warning(&msg);
+        warnings.push(msg);
+    }
+    saved?;
     let marker = &l.prepared.marker;
     Ok(DispatchResult {
         exit_code,
@@ -93,7 +112,7 @@ pub(super) async fn settle(
         summary_error,
         answer: outcome.answer,
         unknown_frames: e.projector.unknown_frames(),
-        warnings: l.prepared.warnings.clone(),
+        warnings,
         error,
         reason,
         usage,
@@ -102,6 +121,30 @@ pub(super) async fn settle(
         stderr_log: Some(l.stderr_log.clone()),
         ..DispatchResult::from_marker(spec, &l.prepared.store, marker, started)
     })
+}
+
+/// Records the attempt's public answer for a later replay (never the
+/// prompt, so never a private range), on the blocking pool: its fsyncs
+/// overlap the final marker's. `None` when there is nothing to record.
+fn keep_answer(
+    spec: &UnitSpec,
+    marker: &crate::marker::Marker,
+    answer: Option<&str>,
+) -> impl std::future::Future<Output = Option<std::io::Result<()>>> + use<> {
+    let answer = answer
+        .filter(|a| spec.keep_answer && !a.trim().is_empty())
+        .map(str::to_string);
+    let (dir, unit, engine) = (spec.state_dir.clone(), spec.unit.clone(), spec.engine);
+    let (attempt, state) = (marker.attempts, marker.state);
+    let job = answer.map(|answer| {
+        tokio::task::spawn_blocking(move || {
+            crate::history::record(&dir, &unit, engine, attempt, state, &answer)
+        })
+    });
+    async move {
+        let job = job?;
+        Some(job.await.unwrap_or_else(|e| Err(std::io::Error::other(e))))
+    }
 }
 
 /// Nothing of the group survives the run; its record and prompt file go.

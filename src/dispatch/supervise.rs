@@ -14,6 +14,12 @@ use super::{EventSink, UnitSpec};
 use crate::child::{Group, Signals};
 use crate::frames::{ConversationEvent, Level, Projector, RawRange};
 
+/// How long, and for how many events, a new session id may wait to be made
+/// durable; its events wait with it. An engine that ends sooner gets its id
+/// made durable by the final marker: one durable write instead of two.
+const HOLD_FOR: Duration = Duration::from_millis(10);
+const HOLD_MAX: usize = 512;
+
 /// After the group is SIGKILLed, how long vf still reads what is left in the
 /// pipes (a process that left the group may hold them open).
 const READ_AFTER_KILL: Duration = Duration::from_secs(2);
@@ -36,6 +42,44 @@ pub(super) struct Ended {
     pub exit_status: Option<ExitStatus>,
     pub session_mismatch: Option<String>,
     pub stderr_tail: Vec<u8>,
+    /// The session id in the marker is not durable yet (see [`Hold`]).
+    pub hold: Hold,
+}
+
+/// Events that wait for the session id to be durable. A new id is saved
+/// [`HOLD_FOR`] after it arrived, or once [`HOLD_MAX`] events wait; when the
+/// engine ends first, the final marker carries the id. No event is shown
+/// before the marker that holds its session id is durable.
+#[derive(Default)]
+pub(super) struct Hold {
+    pub since: Option<TokioInstant>,
+    pub events: Vec<ConversationEvent>,
+}
+
+impl Hold {
+    pub fn active(&self) -> bool {
+        self.since.is_some()
+    }
+
+    /// Shows `ev` now, or keeps it in order behind the held ones.
+    pub fn emit(&mut self, sink: &mut dyn EventSink, ev: &ConversationEvent) {
+        match self.since {
+            Some(_) => self.events.push(ev.clone()),
+            None => sink.event(ev),
+        }
+    }
+
+    /// The id is durable (or its write failed and was reported): out they go.
+    pub fn release(&mut self, sink: &mut dyn EventSink) {
+        self.since = None;
+        for ev in self.events.drain(..) {
+            sink.event(&ev);
+        }
+    }
+
+    fn overdue(&self) -> bool {
+        self.since.is_some_and(|t| t.elapsed() >= HOLD_FOR) || self.events.len() >= HOLD_MAX
+    }
 }
 
 /// The loop's state, apart from the futures it polls.
@@ -55,6 +99,7 @@ struct Supervisor<'a> {
     lines_seen: u64,
     stderr_tail: Vec<u8>,
     last_activity: TokioInstant,
+    hold: Hold,
 }
 
 pub(super) async fn supervise(
@@ -112,6 +157,7 @@ pub(super) async fn supervise(
                 s.stdout_open = false;
                 s.stderr_open = false;
             }
+            _ = sleep_until_opt(s.hold.since.map(|t| t + HOLD_FOR)) => s.save_session(&mut l).await,
         }
     }
     Ended {
@@ -121,6 +167,7 @@ pub(super) async fn supervise(
         exit_status: s.exit_status,
         session_mismatch: s.session_mismatch,
         stderr_tail: s.stderr_tail,
+        hold: s.hold,
     }
 }
 
@@ -143,6 +190,7 @@ impl<'a> Supervisor<'a> {
             lines_seen: 0,
             stderr_tail: Vec::new(),
             last_activity: TokioInstant::now(),
+            hold: Hold::default(),
         }
     }
 
@@ -176,18 +224,22 @@ impl<'a> Supervisor<'a> {
                 Piece::Text(raw) => self.projector.push_line(&raw),
                 Piece::Oversized(n) => self.projector.push_oversized(n),
             };
-            // Durable before any event that shows the id goes out.
-            self.record_session(l).await;
+            // Held until durable: no event shows an id before that.
+            self.record_session(l);
             for ev in &events {
-                self.sink.event(ev);
+                self.hold.emit(self.sink, ev);
             }
+        }
+        if self.hold.overdue() {
+            self.save_session(l).await;
         }
         let resumed = self.spec.session.is_some();
         super::budget_watch::report(self.spec.budget_stop.as_ref(), resumed, &self.projector);
     }
 
-    /// Stores the session id the moment the engine says it exists natively.
-    async fn record_session(&mut self, l: &mut Launched) {
+    /// Takes the session id into the marker the moment the engine says it
+    /// exists natively; its events are held until the marker is durable.
+    fn record_session(&mut self, l: &mut Launched) {
         let tracker = self.projector.tracker();
         let Some(id) = tracker.session_id() else {
             return;
@@ -203,14 +255,20 @@ impl<'a> Supervisor<'a> {
             }
             _ if tracker.resumable() => {
                 marker.engine_session_id = Some(id.to_string());
-                let saved = super::launch::save_off_thread(&self.spec.state_dir, marker).await;
-                if let Err(e) = saved {
-                    // The run goes on; the final write reports the failure.
-                    self.sink.warning(&e.to_string());
-                }
+                self.hold.since.get_or_insert_with(TokioInstant::now);
             }
             _ => {}
         }
+    }
+
+    /// Makes the held session id durable, then shows the held events.
+    async fn save_session(&mut self, l: &mut Launched) {
+        let marker = &mut l.prepared.marker;
+        if let Err(e) = super::launch::save_off_thread(&self.spec.state_dir, marker).await {
+            // The run goes on; the final write reports the failure.
+            self.sink.warning(&e.to_string());
+        }
+        self.hold.release(self.sink);
     }
 
     fn on_exit(&mut self, status: Option<ExitStatus>, group: Group) {
@@ -236,8 +294,8 @@ impl<'a> Supervisor<'a> {
     /// vf's own stop: SIGTERM to the group, SIGKILL after the grace.
     fn end(&mut self, stop: Stop, label: &str, detail: String, group: Group) {
         self.stop = Some(stop);
-        self.sink
-            .event(&status_row(Level::Error, label, detail, self.lines_seen));
+        let row = status_row(Level::Error, label, detail, self.lines_seen);
+        self.hold.emit(self.sink, &row);
         group.signal(Signal::SIGTERM);
         self.kill_at = Some(TokioInstant::now() + self.spec.kill_grace);
     }

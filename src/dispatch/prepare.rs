@@ -163,6 +163,10 @@ async fn read_version(
     program: &Path,
     warnings: &mut Vec<String>,
 ) -> Option<Version> {
+    // A cache hit needs no trip through the blocking pool.
+    if let Some(v) = crate::doctor::cache::cached_version(program) {
+        return Some(v);
+    }
     let p = program.to_path_buf();
     match tokio::task::spawn_blocking(move || {
         crate::doctor::cache::read_version(&p, VERSION_TIMEOUT, false)

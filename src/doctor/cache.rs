@@ -166,6 +166,14 @@ pub fn read_version(
     version_in(dir().as_deref(), program, timeout, refresh)
 }
 
+/// The cached version of `program` while the binary is unchanged; never
+/// runs it (cheap enough for the runtime's thread: a stat and a small read).
+pub fn cached_version(program: &Path) -> Option<Version> {
+    let exe = Identity::of(program)?;
+    let file = version_file(dir().as_deref()?, program)?;
+    load::<String>(&file, &exe).and_then(|s| Version::parse(&s))
+}
+
 fn version_in(
     base: Option<&Path>,
     program: &Path,

@@ -1,8 +1,6 @@
 //! `vf completions <shell>` and `vf man`, generated from the clap definitions.
 
-use clap::CommandFactory;
-
-use crate::cli::{Cli, CompletionsArgs, Shell};
+use crate::cli::{CompletionsArgs, Shell};
 use crate::error::Result;
 
 pub fn run(args: &CompletionsArgs) -> Result<i32> {
@@ -14,7 +12,7 @@ pub fn run(args: &CompletionsArgs) -> Result<i32> {
         Shell::Elvish => S::Elvish,
         Shell::Powershell => S::PowerShell,
     };
-    let mut cmd = Cli::command();
+    let mut cmd = crate::cli::full_command();
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut cmd, "vf", &mut buf);
     write_stdout(&buf)?;
@@ -23,7 +21,7 @@ pub fn run(args: &CompletionsArgs) -> Result<i32> {
 
 pub fn man() -> Result<i32> {
     let mut buf = Vec::new();
-    clap_mangen::Man::new(Cli::command()).render(&mut buf)?;
+    clap_mangen::Man::new(crate::cli::full_command()).render(&mut buf)?;
     write_stdout(&buf)?;
     Ok(0)
 }

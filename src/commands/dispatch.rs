@@ -40,13 +40,12 @@ pub struct Resolved {
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
 /// bad one is reported as clap reports any bad flag value, word for word.
 pub fn parse_private_ranges(raw: &[String]) -> std::result::Result<Vec<RangeSpec>, clap::Error> {
-    use clap::CommandFactory;
     use clap::builder::TypedValueParser;
     if raw.is_empty() {
         return Ok(Vec::new());
     }
     // The built definition gives the error its flag name, styles and help hint.
-    let mut cli = crate::cli::Cli::command();
+    let mut cli = crate::cli::full_command();
     cli.build();
     let cmd = cli.find_subcommand("dispatch").unwrap_or(&cli);
     let arg = cmd.get_arguments().find(|a| a.get_id() == "private_range");

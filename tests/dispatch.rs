@@ -271,6 +271,35 @@ fn prompt_goes_to_stdin_and_stdin_is_closed() {
     );
 }
 
+/// A prompt larger than a pipe holds reaches the engine whole through stdin
+/// (the part the pipe takes at once, then the rest), followed by EOF.
+#[test]
+fn a_prompt_larger_than_the_pipe_reaches_stdin_whole() {
+    let env = Env::new();
+    let log = env.path().join("args.log");
+    // Under the 128 KiB limit of one argv string, over a 64 KiB pipe buffer.
+    let prompt: String = (0..100_000)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
+    let mut c = env.command("codex", "big", &prompt, "json", &["--timeout", "30"]);
+    c.env(
+        "FAKE_STDOUT",
+        common::fixture("codex/0.171.0/a_json.stdout.jsonl"),
+    )
+    .env("FAKE_ARGS_LOG", &log);
+    let out = common::run_bounded(c, std::time::Duration::from_secs(60));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let (_, stdin) = logged.split_once("--stdin--\n").unwrap();
+    assert_eq!(stdin.len(), prompt.len());
+    assert!(stdin == prompt, "the prompt arrived altered");
+}
+
 #[test]
 fn resumed_run_with_another_session_id_fails_and_keeps_the_old_one() {
     let env = Env::new();

@@ -169,14 +169,45 @@ fn claim_running(p: &mut Prepared, pid: u32, group: Group) {
 }
 
 /// stdin: the prompt, then EOF. Never leave a pipe open for the child to wait on.
+/// What the pipe takes goes in before this returns (most prompts whole, and
+/// then EOF): an engine that reads its prompt first need not wait for the
+/// durable writes that follow. A task writes the rest.
 fn feed_stdin(child: &mut tokio::process::Child, text: Option<String>) {
-    if let Some(mut stdin) = child.stdin.take() {
-        let bytes = text.unwrap_or_default().into_bytes();
-        tokio::spawn(async move {
-            let _ = stdin.write_all(&bytes).await;
-            let _ = stdin.shutdown().await;
-        });
+    let Some(mut stdin) = child.stdin.take() else {
+        return;
+    };
+    let bytes = text.unwrap_or_default().into_bytes();
+    let done = write_now(&stdin, &bytes);
+    if done == bytes.len() {
+        return; // dropped: EOF
     }
+    tokio::spawn(async move {
+        let _ = stdin.write_all(&bytes[done..]).await;
+        let _ = stdin.shutdown().await;
+    });
+}
+
+/// Writes what a non-blocking pipe takes without waiting; how much it took.
+/// A full pipe, a gone reader or an interrupt leave the rest to the task.
+fn write_now(stdin: &tokio::process::ChildStdin, bytes: &[u8]) -> usize {
+    use std::os::fd::AsRawFd;
+    let fd = stdin.as_raw_fd();
+    // SAFETY: F_GETFL on an open descriptor this child handle owns.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 || flags & libc::O_NONBLOCK == 0 {
+        return 0; // never block the runtime's thread
+    }
+    let mut done = 0;
+    while done < bytes.len() {
+        let rest = &bytes[done..];
+        // SAFETY: an open descriptor and a buffer valid for `rest.len()` bytes.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            break;
+        }
+        done += n as usize;
+    }
+    done
 }
 
 async fn abort(group: Group, child: &mut tokio::process::Child, p: &Prepared) {

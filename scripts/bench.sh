@@ -3,9 +3,10 @@
 # (issue 16). Prints ONE table; asserts nothing: a shared, loaded machine makes
 # every figure noisy, so compare the columns of one run, not runs.
 #
-#   scripts/bench.sh [--quick]
+#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate]
 #
 # --quick: 50 MB projector inputs and a 200-unit plan (a smoke run).
+# --only: one group of rows (orchestrate includes status, which reads its markers).
 # Engines for the doctor rows: the pinned CLIs under $ENGINES_DIR (default
 # <repo>/.engines, see scripts/install-engines.sh); without them those rows
 # use shell fakes and say so. Scratch files go to $VF_BENCH_DIR (/tmp/vf-bench).
@@ -13,8 +14,15 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-SIZE_MB=200 UNITS=1000 MARKERS=10000
-[ "${1:-}" = "--quick" ] && { SIZE_MB=50; UNITS=200; }
+SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) SIZE_MB=50; UNITS=200 ;;
+    --only) ONLY=$2; shift ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate]" >&2; exit 2 ;;
+  esac
+  shift
+done
 WORK=${VF_BENCH_DIR:-/tmp/vf-bench}
 ENGINES_DIR=${ENGINES_DIR:-$ROOT/.engines}
 for t in jq node python3; do command -v $t >/dev/null || { echo "bench: $t missing" >&2; exit 2; }; done
@@ -77,17 +85,35 @@ make_fake_claude() {
 }
 
 # ---- dispatch overhead, and what --engine auto adds ------------------------
+# One Python process times every run, interleaved (engine alone, vf with the
+# engine named, vf with --engine auto), so that load drifts hit all three
+# alike. Each is one exec from the timer: the engine with its argv and the
+# prompt on stdin, vf with the same environment given to the process.
 dispatch_rows() {
-  local fake env i direct via named auto
+  local fake direct named auto
   fake=$(make_fake_claude)
-  env=(env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache2" "VF_CLAUDE_BIN=$fake" "VF_STATE_DIR=$RUN/dstate")
-  # Warm the caches (doctor facts, version).
-  "${env[@]}" "$VF" dispatch --engine auto --unit warm --prompt p --output json >/dev/null 2>&1 || true
-  direct=$(median_ms 40 sh -c "echo p | $fake -p --output-format stream-json --verbose")
-  named=$(for i in $(seq 40); do ms "${env[@]}" "$VF" dispatch --engine claude --unit "n$i" --prompt p --output json; done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  auto=$(for i in $(seq 40); do ms "${env[@]}" "$VF" dispatch --engine auto --unit "a$i" --prompt p --output json; done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  row "vf dispatch over the bare engine (median, instant fake)" "$named ms" "$direct ms" "+$(awk -v a="$named" -v b="$direct" 'BEGIN{printf "%.1f ms", a-b}')" "<= 3 ms added"
-  row "--engine auto over --engine claude (real run, warm)" "$auto ms" "$named ms" "+$(awk -v a="$auto" -v b="$named" 'BEGIN{printf "%.1f ms", a-b}')" "<= 50 ms added"
+  read -r direct named auto < <(python3 - "$VF" "$fake" "$RUN" 60 <<'PY'
+import os, statistics, subprocess, sys, time
+vf, fake, run, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+env = {"PATH": "/usr/bin:/bin", "HOME": run, "XDG_CACHE_HOME": f"{run}/cache2",
+       "VF_CLAUDE_BIN": fake, "VF_STATE_DIR": f"{run}/dstate"}
+def ms(cmd, stdin=b"", env=None):
+    t = time.perf_counter()
+    subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return (time.perf_counter() - t) * 1e3
+def vf_run(engine, unit):
+    return ms([vf, "dispatch", "--engine", engine, "--unit", unit, "--prompt", "p", "--output", "json"], env=env)
+vf_run("auto", "warm")  # warms the doctor facts and the version cache
+direct, named, auto = [], [], []
+for i in range(n):
+    direct.append(ms([fake, "-p", "--output-format", "stream-json", "--verbose"], b"p", env))
+    named.append(vf_run("claude", f"n{i}"))
+    auto.append(vf_run("auto", f"a{i}"))
+print(*(f"{statistics.median(x):.2f}" for x in (direct, named, auto)))
+PY
+)
+  row "vf dispatch over the bare engine (median, instant fake)" "$named ms" "$direct ms" "+$(awk -v a="$named" -v b="$direct" 'BEGIN{printf "%.2f ms", a-b}')" "<= 3 ms added"
+  row "--engine auto over --engine claude (real run, warm)" "$auto ms" "$named ms" "+$(awk -v a="$auto" -v b="$named" 'BEGIN{printf "%.2f ms", a-b}')" "<= 50 ms added"
 }
 
 # ---- projector: vf replay vs jq vs Node, and peak RSS -----------------------
@@ -190,11 +216,12 @@ PY
   row "vf status --json over $MARKERS markers vs cat + jq -c over them" "$vf ms" "$jqs ms" "$(ratio "$vf" "$jqs")" "<= 200 ms"
 }
 
-doctor_rows
-dispatch_rows
-projector_rows
-orchestrate_rows
-status_rows
+case $ONLY in
+  "") doctor_rows; dispatch_rows; projector_rows; orchestrate_rows; status_rows ;;
+  orchestrate) orchestrate_rows; status_rows ;;
+  doctor | dispatch | projector) "${ONLY}_rows" ;;
+  *) echo "bench: unknown --only $ONLY" >&2; exit 2 ;;
+esac
 
 echo "vf benchmarks: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

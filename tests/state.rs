@@ -137,6 +137,41 @@ fn a_unit_log_dir_linking_outside_is_never_written_through() {
     assert!(!env.args_log().exists(), "an engine was started");
 }
 
+/// A link or a FIFO planted where the attempt's raw log goes: refused before
+/// the engine starts (exit 5), nothing written through the link, no wait on
+/// the FIFO (an open for writing would block until a reader came).
+#[test]
+fn a_planted_log_file_is_refused_before_the_engine_starts() {
+    for kind in ["link", "fifo"] {
+        let env = Units::new();
+        let outside = env.path().join("outside.log");
+        std::fs::write(&outside, "keep").unwrap();
+        let dir = env.state().join("units/u");
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("attempt-1.stdout.log");
+        if kind == "link" {
+            std::os::unix::fs::symlink(&outside, &log).unwrap();
+        } else {
+            let c = std::ffi::CString::new(log.to_str().unwrap()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        let out = env.run(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
+        assert_eq!(out.status.code(), Some(5), "{kind}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("attempt-1.stdout.log"),
+            "{kind}: {}",
+            stderr(&out)
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep", "{kind}");
+        assert!(!env.args_log().exists(), "{kind}: an engine was started");
+        assert!(
+            !env.marker_path("u").exists(),
+            "{kind}: a refused run wrote a marker"
+        );
+    }
+}
+
 #[test]
 fn a_future_format_marker_is_refused_untouched_and_shown() {
     let env = Units::new();

@@ -1,5 +1,6 @@
-//! Phase 2, launch: raw logs, prompt file, spawn (stdin fed at once), the
-//! owned-process record, then the marker `running`, then the output pumps. A failure before the spawn writes no marker; a
+//! Phase 2, launch: the log directory, prompt file, spawn (stdin fed at
+//! once), the owned-process record, the raw logs, then the marker `running`,
+//! then the output pumps. A failure before the spawn writes no marker; a
 //! failure after it ends the group before returning.
 
 use std::fs::OpenOptions;
@@ -36,14 +37,14 @@ pub(super) struct Launched {
 
 pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
     let attempt = p.marker.attempts;
-    let (paths, files) = open_logs(spec, &p)?;
+    let paths = log_paths(spec, &p)?;
     if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
     let (mut child, group) = spawn_engine(spec, &mut p)?;
-    // The prompt goes in at once, so the engine starts up while the record and
-    // the marker are made durable below. Its output waits in the pipe: the
-    // pumps that handle it start only once the `running` marker is durable.
+    // The prompt goes in at once, so the engine starts up while the record,
+    // the logs and the marker are made below. Its output waits in the pipe:
+    // the pumps that handle it start only once the `running` marker is durable.
     feed_stdin(&mut child, p.inv.stdin.clone());
     let pid = child.id().unwrap_or(0);
     // The owned-process record exists before anything else happens with the child.
@@ -53,6 +54,14 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         abort(group, &mut child, &p).await;
         return Err(state_err(&record_path, &e));
     }
+    let files = match create_logs(&paths) {
+        Ok(files) => files,
+        Err(e) => {
+            abort(group, &mut child, &p).await;
+            let _ = owned::release(&record_path);
+            return Err(e);
+        }
+    };
     claim_running(&mut p, pid, group);
     if let Err(e) = save_off_thread(&spec.state_dir, &mut p.marker).await {
         // Without a durable marker the run could not be resumed: do not run it.
@@ -94,15 +103,30 @@ fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
     VfError::state(format!("cannot write {}: {e}", what.display()))
 }
 
-/// The attempt's stdout and stderr logs, created before the spawn.
-fn open_logs(spec: &UnitSpec, p: &Prepared) -> Result<([PathBuf; 2], [std::fs::File; 2])> {
+/// The attempt's stdout and stderr log paths, checked before the spawn: their
+/// directory exists and is real, and nothing but a regular file is there.
+/// The files themselves are created after it, while the engine starts up.
+fn log_paths(spec: &UnitSpec, p: &Prepared) -> Result<[PathBuf; 2]> {
     let logs = p.store.logs_dir(&spec.unit);
     let attempt = p.marker.attempts;
     let paths = crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s));
     real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
+    for path in &paths {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(state_err(path, &"not a regular file"));
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(state_err(path, &e)),
+            _ => {}
+        }
+    }
+    Ok(paths)
+}
+
+fn create_logs(paths: &[PathBuf; 2]) -> Result<[std::fs::File; 2]> {
     let out = create_log(&paths[0]).map_err(|e| state_err(&paths[0], &e))?;
     let err = create_log(&paths[1]).map_err(|e| state_err(&paths[1], &e))?;
-    Ok((paths, [out, err]))
+    Ok([out, err])
 }
 
 fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::process::Child, Group)> {
@@ -222,13 +246,14 @@ pub(super) fn remove_prompt_file(p: &Prepared) {
     }
 }
 
-/// A new raw log; never through a symlink planted in the state dir.
+/// A new raw log; never through a symlink planted in the state dir, and
+/// never waiting on a FIFO planted there (a regular file ignores O_NONBLOCK).
 fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
     OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
 }
 

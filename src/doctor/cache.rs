@@ -93,12 +93,11 @@ fn load<T: DeserializeOwned>(file: &Path, exe: &Identity) -> Option<T> {
     (e.format == FORMAT).then_some(e.value)
 }
 
+/// Anything but a regular file of at most `MAX_ENTRY` bytes is no cache (a
+/// FIFO planted there is never waited on).
 fn read_entries<T: DeserializeOwned>(file: &Path) -> Option<Vec<Entry<T>>> {
-    let f = std::fs::File::open(file).ok()?;
-    if f.metadata().ok()?.len() > MAX_ENTRY {
-        return None;
-    }
-    serde_json::from_reader(std::io::BufReader::new(f)).ok()
+    let bytes = crate::fsutil::read_regular_capped(file, MAX_ENTRY).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// Stores `value` for `exe`, unless the file changed while it was being run
@@ -342,6 +341,14 @@ mod tests {
         std::fs::write(base.join("versions/tool.json"), b"[{\"format\":2,").unwrap();
         assert_eq!((read(false), count()), (Version::new(1, 2, 40), 5));
         assert_eq!((read(false), count()), (Version::new(1, 2, 40), 5));
+        // A FIFO in its place is no entry either, and is never waited on.
+        let entry = base.join("versions/tool.json");
+        std::fs::remove_file(&entry).unwrap();
+        let c = std::ffi::CString::new(entry.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!((read(false), count()), (Version::new(1, 2, 40), 6));
+        assert!(entry.is_file(), "the answer replaced the FIFO");
     }
 
     #[test]

@@ -251,9 +251,17 @@ impl MarkerStore {
             state.join("procs"),
             state.join("dispatch"),
         ];
-        match paths.iter().find(|p| is_symlink(p)) {
-            Some(p) => Err(VfError::state(format!(
+        if let Some(p) = paths.iter().find(|p| is_symlink(p)) {
+            return Err(VfError::state(format!(
                 "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
+                p.display()
+            )));
+        }
+        // A FIFO or a device where a log goes would block or misdirect its writes.
+        let odd = |p: &&PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file());
+        match paths[2..4].iter().find(odd) {
+            Some(p) => Err(VfError::state(format!(
+                "{} is not a regular file; vf writes its raw log there: move it aside",
                 p.display()
             ))),
             None => Ok(()),

@@ -103,23 +103,15 @@ fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
     VfError::state(format!("cannot write {}: {e}", what.display()))
 }
 
-/// The attempt's stdout and stderr log paths, checked before the spawn: their
-/// directory exists and is real, and nothing but a regular file is there.
-/// The files themselves are created after it, while the engine starts up.
+/// The attempt's stdout and stderr log paths, their directory made (and
+/// checked for links) before the spawn; `prepare` refused a link or anything
+/// but a regular file at the paths themselves. The files are created after
+/// the spawn, while the engine starts up.
 fn log_paths(spec: &UnitSpec, p: &Prepared) -> Result<[PathBuf; 2]> {
     let logs = p.store.logs_dir(&spec.unit);
     let attempt = p.marker.attempts;
     let paths = crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s));
     real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
-    for path in &paths {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if !m.file_type().is_file() => {
-                return Err(state_err(path, &"not a regular file"));
-            }
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(state_err(path, &e)),
-            _ => {}
-        }
-    }
     Ok(paths)
 }
 

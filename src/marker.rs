@@ -239,15 +239,16 @@ impl MarkerStore {
     /// Before an attempt writes anything: none of the paths it writes in or
     /// through (the unit's logs, and the state dir's `units/`, `procs/` and
     /// `dispatch/` directories) may be a symbolic link, or vf would write
-    /// outside its state dir.
+    /// outside its state dir; and where a log goes, only a regular file may
+    /// already be.
     pub fn check_attempt_paths(&self, unit: &str, attempt: u32) -> Result<()> {
         let state = self.state_dir();
-        let [out, err] = logs::STREAMS.map(|s| self.log_path(unit, attempt, s));
+        let logs = logs::STREAMS.map(|s| self.log_path(unit, attempt, s));
         let paths = [
             self.dir.clone(),
             self.logs_dir(unit),
-            out,
-            err,
+            logs[0].clone(),
+            logs[1].clone(),
             state.join("procs"),
             state.join("dispatch"),
         ];
@@ -259,7 +260,7 @@ impl MarkerStore {
         }
         // A FIFO or a device where a log goes would block or misdirect its writes.
         let odd = |p: &&PathBuf| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file());
-        match paths[2..4].iter().find(odd) {
+        match logs.iter().find(odd) {
             Some(p) => Err(VfError::state(format!(
                 "{} is not a regular file; vf writes its raw log there: move it aside",
                 p.display()

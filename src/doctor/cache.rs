@@ -170,7 +170,12 @@ pub fn read_version(
 pub fn cached_version(program: &Path) -> Option<Version> {
     let exe = Identity::of(program)?;
     let file = version_file(dir().as_deref()?, program)?;
-    load::<String>(&file, &exe).and_then(|s| Version::parse(&s))
+    stored_version(&file, &exe)
+}
+
+/// The version stored in `file` for exactly `exe`.
+fn stored_version(file: &Path, exe: &Identity) -> Option<Version> {
+    load::<String>(file, exe).and_then(|s| Version::parse(&s))
 }
 
 fn version_in(
@@ -183,7 +188,7 @@ fn version_in(
     let file = base.and_then(|b| version_file(b, program));
     if !refresh
         && let (Some(exe), Some(file)) = (&exe, &file)
-        && let Some(v) = load::<String>(file, exe).and_then(|s| Version::parse(&s))
+        && let Some(v) = stored_version(file, exe)
     {
         return Ok(v);
     }

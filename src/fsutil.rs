@@ -38,6 +38,12 @@ pub fn write_record(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_replace(path, bytes, false, true)
 }
 
+/// Parks this process's spare inodes for the next vf now (see [`spares`]);
+/// for a caller that ends the process without running exit handlers.
+pub fn park_spares() {
+    spares::park_all(tmp_prefix());
+}
+
 /// Deletes a file written by [`write_record`]: its inode becomes a spare
 /// instead of being freed. A missing file is fine.
 pub fn retire(path: &Path) -> std::io::Result<()> {
@@ -51,10 +57,12 @@ fn write_replace(path: &Path, bytes: &[u8], durable: bool, reuse: bool) -> std::
         .unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     clean_stale_tmps_once(dir);
-    if reuse && let Some((spare, file)) = spares::take(dir) {
-        // A spare can vanish under us (another vf's clean-up of old
-        // temporaries): then once more with a new temporary.
-        match replace_from(dir, &spare, file, path, bytes, durable, reuse) {
+    if reuse && let Some((spare, file)) = spares::take(dir, tmp_prefix()) {
+        // Overwritten in place: cut to the new length first. A spare can
+        // vanish under us (another vf's clean-up of old temporaries): then
+        // once more with a new temporary.
+        let cut = file.set_len(bytes.len() as u64).map(|()| file);
+        match cut.and_then(|file| replace_from(dir, &spare, file, path, bytes, durable, reuse)) {
             Ok(()) => return Ok(()),
             Err(_) => {
                 let _ = std::fs::remove_file(&spare);
@@ -123,20 +131,35 @@ fn clean_stale_tmps_once(dir: &Path) {
             return;
         }
     }
-    let _ = clean_stale_tmps(dir);
+    if let Ok((_, parked)) = scan_tmps(dir) {
+        spares::found_parked(dir, parked);
+    }
 }
 
 /// Removes every `.tmp-*` file in `dir` whose writer is provably dead or that
 /// is older than [`STALE_TMP_AGE`]. Returns how many it removed.
 pub fn clean_stale_tmps(dir: &Path) -> std::io::Result<usize> {
-    let mut removed = 0;
+    scan_tmps(dir).map(|(removed, _)| removed)
+}
+
+/// [`clean_stale_tmps`], also returning the parked spares seen.
+fn scan_tmps(dir: &Path) -> std::io::Result<(usize, Vec<PathBuf>)> {
+    let (mut removed, mut parked) = (0, Vec::new());
     for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TMP_PREFIX)) else {
+        let Some(name) = name.to_str() else { continue };
+        // Only plain files: never a directory, never through a link.
+        let is_file = || entry.file_type().is_ok_and(|t| t.is_file());
+        if name.starts_with(spares::PARKED_PREFIX) {
+            if is_file() {
+                parked.push(entry.path());
+            }
+            continue;
+        }
+        let Some(rest) = name.strip_prefix(TMP_PREFIX) else {
             continue;
         };
-        // Only plain files: never a directory, never through a link.
-        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+        if !is_file() {
             continue;
         }
         let writer_dead = writer_of(rest).is_some_and(|w| w.liveness() == Liveness::Dead);
@@ -150,7 +173,7 @@ pub fn clean_stale_tmps(dir: &Path) -> std::io::Result<usize> {
             removed += 1;
         }
     }
-    Ok(removed)
+    Ok((removed, parked))
 }
 
 /// The writer named by a temporary's `<pid>-<start time>-<random>` name.

@@ -1,17 +1,23 @@
 //! Spare inodes for atomic replaces. On ext4 (above all without a journal)
 //! a freed inode makes every later file creation in its block group slower
-//! for minutes, so a run that rewrites a marker three times per unit, over a
-//! thousand units, pays more per unit the longer it runs. Instead of freeing
-//! the replaced inode, an atomic replace swaps the new content in with
-//! `RENAME_EXCHANGE` and keeps the old inode as a hidden temporary for the
-//! next write in that directory, which empties it first. Until then it keeps
-//! the old content, as an unlinked inode would: a reader that opened the old
-//! file just before the swap still reads it whole. Released process records
-//! become spares the same way.
+//! for minutes, and on a file system mounted with `discard` every freed
+//! block is a device request; so a run that rewrites a marker three times
+//! per unit, over a thousand units, pays more per unit the longer it runs.
+//! Instead of freeing the replaced inode, an atomic replace swaps the new
+//! content in with `RENAME_EXCHANGE` and keeps the old inode as a hidden
+//! temporary for the next write in that directory, which overwrites it in
+//! place and cuts it to the new length (its data block is reused, not freed
+//! and allocated again). Until then it keeps the old content, as an unlinked
+//! inode would: a reader that opened the old file just before the swap still
+//! reads it whole. Released process records become spares the same way.
 //!
-//! A spare is a `.tmp-<pid>-<start time>-…` file like any temporary: this
-//! process removes its spares when it exits, and a crash leaves them to
-//! [`super::clean_stale_tmps`] (their writer is then provably dead).
+//! A spare in use is a `.tmp-<pid>-<start time>-…` file like any temporary.
+//! When vf exits, its spares are zeroed and parked as `.spare-…` files (at
+//! most [`MAX_PARKED`] per directory, the rest removed) for the next vf to
+//! claim by renaming one to its own temporary name; a crash leaves them to
+//! [`super::clean_stale_tmps`] (their writer is then provably dead). A parked
+//! spare is used only if it is still a plain file of vf's own user with one
+//! link: a planted link or hard link is removed, never written through.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -24,19 +30,72 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// At most this many spares are kept per directory (a few per running unit).
 const MAX_PER_DIR: usize = 64;
+/// At most this many spares are left parked in a directory when vf exits.
+pub(super) const MAX_PARKED: usize = 8;
+/// The name of a parked spare: `.spare-<pid>-<start time>-<n>`.
+pub(super) const PARKED_PREFIX: &str = ".spare-";
+/// A spare larger than this is not reused (vf's own files are far smaller).
+const MAX_SPARE_BYTES: u64 = 1 << 20;
 
-static SPARES: Mutex<Option<HashMap<PathBuf, Vec<PathBuf>>>> = Mutex::new(None);
+/// One directory's spares: this process's own, and parked ones seen there.
+#[derive(Default)]
+struct Pool {
+    own: Vec<PathBuf>,
+    parked: Vec<PathBuf>,
+    /// Parked spares this process saw or left in the directory.
+    parked_count: usize,
+}
 
-/// A spare of `dir`, opened for writing and empty; `None` when there is none.
-pub(super) fn take(dir: &Path) -> Option<(PathBuf, File)> {
+static SPARES: Mutex<Option<HashMap<PathBuf, Pool>>> = Mutex::new(None);
+
+fn with_pool<R>(dir: &Path, f: impl FnOnce(&mut Pool) -> R) -> R {
+    let mut pool = SPARES.lock().unwrap_or_else(|p| p.into_inner());
+    let map = pool.get_or_insert_with(|| {
+        // SAFETY: registers a plain `extern "C"` function, once.
+        unsafe { libc::atexit(park_all_at_exit) };
+        HashMap::new()
+    });
+    f(map.entry(dir.to_path_buf()).or_default())
+}
+
+/// Parked spares found in `dir` (by the one directory read per process).
+pub(super) fn found_parked(dir: &Path, names: Vec<PathBuf>) {
+    with_pool(dir, |p| {
+        p.parked_count += names.len();
+        p.parked.extend(names);
+    });
+}
+
+/// A spare of `dir`, opened for writing at offset 0 (the caller cuts it to
+/// the new length); `None` when there is none.
+pub(super) fn take(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     loop {
-        let path = {
-            let mut pool = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-            pool.as_mut()?.get_mut(dir)?.pop()?
+        let (own, path) = with_pool(dir, |p| match p.own.pop() {
+            Some(own) => Some((true, own)),
+            None => p.parked.pop().map(|parked| (false, parked)),
+        })?;
+        let path = if own {
+            path
+        } else {
+            // Claimed by renaming it to a name of ours: of two vfs, one wins.
+            let mine = dir.join(format!(
+                "{prefix}claim{}",
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            if renameat2(&path, &mine, libc::RENAME_NOREPLACE).is_err() {
+                continue;
+            }
+            mine
         };
-        // Gone (removed as stale by another vf) or replaced: try the next one.
-        if let Ok(f) = open_empty(&path) {
-            return Some((path, f));
+        match open_reusable(&path) {
+            Ok(f) => return Some((path, f)),
+            // Gone (removed as stale by another vf), replaced, or not a
+            // plain file of ours: never written through; try the next one.
+            Err(_) if !own => {
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(_) => {}
         }
     }
 }
@@ -89,41 +148,85 @@ pub(super) fn retire(path: &Path, prefix: &str) -> std::io::Result<()> {
 }
 
 fn keep(dir: &Path, spare: PathBuf) {
-    let mut pool = SPARES.lock().unwrap_or_else(|p| p.into_inner());
-    let list = pool
-        .get_or_insert_with(|| {
-            // SAFETY: registers a plain `extern "C"` function, once.
-            unsafe { libc::atexit(remove_all_at_exit) };
-            HashMap::new()
-        })
-        .entry(dir.to_path_buf())
-        .or_default();
-    if list.len() < MAX_PER_DIR {
-        list.push(spare);
-    } else {
+    let kept = with_pool(dir, |p| {
+        let room = p.own.len() < MAX_PER_DIR;
+        if room {
+            p.own.push(spare.clone());
+        }
+        room
+    });
+    if !kept {
         let _ = std::fs::remove_file(&spare);
     }
 }
 
-/// At exit, this process's spares go (a killed vf leaves them to the next
-/// writer's clean-up of a dead writer's temporaries).
-extern "C" fn remove_all_at_exit() {
-    let Ok(mut pool) = SPARES.try_lock() else {
-        return;
+/// Parks this process's spares for the next vf (or removes them, past
+/// [`MAX_PARKED`] in a directory). Runs at exit, or earlier from
+/// [`super::park_spares`]; a killed vf leaves them to the next writer's
+/// clean-up of a dead writer's temporaries.
+pub(super) fn park_all(prefix: &str) {
+    let all = {
+        let Ok(mut pool) = SPARES.try_lock() else {
+            return;
+        };
+        pool.as_mut().map(std::mem::take).unwrap_or_default()
     };
-    let all = pool.as_mut().map(std::mem::take).unwrap_or_default();
-    for path in all.into_values().flatten() {
-        let _ = std::fs::remove_file(path);
+    for (dir, pool) in all {
+        park_pool(&dir, pool, prefix);
     }
 }
 
-/// Opens an existing regular file for writing, truncated; never through a link.
-fn open_empty(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+fn park_pool(dir: &Path, pool: Pool, prefix: &str) {
+    let mut parked = pool.parked_count;
+    for (n, path) in pool.own.into_iter().enumerate() {
+        if parked < MAX_PARKED && park(dir, &path, &format!("{prefix}{n}")) {
+            parked += 1;
+        } else {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Zeroes `path` in place (what it held does not outlive this process) and
+/// renames it to a parked name. `false`: not parked.
+fn park(dir: &Path, path: &Path, tag: &str) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok(f) = open_reusable(path) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len()) as usize;
+    if f.write_all_at(&vec![0u8; len], 0).is_err() {
+        return false;
+    }
+    let name = tag.strip_prefix(super::TMP_PREFIX).unwrap_or(tag);
+    renameat2(
+        path,
+        &dir.join(format!("{PARKED_PREFIX}{name}")),
+        libc::RENAME_NOREPLACE,
+    )
+    .is_ok()
+}
+
+extern "C" fn park_all_at_exit() {
+    park_all(super::tmp_prefix());
+}
+
+/// Opens an existing file for writing at offset 0, without truncating it, if
+/// it is a plain file of this user with one link and of a sane size; never
+/// through a symbolic link, never blocking (a FIFO is refused).
+fn open_reusable(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    let f = OpenOptions::new()
         .write(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let m = f.metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.file_type().is_file() || m.nlink() != 1 || m.uid() != me || m.len() > MAX_SPARE_BYTES {
+        return Err(std::io::Error::other("not a usable spare"));
+    }
+    Ok(f)
 }
 
 fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
@@ -154,13 +257,120 @@ pub(super) fn count(dir: &Path) -> usize {
     let pool = SPARES.lock().unwrap_or_else(|p| p.into_inner());
     pool.as_ref()
         .and_then(|m| m.get(dir))
-        .map_or(0, |v| v.len())
+        .map_or(0, |v| v.own.len())
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{retire, tmp_prefix, write_atomic, write_atomic_volatile, write_record};
+    use super::super::{
+        retire, scan_tmps, tmp_prefix, write_atomic, write_atomic_volatile, write_record,
+    };
     use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn parked_in(dir: &Path) -> Vec<PathBuf> {
+        scan_tmps(dir).unwrap().1
+    }
+
+    /// [`park_all`] for one directory (tests run side by side in one process).
+    fn park_dir(dir: &Path) {
+        let pool = with_pool(dir, std::mem::take);
+        park_pool(dir, pool, tmp_prefix());
+    }
+
+    /// What a later vf sees: the parked spares of `dir`, read off the disk.
+    fn as_a_new_process(dir: &Path) {
+        let names = parked_in(dir);
+        with_pool(dir, |p| *p = Pool::default());
+        found_parked(dir, names);
+    }
+
+    #[test]
+    fn spares_are_parked_zeroed_at_exit_and_claimed_by_the_next_vf() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("m.json");
+        write_atomic(&p, b"first, to be replaced").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(count(t.path()), 1);
+        park_dir(t.path());
+        let parked = parked_in(t.path());
+        assert_eq!(parked.len(), 1, "{:?}", files(t.path()));
+        // What it held does not outlive the process that replaced it.
+        assert_eq!(std::fs::read(&parked[0]).unwrap(), vec![0u8; 21]);
+        assert!(
+            files(t.path())
+                .iter()
+                .all(|(n, _)| !n.starts_with(TMP_PREFIX_FOR_TESTS))
+        );
+        let ino = std::fs::metadata(&parked[0]).unwrap().ino();
+
+        as_a_new_process(t.path());
+        let n = t.path().join("n.json");
+        write_atomic(&n, b"new").unwrap();
+        // The parked inode came back, cut to the new content's length.
+        assert_eq!(std::fs::metadata(&n).unwrap().ino(), ino);
+        assert_eq!(
+            files(t.path()),
+            [
+                ("m.json".to_string(), b"second".to_vec()),
+                ("n.json".to_string(), b"new".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn no_more_than_max_parked_are_left_in_a_directory() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..(MAX_PARKED + 3) {
+            let r = t.path().join(format!("u-{i}.json"));
+            write_record(&r, b"{}").unwrap();
+        }
+        for i in 0..(MAX_PARKED + 3) {
+            retire(&t.path().join(format!("u-{i}.json"))).unwrap();
+        }
+        // Retiring takes no spare: each record became one.
+        assert_eq!(count(t.path()), MAX_PARKED + 3);
+        park_dir(t.path());
+        assert_eq!(parked_in(t.path()).len(), MAX_PARKED);
+        assert_eq!(files(t.path()).len(), MAX_PARKED);
+    }
+
+    #[test]
+    fn a_planted_parked_spare_is_never_written_through() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("units");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = t.path().join("outside.txt");
+        std::fs::write(&outside, b"keep me").unwrap();
+        // A hard link, a symbolic link and a FIFO, named like parked spares.
+        std::fs::hard_link(&outside, dir.join(".spare-1-1-0")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(".spare-1-1-1")).unwrap();
+        let fifo = std::ffi::CString::new(dir.join(".spare-1-1-2").as_os_str().as_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let planted = vec![
+            dir.join(".spare-1-1-0"),
+            dir.join(".spare-1-1-1"),
+            dir.join(".spare-1-1-2"),
+        ];
+        // Handed over as if a scan had listed all three: none may be used.
+        let target = dir.join("u.json");
+        write_atomic(&target, b"x").unwrap();
+        with_pool(&dir, |p| *p = Pool::default());
+        found_parked(&dir, planted);
+        write_atomic(&target, b"marker").unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep me");
+        assert_eq!(std::fs::read(&target).unwrap(), b"marker");
+        assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 1);
+        // Only plain files are ever listed as parked.
+        std::fs::write(dir.join(".spare-1-1-3"), b"").unwrap();
+        let listed = parked_in(&dir);
+        assert!(
+            listed
+                .iter()
+                .all(|p| p.symlink_metadata().unwrap().file_type().is_file()),
+            "{listed:?}"
+        );
+    }
 
     /// Every file of `dir` with its contents, sorted.
     fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -175,6 +385,8 @@ mod tests {
         v.sort();
         v
     }
+
+    const TMP_PREFIX_FOR_TESTS: &str = super::super::TMP_PREFIX;
 
     #[test]
     fn replaced_content_never_lingers_and_its_inode_is_reused() {

@@ -17,7 +17,7 @@
 //! claim by renaming one to its own temporary name; a crash leaves them to
 //! [`super::clean_stale_tmps`] (their writer is then provably dead). A parked
 //! spare is used only if it is still a plain file of vf's own user with one
-//! link: a planted link or hard link is removed, never written through.
+//! link: a planted link, hard link or FIFO is removed, never written through.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -41,9 +41,8 @@ const MAX_SPARE_BYTES: u64 = 1 << 20;
 #[derive(Default)]
 struct Pool {
     own: Vec<PathBuf>,
+    /// Parked spares seen there and not claimed by this process.
     parked: Vec<PathBuf>,
-    /// Parked spares this process saw or left in the directory.
-    parked_count: usize,
 }
 
 static SPARES: Mutex<Option<HashMap<PathBuf, Pool>>> = Mutex::new(None);
@@ -60,10 +59,7 @@ fn with_pool<R>(dir: &Path, f: impl FnOnce(&mut Pool) -> R) -> R {
 
 /// Parked spares found in `dir` (by the one directory read per process).
 pub(super) fn found_parked(dir: &Path, names: Vec<PathBuf>) {
-    with_pool(dir, |p| {
-        p.parked_count += names.len();
-        p.parked.extend(names);
-    });
+    with_pool(dir, |p| p.parked.extend(names));
 }
 
 /// A spare of `dir`, opened for writing at offset 0 (the caller cuts it to
@@ -177,9 +173,12 @@ pub(super) fn park_all(prefix: &str) {
 }
 
 fn park_pool(dir: &Path, pool: Pool, prefix: &str) {
-    let mut parked = pool.parked_count;
+    // `.tmp-<pid>-<start time>-` becomes `.spare-<pid>-<start time>-<n>`.
+    let me = prefix.strip_prefix(super::TMP_PREFIX).unwrap_or(prefix);
+    let mut parked = pool.parked.len();
     for (n, path) in pool.own.into_iter().enumerate() {
-        if parked < MAX_PARKED && park(dir, &path, &format!("{prefix}{n}")) {
+        let name = dir.join(format!("{PARKED_PREFIX}{me}{n}"));
+        if parked < MAX_PARKED && park(&path, &name) {
             parked += 1;
         } else {
             let _ = std::fs::remove_file(path);
@@ -188,8 +187,8 @@ fn park_pool(dir: &Path, pool: Pool, prefix: &str) {
 }
 
 /// Zeroes `path` in place (what it held does not outlive this process) and
-/// renames it to a parked name. `false`: not parked.
-fn park(dir: &Path, path: &Path, tag: &str) -> bool {
+/// renames it to the parked name `to`. `false`: not parked.
+fn park(path: &Path, to: &Path) -> bool {
     use std::os::unix::fs::FileExt;
     let Ok(f) = open_reusable(path) else {
         return false;
@@ -198,13 +197,7 @@ fn park(dir: &Path, path: &Path, tag: &str) -> bool {
     if f.write_all_at(&vec![0u8; len], 0).is_err() {
         return false;
     }
-    let name = tag.strip_prefix(super::TMP_PREFIX).unwrap_or(tag);
-    renameat2(
-        path,
-        &dir.join(format!("{PARKED_PREFIX}{name}")),
-        libc::RENAME_NOREPLACE,
-    )
-    .is_ok()
+    renameat2(path, to, libc::RENAME_NOREPLACE).is_ok()
 }
 
 extern "C" fn park_all_at_exit() {
@@ -263,7 +256,8 @@ pub(super) fn count(dir: &Path) -> usize {
 #[cfg(test)]
 mod tests {
     use super::super::{
-        retire, scan_tmps, tmp_prefix, write_atomic, write_atomic_volatile, write_record,
+        TMP_PREFIX, retire, scan_tmps, tmp_prefix, write_atomic, write_atomic_volatile,
+        write_record,
     };
     use super::*;
     use std::os::unix::fs::MetadataExt;
@@ -300,7 +294,7 @@ mod tests {
         assert!(
             files(t.path())
                 .iter()
-                .all(|(n, _)| !n.starts_with(TMP_PREFIX_FOR_TESTS))
+                .all(|(n, _)| !n.starts_with(TMP_PREFIX))
         );
         let ino = std::fs::metadata(&parked[0]).unwrap().ino();
 
@@ -385,8 +379,6 @@ mod tests {
         v.sort();
         v
     }
-
-    const TMP_PREFIX_FOR_TESTS: &str = super::super::TMP_PREFIX;
 
     #[test]
     fn replaced_content_never_lingers_and_its_inode_is_reused() {

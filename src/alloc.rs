@@ -8,7 +8,8 @@
 //! a tenth of what `vf dispatch` may add over the engine. A block is always
 //! freed or grown by the allocator that made it: mimalloc knows its own
 //! blocks (`mi_is_in_heap_region`, a lookup in its arena list and segment
-//! map), and everything else came from `malloc`.
+//! map), and everything else came from `malloc`. mimalloc's own start-up runs
+//! only then too ([`use_bulk_allocator`]).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,7 +23,30 @@ static BULK: AtomicBool = AtomicBool::new(false);
 
 /// From now on new blocks come from mimalloc (for the rest of the process).
 pub fn use_bulk_allocator() {
+    start_mimalloc();
     BULK.store(true, Ordering::Relaxed);
+}
+
+/// mimalloc's process set-up, which its C constructor would run at every
+/// start: the build leaves the constructor out (`MI_PRIM_HAS_PROCESS_ATTACH`
+/// in `.cargo/config.toml`), so only a command that uses mimalloc pays for
+/// it (~0.1 ms: options read from the environment, OS and heap set-up).
+/// Where the constructor did run (a build without that flag), nothing to do.
+fn start_mimalloc() {
+    unsafe extern "C" {
+        static _mi_process_is_initialized: bool;
+        fn _mi_auto_process_init();
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: mimalloc's flag is only written by its own set-up, which
+        // has either run before `main` or runs here, once.
+        if unsafe { !_mi_process_is_initialized } {
+            // SAFETY: what the constructor would have called, before the first
+            // mimalloc block of the process.
+            unsafe { _mi_auto_process_init() }
+        }
+    });
 }
 
 fn is_mimallocs(p: *mut u8) -> bool {
@@ -79,6 +103,7 @@ mod tests {
         unsafe {
             let before = a.alloc(small);
             assert!(!before.is_null() && !is_mimallocs(before));
+            start_mimalloc();
             BULK.store(true, Ordering::Relaxed);
             let after = a.alloc_zeroed(big);
             assert!(!after.is_null() && is_mimallocs(after));

@@ -119,11 +119,11 @@ print(*(f"{statistics.median(x):.2f}" if x else "-" for x in (direct, named, aut
 PY
 )
   [ -n "$shm" ] && rm -rf "$shm"
-  row "vf dispatch over the bare engine (median, instant fake)" "$named ms" "$direct ms" "+$(awk -v a="$named" -v b="$direct" 'BEGIN{printf "%.2f ms", a-b}')" "<= 3 ms added"
+  row "vf dispatch over the bare engine (median, instant fake)" "$named ms" "$direct ms" "$(awk -v a="$named" -v b="$direct" 'BEGIN{printf "%+.2f ms", a-b}')" "<= 3 ms added"
   if [ "$memory" != "-" ]; then
-    row "  the same, state dir on tmpfs (/dev/shm)" "$memory ms" "$direct ms" "+$(awk -v a="$memory" -v b="$direct" 'BEGIN{printf "%.2f ms", a-b}')" "(vf without the disk)"
+    row "  the same, state dir on tmpfs (/dev/shm)" "$memory ms" "$direct ms" "$(awk -v a="$memory" -v b="$direct" 'BEGIN{printf "%+.2f ms", a-b}')" "(vf without the disk)"
   fi
-  row "--engine auto over --engine claude (real run, warm)" "$auto ms" "$named ms" "+$(awk -v a="$auto" -v b="$named" 'BEGIN{printf "%.2f ms", a-b}')" "<= 50 ms added"
+  row "--engine auto over --engine claude (real run, warm)" "$auto ms" "$named ms" "$(awk -v a="$auto" -v b="$named" 'BEGIN{printf "%+.2f ms", a-b}')" "<= 50 ms added"
 }
 
 # ---- projector: vf replay vs jq vs Node, and peak RSS -----------------------
@@ -187,8 +187,8 @@ orchestrate_rows() {
   vf=$(ms env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache3" "VF_CODEX_BIN=$fake" \
     "$VF" orchestrate "$plan" --jobs 8 --output json --state-dir "$dir/state")
   local per
-  per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%.2f ms/unit", (a - b) / n }')
-  row "orchestrate $UNITS units --jobs 8 (wall) vs bare engine, xargs -P8" "$vf ms" "$bare ms" "+$per" "<= 3 ms/unit"
+  per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%+.2f ms/unit", (a - b) / n }')
+  row "orchestrate $UNITS units --jobs 8 (wall) vs bare engine, xargs -P8" "$vf ms" "$bare ms" "$per" "<= 3 ms/unit"
   STATUS_DIR="$dir/state"
   # The same plan with its state dir in memory: what vf itself adds, apart
   # from the disk (file creation and fsyncs of this machine's file system).
@@ -198,8 +198,8 @@ orchestrate_rows() {
     vf=$(ms env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache3" "VF_CODEX_BIN=$fake" \
       "$VF" orchestrate "$plan" --jobs 8 --output json --state-dir "$shm/state")
     rm -rf "$shm"
-    per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%.2f ms/unit", (a - b) / n }')
-    row "  the same, state dir on tmpfs (/dev/shm)" "$vf ms" "$bare ms" "+$per" "(vf without the disk)"
+    per=$(awk -v a="$vf" -v b="$bare" -v n="$UNITS" 'BEGIN { printf "%+.2f ms/unit", (a - b) / n }')
+    row "  the same, state dir on tmpfs (/dev/shm)" "$vf ms" "$bare ms" "$per" "(vf without the disk)"
   fi
 }
 

@@ -50,11 +50,32 @@ pub fn retire(path: &Path) -> std::io::Result<()> {
     spares::retire(path, tmp_prefix())
 }
 
-fn write_replace(path: &Path, bytes: &[u8], durable: bool, reuse: bool) -> std::io::Result<()> {
-    let dir = path
-        .parent()
+/// Creates the absent file `path` from a spare inode of its directory (a
+/// rename: no inode is allocated now). `false` when there is no spare or
+/// `path` exists by now; the caller then opens or creates it as usual.
+pub fn create_from_spare(path: &Path) -> bool {
+    let dir = parent_dir(path);
+    clean_stale_tmps_once(dir);
+    spares::claim_as(dir, path, tmp_prefix())
+}
+
+/// Makes `want` spare inodes ready in `dir` for this process's later writes
+/// there, so that they are allocated now, off the path that waits for them
+/// (on ext4 without a journal a file creation can take half a millisecond
+/// for minutes after many deletions). Unused ones are parked at exit.
+pub fn stock_spares(dir: &Path, want: usize) {
+    clean_stale_tmps_once(dir);
+    spares::stock(dir, want, tmp_prefix());
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+        .unwrap_or(Path::new("."))
+}
+
+fn write_replace(path: &Path, bytes: &[u8], durable: bool, reuse: bool) -> std::io::Result<()> {
+    let dir = parent_dir(path);
     std::fs::create_dir_all(dir)?;
     clean_stale_tmps_once(dir);
     if reuse && let Some((spare, file)) = spares::take(dir, tmp_prefix()) {

@@ -8,7 +8,8 @@
 //! opened it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,28 +59,47 @@ impl UnitLock {
             }
             std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
         }
-        // No truncation before the lock (it would wipe the holder's pid), and
-        // never through a symlink planted in the state dir.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| cannot(&e))?;
-        let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        let file = open_lock_file(&path).map_err(|e| cannot(&e))?;
+        let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(f) => f,
             Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
             Err((_, e)) => return Err(cannot(&e)),
         };
-        let pid = std::process::id().to_string();
-        file.set_len(0)
-            .and_then(|_| file.rewind())
-            .and_then(|_| file.write_all(pid.as_bytes()))
+        // One fixed-width write over the old content (a contender reads a
+        // whole pid, never a mix), then cut to it: the file keeps its data
+        // block (cutting to nothing first would free it, and on a disk
+        // mounted with `discard` each freed block is a device request).
+        let pid = format!("{:<15}\n", std::process::id());
+        file.write_all_at(pid.as_bytes(), 0)
+            .and_then(|_| file.set_len(pid.len() as u64))
             .map_err(|e| cannot(&e))?;
         Ok(Some(UnitLock { _file: file }))
+    }
+}
+
+/// Opens the lock file, making it first when the unit is new: from a spare
+/// inode of the directory when there is one (a rename, not an allocation,
+/// on the path before the engine starts). No truncation before the lock (it
+/// would wipe the holder's pid), and never through a symlink planted in the
+/// state dir.
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    let open = |create: bool| {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    match open(false) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Two new contenders: one spare lands, the other opens that file.
+            crate::fsutil::create_from_spare(path);
+            open(true)
+        }
+        other => other,
     }
 }
 
@@ -102,6 +122,29 @@ fn holder_pid(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_units_lock_file_is_a_parked_spare_renamed() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let units = t.path().join("units");
+        std::fs::create_dir(&units).unwrap();
+        // What an earlier vf left parked (zeroed) in the directory.
+        let parked = units.join(".spare-1-1-0");
+        std::fs::write(&parked, [0u8; 16]).unwrap();
+        let ino = std::fs::metadata(&parked).unwrap().ino();
+        let lock = UnitLock::acquire(t.path(), "u").unwrap();
+        let path = lock_path(t.path(), "u");
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{:<15}\n", std::process::id())
+        );
+        assert!(!parked.exists());
+        // Still one holder at a time.
+        assert!(UnitLock::try_acquire(t.path(), "u").unwrap().is_none());
+        drop(lock);
+    }
 
     #[test]
     fn one_holder_at_a_time_and_released_on_drop() {

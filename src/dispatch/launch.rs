@@ -1,7 +1,8 @@
-//! Phase 2, launch: the log directory, prompt file, spawn (stdin fed at
-//! once), the owned-process record, the raw logs, then the marker `running`,
-//! then the output pumps. A failure before the spawn writes no marker; a
-//! failure after it ends the group before returning.
+//! Phase 2, launch: the prompt file, spawn (stdin fed at once), the
+//! owned-process record, the log directory and raw logs, then the marker
+//! `running`, the spares for the run's last writes (not awaited), then the
+//! output pumps. A failure before the spawn writes no marker; a failure after
+//! it ends the group before returning.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -37,7 +38,7 @@ pub(super) struct Launched {
 
 pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
     let attempt = p.marker.attempts;
-    let paths = log_paths(spec, &p)?;
+    let paths = log_paths(spec, &p);
     if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
@@ -54,7 +55,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         abort(group, &mut child, &p).await;
         return Err(state_err(&record_path, &e));
     }
-    let files = match create_logs(&paths) {
+    let files = match create_logs(spec, &p, &paths) {
         Ok(files) => files,
         Err(e) => {
             abort(group, &mut child, &p).await;
@@ -69,6 +70,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         let _ = owned::release(&record_path);
         return Err(e);
     }
+    stock_spares(spec, &p);
     let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {
@@ -99,23 +101,43 @@ pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Re
     saved
 }
 
+/// While the engine runs, the inodes the end of the run writes into are made
+/// ready (`fsutil::stock_spares`): the final marker's temporary and, when
+/// an answer may be recorded, the history's in the unit's log directory; the
+/// markers directory keeps one more for the next vf's lock file. Not awaited:
+/// a run that ends first simply creates what it still needs.
+fn stock_spares(spec: &UnitSpec, p: &Prepared) {
+    let markers = p.store.path(&spec.unit);
+    let logs = p.store.logs_dir(&spec.unit);
+    let keep_answer = spec.keep_answer;
+    drop(tokio::task::spawn_blocking(move || {
+        if let Some(dir) = markers.parent() {
+            crate::fsutil::stock_spares(dir, 2);
+        }
+        if keep_answer {
+            crate::fsutil::stock_spares(&logs, 1);
+        }
+    }));
+}
+
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
     VfError::state(format!("cannot write {}: {e}", what.display()))
 }
 
-/// The attempt's stdout and stderr log paths, their directory made (and
-/// checked for links) before the spawn; `prepare` refused a link or anything
-/// but a regular file at the paths themselves. The files are created after
-/// the spawn, while the engine starts up.
-fn log_paths(spec: &UnitSpec, p: &Prepared) -> Result<[PathBuf; 2]> {
-    let logs = p.store.logs_dir(&spec.unit);
+/// The attempt's stdout and stderr log paths. `prepare` refused a link at
+/// their directory and anything but a regular file at the paths themselves;
+/// the directory and the files are made after the spawn, while the engine
+/// starts up (on a disk that has just freed many inodes, making one can take
+/// half a millisecond).
+fn log_paths(spec: &UnitSpec, p: &Prepared) -> [PathBuf; 2] {
     let attempt = p.marker.attempts;
-    let paths = crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s));
-    real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
-    Ok(paths)
+    crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s))
 }
 
-fn create_logs(paths: &[PathBuf; 2]) -> Result<[std::fs::File; 2]> {
+/// The log directory (checked for links again) and the two raw logs.
+fn create_logs(spec: &UnitSpec, p: &Prepared, paths: &[PathBuf; 2]) -> Result<[std::fs::File; 2]> {
+    let logs = p.store.logs_dir(&spec.unit);
+    real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
     let out = create_log(&paths[0]).map_err(|e| state_err(&paths[0], &e))?;
     let err = create_log(&paths[1]).map_err(|e| state_err(&paths[1], &e))?;
     Ok([out, err])

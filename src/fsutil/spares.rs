@@ -26,7 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// At most this many spares are kept per directory (a few per running unit).
 const MAX_PER_DIR: usize = 64;
@@ -46,6 +46,8 @@ struct Pool {
 }
 
 static SPARES: Mutex<Option<HashMap<PathBuf, Pool>>> = Mutex::new(None);
+/// Set once the process parks its spares: no more are stocked after that.
+static PARKING: AtomicBool = AtomicBool::new(false);
 
 fn with_pool<R>(dir: &Path, f: impl FnOnce(&mut Pool) -> R) -> R {
     let mut pool = SPARES.lock().unwrap_or_else(|p| p.into_inner());
@@ -122,10 +124,7 @@ pub(super) fn exchange(dir: &Path, tmp: &Path, target: &Path) -> std::io::Result
 /// deleted when that is not possible. A missing file is fine.
 pub(super) fn retire(path: &Path, prefix: &str) -> std::io::Result<()> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let dir = super::parent_dir(path);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let spare = dir.join(format!("{prefix}spare{n}"));
     let is_file = match std::fs::symlink_metadata(path) {
@@ -141,6 +140,51 @@ pub(super) fn retire(path: &Path, prefix: &str) -> std::io::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
+}
+
+/// Creates empty spares in `dir` until this process has `want` there (its
+/// own and the parked ones it saw): the inodes a later write or
+/// [`claim_as`] would otherwise create on the spot. Stops once the process
+/// parks its spares.
+pub(super) fn stock(dir: &Path, want: usize, prefix: &str) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    while !PARKING.load(Ordering::Relaxed)
+        && with_pool(dir, |p| p.own.len() + p.parked.len()) < want
+    {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("{prefix}stock{n}"));
+        let made = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path);
+        if made.is_err() {
+            return;
+        }
+        keep(dir, path.clone());
+        if PARKING.load(Ordering::Relaxed) {
+            // Parking began meanwhile and may have missed it.
+            let _ = std::fs::remove_file(&path);
+            return;
+        }
+    }
+}
+
+/// Puts a spare of `dir` at `path`, which must not exist (renamed there,
+/// never over a file). It holds only zeros (parked spares are zeroed, stocked
+/// ones empty) and keeps its data block: the caller overwrites it. `false`:
+/// no spare, or `path` exists by now; the caller creates or opens it as usual.
+pub(super) fn claim_as(dir: &Path, path: &Path, prefix: &str) -> bool {
+    let Some((spare, file)) = take(dir, prefix) else {
+        return false;
+    };
+    drop(file);
+    if renameat2(&spare, path, libc::RENAME_NOREPLACE).is_ok() {
+        return true;
+    }
+    keep(dir, spare);
+    false
 }
 
 fn keep(dir: &Path, spare: PathBuf) {
@@ -161,12 +205,22 @@ fn keep(dir: &Path, spare: PathBuf) {
 /// [`super::park_spares`]; a killed vf leaves them to the next writer's
 /// clean-up of a dead writer's temporaries.
 pub(super) fn park_all(prefix: &str) {
-    let all = {
-        let Ok(mut pool) = SPARES.try_lock() else {
-            return;
-        };
-        pool.as_mut().map(std::mem::take).unwrap_or_default()
+    PARKING.store(true, Ordering::Relaxed);
+    // A stocking thread holds the lock for a moment at a time; an exit
+    // handler run while this thread holds it must not wait forever.
+    let mut pool = None;
+    for _ in 0..100 {
+        if let Ok(p) = SPARES.try_lock() {
+            pool = Some(p);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+    let Some(mut pool) = pool else {
+        return;
     };
+    let all = pool.as_mut().map(std::mem::take).unwrap_or_default();
+    drop(pool);
     for (dir, pool) in all {
         park_pool(&dir, pool, prefix);
     }
@@ -310,6 +364,58 @@ mod tests {
                 ("n.json".to_string(), b"new".to_vec())
             ]
         );
+    }
+
+    #[test]
+    fn stocked_spares_are_made_ahead_and_used_by_the_next_new_files() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        super::super::stock_spares(dir, 2);
+        assert_eq!(count(dir), 2);
+        let stocked: Vec<u64> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.metadata().unwrap().ino())
+            .collect();
+        assert_eq!(stocked.len(), 2, "{:?}", files(dir));
+        // A second call with enough in stock makes none.
+        super::super::stock_spares(dir, 2);
+        assert_eq!(count(dir), 2);
+        // An atomic write and a new file each take one: no inode is made.
+        let m = dir.join("u.json");
+        write_atomic(&m, b"marker").unwrap();
+        let lock = dir.join("u.lock");
+        assert!(super::super::create_from_spare(&lock));
+        let used = [&m, &lock].map(|p| std::fs::metadata(p).unwrap().ino());
+        assert!(
+            used.iter().all(|i| stocked.contains(i)),
+            "{used:?} {stocked:?}"
+        );
+        assert_ne!(used[0], used[1]);
+        assert_eq!(std::fs::read(&lock).unwrap(), b"");
+        assert_eq!(count(dir), 0);
+        // None left: the caller creates the file itself.
+        assert!(!super::super::create_from_spare(&dir.join("v.lock")));
+        assert_eq!(
+            files(dir),
+            [
+                ("u.json".to_string(), b"marker".to_vec()),
+                ("u.lock".to_string(), Vec::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_spare_never_lands_on_an_existing_file() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        let taken = dir.join("u.lock");
+        std::fs::write(&taken, b"123").unwrap();
+        super::super::stock_spares(dir, 1);
+        assert!(!super::super::create_from_spare(&taken));
+        assert_eq!(std::fs::read(&taken).unwrap(), b"123");
+        // The spare went back to the pool for the next write.
+        assert_eq!(count(dir), 1);
     }
 
     #[test]

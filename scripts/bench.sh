@@ -10,6 +10,8 @@
 # Engines for the doctor rows: the pinned CLIs under $ENGINES_DIR (default
 # <repo>/.engines, see scripts/install-engines.sh); without them those rows
 # use shell fakes and say so. Scratch files go to $VF_BENCH_DIR (/tmp/vf-bench).
+# A run started within 90 s of another's end first waits for the file system
+# to settle (see SETTLE below).
 # Needs jq, node, python3 and /usr/bin/time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,8 +32,21 @@ for t in jq node python3; do command -v $t >/dev/null || { echo "bench: $t missi
 mkdir -p "$WORK"
 cargo build --release --quiet
 VF="$ROOT/target/release/vf"
+# A run deletes thousands of files when it ends. ext4 without a journal then
+# skips the freed inodes for a while, and every file creation (a dispatch
+# makes several) takes ~1 ms instead of ~30 us: measured here, for 40-60 s
+# after deleting 12,000 files. A run that follows another waits that out, so
+# the first run's clean-up is not measured as the second one's dispatch cost.
+SETTLE=90
+if [ -f "$WORK/.cleaned-at" ]; then
+  wait_s=$(( $(cat "$WORK/.cleaned-at") + SETTLE - $(date +%s) ))
+  if [ "$wait_s" -gt 0 ]; then
+    echo "bench: waiting ${wait_s}s for the file system to settle after the last run's clean-up" >&2
+    sleep "$wait_s"
+  fi
+fi
 RUN="$(mktemp -d "$WORK/run.XXXXXX")"
-trap 'rm -rf "$RUN"' EXIT
+trap 'rm -rf "$RUN"; date +%s >"$WORK/.cleaned-at"' EXIT
 ROWS="$RUN/rows"
 : >"$ROWS"
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$ROWS"; }   # what, vf, baseline, ratio, goal

@@ -41,7 +41,7 @@ pub fn write_record(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Parks this process's spare inodes for the next vf now (see [`spares`]);
 /// for a caller that ends the process without running exit handlers.
 pub fn park_spares() {
-    spares::park_all(tmp_prefix());
+    spares::park_all();
 }
 
 /// Deletes a file written by [`write_record`]: its inode becomes a spare
@@ -54,9 +54,7 @@ pub fn retire(path: &Path) -> std::io::Result<()> {
 /// rename: no inode is allocated now). `false` when there is no spare or
 /// `path` exists by now; the caller then opens or creates it as usual.
 pub fn create_from_spare(path: &Path) -> bool {
-    let dir = parent_dir(path);
-    clean_stale_tmps_once(dir);
-    spares::claim_as(dir, path, tmp_prefix())
+    spares::claim_as(parent_dir(path), path, tmp_prefix())
 }
 
 /// Makes `want` spare inodes ready in `dir` for this process's later writes
@@ -142,18 +140,33 @@ fn tmp_prefix() -> &'static str {
 /// Removes stale temporaries from `dir` on this process's first write there
 /// (one directory read per directory per process keeps the start path cheap).
 fn clean_stale_tmps_once(dir: &Path) {
-    static DONE: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
-    {
-        let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
-        if !done
-            .get_or_insert_with(HashSet::new)
-            .insert(dir.to_path_buf())
-        {
-            return;
-        }
+    if let Some(scan) = defer_stale_scan(dir) {
+        scan.run();
     }
-    if let Ok((_, parked)) = scan_tmps(dir) {
-        spares::found_parked(dir, parked);
+}
+
+/// Takes `dir`'s once-per-process read for stale temporaries and parked
+/// spares off the calling path: writes there no longer make it, and the
+/// returned job does (on a blocking thread, while an engine runs). For the
+/// markers directory, which holds every unit's files: reading it is
+/// O(units). `None` when the read was made or handed out already.
+pub fn defer_stale_scan(dir: &Path) -> Option<StaleScan> {
+    static DONE: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+    let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
+    done.get_or_insert_with(HashSet::new)
+        .insert(dir.to_path_buf())
+        .then(|| StaleScan(dir.to_path_buf()))
+}
+
+/// A directory's read for stale temporaries and parked spares ([`defer_stale_scan`]).
+#[must_use]
+pub struct StaleScan(PathBuf);
+
+impl StaleScan {
+    pub fn run(self) {
+        if let Ok((_, parked)) = scan_tmps(&self.0) {
+            spares::found_parked(&self.0, parked);
+        }
     }
 }
 
@@ -172,7 +185,8 @@ fn scan_tmps(dir: &Path) -> std::io::Result<(usize, Vec<PathBuf>)> {
         // Only plain files: never a directory, never through a link.
         let is_file = || entry.file_type().is_ok_and(|t| t.is_file());
         if name.starts_with(spares::PARKED_PREFIX) {
-            if is_file() {
+            // The slots are claimed by name; older vfs' parked names are listed.
+            if !spares::is_slot(name) && is_file() {
                 parked.push(entry.path());
             }
             continue;

@@ -130,7 +130,7 @@ mod tests {
         let units = t.path().join("units");
         std::fs::create_dir(&units).unwrap();
         // What an earlier vf left parked (zeroed) in the directory.
-        let parked = units.join(".spare-1-1-0");
+        let parked = units.join(".spare-0");
         std::fs::write(&parked, [0u8; 16]).unwrap();
         let ino = std::fs::metadata(&parked).unwrap().ino();
         let lock = UnitLock::acquire(t.path(), "u").unwrap();

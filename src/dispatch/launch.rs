@@ -34,6 +34,9 @@ pub(super) struct Launched {
     pub stderr_log: PathBuf,
     pub rx: mpsc::Receiver<Msg>,
     pub pumps: [JoinHandle<()>; 2],
+    /// The markers directory's read and the spares made while the engine
+    /// runs ([`stock_spares`]); settle waits for it last.
+    pub spares: Option<JoinHandle<()>>,
 }
 
 pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
@@ -64,13 +67,20 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         }
     };
     claim_running(&mut p, pid, group);
+    // The markers directory holds every unit's files: its once-per-process
+    // read (stale temporaries, parked spares) waits for the engine's run.
+    let scan = p
+        .store
+        .path(&spec.unit)
+        .parent()
+        .and_then(crate::fsutil::defer_stale_scan);
     if let Err(e) = save_off_thread(&spec.state_dir, &mut p.marker).await {
         // Without a durable marker the run could not be resumed: do not run it.
         abort(group, &mut child, &p).await;
         let _ = owned::release(&record_path);
         return Err(e);
     }
-    stock_spares(spec, &p);
+    let spares = stock_spares(spec, &p, scan);
     let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {
@@ -82,6 +92,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         stderr_log,
         rx,
         pumps,
+        spares: Some(spares),
     })
 }
 
@@ -101,23 +112,32 @@ pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Re
     saved
 }
 
-/// While the engine runs, the inodes the end of the run writes into are made
-/// ready (`fsutil::stock_spares`): the final marker's temporary and, when
-/// an answer may be recorded, the history's in the unit's log directory; the
-/// markers directory keeps one more for the next vf's lock file. Not awaited:
-/// a run that ends first simply creates what it still needs.
-fn stock_spares(spec: &UnitSpec, p: &Prepared) {
+/// While the engine runs: the inodes the end of the run writes into are
+/// made ready (`fsutil::stock_spares`): the final marker's temporary and,
+/// when an answer may be recorded, the history's in the unit's log
+/// directory; the markers directory keeps one more for the next vf's lock
+/// file (a run that ends first creates what it still needs). Then the
+/// markers directory's deferred read: stale temporaries of crashed writers
+/// removed, older vfs' parked spares found.
+fn stock_spares(
+    spec: &UnitSpec,
+    p: &Prepared,
+    scan: Option<crate::fsutil::StaleScan>,
+) -> JoinHandle<()> {
     let markers = p.store.path(&spec.unit);
     let logs = p.store.logs_dir(&spec.unit);
     let keep_answer = spec.keep_answer;
-    drop(tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         if let Some(dir) = markers.parent() {
             crate::fsutil::stock_spares(dir, 2);
         }
         if keep_answer {
             crate::fsutil::stock_spares(&logs, 1);
         }
-    }));
+        if let Some(scan) = scan {
+            scan.run();
+        }
+    })
 }
 
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {

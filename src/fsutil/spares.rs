@@ -12,12 +12,15 @@
 //! reads it whole. Released process records become spares the same way.
 //!
 //! A spare in use is a `.tmp-<pid>-<start time>-…` file like any temporary.
-//! When vf exits, its spares are zeroed and parked as `.spare-…` files (at
-//! most [`MAX_PARKED`] per directory, the rest removed) for the next vf to
-//! claim by renaming one to its own temporary name; a crash leaves them to
-//! [`super::clean_stale_tmps`] (their writer is then provably dead). A parked
-//! spare is used only if it is still a plain file of vf's own user with one
-//! link: a planted link, hard link or FIFO is removed, never written through.
+//! When vf exits, its spares are zeroed and parked in the directory's slots,
+//! `.spare-0` to `.spare-7` ([`MAX_PARKED`]; the rest are removed), for the
+//! next vf to claim by renaming one to its own temporary name: found by name,
+//! so no vf reads a directory that holds every unit's files to find them. A
+//! crash leaves its spares to [`super::clean_stale_tmps`] (their writer is
+//! then provably dead). A parked spare is used only if it is still a plain
+//! file of vf's own user with one link: a planted link, hard link or FIFO is
+//! removed, never written through. Spares can also be made ahead ([`stock`],
+//! while an engine runs) and put in place of a new file ([`claim_as`]).
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -32,7 +35,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 const MAX_PER_DIR: usize = 64;
 /// At most this many spares are left parked in a directory when vf exits.
 pub(super) const MAX_PARKED: usize = 8;
-/// The name of a parked spare: `.spare-<pid>-<start time>-<n>`.
+/// The name of a parked spare: `.spare-<slot>`, slot 0 to [`MAX_PARKED`] - 1
+/// (older vfs parked them as `.spare-<pid>-<start time>-<n>`; a directory
+/// read finds those). Fixed names let a vf find parked spares without
+/// reading a directory that may hold every unit's files.
 pub(super) const PARKED_PREFIX: &str = ".spare-";
 /// A spare larger than this is not reused (vf's own files are far smaller).
 const MAX_SPARE_BYTES: u64 = 1 << 20;
@@ -43,6 +49,8 @@ struct Pool {
     own: Vec<PathBuf>,
     /// Parked spares seen there and not claimed by this process.
     parked: Vec<PathBuf>,
+    /// Every parking slot was found empty once: not tried again.
+    slots_empty: bool,
 }
 
 static SPARES: Mutex<Option<HashMap<PathBuf, Pool>>> = Mutex::new(None);
@@ -67,24 +75,26 @@ pub(super) fn found_parked(dir: &Path, names: Vec<PathBuf>) {
 /// A spare of `dir`, opened for writing at offset 0 (the caller cuts it to
 /// the new length); `None` when there is none.
 pub(super) fn take(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     loop {
-        let (own, path) = with_pool(dir, |p| match p.own.pop() {
-            Some(own) => Some((true, own)),
-            None => p.parked.pop().map(|parked| (false, parked)),
+        let next = with_pool(dir, |p| match (p.own.pop(), p.parked.pop()) {
+            (Some(own), parked) => {
+                p.parked.extend(parked);
+                Some(Some((true, own)))
+            }
+            (None, Some(parked)) => Some(Some((false, parked))),
+            (None, None) if !p.slots_empty => Some(None),
+            (None, None) => None,
         })?;
+        let Some((own, path)) = next else {
+            return claim_slot(dir, prefix);
+        };
         let path = if own {
             path
         } else {
-            // Claimed by renaming it to a name of ours: of two vfs, one wins.
-            let mine = dir.join(format!(
-                "{prefix}claim{}",
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            if renameat2(&path, &mine, libc::RENAME_NOREPLACE).is_err() {
-                continue;
+            match claim(&path, dir, prefix) {
+                Some(mine) => mine,
+                None => continue,
             }
-            mine
         };
         match open_reusable(&path) {
             Ok(f) => return Some((path, f)),
@@ -96,6 +106,47 @@ pub(super) fn take(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
             Err(_) => {}
         }
     }
+}
+
+/// A parked spare from the slots of `dir`; when none is there, the slots are
+/// not tried again by this process.
+fn claim_slot(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
+    for slot in 0..MAX_PARKED {
+        let Some(mine) = claim(&slot_path(dir, slot), dir, prefix) else {
+            continue;
+        };
+        match open_reusable(&mine) {
+            Ok(f) => return Some((mine, f)),
+            // A planted link, hard link or FIFO: removed, never written through.
+            Err(_) => {
+                let _ = std::fs::remove_file(&mine);
+            }
+        }
+    }
+    with_pool(dir, |p| p.slots_empty = true);
+    None
+}
+
+/// Claims the parked spare `parked` by renaming it to a name of ours: of two
+/// vfs, one wins. `None`: gone, or taken by another.
+fn claim(parked: &Path, dir: &Path, prefix: &str) -> Option<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mine = dir.join(format!("{prefix}claim{n}"));
+    renameat2(parked, &mine, libc::RENAME_NOREPLACE)
+        .ok()
+        .map(|()| mine)
+}
+
+/// Whether `name` is one of the parking slots (found by name, not listed).
+pub(super) fn is_slot(name: &str) -> bool {
+    name.strip_prefix(PARKED_PREFIX)
+        .and_then(|n| n.parse::<usize>().ok())
+        .is_some_and(|n| n < MAX_PARKED && name.len() == PARKED_PREFIX.len() + 1)
+}
+
+fn slot_path(dir: &Path, slot: usize) -> PathBuf {
+    dir.join(format!("{PARKED_PREFIX}{slot}"))
 }
 
 /// Swaps `tmp` (the new content) with `target`. `Ok(true)`: done, and the
@@ -148,8 +199,12 @@ pub(super) fn retire(path: &Path, prefix: &str) -> std::io::Result<()> {
 /// parks its spares.
 pub(super) fn stock(dir: &Path, want: usize, prefix: &str) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    // Spares still parked in the slots (another vf's, or left unclaimed).
+    let in_slots = (0..MAX_PARKED)
+        .filter(|&k| std::fs::symlink_metadata(slot_path(dir, k)).is_ok_and(|m| m.is_file()))
+        .count();
     while !PARKING.load(Ordering::Relaxed)
-        && with_pool(dir, |p| p.own.len() + p.parked.len()) < want
+        && in_slots + with_pool(dir, |p| p.own.len() + p.parked.len()) < want
     {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = dir.join(format!("{prefix}stock{n}"));
@@ -204,7 +259,7 @@ fn keep(dir: &Path, spare: PathBuf) {
 /// [`MAX_PARKED`] in a directory). Runs at exit, or earlier from
 /// [`super::park_spares`]; a killed vf leaves them to the next writer's
 /// clean-up of a dead writer's temporaries.
-pub(super) fn park_all(prefix: &str) {
+pub(super) fn park_all() {
     PARKING.store(true, Ordering::Relaxed);
     // A stocking thread holds the lock for a moment at a time; an exit
     // handler run while this thread holds it must not wait forever.
@@ -222,27 +277,23 @@ pub(super) fn park_all(prefix: &str) {
     let all = pool.as_mut().map(std::mem::take).unwrap_or_default();
     drop(pool);
     for (dir, pool) in all {
-        park_pool(&dir, pool, prefix);
+        park_pool(&dir, pool);
     }
 }
 
-fn park_pool(dir: &Path, pool: Pool, prefix: &str) {
-    // `.tmp-<pid>-<start time>-` becomes `.spare-<pid>-<start time>-<n>`.
-    let me = prefix.strip_prefix(super::TMP_PREFIX).unwrap_or(prefix);
-    let mut parked = pool.parked.len();
-    for (n, path) in pool.own.into_iter().enumerate() {
-        let name = dir.join(format!("{PARKED_PREFIX}{me}{n}"));
-        if parked < MAX_PARKED && park(&path, &name) {
-            parked += 1;
-        } else {
+fn park_pool(dir: &Path, pool: Pool) {
+    let mut slot = 0;
+    for path in pool.own {
+        if !park(&path, dir, &mut slot) {
             let _ = std::fs::remove_file(path);
         }
     }
 }
 
 /// Zeroes `path` in place (what it held does not outlive this process) and
-/// renames it to the parked name `to`. `false`: not parked.
-fn park(path: &Path, to: &Path) -> bool {
+/// renames it to the first free slot from `slot` on. `false`: not parked
+/// (every slot taken, or `path` is not a usable spare).
+fn park(path: &Path, dir: &Path, slot: &mut usize) -> bool {
     use std::os::unix::fs::FileExt;
     let Ok(f) = open_reusable(path) else {
         return false;
@@ -251,11 +302,20 @@ fn park(path: &Path, to: &Path) -> bool {
     if f.write_all_at(&vec![0u8; len], 0).is_err() {
         return false;
     }
-    renameat2(path, to, libc::RENAME_NOREPLACE).is_ok()
+    while *slot < MAX_PARKED {
+        let to = slot_path(dir, *slot);
+        *slot += 1;
+        match renameat2(path, &to, libc::RENAME_NOREPLACE) {
+            Ok(()) => return true,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 extern "C" fn park_all_at_exit() {
-    park_all(super::tmp_prefix());
+    park_all();
 }
 
 /// Opens an existing file for writing at offset 0, without truncating it, if
@@ -316,19 +376,28 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
+    /// Every parked spare in `dir`: the slots and older vfs' names.
     fn parked_in(dir: &Path) -> Vec<PathBuf> {
-        scan_tmps(dir).unwrap().1
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(PARKED_PREFIX))
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v
     }
 
     /// [`park_all`] for one directory (tests run side by side in one process).
     fn park_dir(dir: &Path) {
         let pool = with_pool(dir, std::mem::take);
-        park_pool(dir, pool, tmp_prefix());
+        park_pool(dir, pool);
     }
 
     /// What a later vf sees: the parked spares of `dir`, read off the disk.
     fn as_a_new_process(dir: &Path) {
-        let names = parked_in(dir);
+        let names = scan_tmps(dir).unwrap().1;
         with_pool(dir, |p| *p = Pool::default());
         found_parked(dir, names);
     }
@@ -416,6 +485,62 @@ mod tests {
         assert_eq!(std::fs::read(&taken).unwrap(), b"123");
         // The spare went back to the pool for the next write.
         assert_eq!(count(dir), 1);
+    }
+
+    #[test]
+    fn parked_spares_are_found_by_their_slot_names_without_a_directory_read() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        let p = dir.join("m.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        let r = dir.join("r.json");
+        write_atomic_volatile(&r, b"{}").unwrap();
+        retire(&r).unwrap();
+        assert_eq!(count(dir), 2);
+        park_dir(dir);
+        let slots: Vec<String> = parked_in(dir)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(slots, [".spare-0", ".spare-1"]);
+        let inos: Vec<u64> = parked_in(dir)
+            .iter()
+            .map(|p| std::fs::metadata(p).unwrap().ino())
+            .collect();
+        // A new process that has read nothing: the slots are tried by name.
+        with_pool(dir, |p| *p = Pool::default());
+        let lock = dir.join("u.lock");
+        assert!(super::super::create_from_spare(&lock));
+        let n = dir.join("n.json");
+        write_atomic(&n, b"new").unwrap();
+        let used = [&lock, &n].map(|p| std::fs::metadata(p).unwrap().ino());
+        assert!(used.iter().all(|i| inos.contains(i)), "{used:?} {inos:?}");
+        assert!(parked_in(dir).is_empty());
+        // Both slots used: a third new file is created as usual.
+        assert!(!super::super::create_from_spare(&dir.join("v.lock")));
+    }
+
+    #[test]
+    fn a_planted_slot_is_never_written_through() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("units");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = t.path().join("outside.txt");
+        std::fs::write(&outside, b"keep me").unwrap();
+        std::fs::hard_link(&outside, dir.join(".spare-0")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(".spare-1")).unwrap();
+        let fifo = std::ffi::CString::new(dir.join(".spare-2").as_os_str().as_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        with_pool(&dir, |p| *p = Pool::default());
+        let lock = dir.join("u.lock");
+        assert!(!super::super::create_from_spare(&lock));
+        write_atomic(&dir.join("u.json"), b"marker").unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep me");
+        assert_eq!(std::fs::metadata(&outside).unwrap().nlink(), 1);
+        assert!(!lock.exists());
+        assert_eq!(std::fs::read(dir.join("u.json")).unwrap(), b"marker");
+        assert!(parked_in(&dir).is_empty(), "{:?}", files(&dir));
     }
 
     #[test]

@@ -521,17 +521,24 @@ mod tests {
         assert!(!super::super::create_from_spare(&dir.join("v.lock")));
     }
 
+    /// `<root>/units` holding, under `names`, a hard link and a symbolic link
+    /// to `<root>/outside.txt` ("keep me") and a FIFO; returns both paths.
+    fn plant(root: &Path, names: [&str; 3]) -> (PathBuf, PathBuf) {
+        let dir = root.join("units");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = root.join("outside.txt");
+        std::fs::write(&outside, b"keep me").unwrap();
+        std::fs::hard_link(&outside, dir.join(names[0])).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join(names[1])).unwrap();
+        let fifo = std::ffi::CString::new(dir.join(names[2]).as_os_str().as_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        (dir, outside)
+    }
+
     #[test]
     fn a_planted_slot_is_never_written_through() {
         let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("units");
-        std::fs::create_dir(&dir).unwrap();
-        let outside = t.path().join("outside.txt");
-        std::fs::write(&outside, b"keep me").unwrap();
-        std::fs::hard_link(&outside, dir.join(".spare-0")).unwrap();
-        std::os::unix::fs::symlink(&outside, dir.join(".spare-1")).unwrap();
-        let fifo = std::ffi::CString::new(dir.join(".spare-2").as_os_str().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let (dir, outside) = plant(t.path(), [".spare-0", ".spare-1", ".spare-2"]);
         with_pool(&dir, |p| *p = Pool::default());
         let lock = dir.join("u.lock");
         assert!(!super::super::create_from_spare(&lock));
@@ -563,15 +570,8 @@ mod tests {
     #[test]
     fn a_planted_parked_spare_is_never_written_through() {
         let t = tempfile::tempdir().unwrap();
-        let dir = t.path().join("units");
-        std::fs::create_dir(&dir).unwrap();
-        let outside = t.path().join("outside.txt");
-        std::fs::write(&outside, b"keep me").unwrap();
-        // A hard link, a symbolic link and a FIFO, named like parked spares.
-        std::fs::hard_link(&outside, dir.join(".spare-1-1-0")).unwrap();
-        std::os::unix::fs::symlink(&outside, dir.join(".spare-1-1-1")).unwrap();
-        let fifo = std::ffi::CString::new(dir.join(".spare-1-1-2").as_os_str().as_bytes()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let names = [".spare-1-1-0", ".spare-1-1-1", ".spare-1-1-2"];
+        let (dir, outside) = plant(t.path(), names);
         let planted = vec![
             dir.join(".spare-1-1-0"),
             dir.join(".spare-1-1-1"),

@@ -34,9 +34,6 @@ pub(super) struct Launched {
     pub stderr_log: PathBuf,
     pub rx: mpsc::Receiver<Msg>,
     pub pumps: [JoinHandle<()>; 2],
-    /// The markers directory's read and the spares made while the engine
-    /// runs ([`stock_spares`]); settle waits for it last.
-    pub spares: Option<JoinHandle<()>>,
 }
 
 pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
@@ -80,7 +77,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         let _ = owned::release(&record_path);
         return Err(e);
     }
-    let spares = stock_spares(spec, &p, scan);
+    stock_spares(spec, &p, scan);
     let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {
@@ -92,7 +89,6 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         stderr_log,
         rx,
         pumps,
-        spares: Some(spares),
     })
 }
 
@@ -118,16 +114,15 @@ pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Re
 /// directory; the markers directory keeps one more for the next vf's lock
 /// file (a run that ends first creates what it still needs). Then the
 /// markers directory's deferred read: stale temporaries of crashed writers
-/// removed, older vfs' parked spares found.
-fn stock_spares(
-    spec: &UnitSpec,
-    p: &Prepared,
-    scan: Option<crate::fsutil::StaleScan>,
-) -> JoinHandle<()> {
+/// removed, older vfs' parked spares found. Not awaited: with a real CLI it
+/// is long done when the run ends; a run that ends first (an instant engine
+/// in a state dir of thousands of units) is not held up by it, and whatever
+/// it did not reach is left to a later run's read.
+fn stock_spares(spec: &UnitSpec, p: &Prepared, scan: Option<crate::fsutil::StaleScan>) {
     let markers = p.store.path(&spec.unit);
     let logs = p.store.logs_dir(&spec.unit);
     let keep_answer = spec.keep_answer;
-    tokio::task::spawn_blocking(move || {
+    drop(tokio::task::spawn_blocking(move || {
         if let Some(dir) = markers.parent() {
             crate::fsutil::stock_spares(dir, 2);
         }
@@ -137,7 +132,7 @@ fn stock_spares(
         if let Some(scan) = scan {
             scan.run();
         }
-    })
+    }));
 }
 
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {

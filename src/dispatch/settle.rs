@@ -98,11 +98,6 @@ pub(super) async fn settle(
         sink.warning(&msg);
         warnings.push(msg);
     }
-    // Long done in practice (it ran while the engine did); awaited so the
-    // markers directory's clean-up is never cut short by the exit.
-    if let Some(job) = l.spares.take() {
-        let _ = job.await;
-    }
     saved?;
     let marker = &l.prepared.marker;
     Ok(DispatchResult {

@@ -75,35 +75,34 @@ pub(super) fn found_parked(dir: &Path, names: Vec<PathBuf>) {
 /// A spare of `dir`, opened for writing at offset 0 (the caller cuts it to
 /// the new length); `None` when there is none.
 pub(super) fn take(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
+    enum Next {
+        Own(PathBuf),
+        Parked(PathBuf),
+        Slots,
+    }
     loop {
-        let next = with_pool(dir, |p| match (p.own.pop(), p.parked.pop()) {
-            (Some(own), parked) => {
-                p.parked.extend(parked);
-                Some(Some((true, own)))
+        let next = with_pool(dir, |p| {
+            if let Some(own) = p.own.pop() {
+                Some(Next::Own(own))
+            } else if let Some(parked) = p.parked.pop() {
+                Some(Next::Parked(parked))
+            } else {
+                (!p.slots_empty).then_some(Next::Slots)
             }
-            (None, Some(parked)) => Some(Some((false, parked))),
-            (None, None) if !p.slots_empty => Some(None),
-            (None, None) => None,
         })?;
-        let Some((own, path)) = next else {
-            return claim_slot(dir, prefix);
-        };
-        let path = if own {
-            path
-        } else {
-            match claim(&path, dir, prefix) {
-                Some(mine) => mine,
-                None => continue,
+        match next {
+            // Gone (removed as stale by another vf) or replaced: the next one.
+            Next::Own(own) => {
+                if let Ok(f) = open_reusable(&own) {
+                    return Some((own, f));
+                }
             }
-        };
-        match open_reusable(&path) {
-            Ok(f) => return Some((path, f)),
-            // Gone (removed as stale by another vf), replaced, or not a
-            // plain file of ours: never written through; try the next one.
-            Err(_) if !own => {
-                let _ = std::fs::remove_file(&path);
+            Next::Parked(parked) => {
+                if let Some(hit) = claim(&parked, dir, prefix) {
+                    return Some(hit);
+                }
             }
-            Err(_) => {}
+            Next::Slots => return claim_slot(dir, prefix),
         }
     }
 }
@@ -111,38 +110,35 @@ pub(super) fn take(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
 /// A parked spare from the slots of `dir`; when none is there, the slots are
 /// not tried again by this process.
 fn claim_slot(dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
-    for slot in 0..MAX_PARKED {
-        let Some(mine) = claim(&slot_path(dir, slot), dir, prefix) else {
-            continue;
-        };
-        match open_reusable(&mine) {
-            Ok(f) => return Some((mine, f)),
-            // A planted link, hard link or FIFO: removed, never written through.
-            Err(_) => {
-                let _ = std::fs::remove_file(&mine);
-            }
-        }
+    let hit = (0..MAX_PARKED).find_map(|slot| claim(&slot_path(dir, slot), dir, prefix));
+    if hit.is_none() {
+        with_pool(dir, |p| p.slots_empty = true);
     }
-    with_pool(dir, |p| p.slots_empty = true);
-    None
+    hit
 }
 
-/// Claims the parked spare `parked` by renaming it to a name of ours: of two
-/// vfs, one wins. `None`: gone, or taken by another.
-fn claim(parked: &Path, dir: &Path, prefix: &str) -> Option<PathBuf> {
+/// Claims the parked spare `parked` by renaming it to a name of ours (of two
+/// vfs, one wins) and opens it. `None`: gone, taken by another, or not a
+/// plain file of ours (a planted link, hard link or FIFO), which is removed,
+/// never written through.
+fn claim(parked: &Path, dir: &Path, prefix: &str) -> Option<(PathBuf, File)> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let mine = dir.join(format!("{prefix}claim{n}"));
-    renameat2(parked, &mine, libc::RENAME_NOREPLACE)
-        .ok()
-        .map(|()| mine)
+    renameat2(parked, &mine, libc::RENAME_NOREPLACE).ok()?;
+    match open_reusable(&mine) {
+        Ok(f) => Some((mine, f)),
+        Err(_) => {
+            let _ = std::fs::remove_file(&mine);
+            None
+        }
+    }
 }
 
 /// Whether `name` is one of the parking slots (found by name, not listed).
 pub(super) fn is_slot(name: &str) -> bool {
     name.strip_prefix(PARKED_PREFIX)
-        .and_then(|n| n.parse::<usize>().ok())
-        .is_some_and(|n| n < MAX_PARKED && name.len() == PARKED_PREFIX.len() + 1)
+        .is_some_and(|n| (0..MAX_PARKED).any(|slot| n == slot.to_string()))
 }
 
 fn slot_path(dir: &Path, slot: usize) -> PathBuf {

@@ -76,37 +76,6 @@ impl Group {
     }
 }
 
-/// vf's allocator turns transparent huge pages off for vf (it keeps vf's own
-/// peak memory low), and the kernel hands that setting down through fork and
-/// exec. The engine is not vf: it gets the system's default back.
-///
-/// The setting is switched back on in vf itself for the moment of the spawn
-/// rather than in the child (`pre_exec`): a spawn without a pre-exec hook
-/// lets the standard library use `posix_spawn` (vfork), which does not copy
-/// vf's page tables, a large part of a dispatch's start-up cost.
-#[cfg(target_os = "linux")]
-fn with_default_huge_pages<T>(spawn: impl FnOnce() -> T) -> T {
-    use std::sync::Mutex;
-    // One spawn at a time switches the process-wide flag.
-    static SWITCH: Mutex<()> = Mutex::new(());
-    let _held = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: plain prctl calls on this process; no memory is passed.
-    let was_off = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) } == 1;
-    if was_off {
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0) };
-    }
-    let spawned = spawn();
-    if was_off {
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-    }
-    spawned
-}
-
-#[cfg(not(target_os = "linux"))]
-fn with_default_huge_pages<T>(spawn: impl FnOnce() -> T) -> T {
-    spawn()
-}
-
 /// Spawns the engine as the leader of its own process group.
 pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
     let mut cmd = tokio::process::Command::new(program);
@@ -121,7 +90,7 @@ pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::proces
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(false);
-    let child = with_default_huge_pages(|| cmd.spawn())?;
+    let child = cmd.spawn()?;
     let pgid = child.id().map_or(0, |p| p as i32);
     Ok((child, Group { pgid }))
 }
@@ -184,31 +153,6 @@ impl Signals {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// vf runs with huge pages off (its allocator's choice); the engine must
-    /// not inherit that.
-    #[cfg(target_os = "linux")]
-    #[tokio::test]
-    async fn the_engine_does_not_inherit_vfs_huge_page_setting() {
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-        let inv = Invocation {
-            program: "sh".into(),
-            args: vec!["-c".into(), "grep THP_enabled /proc/self/status".into()],
-            stdin: None,
-            cwd: std::env::temp_dir(),
-            prompt_file: None,
-            prompt_file_contents: None,
-            warnings: Vec::new(),
-        };
-        let (child, _) = spawn(Path::new("/bin/sh"), &inv).unwrap();
-        let out = child.wait_with_output().await.unwrap();
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 0, 0, 0, 0) };
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(
-            text.split_whitespace().collect::<Vec<_>>(),
-            ["THP_enabled:", "1"]
-        );
-    }
 
     #[test]
     fn grace_is_validated() {

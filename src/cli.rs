@@ -37,98 +37,34 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show the engine contract: binaries, verified versions, transports, resume support.
-    Engines(Lazy<EnginesArgs>),
+    Engines(EnginesArgs),
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
-    Dispatch(Lazy<DispatchArgs>),
+    Dispatch(DispatchArgs),
     /// Resume a unit's exact native session after a failure or crash.
-    Resume(Lazy<ResumeArgs>),
+    Resume(ResumeArgs),
     /// Show every unit's state, engine, session id, summary and last error.
-    Status(Lazy<StatusArgs>),
+    Status(StatusArgs),
     /// Run a plan of units (a DAG, TOML) with bounded parallelism; `--resume` after a crash.
-    Orchestrate(Lazy<OrchestrateArgs>),
+    Orchestrate(OrchestrateArgs),
     /// Store files to hand to engines: add, list, rm (under the state dir).
-    Attach(Lazy<AttachArgs>),
+    Attach(AttachArgs),
     /// Check which engines are installed and usable: binary, version, required flags.
-    Doctor(Lazy<DoctorArgs>),
+    Doctor(DoctorArgs),
     /// Project a recorded CLI output log into typed conversation events.
-    Replay(Lazy<ReplayArgs>),
+    Replay(ReplayArgs),
     /// Remove units' git worktrees (branches stay unless --branches).
-    Clean(Lazy<CleanArgs>),
+    Clean(CleanArgs),
     /// Conversations of several engines: new, say, show, ls, rm, handoff (docs/CONVERSATIONS.md).
-    Conv(Lazy<ConvArgs>),
+    Conv(ConvArgs),
     /// Print shell completions.
-    Completions(Lazy<CompletionsArgs>),
+    Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
     Man,
 }
 
-/// A subcommand's arguments, built only when that subcommand runs (clap's
-/// `defer`): building every subcommand's arguments on each start cost about
-/// a third of a millisecond of every `vf dispatch`. Completions and the man
-/// page take [`full_command`], built at once as before.
-#[derive(Debug)]
-pub struct Lazy<T>(pub T);
-
-impl<T> std::ops::Deref for Lazy<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T: clap::FromArgMatches> clap::FromArgMatches for Lazy<T> {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        T::from_arg_matches(m).map(Lazy)
-    }
-    fn from_arg_matches_mut(m: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
-        T::from_arg_matches_mut(m).map(Lazy)
-    }
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        self.0.update_from_arg_matches(m)
-    }
-    fn update_from_arg_matches_mut(&mut self, m: &mut clap::ArgMatches) -> Result<(), clap::Error> {
-        self.0.update_from_arg_matches_mut(m)
-    }
-}
-
-/// Every subcommand built at once: the tree completions and the man page
-/// describe, identical to one without [`Lazy`].
+/// The whole command tree: what completions and the man page describe.
 pub fn full_command() -> clap::Command {
-    EAGER.store(true, std::sync::atomic::Ordering::Relaxed);
     <Cli as clap::CommandFactory>::command()
-}
-
-static EAGER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// `T`'s arguments on top of what the subcommand already has. Its about
-/// text stays: a flattened struct's doc comment would otherwise replace it.
-fn deferred<T: Args>(cmd: clap::Command) -> clap::Command {
-    let about = cmd.get_about().cloned();
-    let long_about = cmd.get_long_about().cloned();
-    let cmd = T::augment_args(cmd);
-    let cmd = match about {
-        Some(a) => cmd.about(a),
-        None => cmd.about(None::<&'static str>),
-    };
-    match long_about {
-        Some(a) => cmd.long_about(a),
-        None => cmd.long_about(None::<&'static str>),
-    }
-}
-
-impl<T: Args> Args for Lazy<T> {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        if EAGER.load(std::sync::atomic::Ordering::Relaxed) {
-            return T::augment_args(cmd);
-        }
-        cmd.defer(deferred::<T>)
-    }
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        T::augment_args_for_update(cmd)
-    }
-    fn group_id() -> Option<clap::Id> {
-        T::group_id()
-    }
 }
 
 #[derive(Debug, Args)]

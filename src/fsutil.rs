@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use crate::procinfo::{Liveness, ProcIdentity};
 
-mod spares;
-
 /// Temporaries older than this are stale whoever made them: a write takes
 /// milliseconds, so only a crashed (or frozen) writer leaves one this long.
 pub const STALE_TMP_AGE: Duration = Duration::from_secs(60);
@@ -17,53 +15,18 @@ const TMP_PREFIX: &str = ".tmp-";
 
 /// Writes `bytes` to `path` atomically and durably: a temp file in the same
 /// directory, fsync, rename over the target, fsync of the directory. A crash
-/// at any instant leaves either the old or the new content, never a torn file.
-/// The replaced inode is kept as a spare for the next write ([`spares`]).
+/// at any instant leaves either the old or the new content, never a torn file,
+/// and a reader that opened the old file keeps reading the old file whole.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, true, true)
+    write_replace(path, bytes, true)
 }
 
 /// Atomic but not durable: readers see the old or the new content, never a
 /// torn file, as long as the machine stays up. For state that means nothing
-/// after a reboot (process records are tied to the boot id), so the fsyncs
-/// would only slow every spawn down. Never reuses a spare: the prompt file
-/// goes this way, and its private text must not outlive its removal.
+/// after a reboot (process records are tied to the boot id, the prompt file
+/// to one run), so the fsyncs would only slow every spawn down.
 pub fn write_atomic_volatile(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, false, false)
-}
-
-/// [`write_atomic_volatile`] into a spare inode when there is one: for the
-/// process records, written and released once per spawn.
-pub fn write_record(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_replace(path, bytes, false, true)
-}
-
-/// Parks this process's spare inodes for the next vf now (see [`spares`]);
-/// for a caller that ends the process without running exit handlers.
-pub fn park_spares() {
-    spares::park_all();
-}
-
-/// Deletes a file written by [`write_record`]: its inode becomes a spare
-/// instead of being freed. A missing file is fine.
-pub fn retire(path: &Path) -> std::io::Result<()> {
-    spares::retire(path, tmp_prefix())
-}
-
-/// Creates the absent file `path` from a spare inode of its directory (a
-/// rename: no inode is allocated now). `false` when there is no spare or
-/// `path` exists by now; the caller then opens or creates it as usual.
-pub fn create_from_spare(path: &Path) -> bool {
-    spares::claim_as(parent_dir(path), path, tmp_prefix())
-}
-
-/// Makes `want` spare inodes ready in `dir` for this process's later writes
-/// there, so that they are allocated now, off the path that waits for them
-/// (on ext4 without a journal a file creation can take half a millisecond
-/// for minutes after many deletions). Unused ones are parked at exit.
-pub fn stock_spares(dir: &Path, want: usize) {
-    clean_stale_tmps_once(dir);
-    spares::stock(dir, want, tmp_prefix());
+    write_replace(path, bytes, false)
 }
 
 fn parent_dir(path: &Path) -> &Path {
@@ -72,51 +35,24 @@ fn parent_dir(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
-fn write_replace(path: &Path, bytes: &[u8], durable: bool, reuse: bool) -> std::io::Result<()> {
+fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     let dir = parent_dir(path);
     std::fs::create_dir_all(dir)?;
     clean_stale_tmps_once(dir);
-    if reuse && let Some((spare, file)) = spares::take(dir, tmp_prefix()) {
-        // Overwritten in place: cut to the new length first. A spare can
-        // vanish under us (another vf's clean-up of old temporaries): then
-        // once more with a new temporary.
-        let cut = file.set_len(bytes.len() as u64).map(|()| file);
-        match cut.and_then(|file| replace_from(dir, &spare, file, path, bytes, durable, reuse)) {
-            Ok(()) => return Ok(()),
-            Err(_) => {
-                let _ = std::fs::remove_file(&spare);
-            }
-        }
-    }
-    let (file, tmp) = tempfile::Builder::new()
+    let (mut file, tmp) = tempfile::Builder::new()
         .prefix(tmp_prefix())
         .tempfile_in(dir)?
         .keep()
         .map_err(|e| e.error)?;
-    replace_from(dir, &tmp, file, path, bytes, durable, reuse).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
-
-/// Writes `bytes` into the temporary `tmp` (open as `file`), then puts it in
-/// place of `path`.
-fn replace_from(
-    dir: &Path,
-    tmp: &Path,
-    mut file: std::fs::File,
-    path: &Path,
-    bytes: &[u8],
-    durable: bool,
-    reuse: bool,
-) -> std::io::Result<()> {
-    file.write_all(bytes)?;
-    if durable {
-        file.sync_all()?;
-    }
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| if durable { file.sync_all() } else { Ok(()) });
     drop(file);
-    if !(reuse && spares::exchange(dir, tmp, path)?) {
-        std::fs::rename(tmp, path)?;
-    }
+    written
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })?;
     if durable {
         std::fs::File::open(dir)?.sync_all()?;
     }
@@ -145,8 +81,8 @@ fn clean_stale_tmps_once(dir: &Path) {
     }
 }
 
-/// Takes `dir`'s once-per-process read for stale temporaries and parked
-/// spares off the calling path: writes there no longer make it, and the
+/// Takes `dir`'s once-per-process read for stale temporaries off the
+/// calling path: writes there no longer make it, and the
 /// returned job does (on a blocking thread, while an engine runs). For the
 /// markers directory, which holds every unit's files: reading it is
 /// O(units). `None` when the read was made or handed out already.
@@ -158,43 +94,27 @@ pub fn defer_stale_scan(dir: &Path) -> Option<StaleScan> {
         .then(|| StaleScan(dir.to_path_buf()))
 }
 
-/// A directory's read for stale temporaries and parked spares ([`defer_stale_scan`]).
+/// A directory's read for stale temporaries ([`defer_stale_scan`]).
 #[must_use]
 pub struct StaleScan(PathBuf);
 
 impl StaleScan {
     pub fn run(self) {
-        if let Ok((_, parked)) = scan_tmps(&self.0) {
-            spares::found_parked(&self.0, parked);
-        }
+        let _ = clean_stale_tmps(&self.0);
     }
 }
 
 /// Removes every `.tmp-*` file in `dir` whose writer is provably dead or that
 /// is older than [`STALE_TMP_AGE`]. Returns how many it removed.
 pub fn clean_stale_tmps(dir: &Path) -> std::io::Result<usize> {
-    scan_tmps(dir).map(|(removed, _)| removed)
-}
-
-/// [`clean_stale_tmps`], also returning the parked spares seen.
-fn scan_tmps(dir: &Path) -> std::io::Result<(usize, Vec<PathBuf>)> {
-    let (mut removed, mut parked) = (0, Vec::new());
+    let mut removed = 0;
     for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        // Only plain files: never a directory, never through a link.
-        let is_file = || entry.file_type().is_ok_and(|t| t.is_file());
-        if name.starts_with(spares::PARKED_PREFIX) {
-            // The slots are claimed by name; older vfs' parked names are listed.
-            if !spares::is_slot(name) && is_file() {
-                parked.push(entry.path());
-            }
-            continue;
-        }
-        let Some(rest) = name.strip_prefix(TMP_PREFIX) else {
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TMP_PREFIX)) else {
             continue;
         };
-        if !is_file() {
+        // Only plain files: never a directory, never through a link.
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
         let writer_dead = writer_of(rest).is_some_and(|w| w.liveness() == Liveness::Dead);
@@ -208,7 +128,7 @@ fn scan_tmps(dir: &Path) -> std::io::Result<(usize, Vec<PathBuf>)> {
             removed += 1;
         }
     }
-    Ok((removed, parked))
+    Ok(removed)
 }
 
 /// The writer named by a temporary's `<pid>-<start time>-<random>` name.
@@ -335,16 +255,31 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        // Besides the file, only the replaced inode, kept as a spare.
-        let others: Vec<_> = std::fs::read_dir(t.path().join("sub"))
+        // Nothing besides the file: the temporary became it.
+        let names: Vec<_> = std::fs::read_dir(t.path().join("sub"))
             .unwrap()
             .flatten()
-            .filter(|e| e.path() != p)
-            .map(|e| (e.file_name(), e.metadata().unwrap().len()))
+            .map(|e| e.file_name())
             .collect();
-        assert_eq!(others.len(), 1, "{others:?}");
-        assert!(others[0].0.to_string_lossy().starts_with(tmp_prefix()));
-        assert_eq!(others[0].1, 3);
+        assert_eq!(names, ["m.json"]);
+    }
+
+    /// A reader that opened the file before a replace keeps reading the old
+    /// content whole, and never what a later write put anywhere else.
+    #[test]
+    fn a_reader_keeps_the_file_it_opened() {
+        use std::io::Read;
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a.json"), t.path().join("b.json"));
+        write_atomic(&a, b"a-one").unwrap();
+        let mut held = std::fs::File::open(&a).unwrap();
+        write_atomic(&a, b"a-two").unwrap();
+        write_atomic(&b, b"b-one-longer").unwrap();
+        write_atomic_volatile(&b, b"b-two").unwrap();
+        let mut seen = String::new();
+        held.read_to_string(&mut seen).unwrap();
+        assert_eq!(seen, "a-one");
+        assert_eq!(std::fs::read(&a).unwrap(), b"a-two");
     }
 
     #[test]

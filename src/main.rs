@@ -1,51 +1,19 @@
-//! vf's entry point. `main` is the C runtime's, not std's: std's start-up
-//! reads `/proc/self/maps` to find the main thread's stack guard and sets up
-//! a signal stack, ~0.1 ms of every command, for a message on a stack
-//! overflow that serde's recursion limit already keeps away. What else std's
-//! start-up did, [`start`] does.
-#![no_main]
+//! vf's entry point: parse, run the command, map the outcome to the exit
+//! code table (README, "Exit codes"). std's start-up reopens closed standard
+//! descriptors on the null device and ignores `SIGPIPE` (a closed pipe is an
+//! error to handle, not a silent death; engines still start with the
+//! default), which vf relies on.
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Called by the C runtime with the arguments std already holds. (This file
-/// has no test build: `test = false` in Cargo.toml.)
-#[unsafe(no_mangle)]
-extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
-    start();
-    // A panic is reported by the hook and ends with std's exit code for one.
-    let code = std::panic::catch_unwind(run).unwrap_or(101);
-    // The end of the process, without exit handlers: every task, file and
-    // child of this process is already settled, so only stdout's buffer and
-    // the spare inodes (parked for the next vf) are left to hand on. Saves
-    // the C runtime's and the allocator's teardown on every command.
-    vf::fsutil::park_spares();
+fn main() -> ExitCode {
+    let code = run();
     let _ = std::io::stdout().flush();
-    // SAFETY: `_exit` ends the process; nothing runs after it.
-    unsafe { libc::_exit(code) }
-}
-
-/// What std's own start-up does besides the stack guard: the standard
-/// descriptors open (a closed one would be taken by the first file vf opens,
-/// and output meant for it would land there), and `SIGPIPE` ignored so a
-/// closed pipe is an error to handle, not a silent death. Children still
-/// start with `SIGPIPE` at its default: std's spawn resets it.
-fn start() {
-    for fd in 0..3 {
-        // SAFETY: F_GETFD on a small integer only asks whether it is open.
-        if unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
-            // SAFETY: a constant path; the result lands on the lowest free
-            // descriptor, which is `fd`.
-            let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-            if null != fd {
-                // SAFETY: nothing to clean up; vf cannot run safely like this.
-                unsafe { libc::abort() };
-            }
-        }
-    }
-    // SAFETY: ignoring a signal installs no handler code.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    // Codes outside a byte never occur (the table's largest is 143).
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 fn run() -> i32 {
@@ -96,7 +64,3 @@ fn init_tracing(verbose: u8) {
         .with_target(false)
         .try_init();
 }
-
-// The C library's malloc, and mimalloc for `vf replay`'s bulk work (vf::alloc).
-#[global_allocator]
-static GLOBAL: vf::alloc::VfAlloc = vf::alloc::VfAlloc;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::{now_rfc3339, write_record};
+use crate::fsutil::{now_rfc3339, write_atomic_volatile};
 use crate::procinfo::ProcIdentity;
 
 pub const RECORD_FORMAT: u32 = 1;
@@ -67,7 +67,7 @@ impl ProcRecord {
         let mut bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         bytes.push(b'\n');
         // Only meaningful within this boot: atomic, no fsync (see fsutil).
-        write_record(path, &bytes)
+        write_atomic_volatile(path, &bytes)
     }
 
     /// Reads a record and checks it against its own file name: the unit
@@ -108,10 +108,11 @@ impl ProcRecord {
 }
 
 /// Deletes a record; a missing one is fine (already released).
-/// Its inode is kept (emptied) for the next record rather than freed, which
-/// keeps file creation in the state dir cheap over a long plan (see fsutil).
 pub fn release(path: &Path) -> std::io::Result<()> {
-    crate::fsutil::retire(path)
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -77,30 +77,18 @@ impl UnitLock {
     }
 }
 
-/// Opens the lock file, making it first when the unit is new: from a spare
-/// inode of the directory when there is one (a rename, not an allocation,
-/// on the path before the engine starts). No truncation before the lock (it
-/// would wipe the holder's pid), and never through a symlink planted in the
-/// state dir.
+/// Opens the lock file, making it when the unit is new. No truncation before
+/// the lock (it would wipe the holder's pid), and never through a symlink
+/// planted in the state dir.
 fn open_lock_file(path: &Path) -> std::io::Result<File> {
-    let open = |create: bool| {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
-    };
-    match open(false) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // Two new contenders: one spare lands, the other opens that file.
-            crate::fsutil::create_from_spare(path);
-            open(true)
-        }
-        other => other,
-    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// The pid the holder wrote; it writes it just after locking, so a contender
@@ -122,29 +110,6 @@ fn holder_pid(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_new_units_lock_file_is_a_parked_spare_renamed() {
-        use std::os::unix::fs::MetadataExt;
-        let t = tempfile::tempdir().unwrap();
-        let units = t.path().join("units");
-        std::fs::create_dir(&units).unwrap();
-        // What an earlier vf left parked (zeroed) in the directory.
-        let parked = units.join(".spare-0");
-        std::fs::write(&parked, [0u8; 16]).unwrap();
-        let ino = std::fs::metadata(&parked).unwrap().ino();
-        let lock = UnitLock::acquire(t.path(), "u").unwrap();
-        let path = lock_path(t.path(), "u");
-        assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino);
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            format!("{:<15}\n", std::process::id())
-        );
-        assert!(!parked.exists());
-        // Still one holder at a time.
-        assert!(UnitLock::try_acquire(t.path(), "u").unwrap().is_none());
-        drop(lock);
-    }
 
     #[test]
     fn one_holder_at_a_time_and_released_on_drop() {

@@ -14,7 +14,7 @@ use common::*;
 
 /// Pure helpers with no vf state: they import nothing above themselves.
 const GROUND_FLOOR: &[&str] = &[
-    "alloc", "error", "fsutil", "names", "procinfo", "summary", "text", "version",
+    "error", "fsutil", "names", "procinfo", "summary", "text", "version",
 ];
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {

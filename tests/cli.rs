@@ -123,32 +123,3 @@ fn state_dir_and_output_flags_are_the_same_everywhere() {
         }
     }
 }
-
-/// Each (nested) subcommand's `-h` as the binary prints it, where the
-/// subcommand's arguments are built only when it runs (`cli::Lazy`), is the
-/// help of the whole tree built at once: the same about text, options and order.
-#[test]
-fn deferred_subcommands_print_the_help_of_the_full_tree() {
-    fn walk(cmd: &mut clap::Command, path: &mut Vec<String>, seen: &mut usize) {
-        for sub in cmd.get_subcommands_mut() {
-            let name = sub.get_name().to_string();
-            if name == "help" {
-                continue;
-            }
-            path.push(name);
-            let want = sub.render_help().to_string();
-            let out = vf().args(path.iter()).arg("-h").output().unwrap();
-            assert!(out.status.success(), "{path:?}");
-            assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{path:?}");
-            *seen += 1;
-            walk(sub, path, seen);
-            path.pop();
-        }
-    }
-    let mut full = vf::cli::full_command();
-    full.build();
-    let mut seen = 0;
-    walk(&mut full, &mut Vec::new(), &mut seen);
-    // Every top-level and nested subcommand was compared.
-    assert!(seen >= 20, "{seen}");
-}

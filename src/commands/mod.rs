@@ -29,7 +29,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Replay(a) => replay::run(&a),
         Command::Clean(a) => clean::run(&a),
-        Command::Conv(a) => conv::run(a.0),
+        Command::Conv(a) => conv::run(a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
     }

@@ -10,8 +10,6 @@ use crate::frames::{ConversationEvent, Projector, render};
 use crate::version::Version;
 
 pub fn run(a: &ReplayArgs) -> Result<i32> {
-    // A stream may be hundreds of MB: worth the faster allocator's start-up.
-    crate::alloc::use_bulk_allocator();
     let version = match &a.cli_version {
         None => None,
         Some(s) => Some(

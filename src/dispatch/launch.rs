@@ -65,7 +65,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     };
     claim_running(&mut p, pid, group);
     // The markers directory holds every unit's files: its once-per-process
-    // read (stale temporaries, parked spares) waits for the engine's run.
+    // read for stale temporaries waits for the engine's run.
     let scan = p
         .store
         .path(&spec.unit)
@@ -77,7 +77,10 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         let _ = owned::release(&record_path);
         return Err(e);
     }
-    stock_spares(spec, &p, scan);
+    if let Some(scan) = scan {
+        // Not awaited: whatever it does not reach is left to a later run's.
+        drop(tokio::task::spawn_blocking(move || scan.run()));
+    }
     let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {
@@ -106,33 +109,6 @@ pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Re
     .map_err(|e| VfError::state(format!("the marker write did not finish: {e}")))?;
     *marker = copy;
     saved
-}
-
-/// While the engine runs: the inodes the end of the run writes into are
-/// made ready (`fsutil::stock_spares`): the final marker's temporary and,
-/// when an answer may be recorded, the history's in the unit's log
-/// directory; the markers directory keeps one more for the next vf's lock
-/// file (a run that ends first creates what it still needs). Then the
-/// markers directory's deferred read: stale temporaries of crashed writers
-/// removed, older vfs' parked spares found. Not awaited: with a real CLI it
-/// is long done when the run ends; a run that ends first (an instant engine
-/// in a state dir of thousands of units) is not held up by it, and whatever
-/// it did not reach is left to a later run's read.
-fn stock_spares(spec: &UnitSpec, p: &Prepared, scan: Option<crate::fsutil::StaleScan>) {
-    let markers = p.store.path(&spec.unit);
-    let logs = p.store.logs_dir(&spec.unit);
-    let keep_answer = spec.keep_answer;
-    drop(tokio::task::spawn_blocking(move || {
-        if let Some(dir) = markers.parent() {
-            crate::fsutil::stock_spares(dir, 2);
-        }
-        if keep_answer {
-            crate::fsutil::stock_spares(&logs, 1);
-        }
-        if let Some(scan) = scan {
-            scan.run();
-        }
-    }));
 }
 
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {

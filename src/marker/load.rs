@@ -67,7 +67,7 @@ impl MarkerStore {
             let why = format!("its file name is unsafe: {e}");
             return Err(fail(Problem::Corrupt, &why));
         }
-        let mut bytes = match read_marker(&path) {
+        let bytes = match read_marker(&path) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(None),
             Err((problem, why)) => return Err(fail(problem, &why)),
@@ -75,17 +75,7 @@ impl MarkerStore {
         // A newer marker may not parse as this one at all: its format is
         // judged first, read on its own only when the whole does not parse
         // (one parse per marker in the common case).
-        let mut parsed = serde_json::from_slice::<Marker>(&bytes);
-        if parsed.is_err() {
-            // A reader that opened the marker just before two quick saves may
-            // hold an inode being reused (`fsutil/spares.rs`): read it again.
-            if let Ok(Some(again)) = read_marker(&path).map_err(|_| ())
-                && again != bytes
-            {
-                bytes = again;
-                parsed = serde_json::from_slice::<Marker>(&bytes);
-            }
-        }
+        let parsed = serde_json::from_slice::<Marker>(&bytes);
         let format = match &parsed {
             Ok(m) => Some(u64::from(m.format)),
             Err(_) => serde_json::from_slice::<FormatOnly>(&bytes)

@@ -7,22 +7,17 @@
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
 use crate::error::VfError;
+use crate::sys::{self, Container};
 use crate::version::Version;
 
 /// Why an engine's binary could not be resolved.
@@ -121,14 +116,9 @@ pub fn find_on_path(name: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
-/// A regular file (after symlinks) with an execute bit that we may execute.
+/// A regular file (after symlinks) that we may execute (`sys::is_executable`).
 pub fn is_executable(p: &Path) -> bool {
-    let Ok(m) = std::fs::metadata(p) else {
-        return false;
-    };
-    m.is_file()
-        && m.permissions().mode() & 0o111 != 0
-        && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok()
+    sys::is_executable(p)
 }
 
 /// Output kept per stream; help texts are a few KiB, the rest is drained and dropped.
@@ -184,35 +174,25 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<C
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env("NO_COLOR", "1")
-        .process_group(0);
-    let mut attempt = 0;
-    let mut child = loop {
-        match cmd.spawn() {
-            Ok(c) => break c,
-            // A file just written (an install in progress) can be briefly busy.
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 5 => {
-                attempt += 1;
-                std::thread::sleep(Duration::from_millis(20 * attempt));
-            }
-            Err(e) => return Err(RunError::Spawn(e.to_string())),
+        .env("NO_COLOR", "1");
+    sys::contain(&mut cmd);
+    let mut child = spawn_retrying(&mut cmd)?;
+    let group = match Container::adopt(&child) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(RunError::Spawn(e.to_string()));
         }
     };
-    let pid = Pid::from_raw(child.id() as i32);
     let out = Reader::start(child.stdout.take());
     let err = Reader::start(child.stderr.take());
 
     let deadline = Instant::now() + timeout;
     let timed_out = loop {
-        // WNOWAIT leaves the leader a zombie: its pid keeps naming the group,
-        // so the killpg below cannot reach an unrelated process.
-        match waitid(
-            Id::Pid(pid),
-            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG,
-        ) {
-            Ok(WaitStatus::StillAlive) => {}
-            Err(Errno::EINTR) => continue,
-            Ok(_) | Err(_) => break false,
+        // The leader is not reaped until its group was killed below.
+        if group.leader_exited() {
+            break false;
         }
         let now = Instant::now();
         if now >= deadline {
@@ -220,7 +200,7 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<C
         }
         std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
     };
-    let _ = killpg(pid, Signal::SIGKILL);
+    group.kill();
     let status = child.wait().ok();
 
     // The group is dead now, so the pipes close unless something escaped it.
@@ -236,6 +216,22 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<C
         stderr,
         code: status.and_then(|s| s.code()),
     })
+}
+
+/// Spawns `cmd`; a file just written (an install in progress) can be
+/// briefly busy (`ETXTBSY`), so that is tried again a few times.
+fn spawn_retrying(cmd: &mut Command) -> Result<std::process::Child, RunError> {
+    let mut attempt = 0;
+    loop {
+        match cmd.spawn() {
+            Ok(c) => return Ok(c),
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && attempt < 5 => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(20 * attempt));
+            }
+            Err(e) => return Err(RunError::Spawn(e.to_string())),
+        }
+    }
 }
 
 /// Drains one pipe on its own thread into a shared buffer, so output can be
@@ -356,7 +352,10 @@ fn excerpt(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::sys::signal::Signal;
+    use nix::unistd::Pid;
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
 
     fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
         let p = dir.join(name);

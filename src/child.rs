@@ -23,12 +23,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-use tokio::signal::unix::{SignalKind, signal};
-
 use crate::engine::Invocation;
 use crate::error::{Result, VfError};
+pub use crate::sys::{Container as Group, Signals};
 
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
 /// The longest grace accepted (one hour), so a typo cannot mean "never".
@@ -53,46 +50,30 @@ pub fn parse_kill_grace(v: &str) -> Result<Duration> {
     }
 }
 
-/// The engine's process group.
-#[derive(Debug, Clone, Copy)]
-pub struct Group {
-    pgid: i32,
-}
-
-impl Group {
-    pub fn pgid(self) -> i32 {
-        self.pgid
-    }
-
-    pub fn signal(self, sig: Signal) {
-        // Never pgid 0 or 1 (our own group, or init's).
-        if self.pgid > 1 {
-            let _ = killpg(Pid::from_raw(self.pgid), sig);
+/// Spawns the engine contained (`sys::contain`): the leader of its own
+/// process group, or inside its own kill-on-close job.
+pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
+    let mut std_cmd = std::process::Command::new(program);
+    std_cmd.args(&inv.args).current_dir(&inv.cwd);
+    crate::sys::contain(&mut std_cmd);
+    let mut cmd = tokio::process::Command::from(std_cmd);
+    cmd.stdin(if inv.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .kill_on_drop(false);
+    let mut child = cmd.spawn()?;
+    match Group::adopt(&child) {
+        Ok(group) => Ok((child, group)),
+        Err(e) => {
+            // Not contained: it must not run on unsupervised.
+            let _ = child.start_kill();
+            Err(e)
         }
     }
-
-    pub fn kill(self) {
-        self.signal(Signal::SIGKILL);
-    }
-}
-
-/// Spawns the engine as the leader of its own process group.
-pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&inv.args)
-        .current_dir(&inv.cwd)
-        .stdin(if inv.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(false);
-    let child = cmd.spawn()?;
-    let pgid = child.id().map_or(0, |p| p as i32);
-    Ok((child, Group { pgid }))
 }
 
 /// Why `program` did not start, in words: a missing `#!` interpreter is
@@ -119,35 +100,6 @@ fn shebang_interpreter(program: &Path) -> Option<String> {
     let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
     let text = String::from_utf8_lossy(line);
     text.split_whitespace().next().map(str::to_string)
-}
-
-/// The signals vf forwards to the group.
-pub struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-    quit: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub fn new() -> std::io::Result<Signals> {
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-            hup: signal(SignalKind::hangup())?,
-            quit: signal(SignalKind::quit())?,
-        })
-    }
-
-    /// The next signal received.
-    pub async fn recv(&mut self) -> Signal {
-        tokio::select! {
-            _ = self.int.recv() => Signal::SIGINT,
-            _ = self.term.recv() => Signal::SIGTERM,
-            _ = self.hup.recv() => Signal::SIGHUP,
-            _ = self.quit.recv() => Signal::SIGQUIT,
-        }
-    }
 }
 
 #[cfg(test)]

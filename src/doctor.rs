@@ -399,17 +399,10 @@ pub struct Host {
 impl Host {
     pub fn current() -> Host {
         Host {
-            root: effective_uid() == Some(0),
+            root: crate::sys::is_superuser(),
             is_sandbox: std::env::var("IS_SANDBOX").ok(),
         }
     }
-}
-
-/// The effective uid, read from `/proc/self/status` (`Uid: real effective ...`).
-fn effective_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// Notes for `id` on `host`: claude refuses `--dangerously-skip-permissions` as

@@ -25,10 +25,10 @@ pub mod exit {
     pub const RATE_LIMITED: i32 = 75;
     /// A bug or an unexpected failure inside vf itself (`EX_SOFTWARE`).
     pub const INTERNAL: i32 = 70;
-    pub const SIGHUP: i32 = 128 + libc::SIGHUP;
-    pub const SIGINT: i32 = 128 + libc::SIGINT;
-    pub const SIGQUIT: i32 = 128 + libc::SIGQUIT;
-    pub const SIGTERM: i32 = 128 + libc::SIGTERM;
+    pub const SIGHUP: i32 = 129;
+    pub const SIGINT: i32 = 130;
+    pub const SIGQUIT: i32 = 131;
+    pub const SIGTERM: i32 = 143;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -189,7 +189,7 @@ impl Reason {
             Reason::Invalid => exit::USAGE,
             Reason::State => exit::STATE,
             // 128 + the signal, as a shell reports it; unknown: as for SIGTERM.
-            Reason::Interrupted(sig) => 128 + sig.unwrap_or(libc::SIGTERM),
+            Reason::Interrupted(sig) => 128 + sig.unwrap_or(15),
             Reason::Stalled | Reason::Timeout => exit::TIMEOUT,
             Reason::SessionMismatch
             | Reason::Engine
@@ -264,10 +264,10 @@ mod tests {
         }
         assert!(serde_json::from_str::<Reason>("\"nope\"").is_err());
         let codes: Vec<i32> = [
-            Reason::Interrupted(Some(libc::SIGHUP)),
-            Reason::Interrupted(Some(libc::SIGINT)),
-            Reason::Interrupted(Some(libc::SIGQUIT)),
-            Reason::Interrupted(Some(libc::SIGTERM)),
+            Reason::Interrupted(Some(1)),
+            Reason::Interrupted(Some(2)),
+            Reason::Interrupted(Some(3)),
+            Reason::Interrupted(Some(15)),
             Reason::Stalled,
             Reason::State,
             Reason::Engine,

@@ -49,12 +49,12 @@ fn write_replace(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()
         .and_then(|()| if durable { file.sync_all() } else { Ok(()) });
     drop(file);
     written
-        .and_then(|()| std::fs::rename(&tmp, path))
+        .and_then(|()| crate::sys::replace_file(&tmp, path, durable))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&tmp);
         })?;
     if durable {
-        std::fs::File::open(dir)?.sync_all()?;
+        crate::sys::sync_dir(dir)?;
     }
     Ok(())
 }
@@ -148,11 +148,11 @@ fn writer_of(rest: &str) -> Option<ProcIdentity> {
 /// Reads a file without following a symbolic link at its last component
 /// (`ELOOP` then): state read from a cloned repository never reaches outside.
 pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    use crate::sys::OpenExt;
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .no_follow()
         .open(path)?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes)?;
@@ -331,11 +331,11 @@ pub enum CappedReadError {
 /// FIFO without a writer cannot block vf; a device (`/dev/zero`) is refused
 /// before a byte is read. For files named by a user or a plan.
 pub fn read_regular_capped(path: &Path, max: u64) -> Result<Vec<u8>, CappedReadError> {
+    use crate::sys::OpenExt;
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .no_block()
         .open(path)
         .map_err(CappedReadError::Io)?;
     if !file.metadata().map_err(CappedReadError::Io)?.is_file() {

@@ -34,6 +34,7 @@ pub mod scheduler;
 pub mod state;
 pub mod steps;
 pub mod summary;
+pub mod sys;
 pub mod text;
 pub mod unit_lock;
 pub mod usage;

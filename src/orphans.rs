@@ -8,13 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Serialize;
 
 use crate::engine::EngineId;
 use crate::owned::{self, ProcRecord};
 use crate::procinfo::{self, Liveness, Presence};
+use crate::sys::{self, Sig};
 
 /// What a record turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -26,8 +25,8 @@ pub enum Class {
     Orphan,
     /// Supervisor and CLI provably gone, no group left: only the record remains.
     Stale,
-    /// Something cannot be proven (pid reuse, other boot or host, unreadable
-    /// /proc, leftover group members without a leader): left alone.
+    /// Something cannot be proven (pid reuse, other boot or host, processes
+    /// not readable, leftover group members without a leader): left alone.
     Unproven,
     /// The record itself cannot be read.
     Corrupt,
@@ -166,7 +165,7 @@ fn leftover(rec: &ProcRecord) -> Option<Leftover> {
     if rec.supervisor.liveness() != Liveness::Dead
         || rec.cli.presence() != Presence::Gone
         || rec.pgid <= 1
-        || procinfo::stat(rec.pgid as u32).is_some()
+        || sys::process(rec.pgid as u32).is_some()
     {
         return None;
     }
@@ -175,7 +174,7 @@ fn leftover(rec: &ProcRecord) -> Option<Leftover> {
         .map(|pid| Member {
             pid,
             command: procinfo::command_line(pid).unwrap_or_else(|| "?".into()),
-            age_secs: procinfo::stat(pid).and_then(|s| procinfo::age_secs(s.start_time)),
+            age_secs: procinfo::start_time(pid).and_then(sys::age_secs),
         })
         .collect();
     (!members.is_empty()).then(|| Leftover {
@@ -196,7 +195,7 @@ fn class_of(rec: &ProcRecord) -> (Class, String) {
             return (
                 Class::Unproven,
                 format!(
-                    "cannot prove whether its vf (pid {}) is alive (other host, or /proc unreadable)",
+                    "cannot prove whether its vf (pid {}) is alive (other host, or this OS does not show it)",
                     rec.supervisor.pid
                 ),
             );
@@ -229,7 +228,7 @@ fn cli_class(rec: &ProcRecord) -> (Class, String) {
             return (
                 Class::Unproven,
                 format!(
-                    "the identity of pid {} cannot be proven (other host, or /proc unreadable)",
+                    "the identity of pid {} cannot be proven (other host, or this OS does not show it)",
                     rec.cli.pid
                 ),
             );
@@ -319,17 +318,15 @@ fn act_on(mut findings: Vec<Finding>, grace: Duration) -> Vec<Finding> {
 }
 
 fn end_group(pgid: i32, grace: Duration) -> Result<String, String> {
-    let pg = Pid::from_raw(pgid);
-    if let Err(e) = killpg(pg, Signal::SIGTERM) {
-        if e == nix::errno::Errno::ESRCH {
-            return Ok("the group was already gone".into());
-        }
-        return Err(format!("cannot signal group {pgid}: {e}"));
+    match sys::signal_recorded(pgid, Sig::Terminate) {
+        Ok(true) => {}
+        Ok(false) => return Ok("the group was already gone".into()),
+        Err(e) => return Err(format!("cannot signal group {pgid}: {e}")),
     }
     if wait_group_gone(pgid, grace) {
         return Ok(format!("group {pgid} ended by SIGTERM"));
     }
-    let _ = killpg(pg, Signal::SIGKILL);
+    let _ = sys::signal_recorded(pgid, Sig::Kill);
     if wait_group_gone(pgid, Duration::from_secs(2)) {
         Ok(format!("group {pgid} ended by SIGKILL"))
     } else {
@@ -350,15 +347,9 @@ fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     }
 }
 
-/// Live (non-zombie) processes whose process group is `pgid`, from /proc.
+/// Live (non-zombie) processes whose process group is `pgid`.
 pub fn group_members(pgid: i32) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| procinfo::stat(*pid).is_some_and(|s| s.pgrp == pgid && !s.is_zombie()))
-        .collect()
+    sys::group_members(pgid)
 }
 
 /// Before a unit runs again, nothing of an earlier attempt may still run.

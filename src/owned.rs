@@ -74,9 +74,12 @@ impl ProcRecord {
     /// comes from `<unit>-<attempt>.json` and must be a safe name, the engine
     /// a known one. Anything else is corrupt (a hostile or damaged record).
     pub fn load(path: &Path) -> Result<ProcRecord, String> {
-        let bytes = crate::fsutil::read_no_follow(path).map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => "corrupt: it is a symbolic link".to_string(),
-            _ => format!("cannot read: {e}"),
+        let bytes = crate::fsutil::read_no_follow(path).map_err(|e| {
+            if crate::sys::is_link_refusal(&e) {
+                "corrupt: it is a symbolic link".to_string()
+            } else {
+                format!("cannot read: {e}")
+            }
         })?;
         let rec: ProcRecord =
             serde_json::from_slice(&bytes).map_err(|e| format!("corrupt: {e}"))?;

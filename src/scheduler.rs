@@ -357,7 +357,7 @@ impl Run {
                     let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
                     self.finish(i, r, reporter);
                 }
-                sig = signals.recv() => { interrupted.get_or_insert(128 + sig as i32); }
+                sig = signals.recv() => { interrupted.get_or_insert(128 + sig.number()); }
                 _ = ticker.tick(), if ticks => { reporter.borrow_mut().tick(); }
             }
         }

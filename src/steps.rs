@@ -1,17 +1,15 @@
-//! Running a unit's `setup` / `verify` command: `/bin/sh -c CMD` in the
-//! unit's working directory, as the leader of its own process group (like
-//! the engine, see [`crate::child`]), output to its log file. `--timeout`
+//! Running a unit's `setup` / `verify` command: the system shell
+//! (`sys::shell`: `/bin/sh -c CMD`) in the unit's working directory,
+//! contained like the engine (see [`crate::child`]), output to its log file. `--timeout`
 //! and vf's signals end the group (SIGTERM, one grace, SIGKILL); when the
 //! command exits, what is left of its group is killed: nothing outlives it.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use crate::sys::{self, Container, OpenExt, Sig};
 
 /// How many of a failed step's last output lines its error carries.
 pub const TAIL_LINES: usize = 10;
@@ -37,7 +35,7 @@ pub enum StepEnd {
         tail: String,
     },
     TimedOut,
-    Interrupted(Signal),
+    Interrupted(Sig),
     /// It could not be started (or its log not written).
     NotStarted(String),
 }
@@ -47,7 +45,7 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         .write(true)
         .create(true)
         .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .no_follow()
         .open(step.log)
     {
         Ok(f) => f,
@@ -57,24 +55,31 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         Ok(f) => f,
         Err(e) => return StepEnd::NotStarted(e.to_string()),
     };
-    let mut cmd = tokio::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(step.command)
+    let mut std_cmd = sys::shell(step.command);
+    std_cmd
         .current_dir(step.cwd)
         .envs(step.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(log)
-        .stderr(err)
-        .process_group(0)
-        .kill_on_drop(false);
+        .stderr(err);
+    sys::contain(&mut std_cmd);
+    let shell = std_cmd.get_program().to_string_lossy().into_owned();
+    let mut cmd = tokio::process::Command::from(std_cmd);
+    cmd.kill_on_drop(false);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => return StepEnd::NotStarted(format!("cannot run /bin/sh: {e}")),
+        Err(e) => return StepEnd::NotStarted(format!("cannot run {shell}: {e}")),
     };
-    let pgid = child.id().map_or(0, |p| p as i32);
-    let end = supervise(&mut child, pgid, step).await;
+    let group = match Container::adopt(&child) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = child.start_kill();
+            return StepEnd::NotStarted(format!("cannot contain {shell}: {e}"));
+        }
+    };
+    let end = supervise(&mut child, &group, step).await;
     // Whatever the command left in its group goes with it.
-    signal_group(pgid, Signal::SIGKILL);
+    group.kill();
     match end {
         Some(end) => end,
         None => StepEnd::NotStarted("the step's process could not be waited for".into()),
@@ -84,7 +89,7 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
 /// Waits for the command, or ends its group on timeout or a signal to vf.
 async fn supervise(
     child: &mut tokio::process::Child,
-    pgid: i32,
+    group: &Container,
     step: &Step<'_>,
 ) -> Option<StepEnd> {
     let mut signals = crate::child::Signals::new().ok()?;
@@ -107,22 +112,15 @@ async fn supervise(
     };
     let sig = match stop {
         StepEnd::Interrupted(s) => s,
-        _ => Signal::SIGTERM,
+        _ => Sig::Terminate,
     };
-    signal_group(pgid, sig);
+    group.signal(sig);
     tokio::select! {
         _ = child.wait() => {}
         _ = tokio::time::sleep(step.kill_grace) => {}
         _ = signals.recv() => {}
     }
     Some(stop)
-}
-
-fn signal_group(pgid: i32, sig: Signal) {
-    // Never pgid 0 or 1 (our own group, or init's).
-    if pgid > 1 {
-        let _ = killpg(Pid::from_raw(pgid), sig);
-    }
 }
 
 /// The last [`TAIL_LINES`] lines of the log (its last 8 KiB at most), one

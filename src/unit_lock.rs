@@ -1,4 +1,5 @@
-//! One writer per unit: an exclusive `flock` on `<state>/units/<unit>.lock`.
+//! One writer per unit: an exclusive lock (std's `File::try_lock`: `flock`
+//! on Unix, `LockFileEx` on Windows) on `<state>/units/<unit>.lock`.
 //!
 //! Taken before the unit's marker is read and held until its run has ended.
 //! The kernel drops it with the holder's last file descriptor, so a crashed
@@ -7,22 +8,19 @@
 //! never deleted: unlinking a lock file races with a contender that already
 //! opened it.
 
-use std::fs::{File, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::FileExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
-
 use crate::error::{Result, VfError};
+use crate::sys::OpenExt;
 
 /// Held for the whole run of one unit; released when dropped.
 #[derive(Debug)]
 pub struct UnitLock {
-    _file: Flock<File>,
+    /// Locked; the lock goes with the descriptor.
+    _file: File,
 }
 
 /// `<state>/units/<unit>.lock`, next to the marker.
@@ -59,19 +57,18 @@ impl UnitLock {
             }
             std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
         }
-        let file = open_lock_file(&path).map_err(|e| cannot(&e))?;
-        let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(f) => f,
-            Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
-            Err((_, e)) => return Err(cannot(&e)),
-        };
-        // One fixed-width write over the old content (a contender reads a
-        // whole pid, never a mix), then cut to it: the file keeps its data
-        // block (cutting to nothing first would free it, and on a disk
-        // mounted with `discard` each freed block is a device request).
+        let mut file = open_lock_file(&path).map_err(|e| cannot(&e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(cannot(&e)),
+        }
+        // One fixed-width write over the old content, so a contender reads a
+        // whole pid, never a mix of two.
         let pid = format!("{:<15}\n", std::process::id());
-        file.write_all_at(pid.as_bytes(), 0)
-            .and_then(|_| file.set_len(pid.len() as u64))
+        file.rewind()
+            .and_then(|()| file.write_all(pid.as_bytes()))
+            .and_then(|()| file.set_len(pid.len() as u64))
             .map_err(|e| cannot(&e))?;
         Ok(Some(UnitLock { _file: file }))
     }
@@ -86,8 +83,8 @@ fn open_lock_file(path: &Path) -> std::io::Result<File> {
         .write(true)
         .create(true)
         .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .owner_only()
+        .no_follow()
         .open(path)
 }
 

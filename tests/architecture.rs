@@ -14,7 +14,7 @@ use common::*;
 
 /// Pure helpers with no vf state: they import nothing above themselves.
 const GROUND_FLOOR: &[&str] = &[
-    "error", "fsutil", "names", "procinfo", "summary", "text", "version",
+    "error", "fsutil", "names", "procinfo", "summary", "sys", "text", "version",
 ];
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -99,6 +99,39 @@ fn core_code_knows_no_terminal() {
             assert!(!code.contains(word), "{rel} uses {word}");
         }
     }
+}
+
+/// Only the platform layer (`src/sys/`) knows which OS vf runs on: no other
+/// file names an OS, an OS extension trait, or a raw system call crate.
+#[test]
+fn only_the_platform_layer_knows_the_os() {
+    let src = root().join("src");
+    let mut checked = 0;
+    for f in files_under(&src) {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if rel.starts_with("sys/") || rel == "sys.rs" {
+            continue;
+        }
+        let code = code_of(&read_text(&f));
+        for word in [
+            "std::os::",
+            "libc::",
+            "nix::",
+            "windows_sys::",
+            "target_os",
+            "cfg(unix)",
+            "cfg(windows)",
+            "/proc/",
+            "/bin/sh",
+        ] {
+            assert!(
+                !code.contains(word),
+                "{rel} uses {word}: it belongs in src/sys/"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 80, "{checked}");
 }
 
 #[test]

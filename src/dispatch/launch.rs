@@ -1,11 +1,9 @@
 //! Phase 2, launch: the prompt file, spawn (stdin fed at once), the
 //! owned-process record, the log directory and raw logs, then the marker
-//! `running`, the spares for the run's last writes (not awaited), then the
-//! output pumps. A failure before the spawn writes no marker; a failure after
+//! `running`, then the output pumps. A failure before the spawn writes no marker; a failure after
 //! it ends the group before returning.
 
 use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +21,7 @@ use crate::fsutil::now_rfc3339;
 use crate::marker::{Marker, MarkerStore, Owner, UnitState};
 use crate::owned::{self, ProcRecord};
 use crate::procinfo::ProcIdentity;
+use crate::sys::OpenExt;
 
 /// A running engine and what reads it.
 pub(super) struct Launched {
@@ -43,7 +42,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
     let (mut child, group) = spawn_engine(spec, &mut p)?;
-    // The prompt goes in at once, so the engine starts up while the record,
+    // The prompt goes in from a task, so the engine starts up while the record,
     // the logs and the marker are made below. Its output waits in the pipe:
     // the pumps that handle it start only once the `running` marker is durable.
     feed_stdin(&mut child, p.inv.stdin.clone());
@@ -52,18 +51,18 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
     let mut record = ProcRecord::new(&spec.unit, attempt, spec.engine.as_str(), pid);
     if let Err(e) = record.save(&record_path) {
-        abort(group, &mut child, &p).await;
+        abort(&group, &mut child, &p).await;
         return Err(state_err(&record_path, &e));
     }
     let files = match create_logs(spec, &p, &paths) {
         Ok(files) => files,
         Err(e) => {
-            abort(group, &mut child, &p).await;
+            abort(&group, &mut child, &p).await;
             let _ = owned::release(&record_path);
             return Err(e);
         }
     };
-    claim_running(&mut p, pid, group);
+    claim_running(&mut p, pid, &group);
     // The markers directory holds every unit's files: its once-per-process
     // read for stale temporaries waits for the engine's run.
     let scan = p
@@ -73,7 +72,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         .and_then(crate::fsutil::defer_stale_scan);
     if let Err(e) = save_off_thread(&spec.state_dir, &mut p.marker).await {
         // Without a durable marker the run could not be resumed: do not run it.
-        abort(group, &mut child, &p).await;
+        abort(&group, &mut child, &p).await;
         let _ = owned::release(&record_path);
         return Err(e);
     }
@@ -182,14 +181,14 @@ fn start_pumps(
     (rx, pumps)
 }
 
-fn claim_running(p: &mut Prepared, pid: u32, group: Group) {
+fn claim_running(p: &mut Prepared, pid: u32, group: &Group) {
     let m = &mut p.marker;
     m.state = UnitState::Running;
     m.started_at = Some(now_rfc3339());
     m.owner = Some(Owner {
         supervisor: ProcIdentity::current(),
         cli: Some(ProcIdentity::of(pid)),
-        pgid: Some(group.pgid()),
+        pgid: Some(group.id()),
     });
     m.exit_code = None;
     m.error = None;
@@ -198,48 +197,20 @@ fn claim_running(p: &mut Prepared, pid: u32, group: Group) {
 }
 
 /// stdin: the prompt, then EOF. Never leave a pipe open for the child to wait on.
-/// What the pipe takes goes in before this returns (most prompts whole, and
-/// then EOF): an engine that reads its prompt first need not wait for the
-/// durable writes that follow. A task writes the rest.
+/// Written by a task, which runs as soon as launch first waits (for the
+/// durable `running` marker): the engine starts reading its prompt meanwhile.
 fn feed_stdin(child: &mut tokio::process::Child, text: Option<String>) {
     let Some(mut stdin) = child.stdin.take() else {
         return;
     };
     let bytes = text.unwrap_or_default().into_bytes();
-    let done = write_now(&stdin, &bytes);
-    if done == bytes.len() {
-        return; // dropped: EOF
-    }
     tokio::spawn(async move {
-        let _ = stdin.write_all(&bytes[done..]).await;
+        let _ = stdin.write_all(&bytes).await;
         let _ = stdin.shutdown().await;
     });
 }
 
-/// Writes what a non-blocking pipe takes without waiting; how much it took.
-/// A full pipe, a gone reader or an interrupt leave the rest to the task.
-fn write_now(stdin: &tokio::process::ChildStdin, bytes: &[u8]) -> usize {
-    use std::os::fd::AsRawFd;
-    let fd = stdin.as_raw_fd();
-    // SAFETY: F_GETFL on an open descriptor this child handle owns.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 || flags & libc::O_NONBLOCK == 0 {
-        return 0; // never block the runtime's thread
-    }
-    let mut done = 0;
-    while done < bytes.len() {
-        let rest = &bytes[done..];
-        // SAFETY: an open descriptor and a buffer valid for `rest.len()` bytes.
-        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
-        if n <= 0 {
-            break;
-        }
-        done += n as usize;
-    }
-    done
-}
-
-async fn abort(group: Group, child: &mut tokio::process::Child, p: &Prepared) {
+async fn abort(group: &Group, child: &mut tokio::process::Child, p: &Prepared) {
     group.kill();
     let _ = child.wait().await;
     remove_prompt_file(p);
@@ -258,7 +229,7 @@ fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
         .write(true)
         .create(true)
         .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .no_follow_no_block()
         .open(path)
 }
 

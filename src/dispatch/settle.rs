@@ -170,7 +170,7 @@ fn judge(
     let secs = |d: Option<std::time::Duration>| d.unwrap_or_default().as_secs_f64();
     let (reason, error) = match (&e.stop, &e.session_mismatch) {
         (Some(Stop::Signal(sig)), _) => (
-            Reason::Interrupted(Some(*sig as i32)),
+            Reason::Interrupted(Some(sig.number())),
             format!("interrupted by {}", sig.as_str()),
         ),
         (Some(Stop::Stalled), _) => (

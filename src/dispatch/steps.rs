@@ -220,7 +220,7 @@ async fn run_step(
             ),
         )),
         StepEnd::Interrupted(sig) => Some((
-            Reason::Interrupted(Some(sig as i32)),
+            Reason::Interrupted(Some(sig.number())),
             format!("{kind} interrupted by {}", sig.as_str()),
         )),
         StepEnd::NotStarted(why) => Some((reason, format!("{kind} did not start: {why}"))),

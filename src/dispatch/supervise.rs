@@ -5,7 +5,6 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
 use tokio::time::Instant as TokioInstant;
 
 use super::launch::Launched;
@@ -13,6 +12,7 @@ use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
 use crate::child::{Group, Signals};
 use crate::frames::{ConversationEvent, Level, Projector, RawRange};
+use crate::sys::Sig;
 
 /// How long, and for how many events, a new session id may wait to be made
 /// durable; its events wait with it. An engine that ends sooner gets its id
@@ -30,7 +30,7 @@ pub(super) enum Stop {
     TimedOut,
     /// The plan's hard budget was reached (the words say by what).
     Budget(String),
-    Signal(Signal),
+    Signal(Sig),
     LogFailed(String),
 }
 
@@ -117,7 +117,7 @@ pub(super) async fn supervise(
     let deadline = spec.timeout.map(|t| TokioInstant::now() + t);
     let wants_ticks = s.sink.wants_ticks();
     let mut ticker = tokio::time::interval(Duration::from_millis(125));
-    let group = l.group;
+    let group = l.group.clone();
     let mut budget_stop = spec.budget_stop.as_ref().map(|w| w.stop.clone());
     while s.exit_status.is_none() || s.stdout_open || s.stderr_open {
         let stall_at = spec.stall_timeout.map(|t| s.last_activity + t);
@@ -129,18 +129,18 @@ pub(super) async fn supervise(
         tokio::select! {
             biased;
             msg = l.rx.recv(), if s.stdout_open || s.stderr_open => s.on_msg(msg, &mut l).await,
-            status = l.child.wait(), if running => s.on_exit(status.ok(), group),
-            sig = recv_signal(&mut signals) => s.on_signal(sig, group),
+            status = l.child.wait(), if running => s.on_exit(status.ok(), &group),
+            sig = recv_signal(&mut signals) => s.on_signal(sig, &group),
             _ = sleep_until_opt(stall_at), if running && s.stop.is_none() => {
                 let secs = spec.stall_timeout.unwrap_or_default().as_secs_f64();
-                s.end(Stop::Stalled, "stalled", format!("no output for {secs}s; ending the engine"), group);
+                s.end(Stop::Stalled, "stalled", format!("no output for {secs}s; ending the engine"), &group);
             }
             _ = sleep_until_opt(deadline), if running && s.stop.is_none() => {
                 let secs = spec.timeout.unwrap_or_default().as_secs_f64();
-                s.end(Stop::TimedOut, "timed out", format!("wall limit of {secs}s reached; ending the engine"), group);
+                s.end(Stop::TimedOut, "timed out", format!("wall limit of {secs}s reached; ending the engine"), &group);
             }
             why = super::budget_watch::reached(&mut budget_stop), if running && s.stop.is_none() => {
-                s.end(Stop::Budget(why.clone()), "budget", format!("{why}; ending the engine"), group);
+                s.end(Stop::Budget(why.clone()), "budget", format!("{why}; ending the engine"), &group);
             }
             _ = sleep_until_opt(s.kill_at), if running => {
                 group.kill();
@@ -211,7 +211,7 @@ impl<'a> Supervisor<'a> {
             }
             Some(Msg::LogFailed(e)) => {
                 if self.stop.is_none() {
-                    self.end(Stop::LogFailed(e.clone()), "raw log failed", e, l.group);
+                    self.end(Stop::LogFailed(e.clone()), "raw log failed", e, &l.group);
                 }
             }
         }
@@ -271,7 +271,7 @@ impl<'a> Supervisor<'a> {
         self.hold.release(self.sink);
     }
 
-    fn on_exit(&mut self, status: Option<ExitStatus>, group: Group) {
+    fn on_exit(&mut self, status: Option<ExitStatus>, group: &Group) {
         self.exit_status = status;
         if status.is_none() {
             // wait() itself failed: treat as gone, and make sure it is.
@@ -281,7 +281,7 @@ impl<'a> Supervisor<'a> {
     }
 
     /// Forwarded to the group; a second signal means SIGKILL now.
-    fn on_signal(&mut self, sig: Signal, group: Group) {
+    fn on_signal(&mut self, sig: Sig, group: &Group) {
         if self.stop.is_some() {
             group.kill();
         }
@@ -292,16 +292,16 @@ impl<'a> Supervisor<'a> {
     }
 
     /// vf's own stop: SIGTERM to the group, SIGKILL after the grace.
-    fn end(&mut self, stop: Stop, label: &str, detail: String, group: Group) {
+    fn end(&mut self, stop: Stop, label: &str, detail: String, group: &Group) {
         self.stop = Some(stop);
         let row = status_row(Level::Error, label, detail, self.lines_seen);
         self.hold.emit(self.sink, &row);
-        group.signal(Signal::SIGTERM);
+        group.signal(Sig::Terminate);
         self.kill_at = Some(TokioInstant::now() + self.spec.kill_grace);
     }
 }
 
-async fn recv_signal(signals: &mut Option<Signals>) -> Signal {
+async fn recv_signal(signals: &mut Option<Signals>) -> Sig {
     match signals {
         Some(s) => s.recv().await,
         None => std::future::pending().await,

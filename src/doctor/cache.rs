@@ -12,7 +12,6 @@
 //! not parse, or is too big, is treated as absent.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -65,15 +64,20 @@ impl Identity {
     pub fn of(p: &Path) -> Option<Identity> {
         let real = std::fs::canonicalize(p).ok()?;
         let m = std::fs::metadata(&real).ok()?;
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        let (dev, ino, ctime_ns) = crate::sys::file_stamp(&m);
+        let mtime = m.modified().ok()?;
+        let mtime_ns = match mtime.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => d.as_nanos() as i128,
+            Err(e) => -(e.duration().as_nanos() as i128),
+        };
         Some(Identity {
             path: p.to_str()?.to_string(),
             real: real.to_str()?.to_string(),
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime_ns: ns(m.mtime(), m.mtime_nsec()),
-            ctime_ns: ns(m.ctime(), m.ctime_nsec()),
+            dev,
+            ino,
+            size: m.len(),
+            mtime_ns,
+            ctime_ns,
             vf: env!("CARGO_PKG_VERSION").to_string(),
         })
     }

@@ -4,10 +4,11 @@
 //! so nothing of its text reaches the terminal raw).
 
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Deserialize;
+
+use crate::sys::OpenExt;
 
 use super::{MARKER_FORMAT, Marker, MarkerStore, Problem, Unusable, logs};
 use crate::error::Result;
@@ -181,12 +182,12 @@ fn read_marker(path: &Path) -> std::result::Result<Option<Vec<u8>>, (Problem, St
     let corrupt = |why: &str| (Problem::Corrupt, why.to_string());
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .no_follow_no_block()
         .open(path);
     let file = match file {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+        Err(e) if crate::sys::is_link_refusal(&e) => {
             return Err(corrupt("it is a symbolic link"));
         }
         Err(e) => return Err(unreadable(e)),

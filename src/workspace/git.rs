@@ -83,8 +83,8 @@ pub fn with_identity<'a>(dir: &Path, args: &[&'a str]) -> Vec<&'a str> {
 /// Serialises worktree bookkeeping (`worktree add`, `prune`, `remove`) among
 /// the units of one state dir: git reads every entry of `.git/worktrees/`,
 /// and an entry a parallel `worktree add` has only half made fails it.
-pub fn admin_lock(worktrees: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, GitError> {
-    use std::os::unix::fs::OpenOptionsExt;
+pub fn admin_lock(worktrees: &Path) -> Result<std::fs::File, GitError> {
+    use crate::sys::OpenExt;
     let fail = |e: &dyn std::fmt::Display| GitError {
         message: format!("cannot lock {}: {e}", worktrees.display()),
     };
@@ -93,9 +93,11 @@ pub fn admin_lock(worktrees: &Path) -> Result<nix::fcntl::Flock<std::fs::File>, 
         .create(true)
         .truncate(false)
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o600)
+        .no_follow()
+        .owner_only()
         .open(worktrees.join(".admin.lock"))
         .map_err(|e| fail(&e))?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| fail(&e))
+    // Held until the returned file is dropped.
+    file.lock().map_err(|e| fail(&e))?;
+    Ok(file)
 }

@@ -173,7 +173,7 @@ pub fn zombie() -> std::process::Child {
     let child = Command::new("true").spawn().unwrap();
     let pid = child.id();
     wait_for("a zombie", Duration::from_secs(10), || {
-        vf::procinfo::stat(pid).is_some_and(|s| s.is_zombie())
+        vf::sys::process(pid).is_some_and(|s| s.zombie)
     });
     child
 }

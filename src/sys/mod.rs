@@ -1,0 +1,233 @@
+//! Everything that differs by operating system, behind one interface. The
+//! rest of vf does not know which OS it runs on: it asks this module.
+//!
+//! - **Process identity**: [`process`] (start time, zombie, group), the
+//!   boot identity [`boot_id`], [`command_line`], [`age_secs`],
+//!   [`hostname`], [`group_members`]. Linux reads `/proc`, macOS
+//!   `sysctl(KERN_PROC_PID)` and `kern.boottime`, Windows the process
+//!   creation time. Where nothing can be proven, the answer is `None`
+//!   and callers fail closed.
+//! - **Containment**: [`contain`] prepares a command so that it and
+//!   everything it starts can be ended as one ([`Container`]): a POSIX
+//!   process group, or a kill-on-close Job Object assigned before the child
+//!   runs. [`Signals`] are the stop requests vf itself receives.
+//! - **Files**: no-follow and non-blocking opens ([`OpenExt`]), the atomic
+//!   replace and the directory sync the durable write is made of
+//!   ([`replace_file`], [`sync_dir`]), [`is_executable`], [`shell`].
+//!
+//! The unit lock is std's `File::try_lock` (flock on Unix, `LockFileEx` on
+//! Windows): nothing of it is left here.
+
+use std::path::Path;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(unix)]
+mod unix;
+#[cfg(windows)]
+mod windows;
+
+#[cfg(target_os = "linux")]
+use linux as os;
+#[cfg(target_os = "macos")]
+use macos as os;
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "macos"))))]
+mod other_unix;
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "macos"))))]
+use other_unix as os;
+#[cfg(unix)]
+use unix as family;
+#[cfg(windows)]
+use windows as family;
+#[cfg(windows)]
+use windows as os;
+
+pub use family::{ChildHandle, Container, OpenExt, Signals};
+
+/// A stop request, in POSIX terms: vf forwards what it receives to the
+/// engine's container and exits 128 + [`Sig::number`]. On Windows, Ctrl-C
+/// is [`Sig::Interrupt`] and Ctrl-Break (or the console closing)
+/// [`Sig::Terminate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sig {
+    Hangup,
+    Interrupt,
+    Quit,
+    Terminate,
+    Kill,
+}
+
+impl Sig {
+    /// The POSIX signal number (the same on every platform vf supports, and
+    /// the base of vf's exit codes 129, 130, 131, 143).
+    pub fn number(self) -> i32 {
+        match self {
+            Sig::Hangup => 1,
+            Sig::Interrupt => 2,
+            Sig::Quit => 3,
+            Sig::Kill => 9,
+            Sig::Terminate => 15,
+        }
+    }
+
+    pub fn from_number(n: i32) -> Option<Sig> {
+        [
+            Sig::Hangup,
+            Sig::Interrupt,
+            Sig::Quit,
+            Sig::Kill,
+            Sig::Terminate,
+        ]
+        .into_iter()
+        .find(|s| s.number() == n)
+    }
+
+    /// `SIGTERM`, ... as people know them.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sig::Hangup => "SIGHUP",
+            Sig::Interrupt => "SIGINT",
+            Sig::Quit => "SIGQUIT",
+            Sig::Kill => "SIGKILL",
+            Sig::Terminate => "SIGTERM",
+        }
+    }
+}
+
+/// What a process is now, as far as this OS can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcSnapshot {
+    /// When it started, in this OS's unit (Linux: clock ticks since boot;
+    /// macOS: microseconds since the epoch; Windows: 100 ns since 1601).
+    /// Only ever compared with what the same OS recorded.
+    pub start_time: u64,
+    /// Exited, not yet reaped: runs nothing, owns nothing.
+    pub zombie: bool,
+    /// Its process group, where the OS has them.
+    pub group: Option<i32>,
+}
+
+/// The process `pid` now; `None` when there is no such process.
+pub fn process(pid: u32) -> Option<ProcSnapshot> {
+    os::process(pid)
+}
+
+/// Whether this OS lets vf inspect processes at all (`/proc` mounted, ...).
+/// Without it nothing about another process can be proven.
+pub fn can_inspect_processes() -> bool {
+    os::can_inspect_processes()
+}
+
+/// An identity of the current boot: it changes when the machine restarts.
+/// Read once per process by the caller.
+pub fn boot_id() -> Option<String> {
+    os::boot_id()
+}
+
+/// Seconds since a process started, from its [`ProcSnapshot::start_time`].
+pub fn age_secs(start_time: u64) -> Option<u64> {
+    os::age_secs(start_time)
+}
+
+/// The command line of `pid`, raw (the caller escapes it for printing).
+pub fn command_line(pid: u32) -> Option<String> {
+    os::command_line(pid)
+}
+
+/// Live (not zombie) processes of the group `group`.
+pub fn group_members(group: i32) -> Vec<u32> {
+    os::group_members(group)
+}
+
+/// This machine's name, or `unknown`.
+pub fn hostname() -> String {
+    family::hostname()
+}
+
+/// What tells two versions of a file apart besides its size and mtime
+/// (Unix: device, inode, change time in ns).
+pub fn file_stamp(m: &std::fs::Metadata) -> (u64, u64, i128) {
+    family::file_stamp(m)
+}
+
+/// Whether vf runs with administrator rights (root, elevated).
+pub fn is_superuser() -> bool {
+    family::is_superuser()
+}
+
+/// Prepares `cmd` to start contained: its own process group, or suspended
+/// until [`Container::adopt`] has put it into its job.
+pub fn contain(cmd: &mut std::process::Command) {
+    family::contain(cmd)
+}
+
+/// Sends `sig` to a recorded container of a process vf no longer holds
+/// (`vf doctor --fix`). `Ok(false)` when it is gone already.
+pub fn signal_recorded(id: i32, sig: Sig) -> std::io::Result<bool> {
+    family::signal_recorded(id, sig)
+}
+
+/// Renames `from` over `to` in one step: a reader sees one or the other.
+/// Durable as far as the OS allows when `durable` (Windows: write-through).
+pub fn replace_file(from: &Path, to: &Path, durable: bool) -> std::io::Result<()> {
+    family::replace_file(from, to, durable)
+}
+
+/// Makes the entries of `dir` (a rename into it) durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    family::sync_dir(dir)
+}
+
+/// Whether `path` (a regular file, after links) is something vf may run.
+pub fn is_executable(path: &Path) -> bool {
+    family::is_executable(path)
+}
+
+/// `CMD` run by the system shell (`/bin/sh -c`, `cmd.exe /d /c`).
+pub fn shell(command: &str) -> std::process::Command {
+    family::shell(command)
+}
+
+/// Whether an open failed because the last component is a link, which
+/// [`OpenExt::no_follow`] refuses.
+pub fn is_link_refusal(e: &std::io::Error) -> bool {
+    family::is_link_refusal(e)
+}
+
+/// The name containment is recorded under (`scope`), and how strong its
+/// proof is (`proof`): see docs/ORCHESTRATE.md, owned-process records.
+pub const CONTAINMENT: (&str, &str) = family::CONTAINMENT;
+
+/// NUL-separated arguments (Linux's `cmdline`, macOS's `KERN_PROCARGS2`)
+/// joined by spaces, empty ones dropped.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn join_args(raw: &[u8]) -> String {
+    let args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    args.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_numbers_round_trip() {
+        for s in [
+            Sig::Hangup,
+            Sig::Interrupt,
+            Sig::Quit,
+            Sig::Kill,
+            Sig::Terminate,
+        ] {
+            assert_eq!(Sig::from_number(s.number()), Some(s));
+        }
+        assert_eq!(Sig::from_number(4), None);
+        assert_eq!(Sig::Terminate.as_str(), "SIGTERM");
+    }
+}

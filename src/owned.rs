@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fsutil::{now_rfc3339, write_atomic_volatile};
 use crate::procinfo::ProcIdentity;
+use crate::sys::{Proof, Scope};
 
 pub const RECORD_FORMAT: u32 = 1;
 
@@ -28,6 +29,12 @@ pub struct ProcRecord {
     /// The CLI itself (leader of its own process group).
     pub cli: ProcIdentity,
     pub pgid: i32,
+    /// What the CLI is contained in (older records: a process group).
+    #[serde(default)]
+    pub scope: Scope,
+    /// How strongly (older records: cooperative lineage).
+    #[serde(default)]
+    pub proof: Proof,
     pub host: String,
     pub boot_id: Option<String>,
     pub created_at: String,
@@ -56,6 +63,8 @@ impl ProcRecord {
             host: cli.host.clone(),
             boot_id: cli.boot_id.clone(),
             pgid: cli_pid as i32,
+            scope: crate::sys::CONTAINMENT.0,
+            proof: crate::sys::CONTAINMENT.1,
             cli,
             created_at: now.clone(),
             updated_at: now,
@@ -138,6 +147,36 @@ mod tests {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, b"{").unwrap();
         assert!(ProcRecord::load(&p).unwrap_err().contains("corrupt"));
+    }
+
+    /// A record names its containment; one written before records did is
+    /// a process group held by lineage, which is what older vfs made.
+    #[test]
+    fn records_name_their_containment() {
+        let t = tempfile::tempdir().unwrap();
+        let p = record_path(t.path(), "u1", 1);
+        let mut r = ProcRecord::new("u1", 1, "codex", std::process::id());
+        r.save(&p).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        let (scope, proof) = if cfg!(windows) {
+            ("windows-job", "kernel-contained")
+        } else {
+            ("posix-process-group", "cooperative-lineage")
+        };
+        assert_eq!(
+            (json["scope"].as_str(), json["proof"].as_str()),
+            (Some(scope), Some(proof))
+        );
+        let mut old = json.clone();
+        let obj = old.as_object_mut().unwrap();
+        obj.remove("scope");
+        obj.remove("proof");
+        std::fs::write(&p, serde_json::to_vec(&old).unwrap()).unwrap();
+        let loaded = ProcRecord::load(&p).unwrap();
+        assert_eq!(
+            (loaded.scope, loaded.proof),
+            (Scope::PosixProcessGroup, Proof::CooperativeLineage)
+        );
     }
 
     #[test]

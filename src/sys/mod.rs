@@ -20,6 +20,8 @@
 
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "macos")]
@@ -196,9 +198,32 @@ pub fn is_link_refusal(e: &std::io::Error) -> bool {
     family::is_link_refusal(e)
 }
 
-/// The name containment is recorded under (`scope`), and how strong its
-/// proof is (`proof`): see docs/ORCHESTRATE.md, owned-process records.
-pub const CONTAINMENT: (&str, &str) = family::CONTAINMENT;
+/// What an engine is contained in, as its owned-process record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// A POSIX process group led by the engine (pgid = its pid).
+    #[default]
+    PosixProcessGroup,
+    /// A Windows Job Object, kill-on-close, assigned before the engine ran.
+    WindowsJob,
+}
+
+/// How strongly the container holds everything the engine starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Proof {
+    /// Descendants stay in the group unless they leave it themselves
+    /// (`setsid`): vf can prove the leader, not every descendant.
+    #[default]
+    CooperativeLineage,
+    /// The kernel holds every descendant in the job and ends them all when
+    /// vf's handle closes, even on `kill -9` of vf.
+    KernelContained,
+}
+
+/// This platform's containment: see docs/ORCHESTRATE.md, owned-process records.
+pub const CONTAINMENT: (Scope, Proof) = family::CONTAINMENT;
 
 /// NUL-separated arguments (Linux's `cmdline`, macOS's `KERN_PROCARGS2`)
 /// joined by spaces, empty ones dropped.

@@ -12,7 +12,10 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::Sig;
 
-pub const CONTAINMENT: (&str, &str) = ("posix-process-group", "cooperative-lineage");
+pub const CONTAINMENT: (super::Scope, super::Proof) = (
+    super::Scope::PosixProcessGroup,
+    super::Proof::CooperativeLineage,
+);
 
 fn signal_of(sig: Sig) -> Signal {
     match sig {

@@ -7,7 +7,8 @@
 #
 # clippy  cargo clippy --all-targets -D warnings for aarch64-apple-darwin,
 #         x86_64-apple-darwin and x86_64-pc-windows-gnu
-# musl    a static release build for x86_64-unknown-linux-musl; file and ldd
+# musl    a static build for x86_64-unknown-linux-musl (the dev profile, or
+#         MUSL_PROFILE=release: fat LTO takes 6-14 min on 2 cores); file and ldd
 #         must call it static; then it runs: vf --version, a --dry-run
 #         dispatch, a dispatch of the fake engine, vf status, vf replay
 # wine    the Windows unit tests (cargo test --lib), cross-built with mingw-w64
@@ -29,6 +30,8 @@ export CARGO_TERM_COLOR=never DEBIAN_FRONTEND=noninteractive
 APPLE_TARGETS=(aarch64-apple-darwin x86_64-apple-darwin)
 WINDOWS=x86_64-pc-windows-gnu
 MUSL=x86_64-unknown-linux-musl
+MUSL_PROFILE=${MUSL_PROFILE:-dev}
+MUSL_DIR=$([ "$MUSL_PROFILE" = dev ] && echo debug || echo "$MUSL_PROFILE")
 OUT="$ROOT/target/ci-cross"
 
 usage() { echo "usage: scripts/ci-cross.sh [clippy|musl|wine|all]" >&2; exit 2; }
@@ -126,13 +129,13 @@ section_clippy() {
 # --- musl ----------------------------------------------------------------------
 
 musl_build() {
-  cargo build --release --locked --target "$MUSL"
+  cargo build --profile "$MUSL_PROFILE" --locked --target "$MUSL"
 }
 
 # The static binary runs: its version, a dry run, a dispatch of the fake
 # engine (bash, replaying a codex capture), status and replay of that unit.
 musl_run() {
-  local vf="$ROOT/target/$MUSL/release/vf" want got
+  local vf="$ROOT/target/$MUSL/$MUSL_DIR/vf" want got
   # Not local: the EXIT trap (this check's subshell ends) still needs it.
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
@@ -192,7 +195,7 @@ EOF
 section_musl() {
   need_packages musl-tools file python3
   need_targets "$MUSL"
-  check "musl: cargo build --release --target $MUSL" musl_build
+  check "musl: cargo build --profile $MUSL_PROFILE --target $MUSL" musl_build
   if [ "$CHECK_RC" -eq 0 ]; then
     check "musl: the static binary runs" musl_run
   else

@@ -3,6 +3,9 @@
 //! all`) against the fake model server, whose request log proves what each
 //! turn delivered. Skips cleanly without the CLIs, fails without them when
 //! `VF_REAL_ENGINES=1` (see tests/real_engines.rs).
+//!
+//! Linux only: the sandbox is a network namespace (`unshare -n`).
+#![cfg(target_os = "linux")]
 
 use std::process::{Command, Output, Stdio};
 

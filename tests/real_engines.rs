@@ -7,6 +7,9 @@
 //! CI), where a missing engine is a failure. `VF_REAL_ENGINES_SET=baseline` (or
 //! `all`) runs the baseline versions of scripts/engines.env instead of (or besides)
 //! the pins.
+//!
+//! Linux only: the sandbox is a network namespace (`unshare -n`).
+#![cfg(target_os = "linux")]
 
 use serde_json::Value;
 

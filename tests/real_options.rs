@@ -2,6 +2,9 @@
 //! real CLI, inside the loopback-only sandbox against the fake model server,
 //! accepts the flag vf maps the option to, and the model reaches the request.
 //! Skips cleanly without the CLIs; `VF_REAL_ENGINES=1` makes that a failure.
+//!
+//! Linux only: the sandbox is a network namespace (`unshare -n`).
+#![cfg(target_os = "linux")]
 
 use serde_json::Value;
 

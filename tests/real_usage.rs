@@ -5,6 +5,9 @@
 //!
 //! Skips like tests/real_engines.rs when the CLIs are absent, and fails then
 //! under `VF_REAL_ENGINES=1`.
+//!
+//! Linux only: the sandbox is a network namespace (`unshare -n`).
+#![cfg(target_os = "linux")]
 
 use serde_json::{Value, json};
 

@@ -4,6 +4,9 @@
 //! worktree; the file must land on the unit's branch and nowhere in the
 //! user's checkout. Skips like tests/real_engines.rs without the CLIs, and
 //! fails when `VF_REAL_ENGINES=1` and one is missing.
+//!
+//! Linux only: the sandbox is a network namespace (`unshare -n`).
+#![cfg(target_os = "linux")]
 
 use std::path::Path;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! - **Process identity**: [`process`] (start time, zombie, group), the
 //!   boot identity [`boot_id`], [`command_line`], [`age_secs`],
 //!   [`hostname`], [`group_members`]. Linux reads `/proc`, macOS
-//!   `sysctl(KERN_PROC_PID)` and `kern.boottime`, Windows the process
+//!   `sysctl(KERN_PROC_PID)` and `kern.bootsessionuuid`, Windows the process
 //!   creation time. Where nothing can be proven, the answer is `None`
 //!   and callers fail closed.
 //! - **Containment**: [`contain`] prepares a command so that it and
@@ -26,6 +26,9 @@ use serde::{Deserialize, Serialize};
 mod linux;
 #[cfg(target_os = "macos")]
 mod macos;
+/// What macOS's `sysctl` answers, decoded: pure, so tested on every platform.
+#[cfg(any(test, target_os = "macos"))]
+mod macos_decode;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]
@@ -227,7 +230,7 @@ pub const CONTAINMENT: (Scope, Proof) = family::CONTAINMENT;
 
 /// NUL-separated arguments (Linux's `cmdline`, macOS's `KERN_PROCARGS2`)
 /// joined by spaces, empty ones dropped.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
 fn join_args(raw: &[u8]) -> String {
     let args: Vec<String> = raw
         .split(|&b| b == 0)

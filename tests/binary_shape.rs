@@ -2,12 +2,13 @@
 //! it is a position-independent executable (ASLR applies to it). Issue 24
 //! retired a `-no-pie` link that saved ~0.4 ms of relocations per start.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 use common::vf;
 
 /// The ELF header's `e_type` (offset 16, little-endian): 3 is `ET_DYN` (a
 /// PIE), 2 `ET_EXEC` (a fixed-address executable).
-#[cfg(target_os = "linux")]
 #[test]
 fn the_binary_is_position_independent() {
     let bytes = std::fs::read(vf()).unwrap();

@@ -3,6 +3,7 @@
 //! all`) against the fake model server, whose request log proves what each
 //! turn delivered. Skips cleanly without the CLIs, fails without them when
 //! `VF_REAL_ENGINES=1` (see tests/real_engines.rs).
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::process::{Command, Output, Stdio};
 

@@ -7,6 +7,7 @@
 //! CI), where a missing engine is a failure. `VF_REAL_ENGINES_SET=baseline` (or
 //! `all`) runs the baseline versions of scripts/engines.env instead of (or besides)
 //! the pins.
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use serde_json::Value;
 

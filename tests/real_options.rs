@@ -2,6 +2,7 @@
 //! real CLI, inside the loopback-only sandbox against the fake model server,
 //! accepts the flag vf maps the option to, and the model reaches the request.
 //! Skips cleanly without the CLIs; `VF_REAL_ENGINES=1` makes that a failure.
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use serde_json::Value;
 

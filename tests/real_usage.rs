@@ -5,6 +5,7 @@
 //!
 //! Skips like tests/real_engines.rs when the CLIs are absent, and fails then
 //! under `VF_REAL_ENGINES=1`.
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use serde_json::{Value, json};
 

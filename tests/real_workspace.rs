@@ -4,6 +4,7 @@
 //! worktree; the file must land on the unit's branch and nowhere in the
 //! user's checkout. Skips like tests/real_engines.rs without the CLIs, and
 //! fails when `VF_REAL_ENGINES=1` and one is missing.
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::path::Path;
 use std::process::Command;

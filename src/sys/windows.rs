@@ -752,6 +752,16 @@ mod tests {
         let mut child = cmd.spawn().unwrap();
         let c = Container::adopt(&child).unwrap();
         assert_eq!(c.id() as u32, child.id());
+        let mut inside = 0;
+        // SAFETY: both handles are open; `inside` receives a BOOL.
+        let ok = unsafe {
+            windows_sys::Win32::System::JobObjects::IsProcessInJob(
+                child.as_raw_handle(),
+                raw(&c.inner.job),
+                &mut inside,
+            )
+        };
+        assert!(ok != 0 && inside != 0, "not in its job");
         assert!(!c.leader_exited());
         assert!(process(child.id()).is_some_and(|s| !s.zombie));
         c.kill();
@@ -759,5 +769,29 @@ mod tests {
         assert_eq!(status.code(), Some(137));
         assert!(c.leader_exited());
         assert!(process(child.id()).is_some_and(|s| s.zombie));
+    }
+
+    /// A polite stop (Ctrl-Break, or the job's end where that cannot be
+    /// sent) ends a contained child.
+    #[test]
+    fn a_polite_stop_ends_a_contained_child() {
+        let mut cmd = shell("ping -n 30 127.0.0.1 >nul");
+        contain(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let c = Container::adopt(&child).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        c.signal(Sig::Terminate);
+        let t0 = std::time::Instant::now();
+        while !c.leader_exited() {
+            assert!(t0.elapsed().as_secs() < 10, "still running");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // 143: the job was ended (no console to send Ctrl-Break on, as
+        // under a test runner); STATUS_CONTROL_C_EXIT: Ctrl-Break reached it.
+        let code = child.wait().unwrap().code();
+        assert!(
+            [Some(143), Some(0xC000_013A_u32 as i32)].contains(&code),
+            "{code:?}"
+        );
     }
 }

@@ -65,8 +65,9 @@ impl From<ResolveError> for VfError {
 /// The executable for `engine`: `explicit` if given, else `VF_<ENGINE>_BIN`
 /// (when set and non-empty), else `Spec::binary` looked up on PATH.
 ///
-/// An override without a `/` is itself looked up on PATH; one with a `/` is a
-/// path (relative ones are made absolute against the current directory).
+/// An override without a directory separator is itself looked up on PATH; one
+/// with a separator is a path (relative ones are made absolute against the
+/// current directory).
 pub fn resolve_binary(engine: EngineId, explicit: Option<&Path>) -> Result<PathBuf, ResolveError> {
     let path_var = std::env::var_os("PATH");
     if let Some(p) = explicit {

@@ -20,17 +20,19 @@ use serde_json::Value;
 
 const CAPTURE: &str = "codex/0.171.0/a_json.stdout.jsonl";
 
-/// A working dir (not canonicalized: cmd.exe cannot run in a `\\?\` path).
+/// A working dir ([`Env`]'s, without the `\\?\` of its canonical form:
+/// cmd.exe cannot run in such a path).
 struct Win {
-    _dir: tempfile::TempDir,
+    _env: Env,
     path: PathBuf,
 }
 
 impl Win {
     fn new() -> Win {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().to_path_buf();
-        Win { _dir: dir, path }
+        let env = Env::new();
+        let shown = env.path().to_str().unwrap();
+        let path = PathBuf::from(shown.strip_prefix(r"\\?\").unwrap_or(shown));
+        Win { _env: env, path }
     }
 
     /// A batch file (CRLF lines, as cmd.exe expects them).

@@ -51,8 +51,8 @@ pub use family::{ChildHandle, Container, OpenExt, Signals};
 
 /// A stop request, in POSIX terms: vf forwards what it receives to the
 /// engine's container and exits 128 + [`Sig::number`]. On Windows, Ctrl-C
-/// is [`Sig::Interrupt`] and Ctrl-Break (or the console closing)
-/// [`Sig::Terminate`].
+/// is [`Sig::Interrupt`], Ctrl-Break [`Sig::Terminate`] and the console
+/// closing [`Sig::Hangup`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sig {
     Hangup,

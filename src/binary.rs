@@ -65,8 +65,9 @@ impl From<ResolveError> for VfError {
 /// The executable for `engine`: `explicit` if given, else `VF_<ENGINE>_BIN`
 /// (when set and non-empty), else `Spec::binary` looked up on PATH.
 ///
-/// An override without a `/` is itself looked up on PATH; one with a `/` is a
-/// path (relative ones are made absolute against the current directory).
+/// An override without a directory separator is itself looked up on PATH; one
+/// with a separator is a path (relative ones are made absolute against the
+/// current directory).
 pub fn resolve_binary(engine: EngineId, explicit: Option<&Path>) -> Result<PathBuf, ResolveError> {
     let path_var = std::env::var_os("PATH");
     if let Some(p) = explicit {
@@ -90,7 +91,7 @@ fn check_override(
         path: p.to_path_buf(),
         why: why.to_string(),
     };
-    if !p.as_os_str().as_encoded_bytes().contains(&b'/') {
+    if !has_separator(p.as_os_str()) {
         let name = p.to_str().ok_or_else(|| bad("not a valid name"))?;
         return find_on_path(name, path_var).ok_or_else(|| bad("not found on PATH"));
     }
@@ -106,14 +107,26 @@ fn check_override(
 /// The first executable file named `name` in the directories of `path_var`.
 /// Empty entries (which POSIX reads as the current directory) are skipped:
 /// vf never runs a binary just because it sits in the working directory.
+///
+/// The names tried in each directory are `sys::executable_names` (on Windows
+/// `codex` is found as `codex.cmd`, `codex.exe`, ..., in `PATHEXT` order).
 pub fn find_on_path(name: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
-    if name.is_empty() || name.contains('/') {
+    if name.is_empty() || has_separator(OsStr::new(name)) {
         return None;
     }
+    let names = sys::executable_names(name);
     std::env::split_paths(path_var?)
         .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
+        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
         .find(|p| is_executable(p))
+}
+
+/// Whether `p` names a directory part (this OS's separators: `/`, and `\`
+/// on Windows): then it is a path, not a name to look up.
+fn has_separator(p: &OsStr) -> bool {
+    p.as_encoded_bytes()
+        .iter()
+        .any(|&b| b.is_ascii() && std::path::is_separator(b as char))
 }
 
 /// A regular file (after symlinks) that we may execute (`sys::is_executable`).
@@ -352,11 +365,16 @@ fn excerpt(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use nix::sys::signal::Signal;
+    #[cfg(unix)]
     use nix::unistd::Pid;
+    #[cfg(unix)]
     use std::io::Write;
+    #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
+    #[cfg(unix)]
     fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
         let p = dir.join(name);
         let mut f = std::fs::File::create(&p).unwrap();
@@ -365,6 +383,7 @@ mod tests {
         p
     }
 
+    #[cfg(unix)]
     #[test]
     fn path_search_skips_non_executables_and_relative_dirs() {
         let t = tempfile::tempdir().unwrap();
@@ -385,6 +404,7 @@ mod tests {
         assert_eq!(find_on_path("dir", Some(&path)), None);
     }
 
+    #[cfg(unix)]
     #[test]
     fn overrides_are_checked_not_silently_ignored() {
         let t = tempfile::tempdir().unwrap();
@@ -408,6 +428,7 @@ mod tests {
         assert!(e.to_string().ends_with("not found on PATH"), "{e}");
     }
 
+    #[cfg(unix)]
     #[test]
     fn captures_both_streams_and_exit_code() {
         let t = tempfile::tempdir().unwrap();
@@ -418,6 +439,7 @@ mod tests {
         assert_eq!(c.code, Some(3));
     }
 
+    #[cfg(unix)]
     #[test]
     fn hung_process_group_is_killed() {
         let t = tempfile::tempdir().unwrap();
@@ -448,6 +470,7 @@ mod tests {
         assert!(!alive(), "grandchild {grandchild} survived the timeout");
     }
 
+    #[cfg(unix)]
     #[test]
     fn escaped_grandchild_holding_the_pipe_does_not_block() {
         let Some(setsid) = find_on_path("setsid", std::env::var_os("PATH").as_deref()) else {

@@ -415,10 +415,13 @@ mod tests {
             );
         }
         // Not a regular file: refused at once, never read (a FIFO would block).
-        std::fs::remove_file(store.path("u1")).unwrap();
-        let c = std::ffi::CString::new(store.path("u1").to_str().unwrap()).unwrap();
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
+        #[cfg(unix)]
+        {
+            std::fs::remove_file(store.path("u1")).unwrap();
+            let c = std::ffi::CString::new(store.path("u1").to_str().unwrap()).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
+        }
     }
 
     #[test]
@@ -439,6 +442,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(store.path("u1")).unwrap(), text);
     }
 
+    #[cfg(unix)]
     #[test]
     fn symbolic_links_in_the_state_layout_are_refused() {
         let t = tempfile::tempdir().unwrap();

@@ -381,6 +381,7 @@ pub fn take_over(state_dir: &Path, unit: &str, grace: Duration) -> Result<Vec<Fi
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use crate::procinfo::ProcIdentity;
 
     fn write(state: &Path, name: &str, rec: &ProcRecord) -> PathBuf {
@@ -389,6 +390,7 @@ mod tests {
         p
     }
 
+    #[cfg(unix)]
     fn dead_supervisor() -> ProcIdentity {
         let me = ProcIdentity::current();
         ProcIdentity {
@@ -424,6 +426,7 @@ mod tests {
         assert_eq!(names(scan(t.path())).len(), 6);
     }
 
+    #[cfg(unix)]
     #[test]
     fn classes_without_touching_anything() {
         let t = tempfile::tempdir().unwrap();

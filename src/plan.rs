@@ -506,6 +506,7 @@ timeout = 1.5
         assert!(cyc.contains("dependency cycle: a -> b -> c -> a"), "{cyc}");
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_prompt_file_that_is_not_a_regular_file_or_too_large_is_refused_unread() {
         let u = |f: &str| {

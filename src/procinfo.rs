@@ -166,7 +166,7 @@ pub(crate) mod tests {
 
     /// A child that has exited and is not reaped (yet): a zombie.
     pub(crate) fn zombie() -> std::process::Child {
-        let child = std::process::Command::new("true").spawn().unwrap();
+        let child = sys::shell("exit 0").spawn().unwrap();
         let start = std::time::Instant::now();
         while !sys::process(child.id()).is_some_and(|s| s.zombie) {
             assert!(start.elapsed() < std::time::Duration::from_secs(10));
@@ -183,6 +183,13 @@ pub(crate) mod tests {
         assert_eq!(id.presence(), Presence::Zombie);
         assert_eq!(id.liveness(), Liveness::Dead);
         child.wait().unwrap();
+        // Reaped, and its last handle closed (Windows; wine frees the
+        // process a moment later).
+        drop(child);
+        let t0 = std::time::Instant::now();
+        while id.presence() != Presence::Gone && t0.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         assert_eq!(id.presence(), Presence::Gone);
     }
 

@@ -46,7 +46,7 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         .create(true)
         .truncate(true)
         .no_follow()
-        .open(step.log)
+        .open_checked(step.log)
     {
         Ok(f) => f,
         Err(e) => return StepEnd::NotStarted(format!("cannot write {}: {e}", step.log.display())),

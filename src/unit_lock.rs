@@ -1,5 +1,5 @@
-//! One writer per unit: an exclusive lock (std's `File::try_lock`: `flock`
-//! on Unix, `LockFileEx` on Windows) on `<state>/units/<unit>.lock`.
+//! One writer per unit: an exclusive lock (`sys::try_lock`: `flock` on Unix,
+//! `LockFileEx` on Windows) on `<state>/units/<unit>.lock`.
 //!
 //! Taken before the unit's marker is read and held until its run has ended.
 //! The kernel drops it with the holder's last file descriptor, so a crashed
@@ -58,7 +58,7 @@ impl UnitLock {
             std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
         }
         let mut file = open_lock_file(&path).map_err(|e| cannot(&e))?;
-        match file.try_lock() {
+        match crate::sys::try_lock(&file) {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Ok(None),
             Err(TryLockError::Error(e)) => return Err(cannot(&e)),
@@ -85,7 +85,7 @@ fn open_lock_file(path: &Path) -> std::io::Result<File> {
         .truncate(false)
         .owner_only()
         .no_follow()
-        .open(path)
+        .open_checked(path)
 }
 
 /// The pid the holder wrote; it writes it just after locking, so a contender
@@ -129,6 +129,7 @@ mod tests {
         assert!(UnitLock::try_acquire(t.path(), "u").unwrap().is_some());
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlinked_lock_file_is_refused() {
         let t = tempfile::tempdir().unwrap();
@@ -141,6 +142,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_symlinked_units_dir_is_refused_before_anything_is_created() {
         let t = tempfile::tempdir().unwrap();

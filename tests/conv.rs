@@ -1,5 +1,6 @@
 //! `vf conv`: golden envelopes (tests/conv/envelope.rs) and conversations run
 //! on the fake engine.
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 mod common;
 

@@ -427,6 +427,7 @@ fn a_long_cycle_is_refused_with_exit_2_and_a_short_message() {
 /// file-type check: `/dev/zero` grew until memory ran out (since capped at
 /// 16 MiB), and a FIFO blocked `vf orchestrate` forever. A prompt file must be
 /// a regular file, checked on the opened file before reading.
+#[cfg(unix)] // /dev/zero and a FIFO
 #[test]
 fn a_prompt_file_that_never_ends_is_refused() {
     let t = plan_dir();

@@ -2,6 +2,7 @@
 //! std's): a reader that closes the pipe early is not an error, closed
 //! standard descriptors never capture vf's own files, and engines start
 //! with `SIGPIPE` at its default.
+#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;

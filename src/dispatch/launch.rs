@@ -230,7 +230,7 @@ fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
         .create(true)
         .truncate(true)
         .no_follow_no_block()
-        .open(path)
+        .open_checked(path)
 }
 
 /// Creates `dir` and checks that no part of it below `root` is a symlink

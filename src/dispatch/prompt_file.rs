@@ -84,7 +84,6 @@ pub fn remove_stale_prompt_files(state_dir: &Path) -> std::io::Result<Vec<PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn written_private_and_only_stale_ones_are_removed() {
@@ -93,8 +92,12 @@ mod tests {
         let dead = dir(t.path()).join("dead.md");
         write(&live, "private").unwrap();
         write(&dead, "private").unwrap();
-        let mode = std::fs::metadata(&live).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&live).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
         let _running = UnitLock::acquire(t.path(), "live").unwrap();
         assert_eq!(
             remove_stale_prompt_files(t.path()).unwrap(),

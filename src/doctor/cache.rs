@@ -303,8 +303,10 @@ impl LazyReadiness {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
+    #[cfg(unix)]
     fn script(dir: &Path, body: &str) -> PathBuf {
         let p = dir.join("tool");
         std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
@@ -312,6 +314,7 @@ mod tests {
         p
     }
 
+    #[cfg(unix)]
     #[test]
     fn version_is_remembered_until_the_file_changes() {
         let t = tempfile::tempdir().unwrap();

@@ -25,7 +25,7 @@ pub fn accept(unit: &str, stream: &str, p: &Path) -> Result<PathBuf, String> {
     let parts: Vec<Component> = p.components().collect();
     // Relative: exactly the tail. Absolute: the old state dir is any prefix
     // (even with `..`, as `--state-dir ../s` was stored); it is never used.
-    let whole = parts.len() == 3 || parts.first() == Some(&Component::RootDir);
+    let whole = parts.len() == 3 || p.has_root();
     let attempt = match parts.as_slice() {
         [
             ..,

@@ -15,8 +15,9 @@
 //!   replace and the directory sync the durable write is made of
 //!   ([`replace_file`], [`sync_dir`]), [`is_executable`], [`shell`].
 //!
-//! The unit lock is std's `File::try_lock` (flock on Unix, `LockFileEx` on
-//! Windows): nothing of it is left here.
+//! - **The unit lock**: [`try_lock`], std's `File::try_lock` (`flock`) on
+//!   Unix; on Windows `LockFileEx` on one byte past the pid the holder writes,
+//!   since a Windows lock is mandatory and would hide it.
 
 use std::path::Path;
 
@@ -53,8 +54,8 @@ pub use family::{ChildHandle, Container, OpenExt, Signals};
 
 /// A stop request, in POSIX terms: vf forwards what it receives to the
 /// engine's container and exits 128 + [`Sig::number`]. On Windows, Ctrl-C
-/// is [`Sig::Interrupt`] and Ctrl-Break (or the console closing)
-/// [`Sig::Terminate`].
+/// is [`Sig::Interrupt`], Ctrl-Break [`Sig::Terminate`] and the console
+/// closing [`Sig::Hangup`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Sig {
     Hangup,
@@ -183,6 +184,19 @@ pub fn replace_file(from: &Path, to: &Path, durable: bool) -> std::io::Result<()
 /// Makes the entries of `dir` (a rename into it) durable.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     family::sync_dir(dir)
+}
+
+/// An exclusive lock on `file`, held until its handle closes; `WouldBlock`
+/// while another open file holds it.
+pub fn try_lock(file: &std::fs::File) -> Result<(), std::fs::TryLockError> {
+    family::try_lock(file)
+}
+
+/// The file names a command `name` (no directory) may have on disk: itself
+/// on Unix; on Windows itself with each `PATHEXT` extension, unless it has
+/// one already.
+pub fn executable_names(name: &str) -> Vec<String> {
+    family::executable_names(name)
 }
 
 /// Whether `path` (a regular file, after links) is something vf may run.

@@ -158,6 +158,9 @@ pub trait OpenExt {
     fn no_follow_no_block(&mut self) -> &mut Self;
     /// Readable and writable by the owner only, when created.
     fn owner_only(&mut self) -> &mut Self;
+    /// Opens `path` (on Unix the flags above refuse by themselves; Windows
+    /// refuses a link here).
+    fn open_checked(&self, path: &Path) -> std::io::Result<std::fs::File>;
 }
 
 impl OpenExt for OpenOptions {
@@ -173,6 +176,14 @@ impl OpenExt for OpenOptions {
     fn owner_only(&mut self) -> &mut Self {
         self.mode(0o600)
     }
+    fn open_checked(&self, path: &Path) -> std::io::Result<std::fs::File> {
+        self.open(path)
+    }
+}
+
+/// The unit lock: std's `File::try_lock` (`flock`).
+pub fn try_lock(file: &std::fs::File) -> Result<(), std::fs::TryLockError> {
+    file.try_lock()
 }
 
 pub fn is_link_refusal(e: &std::io::Error) -> bool {
@@ -195,6 +206,11 @@ pub fn is_executable(p: &Path) -> bool {
     m.is_file()
         && m.permissions().mode() & 0o111 != 0
         && nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).is_ok()
+}
+
+/// The names `name` has on disk when run: itself.
+pub fn executable_names(name: &str) -> Vec<String> {
+    vec![name.to_string()]
 }
 
 pub fn shell(command: &str) -> std::process::Command {

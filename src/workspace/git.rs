@@ -95,7 +95,7 @@ pub fn admin_lock(worktrees: &Path) -> Result<std::fs::File, GitError> {
         .write(true)
         .no_follow()
         .owner_only()
-        .open(worktrees.join(".admin.lock"))
+        .open_checked(&worktrees.join(".admin.lock"))
         .map_err(|e| fail(&e))?;
     // Held until the returned file is dropped.
     file.lock().map_err(|e| fail(&e))?;

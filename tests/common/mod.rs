@@ -69,6 +69,7 @@ pub fn recorded_exit(cmd_txt: &str) -> i32 {
 }
 
 /// Writes an executable script (mode 0755) and returns its path.
+#[cfg(unix)]
 pub fn write_exe(path: &Path, body: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::write(path, body).unwrap();
@@ -132,7 +133,7 @@ pub fn run_bounded(mut c: Command, limit: Duration) -> Output {
     match rx.recv_timeout(limit) {
         Ok(out) => out.unwrap(),
         Err(_) => {
-            signal(pid as i32, libc::SIGKILL);
+            kill_pid(pid);
             panic!("command did not finish within {limit:?}: {c:?}");
         }
     }
@@ -157,18 +158,34 @@ pub fn wait_exit(child: &mut std::process::Child) -> std::process::ExitStatus {
     status.unwrap()
 }
 
+/// Ends the process `pid` at once.
+#[cfg(unix)]
+fn kill_pid(pid: u32) {
+    signal(pid as i32, libc::SIGKILL);
+}
+
+#[cfg(windows)]
+fn kill_pid(pid: u32) {
+    let _ = Command::new("taskkill")
+        .args(["/f", "/pid", &pid.to_string()])
+        .output();
+}
+
 /// kill(2); a negative pid names a process group.
+#[cfg(unix)]
 pub fn signal(pid: i32, sig: i32) -> bool {
     assert!(pid != 0 && pid != -1, "refusing to signal pid {pid}");
     unsafe { libc::kill(pid, sig) == 0 }
 }
 
 /// While any process of the group exists (kill(-pgid, 0) succeeds).
+#[cfg(unix)]
 pub fn group_alive(pgid: i32) -> bool {
     signal(-pgid, 0)
 }
 
 /// A child that has exited and is not reaped: a zombie with the identity it had.
+#[cfg(unix)]
 pub fn zombie() -> std::process::Child {
     let child = Command::new("true").spawn().unwrap();
     let pid = child.id();
@@ -180,6 +197,7 @@ pub fn zombie() -> std::process::Child {
 
 /// A process group whose leader has exited (and been reaped, as init does
 /// once vf is gone) while its child runs on: `(pgid, the child's pid)`.
+#[cfg(unix)]
 pub fn leaderless_group() -> (i32, u32) {
     use std::os::unix::process::CommandExt;
     let mut leader = Command::new("sh");

@@ -17,7 +17,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::engine::{Attachment, EngineId};
@@ -31,6 +30,9 @@ use crate::{history, orphans};
 
 mod budget;
 mod retry;
+mod rows;
+
+pub use rows::JsonText;
 
 /// One unit of a resolved plan: its engine and attachments already chosen.
 #[derive(Debug, Clone)]
@@ -122,7 +124,8 @@ pub struct UnitReport {
     /// The plan's `model` (absent when not set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    pub summary: Option<Value>,
+    /// Kept as its text (see [`JsonText`]).
+    pub summary: Option<JsonText>,
     pub error: Option<String>,
     pub duration_ms: Option<u64>,
     /// What its latest attempt consumed (see [`crate::usage`]).
@@ -138,16 +141,20 @@ pub struct UnitReport {
     pub workspace: Option<crate::workspace::Workspace>,
 }
 
-/// The plan's outcome: `{"kind":"orchestrate.result","plan":…,"ok":…,"units":[…]}`.
+/// The plan's outcome: `{"kind":"orchestrate.result","ok":…,"plan":…,"units":[…],"usage":…}`.
+/// Serialized with its keys sorted at every level, the text that a
+/// `serde_json::Value` of it prints, but one unit's row at a time (see [`rows`]).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanResult {
     pub kind: &'static str,
-    pub plan: PathBuf,
     /// Every unit is done.
     pub ok: bool,
+    pub plan: PathBuf,
+    #[serde(serialize_with = "rows::rows")]
     pub units: Vec<UnitReport>,
     /// The units' usage summed (`null` when none reported any).
+    #[serde(serialize_with = "rows::value")]
     pub usage: Option<crate::usage::Usage>,
     /// The signal's exit code (130/143) when vf was interrupted.
     #[serde(skip)]
@@ -190,9 +197,11 @@ pub trait Reporter {
     }
 }
 
+/// A unit's place in this run (its job is `Run::jobs[i]`).
 struct Unit {
-    job: Job,
     report: UnitReport,
+    /// Each of its dependencies' place in the plan (`None`: not in it).
+    deps: Vec<Option<usize>>,
     started: Option<Instant>,
     retry: retry::Retry,
 }
@@ -201,6 +210,9 @@ struct Unit {
 pub struct Run {
     req: Request,
     store: MarkerStore,
+    /// The plan's units as the request gave them (kept once: moved here).
+    jobs: Vec<Job>,
+    /// What this run knows of each, in the same order.
     units: Vec<Unit>,
     /// What vf did before running (orphans it ended), one line each.
     pub notices: Vec<String>,
@@ -211,14 +223,15 @@ pub struct Run {
 /// Checks the plan against its markers (a corrupt or newer marker stops
 /// everything; markers without `--resume` are refused), then, on `--resume`,
 /// decides each unit's start and ends its proven orphans.
-pub fn open(req: Request) -> Result<Run> {
+pub fn open(mut req: Request) -> Result<Run> {
     let store = MarkerStore::new(&req.state_dir);
-    let mut units: Vec<Unit> = req.jobs.iter().map(Unit::new).collect();
+    let jobs = std::mem::take(&mut req.jobs);
+    let mut units = units_of(&jobs);
     let mut existing = Vec::new();
-    for u in &mut units {
+    for (u, job) in units.iter_mut().zip(&jobs) {
         // vf never overwrites a marker it cannot use.
-        if let Some(m) = store.load(&u.job.plan.name)? {
-            existing.push(u.job.plan.name.clone());
+        if let Some(m) = store.load(&job.plan.name)? {
+            existing.push(job.plan.name.clone());
             u.adopt(&m);
         }
     }
@@ -235,7 +248,7 @@ pub fn open(req: Request) -> Result<Run> {
             .iter_mut()
             .filter(|u| u.report.state == RunState::Waiting)
         {
-            let name = u.job.plan.name.clone();
+            let name = u.report.unit.clone();
             match orphans::take_over(&req.state_dir, &name, req.kill_grace) {
                 Ok(ended) => notices.extend(ended.iter().map(|f| {
                     format!(
@@ -250,14 +263,29 @@ pub fn open(req: Request) -> Result<Run> {
     Ok(Run {
         req,
         store,
+        jobs,
         units,
         notices,
         hard: budget::HardStop::default(),
     })
 }
 
+/// Each job's unit, its dependencies found once by name (a plan of 10,000
+/// units would otherwise search the plan for each dependency at every start).
+fn units_of(jobs: &[Job]) -> Vec<Unit> {
+    let mut at: std::collections::HashMap<&str, usize> = Default::default();
+    for (i, job) in jobs.iter().enumerate() {
+        at.entry(job.plan.name.as_str()).or_insert(i);
+    }
+    let deps = |job: &Job| -> Vec<Option<usize>> {
+        let names = &job.plan.depends_on;
+        names.iter().map(|d| at.get(d.as_str()).copied()).collect()
+    };
+    jobs.iter().map(|job| Unit::new(job, deps(job))).collect()
+}
+
 impl Unit {
-    fn new(job: &Job) -> Unit {
+    fn new(job: &Job, deps: Vec<Option<usize>>) -> Unit {
         Unit {
             report: UnitReport {
                 unit: job.plan.name.clone(),
@@ -277,7 +305,7 @@ impl Unit {
                 attempts: None,
                 workspace: None,
             },
-            job: job.clone(),
+            deps,
             started: None,
             retry: retry::Retry::default(),
         }
@@ -290,7 +318,7 @@ impl Unit {
         self.report.workspace = m.workspace.clone();
         if m.state == UnitState::Done {
             self.report.state = RunState::Done;
-            self.report.summary = m.summary.clone();
+            self.report.summary = m.summary.as_ref().map(JsonText::new);
             self.report.usage = m.usage.clone();
         } else if let Some(why) = owner_refusal(m) {
             self.refuse(format!("it {why}"));
@@ -303,13 +331,23 @@ impl Unit {
     }
 }
 
+/// Where a waiting unit's dependencies stand.
+#[derive(PartialEq, Eq)]
+enum Deps {
+    /// One will never let it run: why.
+    Blocked(String),
+    /// Every one is done.
+    Done,
+    Pending,
+}
+
 type Shared = Rc<RefCell<dyn Reporter>>;
 type Joined = (usize, Result<DispatchResult>);
 
 impl Run {
     /// Every unit's report as it stands (before `execute`: skipped, refused or waiting).
-    pub fn reports(&self) -> Vec<UnitReport> {
-        self.units.iter().map(|u| u.report.clone()).collect()
+    pub fn reports(&self) -> impl ExactSizeIterator<Item = &UnitReport> {
+        self.units.iter().map(|u| &u.report)
     }
 
     /// Runs the DAG to its end (or to an interruption) on a fresh runtime.
@@ -320,13 +358,19 @@ impl Run {
             .map_err(anyhow::Error::from)?;
         let local = tokio::task::LocalSet::new();
         let interrupted = local.block_on(&rt, self.schedule(&reporter))?;
-        let units = self.reports();
+        let usage = self.spent();
+        // The rows move into the result; the plan's jobs go.
+        self.jobs = Vec::new();
+        let units: Vec<UnitReport> = std::mem::take(&mut self.units)
+            .into_iter()
+            .map(|u| u.report)
+            .collect();
         let result = PlanResult {
             kind: "orchestrate.result",
-            plan: self.req.plan.clone(),
             ok: units.iter().all(|r| r.state == RunState::Done),
-            usage: self.spent(),
+            plan: std::mem::take(&mut self.req.plan),
             units,
+            usage,
             interrupted,
         };
         reporter.borrow_mut().plan_result(&result);
@@ -385,15 +429,11 @@ impl Run {
                 if self.units[i].report.state != RunState::Waiting {
                     continue;
                 }
-                let deps = self.dep_states(i);
-                if let Some((d, s)) = deps.iter().find(|(_, s)| s.blocks_dependents()) {
-                    let why = format!("dependency {d:?} is {}", s.as_str());
+                let deps = self.deps_of(i);
+                if let Deps::Blocked(why) = deps {
                     self.block(i, &why, reporter)?;
                     changed = true;
-                } else if deps.iter().all(|(_, s)| *s == RunState::Done)
-                    && set.len() < self.req.parallel
-                    && self.due(i)
-                {
+                } else if deps == Deps::Done && set.len() < self.req.parallel && self.due(i) {
                     let spec = self.prepare(i)?;
                     reporter.borrow_mut().started(i, &self.units[i].report);
                     let mut sink = UnitSink {
@@ -410,30 +450,27 @@ impl Run {
         }
     }
 
-    /// Each dependency of unit `i` with its state (an unknown one counts as failed).
-    fn dep_states(&self, i: usize) -> Vec<(String, RunState)> {
-        self.units[i]
-            .job
-            .plan
-            .depends_on
-            .iter()
-            .map(|d| {
-                let s = self
-                    .units
-                    .iter()
-                    .find(|u| &u.job.plan.name == d)
-                    .map_or(RunState::Failed, |u| u.report.state);
-                (d.clone(), s)
-            })
-            .collect()
+    /// Where unit `i`'s dependencies stand: the first that will never let it
+    /// run blocks it (an unknown one counts as failed).
+    fn deps_of(&self, i: usize) -> Deps {
+        let names = &self.jobs[i].plan.depends_on;
+        let mut done = true;
+        for (d, at) in names.iter().zip(&self.units[i].deps) {
+            let s = at.map_or(RunState::Failed, |j| self.units[j].report.state);
+            if s.blocks_dependents() {
+                return Deps::Blocked(format!("dependency {d:?} is {}", s.as_str()));
+            }
+            done &= s == RunState::Done;
+        }
+        if done { Deps::Done } else { Deps::Pending }
     }
 
     fn block(&mut self, i: usize, why: &str, reporter: &Shared) -> Result<()> {
-        let u = &mut self.units[i];
-        let name = &u.job.plan.name;
+        let (job, u) = (&self.jobs[i], &mut self.units[i]);
+        let name = &job.plan.name;
         let mut m = match self.store.load(name)? {
             Some(m) => m,
-            None => Marker::new(name, u.job.engine, &u.job.plan.cwd),
+            None => Marker::new(name, job.engine, &job.plan.cwd),
         };
         m.state = UnitState::Blocked;
         m.error = Some(why.to_string());
@@ -451,24 +488,22 @@ impl Run {
     /// Chooses how the unit starts (fresh, exact resume, replay) and builds its spec.
     fn prepare(&mut self, i: usize) -> Result<UnitSpec> {
         let state_dir = &self.req.state_dir;
-        let u = &mut self.units[i];
+        let (job, u) = (&self.jobs[i], &mut self.units[i]);
         let marker = match self.req.resume || u.retry.pending {
-            true => self.store.load(&u.job.plan.name)?,
+            true => self.store.load(&job.plan.name)?,
             false => None,
         };
-        let (mut session, mut prompt, mut mode) =
-            (None, u.job.plan.prompt.clone(), StartMode::Fresh);
+        let (mut session, mut prompt, mut mode) = (None, job.plan.prompt.clone(), StartMode::Fresh);
         if let Some(m) = &marker {
             match resolve_resume_id(m) {
-                Ok(id) if m.engine == u.job.engine => {
+                Ok(id) if m.engine == job.engine => {
                     session = Some(id);
                     prompt = DEFAULT_RESUME_PROMPT.to_string();
                     mode = StartMode::ExactResume;
                 }
                 _ => {
-                    let history = history::load(state_dir, &u.job.plan.name);
-                    if let Some((p, counts)) = history::prepend(&u.job.plan.name, &history, &prompt)
-                    {
+                    let history = history::load(state_dir, &job.plan.name);
+                    if let Some((p, counts)) = history::prepend(&job.plan.name, &history, &prompt) {
                         prompt = p;
                         mode = StartMode::Replay;
                         u.report.replay = Some(counts);
@@ -481,24 +516,24 @@ impl Run {
         u.report.ran = true;
         u.started = Some(Instant::now());
         Ok(UnitSpec {
-            engine: u.job.engine,
-            unit: u.job.plan.name.clone(),
+            engine: job.engine,
+            unit: job.plan.name.clone(),
             prompt,
             session,
-            cwd: u.job.plan.cwd.clone(),
+            cwd: job.plan.cwd.clone(),
             state_dir: state_dir.clone(),
-            skip_permissions: u.job.plan.skip_permissions,
+            skip_permissions: job.plan.skip_permissions,
             engine_bin: None,
-            attachments: u.job.attachments.clone(),
-            stall_timeout: u.job.plan.stall_timeout,
-            timeout: u.job.plan.timeout,
+            attachments: job.attachments.clone(),
+            stall_timeout: job.plan.stall_timeout,
+            timeout: job.plan.timeout,
             kill_grace: self.req.kill_grace,
             warnings: Vec::new(),
             engine_reason: None,
             budget_args: Vec::new(),
             redact: Vec::new(),
-            options: u.job.plan.run_options(),
-            summary_schema: u.job.plan.summary_schema.clone(),
+            options: job.plan.run_options(),
+            summary_schema: job.plan.summary_schema.clone(),
             steps: self.steps_of(i),
             read_only: false,
             budget_stop: self.hard.watch(i, self.req.budget),
@@ -509,19 +544,13 @@ impl Run {
     /// Unit `i`'s steps; a worktree unit merges the branch of each of its
     /// dependencies that ran in a worktree too.
     fn steps_of(&self, i: usize) -> dispatch::Steps {
-        let job = &self.units[i].job;
+        let job = &self.jobs[i];
         let mut steps = job.steps.clone();
         if let Some(ws) = &mut steps.workspace {
-            ws.merge = job
-                .plan
-                .depends_on
-                .iter()
-                .filter(|d| {
-                    self.units
-                        .iter()
-                        .any(|u| &u.job.plan.name == *d && u.job.steps.workspace.is_some())
-                })
-                .cloned()
+            let deps = job.plan.depends_on.iter().zip(&self.units[i].deps);
+            ws.merge = deps
+                .filter(|(_, at)| at.is_some_and(|j| self.jobs[j].steps.workspace.is_some()))
+                .map(|(d, _)| d.clone())
                 .collect();
         }
         steps
@@ -542,7 +571,7 @@ impl Run {
                 u.report.workspace = res.workspace.clone();
                 u.report.attempt = Some(res.attempt);
                 u.report.session_id = res.session_id.clone();
-                u.report.summary = res.summary.clone();
+                u.report.summary = res.summary.as_ref().map(JsonText::new);
                 u.report.error = res.error.clone();
                 u.report.usage = res.usage.clone();
             }

@@ -151,6 +151,11 @@ impl Budget {
         }
     }
 
+    /// Whether it sets a limit at all.
+    pub fn limits(&self) -> bool {
+        self.cost_usd.is_some() || self.tokens.is_some()
+    }
+
     /// A hard budget needs a limit to enforce (checked once flags and plan are merged).
     pub fn checked_hard(self) -> Result<Budget, String> {
         match (self.hard, self.cost_usd, self.tokens) {

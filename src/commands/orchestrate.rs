@@ -24,7 +24,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
     if args.jobs == 0 {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
-    let plan = plan::load(&args.plan)?;
+    let mut plan = plan::load(&args.plan)?;
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,
@@ -40,17 +40,18 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
     let is_ready = |e| ready.as_ref().map(|r| r.get(e));
     let mut jobs = Vec::with_capacity(plan.units.len());
-    for u in &plan.units {
+    // Each unit moves into its job: the plan is not held twice.
+    for u in std::mem::take(&mut plan.units) {
         let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         // `model` / `effort` the engine cannot take: refused before anything starts.
         crate::engine::options::check(p.pick.engine.engine().spec(), &u.run_options())
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         jobs.push(Job {
-            steps: super::dispatch::plan_steps(u)?,
+            steps: super::dispatch::plan_steps(&u)?,
             engine: p.pick.engine,
             attachments: p.attachments,
-            plan: u.clone(),
+            plan: u,
         });
     }
     Ok(scheduler::Request {
@@ -75,11 +76,10 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
         eprintln!("vf: {n}");
     }
     let format = args.output.format();
-    let units = run.reports();
     let reporter: Rc<RefCell<dyn Reporter>> = match format {
-        OutputFormat::Human => Rc::new(RefCell::new(Human::new(&units))),
+        OutputFormat::Human => Rc::new(RefCell::new(Human::new(run.reports()))),
         OutputFormat::Json | OutputFormat::Jsonl => Rc::new(RefCell::new(Jsonl::new(
-            &units,
+            run.reports(),
             format == OutputFormat::Jsonl,
         ))),
     };
@@ -101,9 +101,9 @@ struct Jsonl {
 }
 
 impl Jsonl {
-    fn new(units: &[UnitReport], live: bool) -> Jsonl {
+    fn new<'a>(units: impl Iterator<Item = &'a UnitReport>, live: bool) -> Jsonl {
         Jsonl {
-            names: units.iter().map(|u| u.unit.clone()).collect(),
+            names: units.map(|u| u.unit.clone()).collect(),
             live,
             out: StdoutSink::new(OutputFormat::Jsonl),
         }
@@ -168,9 +168,13 @@ impl Reporter for Jsonl {
     }
 
     fn plan_result(&mut self, result: &PlanResult) {
-        self.tag(None).json_line(result);
+        // Its keys come out sorted as `json_line`'s would (see `PlanResult`).
+        self.out.json_streamed(result);
     }
 }
+
+/// The characters of a unit's last event the live table shows.
+const LAST_EVENT_CHARS: usize = 60;
 
 /// One row of the human rendering.
 struct Row {
@@ -193,11 +197,10 @@ struct Human {
 }
 
 impl Human {
-    fn new(units: &[UnitReport]) -> Human {
+    fn new<'a>(units: impl Iterator<Item = &'a UnitReport>) -> Human {
         Human {
             table: std::io::stdout().is_terminal(),
             rows: units
-                .iter()
                 .map(|u| Row {
                     unit: u.unit.clone(),
                     engine: u.engine,
@@ -236,7 +239,7 @@ impl Human {
                 (None, Some(t)) => format!("{:.1}s", t.elapsed().as_secs_f64()),
                 _ => "-".into(),
             };
-            let last: String = r.last_event.chars().take(60).collect();
+            let last = &r.last_event;
             s.push_str(&format!(
                 "\x1b[2K{:<20} {:<9} {:<10} {:>8}  {}\n",
                 r.unit,
@@ -264,7 +267,8 @@ impl Reporter for Human {
             let s = format!("[{}] {first}\n", self.rows[index].unit);
             self.out.write(s.as_bytes());
         }
-        self.rows[index].last_event = first;
+        // Only what the table shows is kept.
+        self.rows[index].last_event = first.chars().take(LAST_EVENT_CHARS).collect();
     }
 
     fn warning(&mut self, index: usize, message: &str) {
@@ -296,8 +300,9 @@ impl Reporter for Human {
             let s = format!("[{}] {why}\n", report.unit);
             self.out.write(s.as_bytes());
         }
+        let last = why.chars().take(LAST_EVENT_CHARS).collect();
         let row = &mut self.rows[index];
-        (row.engine, row.started, row.last_event) = (report.engine, None, why);
+        (row.engine, row.started, row.last_event) = (report.engine, None, last);
     }
 
     fn plan_result(&mut self, result: &PlanResult) {

@@ -24,6 +24,23 @@ impl GuardedStdout {
             self.closed = true;
         }
     }
+
+    /// `value` as one JSON line, serialized straight into stdout: neither
+    /// its text nor a tree of it is held whole (a plan's result grows with
+    /// the plan).
+    pub fn write_json(&mut self, value: &impl serde::Serialize) {
+        if self.closed {
+            return;
+        }
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let written = serde_json::to_writer(&mut out, value)
+            .map_err(std::io::Error::from)
+            .and_then(|_| out.write_all(b"\n"))
+            .and_then(|_| out.flush());
+        if written.is_err() {
+            self.closed = true;
+        }
+    }
 }
 
 /// Writes events to stdout as they arrive.
@@ -56,6 +73,13 @@ impl StdoutSink {
 
     fn write(&mut self, bytes: &[u8]) {
         self.out.write(bytes);
+    }
+
+    /// One JSON line, untagged, written as it is serialized (see
+    /// [`GuardedStdout::write_json`]): the same text as `json_line` of a
+    /// value whose own serialization sorts its keys.
+    pub fn json_streamed(&mut self, value: &impl serde::Serialize) {
+        self.out.write_json(value);
     }
 
     /// One JSON line (with the tag, when set).

@@ -88,6 +88,11 @@ impl Run {
     /// True when the budget is reached; then every waiting unit is set aside,
     /// and with a hard budget every running one is told to end.
     pub(super) fn over_budget(&mut self) -> bool {
+        // Without a limit nothing is summed: the sum is over every unit, and
+        // this runs each time a unit ends.
+        if !self.req.budget.limits() {
+            return false;
+        }
         let spent = self.spent();
         let running = |i: usize| self.units[i].report.state == RunState::Running;
         self.hard.settle(spent.clone(), running);

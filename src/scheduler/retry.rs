@@ -45,7 +45,7 @@ impl Run {
         reporter: &Shared,
     ) -> bool {
         let u = &mut self.units[i];
-        let policy = &u.job.plan.rate_limit;
+        let policy = &self.jobs[i].plan.rate_limit;
         if policy.on == OnRateLimit::Fail {
             return false;
         }
@@ -64,14 +64,14 @@ impl Run {
         if res.reason != Some(Reason::RateLimited) {
             return false;
         }
-        let u = &mut self.units[i];
+        let (job, u) = (&mut self.jobs[i], &mut self.units[i]);
         let reset = res
             .retry_at
             .as_deref()
             .and_then(|t| ratelimit::until(t, now_secs()));
         let ready = |e| crate::binary::resolve_binary(e, None).is_ok();
         let spent = (u.retry.waited, u.retry.waits);
-        let next = ratelimit::next(&u.job.plan.rate_limit, res.engine, spent, reset, ready);
+        let next = ratelimit::next(&job.plan.rate_limit, res.engine, spent, reset, ready);
         let why = match next {
             Next::Fail => return false,
             Next::Wait(d) => {
@@ -81,7 +81,7 @@ impl Run {
                 format!("rate-limited: waiting until {}", clock(d))
             }
             Next::Fallback(engine) => {
-                u.job.engine = engine;
+                job.engine = engine;
                 u.report.engine = engine;
                 u.retry.not_before = None;
                 format!("rate-limited: falling back to {engine}")
@@ -99,7 +99,7 @@ impl Run {
 
     /// The attempts so far, kept in the unit's marker (`engineAttempts`).
     fn save_attempts(&self, i: usize, attempts: &[Attempt]) -> crate::error::Result<()> {
-        let name = &self.units[i].job.plan.name;
+        let name = &self.jobs[i].plan.name;
         if let Some(mut m) = self.store.load(name)? {
             m.engine_attempts = attempts.to_vec();
             self.store.save(&mut m)?;

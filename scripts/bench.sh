@@ -3,25 +3,28 @@
 # (issue 16). Prints ONE table; asserts nothing: a shared, loaded machine makes
 # every figure noisy, so compare the columns of one run, not runs.
 #
-#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate]
+#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory]
 #
-# --quick: 50 MB projector inputs and a 200-unit plan (a smoke run).
+# --quick: 50 MB projector inputs, a 200-unit plan, memory at 2,000 units and
+# 4 units streaming (a smoke run).
 # --only: one group of rows (orchestrate includes status, which reads its markers).
+# latency: what a reader of `vf orchestrate --output jsonl` waits for each
+# event, beside the same engines piped straight to it (scripts/bench-latency.py);
+# memory: peak RSS of a plan of 10,000 instant units beside 1,000 of them.
+# Both on the disk and with the state dir on tmpfs (/dev/shm).
 # Engines for the doctor rows: the pinned CLIs under $ENGINES_DIR (default
 # <repo>/.engines, see scripts/install-engines.sh); without them those rows
 # use shell fakes and say so. Scratch files go to $VF_BENCH_DIR (/tmp/vf-bench).
-# A run started within 90 s of another's end first waits for the file system
-# to settle (see SETTLE below).
 # Needs jq, node, python3 and /usr/bin/time.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY=""
+SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY="" MEM_UNITS=10000 STREAMS=16
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) SIZE_MB=50; UNITS=200 ;;
+    --quick) SIZE_MB=50; UNITS=200; MEM_UNITS=2000; STREAMS=4 ;;
     --only) ONLY=$2; shift ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -32,21 +35,8 @@ for t in jq node python3; do command -v $t >/dev/null || { echo "bench: $t missi
 mkdir -p "$WORK"
 cargo build --release --quiet
 VF="$ROOT/target/release/vf"
-# A run deletes thousands of files when it ends. ext4 without a journal then
-# skips the freed inodes for a while, and every file creation (a dispatch
-# makes several) takes ~1 ms instead of ~30 us: measured here, for 40-60 s
-# after deleting 12,000 files. A run that follows another waits that out, so
-# the first run's clean-up is not measured as the second one's dispatch cost.
-SETTLE=90
-if [ -f "$WORK/.cleaned-at" ]; then
-  wait_s=$(( $(cat "$WORK/.cleaned-at") + SETTLE - $(date +%s) ))
-  if [ "$wait_s" -gt 0 ]; then
-    echo "bench: waiting ${wait_s}s for the file system to settle after the last run's clean-up" >&2
-    sleep "$wait_s"
-  fi
-fi
 RUN="$(mktemp -d "$WORK/run.XXXXXX")"
-trap 'rm -rf "$RUN"; date +%s >"$WORK/.cleaned-at"' EXIT
+trap 'rm -rf "$RUN"' EXIT
 ROWS="$RUN/rows"
 : >"$ROWS"
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$ROWS"; }   # what, vf, baseline, ratio, goal
@@ -218,6 +208,67 @@ orchestrate_rows() {
   fi
 }
 
+# ---- live latency: engine's write -> the reader, 16 units streaming ---------
+# Each of STREAMS fake codex engines prints 200 agent messages 5 ms apart,
+# its write time inside each; the reader stamps each on receipt. The same
+# engines piped straight to the reader are the baseline (same run).
+latency_rows() {
+  local where state shm="" vp50 vp99 vmax bp50 bp99 bmax
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then shm=$(mktemp -d /dev/shm/vf-bench.XXXXXX); fi
+  for where in disk tmpfs; do
+    case $where in
+      disk) state="$RUN/latency-state" ;;
+      tmpfs) [ -n "$shm" ] || continue; state="$shm/state" ;;
+    esac
+    read -r vp50 vp99 vmax bp50 bp99 bmax < <(python3 "$ROOT/scripts/bench-latency.py" "$VF" "$state" --units "$STREAMS")
+    local p50="live latency, $STREAMS units x 200 events 5 ms apart: vf orchestrate --output jsonl vs the engines piped straight, p50"
+    local p99="  p99" worst="  worst event"
+    if [ "$where" = tmpfs ]; then
+      p50="  state dir on tmpfs (/dev/shm): p50" p99="  state dir on tmpfs: p99" worst="  state dir on tmpfs: worst event"
+    fi
+    row "$p50" "$vp50 ms" "$bp50 ms" "$(awk -v a="$vp50" -v b="$bp50" 'BEGIN{printf "%+.2f ms", a-b}')" "-"
+    row "$p99" "$vp99 ms" "$bp99 ms" "$(awk -v a="$vp99" -v b="$bp99" 'BEGIN{printf "%+.2f ms", a-b}')" "<= 1 ms added"
+    row "$worst" "$vmax ms" "$bmax ms" "$(awk -v a="$vmax" -v b="$bmax" 'BEGIN{printf "%+.2f ms", a-b}')" "< 10 ms"
+  done
+  [ -n "$shm" ] && rm -rf "$shm"
+}
+
+# ---- memory at scale: peak RSS of MEM_UNITS instant units vs 1/10 of them ---
+memory_rows() {
+  local dir="$RUN/mem" fake small big n where state shm="" rss_small rss_big
+  mkdir -p "$dir"
+  fake="$dir/codex"
+  printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "codex-cli 0.171.0"; exit 0; }\ncat >/dev/null\ncat "%s"\n' \
+    "$ROOT/fixtures/codex/0.171.0/a_json.stdout.jsonl" >"$fake"
+  chmod +x "$fake"
+  small=$((MEM_UNITS / 10)) big=$MEM_UNITS
+  for n in "$small" "$big"; do
+    for i in $(seq -w 1 "$n"); do printf '[[unit]]\nname = "u%s"\nengine = "codex"\nprompt = "p"\n\n' "$i"; done >"$dir/plan$n.toml"
+  done
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then shm=$(mktemp -d /dev/shm/vf-bench.XXXXXX); fi
+  for where in disk tmpfs; do
+    case $where in
+      disk) state="$dir/state" ;;
+      tmpfs) [ -n "$shm" ] || continue; state="$shm/state" ;;
+    esac
+    for n in "$small" "$big"; do
+      rm -rf "$state"
+      read -r _ rss < <(timed env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache4" "VF_CODEX_BIN=$fake" \
+        "$VF" orchestrate "$dir/plan$n.toml" --jobs 8 --output json --state-dir "$state")
+      [ "$n" = "$small" ] && rss_small=$rss || rss_big=$rss
+    done
+    rm -rf "$state"
+    local per
+    per=$(awk -v a="$rss_big" -v b="$rss_small" -v n=$((big - small)) 'BEGIN { printf "%+.0f B/unit", (a - b) * 1024 / n }')
+    if [ "$where" = disk ]; then
+      row "orchestrate $big units (instant engine, --jobs 8): peak RSS vs $small units" "$(kib "$rss_big")" "$(kib "$rss_small")" "$per" "<= 64 MiB"
+    else
+      row "  the same, state dir on tmpfs (/dev/shm)" "$(kib "$rss_big")" "$(kib "$rss_small")" "$per" "<= 64 MiB"
+    fi
+  done
+  [ -n "$shm" ] && rm -rf "$shm"
+}
+
 # ---- vf status --json over MARKERS markers ----------------------------------
 status_rows() {
   local st="$RUN/status-state" one
@@ -246,8 +297,11 @@ PY
 settle() { sync; }
 
 case $ONLY in
-  "") doctor_rows; settle; dispatch_rows; projector_rows; settle; orchestrate_rows; status_rows ;;
+  "") doctor_rows; settle; dispatch_rows; projector_rows; settle; orchestrate_rows; status_rows
+    settle; latency_rows; settle; memory_rows ;;
   orchestrate) settle; orchestrate_rows; status_rows ;;
+  latency) settle; latency_rows ;;
+  memory) settle; memory_rows ;;
   dispatch) settle; dispatch_rows ;;
   doctor | projector) "${ONLY}_rows" ;;
   *) echo "bench: unknown --only $ONLY" >&2; exit 2 ;;

@@ -5,6 +5,8 @@
 //! Plans run in this process, its heap counted by the allocator below:
 //! bytes, not timings. The tests take turns, so each counts only its own.
 
+#![cfg(unix)] // stdout redirected with dup2 (docs/PLATFORMS.md)
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::RefCell;
 use std::io::Write;

@@ -217,7 +217,7 @@ pub async fn run_locked(
         steps::Opened::Ready(lock, ws) => (lock, ws),
         steps::Opened::Blocked(res) => return Ok(*res),
     };
-    let mut prepared = prepare::prepare(&spec, lock).await?;
+    let (spec, mut prepared) = prepare::off_thread(spec, lock).await?;
     prepared.marker.workspace = workspace;
     for w in &prepared.warnings {
         sink.warning(w);

@@ -27,7 +27,28 @@ pub(super) struct Prepared {
     pub warnings: Vec<String>,
 }
 
-pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
+/// [`prepare`] on tokio's blocking pool: the unit's lock, its marker, the
+/// binary's and version's look-ups and the take-over of orphans (which may
+/// wait out a grace) are file-system and process work, kept off the thread
+/// that shows every unit's events in a plan. The spec goes there and comes
+/// back (its prompt may be 16 MiB: not copied).
+pub(super) async fn off_thread(
+    spec: UnitSpec,
+    lock: Option<UnitLock>,
+) -> Result<(UnitSpec, Prepared)> {
+    let job = tokio::task::spawn_blocking(move || prepare(&spec, lock).map(|p| (spec, p)));
+    match job.await {
+        Ok(prepared) => prepared,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => Err(VfError::state(format!(
+                "preparing the unit did not finish: {e}"
+            ))),
+        },
+    }
+}
+
+fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
     check_spec(spec)?;
     // Before the marker is read, so no other vf can write it until we are done.
     let lock = match lock {
@@ -50,7 +71,7 @@ pub(super) async fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<P
         }
     };
     let mut warnings = spec.warnings.clone();
-    let version = read_version(spec, &program, &mut warnings).await;
+    let version = read_version(spec, &program, &mut warnings);
     marker.engine_version = version.as_ref().map(Version::to_string);
     let built = spec.engine.engine().build(&Request {
         prompt: &spec.prompt,
@@ -158,32 +179,15 @@ fn check_argv(spec: &UnitSpec, inv: &Invocation) -> Result<()> {
     }))
 }
 
-async fn read_version(
-    spec: &UnitSpec,
-    program: &Path,
-    warnings: &mut Vec<String>,
-) -> Option<Version> {
-    // A cache hit needs no trip through the blocking pool.
+fn read_version(spec: &UnitSpec, program: &Path, warnings: &mut Vec<String>) -> Option<Version> {
     if let Some(v) = crate::doctor::cache::cached_version(program) {
         return Some(v);
     }
-    let p = program.to_path_buf();
-    match tokio::task::spawn_blocking(move || {
-        crate::doctor::cache::read_version(&p, VERSION_TIMEOUT, false)
-    })
-    .await
-    {
-        Ok(Ok(v)) => Some(v),
-        Ok(Err(e)) => {
-            warnings.push(format!(
-                "{}: {e}; proceeding without a verified version",
-                spec.engine
-            ));
-            None
-        }
+    match crate::doctor::cache::read_version(program, VERSION_TIMEOUT, false) {
+        Ok(v) => Some(v),
         Err(e) => {
             warnings.push(format!(
-                "{}: reading the version failed ({e}); proceeding",
+                "{}: {e}; proceeding without a verified version",
                 spec.engine
             ));
             None

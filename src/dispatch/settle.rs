@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use super::launch::remove_prompt_file;
 use super::supervise::{Ended, Stop};
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::{EngineId, Outcome};
@@ -18,7 +17,7 @@ pub(super) async fn settle(
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Result<DispatchResult> {
-    release(&e, sink);
+    release(&e, sink).await;
     for ev in e.projector.finish() {
         e.hold.emit(sink, &ev);
     }
@@ -89,8 +88,9 @@ pub(super) async fn settle(
     marker.reason = reason;
     marker.finished_at = Some(now_rfc3339());
     let answer_kept = keep_answer(spec, marker, outcome.answer.as_deref());
-    // The final marker also makes a held session id durable.
-    let saved = l.prepared.store.save(marker);
+    // The final marker also makes a held session id durable. Its fsyncs wait
+    // on the blocking pool, not on the thread every unit of a plan shares.
+    let saved = super::launch::save_off_thread(&spec.state_dir, marker).await;
     e.hold.release(sink);
     let mut warnings = l.prepared.warnings.clone();
     if let Some(Err(err)) = answer_kept.await {
@@ -147,17 +147,26 @@ fn keep_answer(
     }
 }
 
-/// Nothing of the group survives the run; its record and prompt file go.
-fn release(e: &Ended, sink: &mut dyn EventSink) {
+/// Nothing of the group survives the run; its record and prompt file go
+/// (on the blocking pool: file-system work stays off the shared thread).
+async fn release(e: &Ended, sink: &mut dyn EventSink) {
     e.launched.group.kill();
-    let record = &e.launched.record_path;
-    if let Err(err) = crate::owned::release(record) {
-        sink.warning(&format!(
-            "cannot release process record {}: {err}",
-            record.display()
-        ));
-    }
-    remove_prompt_file(&e.launched.prepared);
+    let record = e.launched.record_path.clone();
+    let prompt = e.launched.prepared.inv.prompt_file.clone();
+    let released = tokio::task::spawn_blocking(move || {
+        let released = crate::owned::release(&record);
+        if let Some(p) = &prompt {
+            super::prompt_file::remove(p);
+        }
+        released.map_err(|err| (record, err))
+    })
+    .await;
+    let failed = match released {
+        Ok(Ok(())) => return,
+        Ok(Err((record, err))) => format!("{}: {err}", record.display()),
+        Err(err) => format!("{}: {err}", e.launched.record_path.display()),
+    };
+    sink.warning(&format!("cannot release process record {failed}"));
 }
 
 /// Why the unit failed (`None`: done), and the one-line error.

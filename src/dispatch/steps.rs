@@ -78,7 +78,8 @@ pub(super) async fn open_workspace(
                 Reason::MergeConflict,
                 message,
                 started,
-            )?;
+            )
+            .await?;
             drop(lock);
             Ok(Opened::Blocked(Box::new(res)))
         }
@@ -120,7 +121,8 @@ pub(super) async fn setup(
         reason,
         error,
         started,
-    )?;
+    )
+    .await?;
     Ok(Some(res))
 }
 
@@ -227,8 +229,9 @@ async fn run_step(
     })
 }
 
-/// The final marker and result of a unit that ended without an engine run.
-fn end_early(
+/// The final marker (written on the blocking pool) and result of a unit
+/// that ended without an engine run.
+async fn end_early(
     spec: &UnitSpec,
     store: &MarkerStore,
     marker: &mut Marker,
@@ -243,7 +246,7 @@ fn end_early(
     marker.owner = None;
     marker.exit_code = None;
     marker.finished_at = Some(now_rfc3339());
-    store.save(marker)?;
+    super::launch::save_off_thread(&spec.state_dir, marker).await?;
     Ok(DispatchResult::from_marker(spec, store, marker, started))
 }
 

@@ -16,8 +16,9 @@ use crate::sys::Sig;
 
 /// How long, and for how many events, a new session id may wait to be made
 /// durable; its events wait with it. An engine that ends sooner gets its id
-/// made durable by the final marker: one durable write instead of two.
-const HOLD_FOR: Duration = Duration::from_millis(10);
+/// made durable by the final marker: one durable write instead of two. Short:
+/// what a person or a pipeline watches waits this long, then for the write.
+const HOLD_FOR: Duration = Duration::from_millis(1);
 const HOLD_MAX: usize = 512;
 
 /// After the group is SIGKILLed, how long vf still reads what is left in the

@@ -22,13 +22,13 @@ use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::engine::{Attachment, EngineId};
 use crate::error::{Result, VfError, exit};
 use crate::frames::ConversationEvent;
-use crate::fsutil::now_rfc3339;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, owner_refusal, resolve_resume_id};
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::PlanUnit;
 use crate::{history, orphans};
 
 mod budget;
+mod markers;
 mod retry;
 mod rows;
 
@@ -218,6 +218,8 @@ pub struct Run {
     pub notices: Vec<String>,
     /// Ends the running units once a hard budget is reached.
     hard: budget::HardStop,
+    /// Units whose dispatch runs (at most `parallel`).
+    running: usize,
 }
 
 /// Checks the plan against its markers (a corrupt or newer marker stops
@@ -267,6 +269,7 @@ pub fn open(mut req: Request) -> Result<Run> {
         units,
         notices,
         hard: budget::HardStop::default(),
+        running: 0,
     })
 }
 
@@ -342,7 +345,16 @@ enum Deps {
 }
 
 type Shared = Rc<RefCell<dyn Reporter>>;
-type Joined = (usize, Result<DispatchResult>);
+type Joined = (usize, Ended);
+
+/// What a unit's task ends with.
+enum Ended {
+    /// Its dispatch's result, once its attempts (if kept) are in its marker;
+    /// a warning when they could not be.
+    Ran(Box<Result<DispatchResult>>, Option<String>),
+    /// Its `blocked` marker is written (or could not be).
+    Blocked(Result<()>),
+}
 
 impl Run {
     /// Every unit's report as it stands (before `execute`: skipped, refused or waiting).
@@ -398,8 +410,8 @@ impl Run {
                 _ = tokio::time::sleep_until(wake.into()), if due.is_some() => {}
                 joined = set.join_next(), if !set.is_empty() => {
                     let Some(joined) = joined else { break };
-                    let (i, r) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
-                    self.finish(i, r, reporter);
+                    let (i, ended) = joined.map_err(|e| VfError::Other(anyhow::anyhow!("unit task failed: {e}")))?;
+                    self.ended(i, ended, reporter)?;
                 }
                 sig = signals.recv() => { interrupted.get_or_insert(128 + sig.number()); }
                 _ = ticker.tick(), if ticks => { reporter.borrow_mut().tick(); }
@@ -431,16 +443,10 @@ impl Run {
                 }
                 let deps = self.deps_of(i);
                 if let Deps::Blocked(why) = deps {
-                    self.block(i, &why, reporter)?;
+                    self.block(i, why, set);
                     changed = true;
-                } else if deps == Deps::Done && set.len() < self.req.parallel && self.due(i) {
-                    let spec = self.prepare(i)?;
-                    reporter.borrow_mut().started(i, &self.units[i].report);
-                    let mut sink = UnitSink {
-                        index: i,
-                        reporter: reporter.clone(),
-                    };
-                    set.spawn_local(async move { (i, dispatch::run(spec, &mut sink).await) });
+                } else if deps == Deps::Done && self.running < self.req.parallel && self.due(i) {
+                    self.start(i, set, reporter)?;
                     changed = true;
                 }
             }
@@ -465,23 +471,65 @@ impl Run {
         if done { Deps::Done } else { Deps::Pending }
     }
 
-    fn block(&mut self, i: usize, why: &str, reporter: &Shared) -> Result<()> {
+    /// Unit `i` will not run: it is `blocked` at once (its dependents see
+    /// it), and reported once its marker says so.
+    fn block(&mut self, i: usize, why: String, set: &mut tokio::task::JoinSet<Joined>) {
         let (job, u) = (&self.jobs[i], &mut self.units[i]);
-        let name = &job.plan.name;
-        let mut m = match self.store.load(name)? {
-            Some(m) => m,
-            None => Marker::new(name, job.engine, &job.plan.cwd),
-        };
-        m.state = UnitState::Blocked;
-        m.error = Some(why.to_string());
-        m.reason = Some(crate::error::Reason::Dependency);
-        m.owner = None;
-        m.finished_at = Some(now_rfc3339());
-        self.store.save(&mut m)?;
         u.report.state = RunState::Blocked;
-        u.report.error = Some(why.to_string());
+        u.report.error = Some(why.clone());
         u.report.reason = Some(crate::error::Reason::Dependency);
-        reporter.borrow_mut().blocked(i, &u.report);
+        let write = markers::Blocked {
+            state_dir: self.req.state_dir.clone(),
+            unit: job.plan.name.clone(),
+            engine: job.engine,
+            cwd: job.plan.cwd.clone(),
+            why,
+        };
+        set.spawn_local(async move { (i, Ended::Blocked(write.write().await)) });
+    }
+
+    /// Starts unit `i`'s dispatch; its attempts, when kept, go into its
+    /// marker before the scheduler hears how it ended.
+    fn start(
+        &mut self,
+        i: usize,
+        set: &mut tokio::task::JoinSet<Joined>,
+        reporter: &Shared,
+    ) -> Result<()> {
+        let spec = self.prepare(i)?;
+        reporter.borrow_mut().started(i, &self.units[i].report);
+        let mut sink = UnitSink {
+            index: i,
+            reporter: reporter.clone(),
+        };
+        let attempts = self.keeps_attempts(i);
+        self.running += 1;
+        set.spawn_local(async move {
+            let r = dispatch::run(spec, &mut sink).await;
+            let warning = match (&r, attempts) {
+                (Ok(res), Some(a)) => a.keep(res).await,
+                _ => None,
+            };
+            (i, Ended::Ran(Box::new(r), warning))
+        });
+        Ok(())
+    }
+
+    /// How unit `i`'s task ended.
+    fn ended(&mut self, i: usize, ended: Ended, reporter: &Shared) -> Result<()> {
+        match ended {
+            Ended::Ran(r, warning) => {
+                self.running -= 1;
+                if let Some(w) = warning {
+                    reporter.borrow_mut().warning(i, &w);
+                }
+                self.finish(i, *r, reporter);
+            }
+            Ended::Blocked(written) => {
+                written?;
+                reporter.borrow_mut().blocked(i, &self.units[i].report);
+            }
+        }
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::{Run, RunState, Shared};
 use crate::dispatch::DispatchResult;
 use crate::error::Reason;
-use crate::ratelimit::{self, Attempt, Next, OnRateLimit};
+use crate::ratelimit::{self, Next, OnRateLimit};
 
 /// A unit's rate-limit bookkeeping in this plan run.
 #[derive(Debug, Default)]
@@ -49,18 +49,9 @@ impl Run {
         if policy.on == OnRateLimit::Fail {
             return false;
         }
+        // Its marker has them already (`markers::Attempts`, in its task).
         let attempts = u.report.attempts.get_or_insert_with(Vec::new);
-        attempts.push(Attempt {
-            engine: res.engine,
-            reason: res.reason,
-            session_id: res.session_id.clone(),
-        });
-        let attempts = attempts.clone();
-        if let Err(e) = self.save_attempts(i, &attempts) {
-            reporter
-                .borrow_mut()
-                .warning(i, &format!("cannot record its attempts: {e}"));
-        }
+        attempts.push(super::markers::attempt_of(res));
         if res.reason != Some(Reason::RateLimited) {
             return false;
         }
@@ -97,14 +88,15 @@ impl Run {
         true
     }
 
-    /// The attempts so far, kept in the unit's marker (`engineAttempts`).
-    fn save_attempts(&self, i: usize, attempts: &[Attempt]) -> crate::error::Result<()> {
-        let name = &self.jobs[i].plan.name;
-        if let Some(mut m) = self.store.load(name)? {
-            m.engine_attempts = attempts.to_vec();
-            self.store.save(&mut m)?;
-        }
-        Ok(())
+    /// What unit `i`'s task needs to keep its attempts in its marker
+    /// (`engineAttempts`), when its policy keeps them.
+    pub(super) fn keeps_attempts(&self, i: usize) -> Option<super::markers::Attempts> {
+        let job = &self.jobs[i];
+        (job.plan.rate_limit.on != OnRateLimit::Fail).then(|| super::markers::Attempts {
+            state_dir: self.req.state_dir.clone(),
+            unit: job.plan.name.clone(),
+            before: self.units[i].report.attempts.clone().unwrap_or_default(),
+        })
     }
 
     /// Whether unit `i` may start now (no wait in progress).

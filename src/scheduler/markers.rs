@@ -1,0 +1,92 @@
+//! The scheduler's own marker writes: a never-run unit's `blocked` marker and
+//! a unit's `engineAttempts`. Each is durable (fsync of the file and of the
+//! directory), so each is made on tokio's blocking pool: the thread that runs
+//! every unit of the plan goes on showing their events meanwhile. The caller
+//! reports what a write stands for only once it is done.
+
+use std::path::{Path, PathBuf};
+
+use crate::dispatch::DispatchResult;
+use crate::engine::EngineId;
+use crate::error::{Reason, Result, VfError};
+use crate::fsutil::now_rfc3339;
+use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::ratelimit::Attempt;
+
+/// Runs `f` on the blocking pool.
+async fn off_thread(f: impl FnOnce() -> Result<()> + Send + 'static) -> Result<()> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(written) => written,
+        Err(e) => Err(VfError::state(format!(
+            "a marker write did not finish: {e}"
+        ))),
+    }
+}
+
+/// What a unit's `blocked` marker needs.
+pub(super) struct Blocked {
+    pub state_dir: PathBuf,
+    pub unit: String,
+    pub engine: EngineId,
+    pub cwd: PathBuf,
+    pub why: String,
+}
+
+impl Blocked {
+    /// Marks the unit `blocked` (its marker, or a new one), `why` its error.
+    pub async fn write(self) -> Result<()> {
+        off_thread(move || {
+            let store = MarkerStore::new(&self.state_dir);
+            let mut m = match store.load(&self.unit)? {
+                Some(m) => m,
+                None => Marker::new(&self.unit, self.engine, &self.cwd),
+            };
+            m.state = UnitState::Blocked;
+            m.error = Some(self.why);
+            m.reason = Some(Reason::Dependency);
+            m.owner = None;
+            m.finished_at = Some(now_rfc3339());
+            store.save(&mut m)
+        })
+        .await
+    }
+}
+
+/// A unit whose attempts are kept (`on_rate_limit` other than `fail`):
+/// the attempts before the one that runs.
+pub(super) struct Attempts {
+    pub state_dir: PathBuf,
+    pub unit: String,
+    pub before: Vec<Attempt>,
+}
+
+/// One attempt, as the unit's report and marker list it.
+pub(super) fn attempt_of(res: &DispatchResult) -> Attempt {
+    Attempt {
+        engine: res.engine,
+        reason: res.reason,
+        session_id: res.session_id.clone(),
+    }
+}
+
+impl Attempts {
+    /// Adds the attempt that just ended to the unit's marker
+    /// (`engineAttempts`), when it has one; a warning when that fails.
+    pub async fn keep(self, res: &DispatchResult) -> Option<String> {
+        let mut all = self.before;
+        all.push(attempt_of(res));
+        let (dir, unit) = (self.state_dir, self.unit);
+        let kept = off_thread(move || save(&dir, &unit, all)).await;
+        kept.err()
+            .map(|e| format!("cannot record its attempts: {e}"))
+    }
+}
+
+fn save(state_dir: &Path, unit: &str, attempts: Vec<Attempt>) -> Result<()> {
+    let store = MarkerStore::new(state_dir);
+    if let Some(mut m) = store.load(unit)? {
+        m.engine_attempts = attempts;
+        store.save(&mut m)?;
+    }
+    Ok(())
+}

@@ -50,7 +50,24 @@ use windows as family;
 #[cfg(windows)]
 use windows as os;
 
-pub use family::{ChildHandle, Container, OpenExt, Signals};
+pub use family::{ChildHandle, Container, Signals};
+
+/// Opens that refuse what a hostile state dir could plant, implemented for
+/// `OpenOptions` by each platform. Each of the first three sets the whole of
+/// the extra flags: call one of them, not two. Open with
+/// [`OpenExt::open_checked`].
+pub trait OpenExt {
+    /// Never through a symbolic link (or junction) at the last component.
+    fn no_follow(&mut self) -> &mut Self;
+    /// Never blocking on a FIFO (a regular file ignores it).
+    fn no_block(&mut self) -> &mut Self;
+    /// Both: for files in the state dir.
+    fn no_follow_no_block(&mut self) -> &mut Self;
+    /// Readable and writable by the owner only, when created.
+    fn owner_only(&mut self) -> &mut Self;
+    /// Opens `path`, refusing a link that [`OpenExt::no_follow`] asked to refuse.
+    fn open_checked(&self, path: &Path) -> std::io::Result<std::fs::File>;
+}
 
 /// A stop request, in POSIX terms: vf forwards what it receives to the
 /// engine's container and exits 128 + [`Sig::number`]. On Windows, Ctrl-C

@@ -10,7 +10,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::Sig;
+use super::{OpenExt, Sig};
 
 pub const CONTAINMENT: (super::Scope, super::Proof) = (
     super::Scope::PosixProcessGroup,
@@ -147,22 +147,8 @@ impl Signals {
     }
 }
 
-/// Opens that refuse what a hostile state dir could plant. Each sets the
-/// whole of the extra flags: call one of the first three, not two.
-pub trait OpenExt {
-    /// Never through a symbolic link at the last component.
-    fn no_follow(&mut self) -> &mut Self;
-    /// Never blocking on a FIFO (a regular file ignores it).
-    fn no_block(&mut self) -> &mut Self;
-    /// Both: for files in the state dir.
-    fn no_follow_no_block(&mut self) -> &mut Self;
-    /// Readable and writable by the owner only, when created.
-    fn owner_only(&mut self) -> &mut Self;
-    /// Opens `path` (on Unix the flags above refuse by themselves; Windows
-    /// refuses a link here).
-    fn open_checked(&self, path: &Path) -> std::io::Result<std::fs::File>;
-}
-
+/// `O_NOFOLLOW` (a link is `ELOOP`), `O_NONBLOCK`, mode 0600: the flags refuse
+/// by themselves, so `open_checked` is a plain open.
 impl OpenExt for OpenOptions {
     fn no_follow(&mut self) -> &mut Self {
         self.custom_flags(libc::O_NOFOLLOW)

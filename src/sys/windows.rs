@@ -56,7 +56,7 @@ use windows_sys::Win32::System::Threading::{
     ResumeThread, THREAD_SUSPEND_RESUME, TerminateProcess, WaitForSingleObject,
 };
 
-use super::{ProcSnapshot, Sig};
+use super::{OpenExt, ProcSnapshot, Sig};
 
 pub const CONTAINMENT: (super::Scope, super::Proof) =
     (super::Scope::WindowsJob, super::Proof::KernelContained);
@@ -398,25 +398,11 @@ impl Signals {
 
 // ------------------------------------------------------------------- files
 
-/// Opens that refuse what a hostile state dir could plant. Each sets the
-/// whole of the extra flags: call one of the first three, not two. Open
-/// with [`OpenExt::open_checked`].
-pub trait OpenExt {
-    /// Never through a symbolic link or junction at the last component: the
-    /// link itself is opened, and [`OpenExt::open_checked`] refuses it.
-    fn no_follow(&mut self) -> &mut Self;
-    /// Nothing: a Windows file system has no FIFOs to block on.
-    fn no_block(&mut self) -> &mut Self;
-    /// Both: for files in the state dir.
-    fn no_follow_no_block(&mut self) -> &mut Self;
-    /// Nothing: a new file takes its directory's ACL (under a user's
-    /// profile, that user's and the administrators').
-    fn owner_only(&mut self) -> &mut Self;
-    /// Opens `path`; refuses a link [`OpenExt::no_follow`] opened instead of
-    /// its target, with `ERROR_STOPPED_ON_SYMLINK`.
-    fn open_checked(&self, path: &Path) -> std::io::Result<File>;
-}
-
+/// `no_follow` opens the link itself (`FILE_FLAG_OPEN_REPARSE_POINT`) and
+/// `open_checked` refuses it with `ERROR_STOPPED_ON_SYMLINK`; `no_block` is
+/// nothing (no FIFOs in a Windows file system); `owner_only` is nothing (a new
+/// file takes its directory's ACL: under a user's profile, that user's and the
+/// administrators').
 impl OpenExt for OpenOptions {
     fn no_follow(&mut self) -> &mut Self {
         self.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)

@@ -76,6 +76,36 @@ pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::proces
     }
 }
 
+/// [`spawn`] on tokio's blocking pool: `posix_spawn` holds the calling
+/// thread until the child has exec'd (a vfork), milliseconds under load,
+/// which on the runtime's thread would hold up every running unit's events in
+/// a plan. The stdin text stays here (the caller writes it): only whether
+/// there is one goes over. Should the caller stop waiting, a child started
+/// after all is ended at once: nobody supervises it.
+pub async fn spawn_off_thread(
+    program: &Path,
+    inv: &Invocation,
+) -> std::io::Result<(tokio::process::Child, Group)> {
+    let program = program.to_path_buf();
+    let inv = Invocation {
+        program: inv.program.clone(),
+        args: inv.args.clone(),
+        stdin: inv.stdin.as_ref().map(|_| String::new()),
+        cwd: inv.cwd.clone(),
+        prompt_file: None,
+        prompt_file_contents: None,
+        warnings: Vec::new(),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        if let Err(Ok((mut child, group))) = tx.send(spawn(&program, &inv)) {
+            group.kill();
+            let _ = child.start_kill();
+        }
+    });
+    rx.await.map_err(std::io::Error::other)?
+}
+
 /// Why `program` did not start, in words: a missing `#!` interpreter is
 /// reported as ENOENT for the script itself, which misleads.
 pub fn explain_spawn_error(program: &Path, e: &std::io::Error) -> String {

@@ -41,7 +41,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
-    let (mut child, group) = spawn_engine(spec, &mut p)?;
+    let (mut child, group) = spawn_engine(spec, &mut p).await?;
     // The prompt goes in from a task, so the engine starts up while the record,
     // the logs and the marker are made below. Its output waits in the pipe:
     // the pumps that handle it start only once the `running` marker is durable.
@@ -133,8 +133,9 @@ fn create_logs(spec: &UnitSpec, p: &Prepared, paths: &[PathBuf; 2]) -> Result<[s
     Ok([out, err])
 }
 
-fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::process::Child, Group)> {
-    child::spawn(&p.program, &p.inv).map_err(|e| {
+async fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::process::Child, Group)> {
+    let spawned = child::spawn_off_thread(&p.program, &p.inv).await;
+    spawned.map_err(|e| {
         remove_prompt_file(p);
         let err = VfError::not_ready(format!(
             "{}: cannot start {}: {}",

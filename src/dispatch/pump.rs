@@ -3,16 +3,21 @@
 //! raw log, and only then hand stdout's lines to the supervisor. A line
 //! reaches the projector only once it is in the log, so no `rawRange` can
 //! point past the log's end, even when the log cannot be written.
+//!
+//! Each stream is read on a thread of its own, with blocking reads and
+//! writes: a raw-log write that waits on the disk (write-back throttling, a
+//! page under write-back) holds up only its own stream, never the one thread
+//! that runs every unit of a plan and shows their events.
 
+use std::fs::File;
+use std::io::Write;
 use std::sync::Arc;
 
-use std::io::Write;
-
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::redact::{REDACTED, Redactor};
 use crate::frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
+use crate::sys::{ChildPipe, Got, StoppableReader};
 
 pub enum Msg {
     /// stdout lines, already in the raw log.
@@ -38,83 +43,129 @@ pub enum Stream {
 
 /// How much of stderr's end is kept for a failure's reason.
 const STDERR_TAIL: usize = 4096;
+/// A pump thread's stack: a few small frames (its buffers are on the heap).
+const PUMP_STACK: usize = 256 << 10;
 
-/// Copies one stream to its log, line by line, until it closes.
+/// Copies one stream to its log, line by line, until it closes, on a thread
+/// of its own; this future ends with it. Dropped (the supervisor aborts a
+/// pump whose pipe a stray process holds open), it stops the thread, which
+/// then reads and reports nothing more.
 pub async fn pump(
-    mut r: impl AsyncRead + Unpin,
-    mut log: std::fs::File,
+    r: impl ChildPipe,
+    log: File,
     log_name: String,
     redactor: Arc<Redactor>,
     stream: Stream,
     tx: mpsc::Sender<Msg>,
 ) {
-    let mut split = Splitter::new(MAX_LINE_BYTES);
-    let mut batch = Batch::new(&redactor, stream == Stream::Stdout);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut tail: Vec<u8> = Vec::new();
-    let mut failed = false;
-    loop {
-        let n = match r.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        // After a failed write the stream is still drained (so the engine
-        // never blocks on a full pipe), but nothing more is kept.
-        if failed {
-            continue;
-        }
-        split.feed(&buf[..n], &mut batch);
-        failed = !flush(&mut batch, &mut log, &log_name, &mut tail, &tx).await;
+    let (src, _stop) = match crate::sys::stoppable(r) {
+        Ok(pair) => pair,
+        Err(e) => return no_reader(&tx, stream, &log_name, e).await,
+    };
+    let (done_tx, done_rx) = oneshot::channel::<()>();
+    let (fail_tx, name) = (tx.clone(), log_name.clone());
+    let p = Pump {
+        log,
+        log_name,
+        redactor,
+        stream,
+        tx,
+    };
+    let spawned = std::thread::Builder::new()
+        .name("vf-pump".into())
+        .stack_size(PUMP_STACK)
+        .spawn(move || {
+            p.run(src);
+            let _ = done_tx.send(());
+        });
+    match spawned {
+        // `_stop` is held until then: dropped early, it stops the thread.
+        Ok(_) => drop(done_rx.await),
+        Err(e) => no_reader(&fail_tx, stream, &name, e).await,
     }
-    if !failed {
-        match split.finish() {
-            Found::Buffered => batch.text(split.line(), false),
-            Found::Oversized(n) => batch.oversized(n, false),
-            Found::Nothing | Found::Direct(_) => {}
-        }
-        flush(&mut batch, &mut log, &log_name, &mut tail, &tx).await;
-    }
-    let _ = tx
-        .send(match stream {
-            Stream::Stdout => Msg::StdoutEof,
-            Stream::Stderr => Msg::StderrEof(tail),
-        })
-        .await;
 }
 
-/// Writes the batch's log bytes, then sends its lines; false once the log failed.
-async fn flush(
-    batch: &mut Batch<'_>,
-    log: &mut std::fs::File,
-    log_name: &str,
-    tail: &mut Vec<u8>,
-    tx: &mpsc::Sender<Msg>,
-) -> bool {
-    let bytes = std::mem::take(&mut batch.log);
-    // A plain write into the page cache, on this thread: a hop to tokio's
-    // blocking pool per chunk costs more than the write (and, on a loaded
-    // machine, a wake-up each way). Its error is this chunk's own.
-    if let Err(e) = log.write_all(&bytes) {
-        let _ = tx
-            .send(Msg::LogFailed(format!(
-                "cannot write the raw log {log_name}: {e}"
-            )))
-            .await;
-        return false;
+/// A stream vf cannot read as it should: reported as a raw log that cannot
+/// be written (the engine is ended), then closed.
+async fn no_reader(tx: &mpsc::Sender<Msg>, stream: Stream, log_name: &str, e: std::io::Error) {
+    let why = format!("cannot read the engine's output for the raw log {log_name}: {e}");
+    let _ = tx.send(Msg::LogFailed(why)).await;
+    let _ = tx.send(eof(stream, Vec::new())).await;
+}
+
+fn eof(stream: Stream, tail: Vec<u8>) -> Msg {
+    match stream {
+        Stream::Stdout => Msg::StdoutEof,
+        Stream::Stderr => Msg::StderrEof(tail),
     }
-    if batch.keep_lines {
-        if !batch.lines.is_empty() {
-            let _ = tx.send(Msg::Lines(std::mem::take(&mut batch.lines))).await;
+}
+
+/// One stream's pump: where it logs and reports.
+struct Pump {
+    log: File,
+    log_name: String,
+    redactor: Arc<Redactor>,
+    stream: Stream,
+    tx: mpsc::Sender<Msg>,
+}
+
+impl Pump {
+    fn run(mut self, mut src: StoppableReader) {
+        let redactor = self.redactor.clone();
+        let mut split = Splitter::new(MAX_LINE_BYTES);
+        let mut batch = Batch::new(&redactor, self.stream == Stream::Stdout);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut tail: Vec<u8> = Vec::new();
+        let mut failed = false;
+        loop {
+            let n = match src.read(&mut buf) {
+                Got::Bytes(n) => n,
+                Got::End => break,
+                Got::Stopped => return,
+            };
+            // After a failed write the stream is still drained (so the engine
+            // never blocks on a full pipe), but nothing more is kept.
+            if failed {
+                continue;
+            }
+            split.feed(&buf[..n], &mut batch);
+            failed = !self.flush(&mut batch, &mut tail);
         }
-    } else if !bytes.is_empty() {
-        tail.extend_from_slice(&bytes);
-        if tail.len() > STDERR_TAIL {
-            tail.drain(..tail.len() - STDERR_TAIL);
+        if !failed {
+            match split.finish() {
+                Found::Buffered => batch.text(split.line(), false),
+                Found::Oversized(n) => batch.oversized(n, false),
+                Found::Nothing | Found::Direct(_) => {}
+            }
+            self.flush(&mut batch, &mut tail);
         }
-        // Activity only matters for stall detection; never block on it.
-        let _ = tx.try_send(Msg::StderrActivity);
+        let _ = self.tx.blocking_send(eof(self.stream, tail));
     }
-    true
+
+    /// Writes the batch's log bytes, then sends its lines; false once the log failed.
+    fn flush(&mut self, batch: &mut Batch<'_>, tail: &mut Vec<u8>) -> bool {
+        let bytes = std::mem::take(&mut batch.log);
+        // Its error is this chunk's own.
+        if let Err(e) = self.log.write_all(&bytes) {
+            let why = format!("cannot write the raw log {}: {e}", self.log_name);
+            let _ = self.tx.blocking_send(Msg::LogFailed(why));
+            return false;
+        }
+        if batch.keep_lines {
+            if !batch.lines.is_empty() {
+                let lines = std::mem::take(&mut batch.lines);
+                let _ = self.tx.blocking_send(Msg::Lines(lines));
+            }
+        } else if !bytes.is_empty() {
+            tail.extend_from_slice(&bytes);
+            if tail.len() > STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+            // Activity only matters for stall detection; never block on it.
+            let _ = self.tx.try_send(Msg::StderrActivity);
+        }
+        true
+    }
 }
 
 /// What one chunk of a stream adds to its log and to the projector.

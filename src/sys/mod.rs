@@ -15,6 +15,11 @@
 //!   replace and the directory sync the durable write is made of
 //!   ([`replace_file`], [`sync_dir`]), [`is_executable`], [`shell`].
 //!
+//! - **The engine's output**: [`stoppable`] reads a child's pipe with
+//!   blocking reads on a thread of vf's own, and stops that read on request
+//!   ([`ReadStop`]): `poll` on the pipe and a stop pipe on Unix; on Windows a
+//!   flag checked after each read, since ending the job closes the pipe.
+//!
 //! - **The unit lock**: [`try_lock`], std's `File::try_lock` (`flock`) on
 //!   Unix; on Windows `LockFileEx` on one byte past the pid the holder writes,
 //!   since a Windows lock is mandatory and would hide it.
@@ -34,6 +39,8 @@ mod macos_decode;
 mod unix;
 #[cfg(windows)]
 mod windows;
+#[cfg(windows)]
+mod windows_pipe;
 
 #[cfg(target_os = "linux")]
 use linux as os;
@@ -51,6 +58,49 @@ use windows as family;
 use windows as os;
 
 pub use family::{ChildHandle, Container, Signals};
+
+/// A child's stdout or stderr, taken off tokio's reactor to be read with
+/// blocking reads ([`stoppable`]).
+pub trait ChildPipe {
+    fn into_file(self) -> std::io::Result<std::fs::File>;
+}
+
+/// What one read of a [`StoppableReader`] brought.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Got {
+    Bytes(usize),
+    /// End of the stream, or an error reading it.
+    End,
+    /// Its [`ReadStop`] was dropped: nothing more is to be read or reported.
+    Stopped,
+}
+
+/// A pipe read with blocking reads that its [`ReadStop`] can interrupt.
+pub struct StoppableReader {
+    src: std::fs::File,
+    stop: family::StopWait,
+}
+
+/// Dropped, it stops its reader: a read waiting for bytes returns
+/// [`Got::Stopped`] (on Windows once the read in progress returns: the
+/// job's end closes the pipe), and so does every read after.
+pub struct ReadStop {
+    _stop: family::StopSignal,
+}
+
+/// A reader of `pipe` and the handle that stops it.
+pub fn stoppable(pipe: impl ChildPipe) -> std::io::Result<(StoppableReader, ReadStop)> {
+    let src = pipe.into_file()?;
+    let (stop, signal) = family::stop_pair()?;
+    Ok((StoppableReader { src, stop }, ReadStop { _stop: signal }))
+}
+
+impl StoppableReader {
+    /// Waits for bytes, the end of the stream, or the stop.
+    pub fn read(&mut self, buf: &mut [u8]) -> Got {
+        family::read_unless_stopped(&mut self.src, &self.stop, buf)
+    }
+}
 
 /// Opens that refuse what a hostile state dir could plant, implemented for
 /// `OpenOptions` by each platform. Each of the first three sets the whole of
@@ -288,5 +338,60 @@ mod tests {
         }
         assert_eq!(Sig::from_number(4), None);
         assert_eq!(Sig::Terminate.as_str(), "SIGTERM");
+    }
+
+    /// `command`, run by the shell with stdout piped, and a reader of it.
+    fn piped(command: &str) -> (tokio::process::Child, StoppableReader, ReadStop) {
+        let mut cmd = tokio::process::Command::from(shell(command));
+        cmd.stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("the shell starts");
+        let out = child.stdout.take().expect("piped");
+        let (reader, stop) = stoppable(out).expect("a reader");
+        (child, reader, stop)
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        let mut b = tokio::runtime::Builder::new_current_thread();
+        b.enable_all().build().expect("a runtime")
+    }
+
+    #[test]
+    fn a_stoppable_reader_reads_to_the_end() {
+        let rt = runtime();
+        let _guard = rt.enter();
+        let (mut child, mut reader, _stop) = piped("echo one");
+        let mut buf = [0u8; 64];
+        let mut seen = Vec::new();
+        loop {
+            match reader.read(&mut buf) {
+                Got::Bytes(n) => seen.extend_from_slice(&buf[..n]),
+                Got::End => break,
+                Got::Stopped => panic!("stopped while its stop is held"),
+            }
+        }
+        assert_eq!(String::from_utf8_lossy(&seen).trim_end(), "one");
+        assert_eq!(reader.read(&mut buf), Got::End);
+        drop(rt.block_on(child.wait()));
+    }
+
+    /// A read that waits on a pipe a process holds open ends with the stop
+    /// (Windows waits for the pipe to close, which the job's end does).
+    #[cfg(unix)]
+    #[test]
+    fn a_stop_ends_a_read_that_waits() {
+        let rt = runtime();
+        let _guard = rt.enter();
+        let (mut child, mut reader, stop) = piped("sleep 30");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            let _ = tx.send(reader.read(&mut buf));
+        });
+        let waiting = rx.recv_timeout(std::time::Duration::from_millis(200));
+        assert!(waiting.is_err(), "the read waits for bytes: {waiting:?}");
+        drop(stop);
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        let _ = child.start_kill();
+        assert_eq!(got, Ok(Got::Stopped));
     }
 }

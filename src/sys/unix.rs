@@ -224,3 +224,55 @@ pub fn is_superuser() -> bool {
     // SAFETY: geteuid only reads this process's credentials.
     unsafe { libc::geteuid() == 0 }
 }
+
+impl super::ChildPipe for tokio::process::ChildStdout {
+    fn into_file(self) -> std::io::Result<std::fs::File> {
+        Ok(std::fs::File::from(self.into_owned_fd()?))
+    }
+}
+
+impl super::ChildPipe for tokio::process::ChildStderr {
+    fn into_file(self) -> std::io::Result<std::fs::File> {
+        Ok(std::fs::File::from(self.into_owned_fd()?))
+    }
+}
+
+/// The stop is a pipe: its write end dropped, its read end polls as hung up.
+pub type StopWait = std::io::PipeReader;
+pub type StopSignal = std::io::PipeWriter;
+
+pub fn stop_pair() -> std::io::Result<(StopWait, StopSignal)> {
+    std::io::pipe()
+}
+
+/// Waits on the engine's pipe and the stop together, then reads what came.
+pub fn read_unless_stopped(src: &mut std::fs::File, stop: &StopWait, buf: &mut [u8]) -> super::Got {
+    use super::Got;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::io::Read;
+    use std::os::fd::AsFd;
+    loop {
+        let mut fds = [
+            PollFd::new(src.as_fd(), PollFlags::POLLIN),
+            PollFd::new(stop.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return Got::End,
+            Ok(_) => {}
+        }
+        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+        if ready(&fds[1]) {
+            return Got::Stopped;
+        }
+        if !ready(&fds[0]) {
+            continue;
+        }
+        return match src.read(buf) {
+            Ok(0) => Got::End,
+            Ok(n) => Got::Bytes(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => Got::End,
+        };
+    }
+}

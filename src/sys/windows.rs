@@ -56,6 +56,7 @@ use windows_sys::Win32::System::Threading::{
     ResumeThread, THREAD_SUSPEND_RESUME, TerminateProcess, WaitForSingleObject,
 };
 
+pub use super::windows_pipe::{StopSignal, StopWait, read_unless_stopped, stop_pair};
 use super::{OpenExt, ProcSnapshot, Sig};
 
 pub const CONTAINMENT: (super::Scope, super::Proof) =

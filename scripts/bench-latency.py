@@ -15,7 +15,15 @@ bare_max" (ms), or, with --verbose, a readable summary; LAT_TRACE=1 also
 prints each event's unit, index and delay on stderr. Figures only, never an
 assertion.
 
-    scripts/bench-latency.py VF STATE_DIR [--units 16] [--events 200] [--every-ms 5] [--verbose]
+Each engine ends with os._exit: Python's teardown, 16 at once at the end,
+would otherwise be the bench's own CPU load on the last events of the others.
+
+With --lead-ms N each engine waits N ms after its first two frames (its
+session id, the turn's start) before the messages, as a model takes before its
+first words: the figures are then the streaming alone.
+
+    scripts/bench-latency.py VF STATE_DIR [--units 16] [--events 200] [--every-ms 5]
+                             [--lead-ms 0] [--verbose]
 """
 import argparse, json, os, selectors, shutil, subprocess, sys, tempfile, time
 
@@ -25,6 +33,7 @@ if sys.argv[1:] == ["--version"]:
     print("codex-cli 0.171.0"); sys.exit(0)
 sys.stdin.read()
 n, every = int(os.environ["LAT_EVENTS"]), int(os.environ["LAT_EVERY_MS"]) / 1e3
+lead = int(os.environ.get("LAT_LEAD_MS", "0")) / 1e3
 tid = "01a229fa-c269-71a3-a12b-%012x" % os.getpid()
 out = sys.stdout
 def put(frame):
@@ -32,6 +41,7 @@ def put(frame):
     out.flush()
 put({"type": "thread.started", "thread_id": tid})
 put({"type": "turn.started"})
+time.sleep(lead)
 start = time.monotonic()
 for i in range(n):
     delay = start + (i + 1) * every - time.monotonic()
@@ -41,6 +51,10 @@ for i in range(n):
     put({"type": "item.completed", "item": {"id": "item_%d" % i, "type": "agent_message", "text": text}})
 put({"type": "turn.completed", "usage": {"input_tokens": 100, "cached_input_tokens": 0,
      "output_tokens": 20, "reasoning_output_tokens": 0}})
+out.flush()
+# No interpreter teardown: 32 of them at once on a small machine are CPU the
+# bench itself would make, landing on the last events of every other unit.
+os._exit(0)
 '''
 
 
@@ -134,6 +148,7 @@ def main():
     ap.add_argument("--units", type=int, default=16)
     ap.add_argument("--events", type=int, default=200)
     ap.add_argument("--every-ms", type=int, default=5)
+    ap.add_argument("--lead-ms", type=int, default=0)
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="vf-latency-")
@@ -143,7 +158,8 @@ def main():
             f.write(ENGINE)
         os.chmod(engine, 0o755)
         env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "XDG_CACHE_HOME": os.path.join(tmp, "cache"),
-               "LAT_EVENTS": str(a.events), "LAT_EVERY_MS": str(a.every_ms)}
+               "LAT_EVENTS": str(a.events), "LAT_EVERY_MS": str(a.every_ms),
+               "LAT_LEAD_MS": str(a.lead_ms)}
         b = bare(engine, env, a.units)
         v = through_vf(a.vf, engine, env, a.units, a.state_dir)
     finally:

@@ -462,7 +462,7 @@ mod tests {
             .unwrap();
         // The grandchild was in the group: it is gone (or a zombie awaiting init).
         // SIGKILL takes effect asynchronously, so allow it a moment to land.
-        let alive = || crate::sys::process(grandchild as u32).is_some_and(|s| !s.zombie);
+        let alive = || matches!(crate::sys::process(grandchild as u32), Ok(Some(s)) if !s.zombie);
         let deadline = Instant::now() + Duration::from_secs(5);
         while alive() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));

@@ -165,7 +165,8 @@ fn leftover(rec: &ProcRecord) -> Option<Leftover> {
     if rec.supervisor.liveness() != Liveness::Dead
         || rec.cli.presence() != Presence::Gone
         || rec.pgid <= 1
-        || sys::process(rec.pgid as u32).is_some()
+        // A process holds the group's id, or may: not proven free.
+        || !matches!(sys::process(rec.pgid as u32), Ok(None))
     {
         return None;
     }

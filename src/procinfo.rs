@@ -24,7 +24,7 @@ fn can_inspect() -> bool {
 
 /// Start time of `pid` in the OS's unit (see `sys::ProcSnapshot`).
 pub fn start_time(pid: u32) -> Option<u64> {
-    sys::process(pid).map(|s| s.start_time)
+    sys::process(pid).ok().flatten().map(|s| s.start_time)
 }
 
 /// The command line of `pid`, with control characters escaped so it is
@@ -124,16 +124,17 @@ impl ProcIdentity {
             return Presence::Unknown;
         }
         match (self.start_time, sys::process(self.pid)) {
-            (_, None) => Presence::Gone,
-            (Some(rec), Some(now)) if rec == now.start_time => {
+            (_, Err(_)) => Presence::Unknown,
+            (_, Ok(None)) => Presence::Gone,
+            (Some(rec), Ok(Some(now))) if rec == now.start_time => {
                 if now.zombie {
                     Presence::Zombie
                 } else {
                     Presence::Running
                 }
             }
-            (Some(_), Some(_)) => Presence::Gone,
-            (None, Some(_)) => Presence::Unknown,
+            (Some(_), Ok(Some(_))) => Presence::Gone,
+            (None, Ok(Some(_))) => Presence::Unknown,
         }
     }
 }
@@ -168,7 +169,7 @@ pub(crate) mod tests {
     pub(crate) fn zombie() -> std::process::Child {
         let child = sys::shell("exit 0").spawn().unwrap();
         let start = std::time::Instant::now();
-        while !sys::process(child.id()).is_some_and(|s| s.zombie) {
+        while !matches!(sys::process(child.id()), Ok(Some(s)) if s.zombie) {
             assert!(start.elapsed() < std::time::Duration::from_secs(10));
             std::thread::sleep(std::time::Duration::from_millis(5));
         }

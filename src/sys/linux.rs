@@ -15,8 +15,17 @@ pub fn boot_id() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-pub fn process(pid: u32) -> Option<ProcSnapshot> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+pub fn process(pid: u32) -> std::io::Result<Option<ProcSnapshot>> {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(text) => parse_stat(&text).map(Some).ok_or_else(|| {
+            let why = format!("/proc/{pid}/stat does not read as a stat line");
+            std::io::Error::new(std::io::ErrorKind::InvalidData, why)
+        }),
+        // ESRCH: it exited between the open and the read.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The fields of a `/proc/<pid>/stat` line vf uses. The command name (field
@@ -67,8 +76,14 @@ pub fn group_members(group: i32) -> Vec<u32> {
     };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| process(*pid).is_some_and(|s| s.group == Some(group) && !s.zombie))
+        .filter(|pid| live_in(*pid, group))
         .collect()
+}
+
+/// Whether `pid` is a running member of `group` (a process vf cannot read
+/// is none: the group's members are only reported, never signalled one by one).
+fn live_in(pid: u32, group: i32) -> bool {
+    matches!(process(pid), Ok(Some(s)) if s.group == Some(group) && !s.zombie)
 }
 
 #[cfg(test)]
@@ -94,11 +109,11 @@ mod tests {
 
     #[test]
     fn this_process_is_readable() {
-        let me = process(std::process::id()).unwrap();
+        let me = process(std::process::id()).unwrap().unwrap();
         assert_eq!(me.group, Some(nix::unistd::getpgrp().as_raw()));
         assert!(!me.zombie);
         assert!(age_secs(me.start_time).is_some());
         assert!(boot_id().is_some_and(|b| b.len() >= 32));
-        assert!(process(0x3fff_fff0).is_none());
+        assert!(matches!(process(0x3fff_fff0), Ok(None)));
     }
 }

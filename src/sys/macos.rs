@@ -139,15 +139,12 @@ pub fn boot_id() -> Option<String> {
 /// logged and reads as `None`, as a failed `/proc` read does on Linux.
 /// `can_inspect_processes` has proved the reader on this process and on
 /// launchd before any of it is used.
-pub fn process(pid: u32) -> Option<ProcSnapshot> {
-    let pid = i32::try_from(pid).ok()?;
-    match kinfo(pid) {
-        Ok(k) => k.map(|k| k.snapshot),
-        Err(e) => {
-            tracing::warn!(pid, error = %e, "cannot read the process");
-            None
-        }
-    }
+pub fn process(pid: u32) -> io::Result<Option<ProcSnapshot>> {
+    // No process has a pid past i32's range.
+    let Ok(pid) = i32::try_from(pid) else {
+        return Ok(None);
+    };
+    Ok(kinfo(pid)?.map(|k| k.snapshot))
 }
 
 /// Seconds since `start_time` (microseconds since the epoch), by the wall
@@ -247,12 +244,12 @@ mod tests {
             Some(&short[..]),
             "{k:?}"
         );
-        let me = process(pid).unwrap();
+        let me = process(pid).unwrap().unwrap();
         assert_eq!(me.group, Some(nix::unistd::getpgrp().as_raw()));
         assert!(!me.zombie);
         // Started within the last day, by the wall clock.
         assert!(age_secs(me.start_time).is_some_and(|a| a < 86_400));
-        assert!(process(0x3fff_fff0).is_none());
+        assert!(matches!(process(0x3fff_fff0), Ok(None)));
         assert!(kinfo(0x3fff_fff0).unwrap().is_none());
     }
 
@@ -279,16 +276,16 @@ mod tests {
         let pid = child.id();
         assert_eq!(command_line(pid).as_deref(), Some("sleep 30"));
         assert_eq!(group_members(pid as i32), [pid]);
-        let started = process(pid).unwrap().start_time;
+        let started = process(pid).unwrap().unwrap().start_time;
         child.kill().unwrap();
         let t = Instant::now();
-        while !process(pid).unwrap().zombie {
+        while !process(pid).unwrap().unwrap().zombie {
             assert!(t.elapsed() < Duration::from_secs(10));
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(process(pid).unwrap().start_time, started);
+        assert_eq!(process(pid).unwrap().unwrap().start_time, started);
         assert_eq!(group_members(pid as i32), Vec::<u32>::new());
         child.wait().unwrap();
-        assert_eq!(process(pid), None);
+        assert!(matches!(process(pid), Ok(None)));
     }
 }

@@ -182,8 +182,10 @@ pub struct ProcSnapshot {
     pub group: Option<i32>,
 }
 
-/// The process `pid` now; `None` when there is no such process.
-pub fn process(pid: u32) -> Option<ProcSnapshot> {
+/// The process `pid` now: `Ok(None)` when there is no such process, an
+/// error when there may be one vf cannot read (another user's process on
+/// Windows, a `/proc` that refuses): callers then fail closed.
+pub fn process(pid: u32) -> std::io::Result<Option<ProcSnapshot>> {
     os::process(pid)
 }
 

@@ -11,8 +11,8 @@ pub fn boot_id() -> Option<String> {
     None
 }
 
-pub fn process(_pid: u32) -> Option<ProcSnapshot> {
-    None
+pub fn process(_pid: u32) -> std::io::Result<Option<ProcSnapshot>> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 pub fn age_secs(_start_time: u64) -> Option<u64> {

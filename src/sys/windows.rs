@@ -33,7 +33,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use windows_sys::Win32::Foundation::{
-    ERROR_STOPPED_ON_SYMLINK, FILETIME, HANDLE, INVALID_HANDLE_VALUE, STILL_ACTIVE, WAIT_OBJECT_0,
+    ERROR_INVALID_PARAMETER, ERROR_STOPPED_ON_SYMLINK, FILETIME, HANDLE, INVALID_HANDLE_VALUE,
+    STILL_ACTIVE, WAIT_OBJECT_0,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     FILE_ATTRIBUTE_REPARSE_POINT, FILE_ATTRIBUTE_TAG_INFO, FILE_FLAG_OPEN_REPARSE_POINT,
@@ -144,8 +145,19 @@ fn open_process(pid: u32) -> Option<OwnedHandle> {
     owned(unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) })
 }
 
-pub fn process(pid: u32) -> Option<ProcSnapshot> {
-    let h = open_process(pid)?;
+/// What a failed `OpenProcess` says: no such process (`ERROR_INVALID_PARAMETER`),
+/// or one vf may not read (another user's, `ERROR_ACCESS_DENIED`): unknown.
+fn gone_or_unknown(e: std::io::Error) -> std::io::Result<Option<ProcSnapshot>> {
+    match e.raw_os_error() {
+        Some(code) if code == ERROR_INVALID_PARAMETER as i32 => Ok(None),
+        _ => Err(e),
+    }
+}
+
+pub fn process(pid: u32) -> std::io::Result<Option<ProcSnapshot>> {
+    let Some(h) = open_process(pid) else {
+        return gone_or_unknown(std::io::Error::last_os_error());
+    };
     let zero = FILETIME {
         dwLowDateTime: 0,
         dwHighDateTime: 0,
@@ -155,19 +167,19 @@ pub fn process(pid: u32) -> Option<ProcSnapshot> {
     // FILETIMEs owned by this frame.
     let ok = unsafe { GetProcessTimes(raw(&h), &mut created, &mut exited, &mut kernel, &mut user) };
     if ok == 0 {
-        return None;
+        return Err(std::io::Error::last_os_error());
     }
     let mut code = 0u32;
     // SAFETY: `h` is an open process handle, `code` a valid u32.
     let ok = unsafe { GetExitCodeProcess(raw(&h), &mut code) };
-    Some(ProcSnapshot {
+    Ok(Some(ProcSnapshot {
         start_time: filetime_u64(created),
         // Exited while some handle keeps it known: it runs nothing. (A
         // process that exits with code 259 reads as running: then vf
         // refuses rather than acts, which is the safe side.)
         zombie: ok != 0 && code != STILL_ACTIVE as u32,
         group: None,
-    })
+    }))
 }
 
 pub fn age_secs(start_time: u64) -> Option<u64> {
@@ -653,7 +665,7 @@ mod tests {
         assert_eq!(filetime_u64(ft), 0x0123_4567_89AB_CDEF);
         assert_eq!(age_between(10_000_000, 35_000_000), 2);
         assert_eq!(age_between(35_000_000, 10_000_000), 0);
-        let me = process(std::process::id()).unwrap();
+        let me = process(std::process::id()).unwrap().unwrap();
         assert!(!me.zombie && me.group.is_none());
         assert!(age_secs(me.start_time).is_some_and(|a| a < 3600));
         assert!(command_line(std::process::id()).is_some_and(|c| c.ends_with(".exe")));
@@ -750,12 +762,21 @@ mod tests {
         };
         assert!(ok != 0 && inside != 0, "not in its job");
         assert!(!c.leader_exited());
-        assert!(process(child.id()).is_some_and(|s| !s.zombie));
+        assert!(matches!(process(child.id()), Ok(Some(s)) if !s.zombie));
         c.kill();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(137));
         assert!(c.leader_exited());
-        assert!(process(child.id()).is_some_and(|s| s.zombie));
+        assert!(matches!(process(child.id()), Ok(Some(s)) if s.zombie));
+    }
+
+    #[test]
+    fn a_process_vf_may_not_read_is_unknown_not_gone() {
+        use windows_sys::Win32::Foundation::ERROR_ACCESS_DENIED;
+        let no_such = std::io::Error::from_raw_os_error(ERROR_INVALID_PARAMETER as i32);
+        assert!(matches!(gone_or_unknown(no_such), Ok(None)));
+        let denied = std::io::Error::from_raw_os_error(ERROR_ACCESS_DENIED as i32);
+        assert!(gone_or_unknown(denied).is_err());
     }
 
     /// A polite stop (Ctrl-Break, or the job's end where that cannot be

@@ -189,9 +189,11 @@ pub fn group_alive(pgid: i32) -> bool {
 pub fn zombie() -> std::process::Child {
     let child = Command::new("true").spawn().unwrap();
     let pid = child.id();
-    wait_for("a zombie", Duration::from_secs(10), || {
-        vf::sys::process(pid).is_some_and(|s| s.zombie)
-    });
+    wait_for(
+        "a zombie",
+        Duration::from_secs(10),
+        || matches!(vf::sys::process(pid), Ok(Some(s)) if s.zombie),
+    );
     child
 }
 

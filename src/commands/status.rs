@@ -137,7 +137,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
         store.absolute_logs(m);
     }
     for e in entries.iter().filter_map(|e| e.as_ref().err()) {
-        eprintln!("vf: {}", e.message);
+        super::stdio::eprint_line(format_args!("vf: {}", e.message));
     }
     if let Some(since) = req.since {
         entries.retain(|e| e.as_ref().is_ok_and(|m| finished_since(m, since)));
@@ -174,12 +174,12 @@ fn print_total(t: &Total, json: bool) -> Result<()> {
         .usage
         .as_ref()
         .map_or("no usage reported".into(), |u| u.short());
-    println!("{} unit(s): {used}", t.units);
+    writeln!(super::stdio::out(), "{} unit(s): {used}", t.units)?;
     Ok(())
 }
 
 fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::out();
     if rows.is_empty() {
         writeln!(out, "no units under {}", state_dir.display())?;
         return Ok(());

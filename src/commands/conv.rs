@@ -247,10 +247,7 @@ fn rm(a: &ConvNameArgs) -> Result<i32> {
 
 fn handoff(a: &ConvHandoffArgs) -> Result<i32> {
     let store = ConvStore::new(&state_dir(&a.state)?);
-    let text = super::prompt::read(&crate::cli::PromptArgs {
-        prompt: None,
-        prompt_file: Some(a.file.clone()),
-    })?;
+    let text = super::prompt::read_file(&a.file, "handoff file")?;
     let _lock = store.lock(&a.name)?;
     let mut conv = store.load(&a.name)?;
     let h = store.put_handoff(&a.name, &text)?;

@@ -12,11 +12,15 @@
 
 use std::io::{self, Write};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Result, VfError, output_error};
 
 /// The first failed write to stdout.
 static FAILED: Mutex<Option<io::Error>> = Mutex::new(None);
+/// Whether `FAILED` holds one: a table's many small writes check this, not
+/// the lock.
+static ANY_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// stdout, locked; every error it returns is an output error
 /// ([`VfError::Output`] through `?`).
@@ -51,12 +55,16 @@ pub fn note(e: io::Error) -> io::Error {
     if e.kind() != io::ErrorKind::Interrupted {
         let mut failed = FAILED.lock().unwrap_or_else(|p| p.into_inner());
         failed.get_or_insert_with(|| output_error(io::Error::new(e.kind(), e.to_string())));
+        ANY_FAILED.store(true, Ordering::Release);
     }
     e
 }
 
 /// The remembered failure, as a fresh error of the same kind and text.
 fn failed() -> io::Result<()> {
+    if !ANY_FAILED.load(Ordering::Acquire) {
+        return Ok(());
+    }
     let failed = FAILED.lock().unwrap_or_else(|p| p.into_inner());
     match failed.as_ref() {
         Some(e) => Err(output_error(io::Error::new(e.kind(), e.to_string()))),

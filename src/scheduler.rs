@@ -268,12 +268,11 @@ pub fn open(mut req: Request) -> Result<Run> {
         {
             let name = u.report.unit.clone();
             match orphans::take_over(&req.state_dir, &name, req.kill_grace) {
-                Ok(ended) => notices.extend(ended.iter().map(|f| {
-                    format!(
-                        "{name}: ended the engine left running by a dead vf (process group {})",
-                        f.pgid.unwrap_or(0)
-                    )
-                })),
+                Ok(ended) => notices.extend(
+                    ended
+                        .iter()
+                        .map(|f| format!("{name}: {}", f.ended_notice())),
+                ),
                 Err(why) => u.refuse(why),
             }
         }

@@ -92,6 +92,10 @@ impl Repo {
     }
     /// `vf dispatch --worktree` of `unit`, JSON result.
     fn dispatch(&self, unit: &str, extra: &[&str]) -> Output {
+        run_bounded(self.dispatch_cmd(unit, extra), Duration::from_secs(90))
+    }
+    /// The command of [`Repo::dispatch`], to start it and watch it.
+    fn dispatch_cmd(&self, unit: &str, extra: &[&str]) -> Command {
         let mut args = vec![
             "dispatch",
             "--engine",
@@ -104,7 +108,7 @@ impl Repo {
             "--worktree",
         ];
         args.extend_from_slice(extra);
-        self.run(&args)
+        self.vf(&args)
     }
     fn worktree(&self, unit: &str) -> PathBuf {
         self.env.state().join("worktrees").join(unit)

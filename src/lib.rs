@@ -20,6 +20,7 @@ pub mod error;
 pub mod frames;
 pub mod fsutil;
 pub mod history;
+pub mod layout;
 pub mod marker;
 pub mod names;
 pub mod orphans;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::engine::EngineId;
 use crate::error::{Result, VfError};
 use crate::fsutil::{now_rfc3339, write_atomic};
+use crate::layout;
 use crate::procinfo::{Liveness, ProcIdentity};
 
 mod load;
@@ -170,6 +171,9 @@ pub enum Problem {
     Corrupt,
     /// Written by a newer vf (`format` above [`MARKER_FORMAT`]).
     UnsupportedFormat(u64),
+    /// Unit `A`'s marker, found under `a` on a file system that does not
+    /// tell cases apart: the two names share every file.
+    OtherCase(String),
 }
 
 /// A marker file vf cannot use, with a one-line explanation.
@@ -188,18 +192,23 @@ impl Unusable {
             Problem::Unreadable => "unreadable".into(),
             Problem::Corrupt => "corrupt".into(),
             Problem::UnsupportedFormat(n) => format!("unsupported format {n}"),
+            Problem::OtherCase(_) => "name clash".into(),
         }
     }
 }
 
 impl From<Unusable> for VfError {
     fn from(u: Unusable) -> VfError {
-        VfError::state(u.message)
+        match u.problem {
+            // Nothing is damaged: the name asked for is the problem.
+            Problem::OtherCase(_) => VfError::usage(u.message),
+            _ => VfError::state(u.message),
+        }
     }
 }
 
-/// Marker files live in `<state>/units/<unit>.json`; the unit's raw logs in
-/// `<state>/units/<unit>/`.
+/// Each unit's marker and raw logs live in its directory `<state>/units/<unit>/`
+/// ([`crate::layout`]); an older vf's marker `<state>/units/<unit>.json` is read too.
 pub struct MarkerStore {
     dir: PathBuf,
 }
@@ -207,16 +216,23 @@ pub struct MarkerStore {
 impl MarkerStore {
     pub fn new(state_dir: &Path) -> MarkerStore {
         MarkerStore {
-            dir: state_dir.join("units"),
+            dir: layout::units_dir(state_dir),
         }
     }
 
+    /// Where the unit's marker is written.
     pub fn path(&self, unit: &str) -> PathBuf {
-        self.dir.join(format!("{unit}.json"))
+        layout::marker_path(self.state_dir(), unit)
+    }
+
+    /// Whether the unit has a marker (here, or where an older vf put it).
+    pub fn exists(&self, unit: &str) -> bool {
+        self.path(unit).exists()
+            || layout::kind(&layout::legacy_marker(self.state_dir(), unit)) == layout::Kind::File
     }
 
     pub fn logs_dir(&self, unit: &str) -> PathBuf {
-        self.dir.join(unit)
+        layout::unit_dir(self.state_dir(), unit)
     }
 
     fn state_dir(&self) -> &Path {
@@ -273,6 +289,9 @@ impl MarkerStore {
         marker.updated_at = now_rfc3339();
         let mut bytes = serde_json::to_vec_pretty(marker).map_err(anyhow::Error::from)?;
         bytes.push(b'\n');
+        // Not every writer holds the unit's lock (a plan's `blocked` marker):
+        // an older vf's file where the directory goes is moved aside here too.
+        layout::make_unit_dir(self.state_dir(), &marker.unit)?;
         let path = self.path(&marker.unit);
         write_atomic(&path, &bytes)
             .map_err(|e| VfError::state(format!("cannot write marker {}: {e}", path.display())))
@@ -282,18 +301,7 @@ impl MarkerStore {
     pub fn list(&self) -> Result<Vec<std::result::Result<Marker, Unusable>>> {
         let mut names = Vec::new();
         match std::fs::read_dir(&self.dir) {
-            Ok(rd) => {
-                for entry in rd.flatten() {
-                    let name = entry.file_name();
-                    let Some(name) = name.to_str() else { continue };
-                    // Dot files are vf's own temporaries (`.tmp-*`).
-                    if let Some(unit) = name.strip_suffix(".json")
-                        && !unit.starts_with('.')
-                    {
-                        names.push(unit.to_string());
-                    }
-                }
-            }
+            Ok(rd) => names.extend(rd.flatten().filter_map(|e| listed_unit(&e))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 return Err(VfError::state(format!(
@@ -302,12 +310,33 @@ impl MarkerStore {
                 )));
             }
         }
+        // An older vf's unit `x.json` has both a directory and `x.json.json`.
         names.sort();
+        names.dedup();
         Ok(self
             .load_all(&names)
             .into_iter()
             .filter_map(|r| r.transpose())
             .collect())
+    }
+}
+
+/// The unit an entry of `units/` stands for: a directory is its unit's (a
+/// valid name: vf made it); a `<unit>.json` not a directory is an older
+/// vf's marker (a link too, shown corrupt). Dot files are vf's temporaries,
+/// `<unit>.lock` an older vf's lock. A directory without a marker is no unit.
+fn listed_unit(entry: &std::fs::DirEntry) -> Option<String> {
+    let name = entry.file_name().into_string().ok()?;
+    if name.starts_with('.') {
+        return None;
+    }
+    let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+    match name.strip_suffix(".json") {
+        _ if is_dir => crate::names::check("unit name", &name)
+            .is_ok()
+            .then_some(name),
+        Some(unit) if !unit.starts_with('.') => Some(unit.to_string()),
+        _ => None,
     }
 }
 
@@ -328,6 +357,7 @@ mod tests {
         m.engine_session_id = Some("01a229e6-b739-7472-9ac7-c8fe37200f9b".into());
         store.save(&mut m).unwrap();
         assert_eq!(store.load("u1").unwrap().unwrap(), m);
+        std::fs::create_dir_all(store.logs_dir("u2")).unwrap();
         std::fs::write(store.path("u2"), b"{\"format\":1,\"unit\":").unwrap();
         let err = store.load("u2").unwrap_err().to_string();
         assert!(err.contains("corrupt"), "{err}");
@@ -428,7 +458,7 @@ mod tests {
     fn a_newer_format_is_refused_and_left_as_is() {
         let t = tempfile::tempdir().unwrap();
         let store = MarkerStore::new(t.path());
-        std::fs::create_dir_all(t.path().join("units")).unwrap();
+        std::fs::create_dir_all(store.logs_dir("u1")).unwrap();
         let text = r#"{"format":2,"unit":"u1","whatever":{"new":true}}"#;
         std::fs::write(store.path("u1"), text).unwrap();
         assert_eq!(problem_of(&store, "u1"), Problem::UnsupportedFormat(2));
@@ -458,8 +488,10 @@ mod tests {
         assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
         std::fs::remove_file(store.path("u1")).unwrap();
         store.save(&mut m).unwrap();
-        // Nor is a unit whose log directory leads elsewhere.
-        std::os::unix::fs::symlink(outside.path(), store.logs_dir("u1")).unwrap();
+        // Nor is a unit whose directory leads elsewhere.
+        let moved = outside.path().join("u1");
+        std::fs::rename(store.logs_dir("u1"), &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, store.logs_dir("u1")).unwrap();
         assert_eq!(problem_of(&store, "u1"), Problem::Corrupt);
         assert_eq!(
             store.check_attempt_paths("u1", 1).unwrap_err().exit_code(),

@@ -48,7 +48,22 @@ pub fn check(what: &str, name: &str) -> Result<()> {
             "character {c:?} is not allowed (use letters, digits, `.`, `_`, `-`)"
         ));
     }
+    if crate::sys::RESERVES_DEVICE_NAMES && is_device_name(name) {
+        return bad(
+            "Windows keeps it for a device (con, prn, aux, nul, com0-9, lpt0-9, with any extension)",
+        );
+    }
     Ok(())
+}
+
+/// A name Windows opens as a device in any directory: `con`, `NUL.json`, `com1.x`.
+fn is_device_name(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or(name).to_ascii_lowercase();
+    match stem.as_bytes() {
+        b"con" | b"prn" | b"aux" | b"nul" => true,
+        [b'c', b'o', b'm', d] | [b'l', b'p', b't', d] => d.is_ascii_digit(),
+        _ => false,
+    }
 }
 
 fn shown(name: &str) -> String {
@@ -95,6 +110,24 @@ mod tests {
         }
         for n in ["schema", "api-v2", "a.b_c", "X1", &"x".repeat(64)] {
             assert!(check("unit name", n).is_ok(), "{n:?} refused");
+        }
+    }
+
+    #[test]
+    fn device_names_are_refused_where_the_system_keeps_them() {
+        use super::is_device_name;
+        for n in [
+            "con", "CON", "nul.json", "Aux.lock", "com1", "LPT9.x.y", "prn",
+        ] {
+            assert!(is_device_name(n), "{n}");
+            let refused = check("unit name", n).is_err();
+            assert_eq!(refused, crate::sys::RESERVES_DEVICE_NAMES, "{n}");
+        }
+        for n in [
+            "cons", "console", "com", "com10", "lpt", "nul_x", "x.con", "a-nul",
+        ] {
+            assert!(!is_device_name(n), "{n}");
+            assert!(check("unit name", n).is_ok(), "{n}");
         }
     }
 

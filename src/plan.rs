@@ -224,10 +224,19 @@ fn parse_with_budget(
     let raw_units = raw_units(raw, text)?;
     let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
+    let mut folded: HashMap<String, String> = HashMap::new();
     for (i, u) in raw_units.into_iter().enumerate() {
         names::check("unit name", &u.name).map_err(|e| format!("unit #{}: {e}", i + 1))?;
         if index.insert(u.name.clone(), i).is_some() {
             return Err(format!("duplicate unit name {:?}", u.name));
+        }
+        // On macOS and Windows they would share every file: refused everywhere,
+        // so a plan means the same on each.
+        if let Some(other) = folded.insert(u.name.to_ascii_lowercase(), u.name.clone()) {
+            return Err(format!(
+                "unit names {other:?} and {:?} differ only in case; a file system that does not tell cases apart (macOS, Windows) would give them the same files",
+                u.name
+            ));
         }
         let name = u.name.clone();
         units.push(checked_unit(u, dir).map_err(|msg| format!("unit {name:?}: {msg}"))?);
@@ -488,6 +497,11 @@ timeout = 1.5
         assert!(
             err(&format!("{}{}", u("prompt = \"x\""), u("prompt = \"y\"")))
                 .contains("duplicate unit name \"a\"")
+        );
+        let upper = "[[unit]]\nname = \"A\"\nengine = \"codex\"\nprompt = \"x\"\n";
+        assert!(
+            err(&format!("{}{upper}", u("prompt = \"x\"")))
+                .contains("unit names \"a\" and \"A\" differ only in case")
         );
         assert!(
             err("[[unit]]\nname = \"../x\"\nengine = \"codex\"\nprompt = \"x\"")

@@ -1,19 +1,20 @@
 //! One writer per unit: an exclusive lock (`sys::try_lock`: `flock` on Unix,
-//! `LockFileEx` on Windows) on `<state>/units/<unit>.lock`.
+//! `LockFileEx` on Windows) on `<state>/units/<unit>/lock` (see [`crate::layout`]).
 //!
 //! Taken before the unit's marker is read and held until its run has ended.
 //! The kernel drops it with the holder's last file descriptor, so a crashed
 //! vf (even `kill -9`) leaves no stale lock. The holder writes its pid into
 //! the file after locking, so a refused contender can name it. The file is
 //! never deleted: unlinking a lock file races with a contender that already
-//! opened it.
+//! opened it. (An older vf's `units/<unit>.lock` is, once tested free: no vf
+//! of this layout opens it.)
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::error::{Result, VfError};
+use crate::layout;
 use crate::sys::OpenExt;
 
 /// Held for the whole run of one unit; released when dropped.
@@ -23,9 +24,9 @@ pub struct UnitLock {
     _file: File,
 }
 
-/// `<state>/units/<unit>.lock`, next to the marker.
+/// `<state>/units/<unit>/lock`, next to the marker.
 pub fn lock_path(state_dir: &Path, unit: &str) -> PathBuf {
-    state_dir.join("units").join(format!("{unit}.lock"))
+    layout::lock_path(state_dir, unit)
 }
 
 impl UnitLock {
@@ -35,28 +36,22 @@ impl UnitLock {
             Some(lock) => Ok(lock),
             None => Err(VfError::usage(format!(
                 "unit {unit} is running under vf pid {}; not touching it",
-                holder_pid(&lock_path(state_dir, unit))
+                layout::holder_pid(&lock_path(state_dir, unit))
             ))),
         }
     }
 
-    /// The lock, or `None` while another process holds it.
+    /// The lock, or `None` while another process holds it. Once held, an
+    /// older vf's marker and lock file of the unit are moved into its
+    /// directory ([`layout::adopt`]).
     pub fn try_acquire(state_dir: &Path, unit: &str) -> Result<Option<UnitLock>> {
+        // A cloned repository can bring a `units` link pointing anywhere:
+        // the lock file would be the first write outside the state dir.
+        layout::make_unit_dir(state_dir, unit)?;
         let path = lock_path(state_dir, unit);
         let cannot = |e: &dyn std::fmt::Display| {
             VfError::state(format!("cannot lock unit {unit} ({}): {e}", path.display()))
         };
-        if let Some(dir) = path.parent() {
-            // A cloned repository can bring a `units` link pointing anywhere:
-            // the lock file would be the first write outside the state dir.
-            if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-                return Err(VfError::state(format!(
-                    "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
-                    dir.display()
-                )));
-            }
-            std::fs::create_dir_all(dir).map_err(|e| cannot(&e))?;
-        }
         let mut file = open_lock_file(&path).map_err(|e| cannot(&e))?;
         match crate::sys::try_lock(&file) {
             Ok(()) => {}
@@ -70,6 +65,7 @@ impl UnitLock {
             .and_then(|()| file.write_all(pid.as_bytes()))
             .and_then(|()| file.set_len(pid.len() as u64))
             .map_err(|e| cannot(&e))?;
+        layout::adopt(state_dir, unit)?;
         Ok(Some(UnitLock { _file: file }))
     }
 }
@@ -86,22 +82,6 @@ fn open_lock_file(path: &Path) -> std::io::Result<File> {
         .owner_only()
         .no_follow()
         .open_checked(path)
-}
-
-/// The pid the holder wrote; it writes it just after locking, so a contender
-/// arriving in between waits a moment for it.
-fn holder_pid(path: &Path) -> String {
-    for _ in 0..50 {
-        let mut s = String::new();
-        if let Ok(mut f) = File::open(path) {
-            let _ = Read::by_ref(&mut f).take(32).read_to_string(&mut s);
-        }
-        if let Ok(pid) = s.trim().parse::<u32>() {
-            return pid.to_string();
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    "?".into()
 }
 
 #[cfg(test)]
@@ -135,7 +115,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let outside = t.path().join("outside");
         std::fs::write(&outside, "keep").unwrap();
-        std::fs::create_dir_all(t.path().join("state/units")).unwrap();
+        std::fs::create_dir_all(t.path().join("state/units/u")).unwrap();
         std::os::unix::fs::symlink(&outside, lock_path(&t.path().join("state"), "u")).unwrap();
         let err = UnitLock::acquire(&t.path().join("state"), "u").unwrap_err();
         assert_eq!(err.exit_code(), crate::error::exit::STATE, "{err}");

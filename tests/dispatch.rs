@@ -516,7 +516,8 @@ fn status_lists_units_and_reports_corruption() {
         v[0]["engineSessionId"],
         capture_session_id("opencode/1.18.33/a_json.stdout.jsonl")
     );
-    std::fs::write(env.path().join("state/units/s2.json"), "{ torn").unwrap();
+    std::fs::create_dir_all(env.path().join("state/units/s2")).unwrap();
+    std::fs::write(env.path().join("state/units/s2/marker.json"), "{ torn").unwrap();
     let out = run_bounded(env.cmd(&["status", "--json"]), Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&out.stderr).contains("corrupt"));
@@ -524,7 +525,7 @@ fn status_lists_units_and_reports_corruption() {
     let out = env.dispatch("codex", "s2", &[], &[]);
     assert_eq!(out.status.code(), Some(5));
     assert_eq!(
-        std::fs::read_to_string(env.path().join("state/units/s2.json")).unwrap(),
+        std::fs::read_to_string(env.path().join("state/units/s2/marker.json")).unwrap(),
         "{ torn"
     );
 }

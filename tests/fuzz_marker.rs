@@ -1,5 +1,5 @@
 //! Bounded fuzz of marker loading (issue 11; docs/FUZZING.md): arbitrary
-//! bytes and damaged valid markers in `<state>/units/<unit>.json` load or
+//! bytes and damaged valid markers in `<state>/units/<unit>/marker.json` load or
 //! fail with one clean state error (exit 5), never panic, never hang, never
 //! write. Budget: `VF_FUZZ_CASES=N` runs N cases of each property.
 
@@ -126,7 +126,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 fn load_checked(bytes: Vec<u8>) -> Result<Option<Marker>, String> {
     let t = tempfile::tempdir().unwrap();
     let store = MarkerStore::new(t.path());
-    std::fs::create_dir_all(t.path().join("units")).unwrap();
+    std::fs::create_dir_all(store.logs_dir(UNIT)).unwrap();
     std::fs::write(store.path(UNIT), &bytes).unwrap();
     let before = snapshot(t.path());
     let loaded = store.load(UNIT);
@@ -249,7 +249,7 @@ fn marker_errors_are_one_short_line() {
         v[key] = bad;
         let t = tempfile::tempdir().unwrap();
         let store = MarkerStore::new(t.path());
-        std::fs::create_dir_all(t.path().join("units")).unwrap();
+        std::fs::create_dir_all(store.logs_dir(UNIT)).unwrap();
         std::fs::write(store.path(UNIT), serde_json::to_vec(&v).unwrap()).unwrap();
         let msg = store.load(UNIT).unwrap_err().to_string();
         assert!(

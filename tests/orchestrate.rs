@@ -579,7 +579,7 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
     let child = c.spawn().unwrap();
     let start = Instant::now();
     // Interrupt once the session id is on record.
-    while !std::fs::read_to_string(env.state().join("units/a.json"))
+    while !std::fs::read_to_string(env.marker_path("a"))
         .is_ok_and(|t| t.contains(&capture_session_id(CODEX)))
     {
         assert!(start.elapsed() < Duration::from_secs(20), "no session id");
@@ -601,7 +601,7 @@ fn sigint_stops_the_plan_and_resume_finishes_it() {
         &env.normalized(&final_json(&out)),
         &plan_result(false, units),
     );
-    assert!(!env.state().join("units/b.json").exists());
+    assert!(!env.marker_path("b").exists());
     let mut a = ran_marker("a", "failed", 0, CODEX);
     a["reason"] = "interrupted".into();
     a["error"] = "interrupted by SIGINT".into();

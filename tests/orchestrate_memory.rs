@@ -186,7 +186,12 @@ fn resume_done(env: &Env, name: &str, n: usize) -> isize {
         text.push_str(&format!(
             "[[unit]]\nname = \"{unit}\"\nengine = \"codex\"\nprompt = \"p\"\n\n"
         ));
-        std::fs::write(units.join(format!("{unit}.json")), done_marker(&unit, env)).unwrap();
+        std::fs::create_dir_all(units.join(&unit)).unwrap();
+        std::fs::write(
+            units.join(&unit).join("marker.json"),
+            done_marker(&unit, env),
+        )
+        .unwrap();
     }
     let plan = env.write(&format!("{name}.toml"), text);
     let state = env.state();

@@ -93,7 +93,7 @@ fn closed_standard_descriptors_never_capture_vf_files() {
         } else if name.ends_with(".json") {
             serde_json::from_str::<serde_json::Value>(&text)
                 .unwrap_or_else(|e| panic!("{}: {e}: {text}", f.display()));
-        } else if name.ends_with(".lock") {
+        } else if name == "lock" {
             let pid = text.trim();
             assert!(
                 !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()),

@@ -1,5 +1,5 @@
 //! Reader isolation (issue 24). A marker is replaced by writing a temporary,
-//! fsyncing it and renaming it over `units/<unit>.json`, so whoever opened
+//! fsyncing it and renaming it over `units/<unit>/marker.json`, so whoever opened
 //! the marker, at any instant and however long it holds the descriptor
 //! before reading, reads one whole marker of that unit: never another
 //! unit's, never a torn one, never zeroed bytes. Each test reads markers
@@ -26,7 +26,7 @@ const CODEX_FAIL: &str = "codex/0.171.0/d_error500.stdout.jsonl";
 const UNITS: usize = 400;
 const JOBS: &str = "8";
 
-/// What one read of `units/<name>.json` returned.
+/// What one read of `units/<name>/marker.json` returned.
 #[derive(Debug, PartialEq)]
 enum Seen {
     /// A whole marker of that unit, in this state.
@@ -165,17 +165,14 @@ impl Rng {
     }
 }
 
-/// The unit names of the markers in `units/` (no temporaries, no locks).
+/// The units in `units/` that have a marker (one directory per unit).
 fn list_markers(units: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(units) else {
         return Vec::new();
     };
     rd.flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let unit = name.strip_suffix(".json")?;
-            (!unit.starts_with('.')).then(|| unit.to_string())
-        })
+        .filter(|e| e.path().join("marker.json").exists())
+        .filter_map(|e| e.file_name().into_string().ok())
         .collect()
 }
 
@@ -215,10 +212,10 @@ fn reader(units: &Path, style: Style, seed: u64, live: &AtomicBool) -> Tally {
         }
         let name = names[rng.below(names.len())].clone();
         let opened_live = live.load(Ordering::SeqCst);
-        let f = match File::open(units.join(format!("{name}.json"))) {
+        let f = match File::open(units.join(&name).join("marker.json")) {
             Ok(f) => f,
             Err(e) => {
-                t.open_errors.push(format!("{name}.json: {e}"));
+                t.open_errors.push(format!("{name}/marker.json: {e}"));
                 continue;
             }
         };
@@ -341,7 +338,7 @@ fn readers_during_a_plan_never_see_another_units_marker_or_a_torn_one() {
 }
 
 /// The issue's reproduction: unit `u` fails once; then `u`, `v` and `w` are
-/// dispatched at once while a reader opens `units/u.json` 20 times and
+/// dispatched at once while a reader opens `units/u/marker.json` 20 times and
 /// holds each descriptor until they exit. Each descriptor then reads a whole
 /// marker of `u` (the failed one or a later one). Several trials.
 #[test]

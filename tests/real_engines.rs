@@ -107,9 +107,10 @@ fn failures_then_vf_resume(sb: &Sandbox, first_sid: &str) {
     // `vf resume` continues the failed unit's exact session when the marker holds
     // one (the engine said the session exists natively), and refuses otherwise
     // (gemini keeps no session whose first request failed: its `-r` would exit 42).
-    let marker: Value =
-        serde_json::from_slice(&std::fs::read(sb.state_dir().join("units/err.json")).unwrap())
-            .unwrap();
+    let marker: Value = serde_json::from_slice(
+        &std::fs::read(sb.state_dir().join("units/err/marker.json")).unwrap(),
+    )
+    .unwrap();
     let prompt = format!("LAB-RESUME Try again. (LAB-RECALL-{memo})");
     let resume = sb.vf(&["resume", "err", "--prompt", &prompt, "--output", "jsonl"]);
     match marker["engineSessionId"].as_str() {

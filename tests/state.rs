@@ -12,6 +12,9 @@ use serde_json::Value;
 mod common;
 use common::*;
 
+#[path = "state/layout.rs"]
+mod layout;
+
 const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 
 /// The common work dir ([`common::Env`]) with codex played by the fake.
@@ -34,7 +37,7 @@ impl Units {
         self.base.state()
     }
     fn marker_path(&self, unit: &str) -> PathBuf {
-        self.state().join("units").join(format!("{unit}.json"))
+        self.state().join("units").join(unit).join("marker.json")
     }
     fn args_log(&self) -> PathBuf {
         self.path().join("engine-args.log")
@@ -65,7 +68,9 @@ impl Units {
     }
     fn write_json(&self, unit: &str, v: &Value) -> Vec<u8> {
         let bytes = serde_json::to_vec_pretty(v).unwrap();
-        std::fs::write(self.marker_path(unit), &bytes).unwrap();
+        let path = self.marker_path(unit);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &bytes).unwrap();
         bytes
     }
 }
@@ -107,7 +112,7 @@ fn a_marker_naming_another_unit_is_corrupt_and_nothing_escapes() {
     // unit); it holds only the pid and lives inside the state dir.
     let written: Vec<_> = tree(env.path())
         .into_iter()
-        .filter(|p| p.extension().is_none_or(|e| e != "lock"))
+        .filter(|p| p.file_name().is_none_or(|n| n != "lock"))
         .collect();
     assert_eq!(written, files_before, "something was written");
 
@@ -366,7 +371,9 @@ fn replay_of_a_directory_is_a_usage_error_naming_it() {
 #[test]
 fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
     let env = Units::new();
-    let units = env.state().join("units");
+    // The directory the unit's marker is written in.
+    let units = env.state().join("units/t");
+    std::fs::create_dir_all(&units).unwrap();
     // Left by a vf that died mid-write (its pid and start time name it), and
     // by an older vf (no creator in the name, older than a minute).
     let mut z = zombie();
@@ -481,7 +488,7 @@ fn a_moved_state_dir_still_loads_and_resumes() {
             > 0
     );
     let stored: Value =
-        serde_json::from_slice(&std::fs::read(moved.join("units/u.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(moved.join("units/u/marker.json")).unwrap()).unwrap();
     assert_eq!(logs(&stored), rel(2));
     let args = std::fs::read_to_string(env.args_log()).unwrap();
     assert!(args.contains("resume"), "{args}");

@@ -135,9 +135,10 @@ fn a_cmd_engine_is_dispatched_inside_a_job_that_ends_with_the_run() {
         std::fs::read(&log).unwrap(),
         std::fs::read(fixture(CAPTURE)).unwrap()
     );
-    let marker: Value =
-        serde_json::from_slice(&std::fs::read(w.path.join("state/units/win1.json")).unwrap())
-            .unwrap();
+    let marker: Value = serde_json::from_slice(
+        &std::fs::read(w.path.join("state/units/win1/marker.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(marker["state"], "done", "{marker}");
     w.assert_grandchild_ended(6);
 }

@@ -36,7 +36,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     // Nothing (not even a lock file) is written for a unit that does not exist;
     // one whose first run is still starting has its lock file already.
     let lock_file = crate::unit_lock::lock_path(&state_dir, &args.unit);
-    if !store.path(&args.unit).exists() && !lock_file.exists() {
+    if !store.exists(&args.unit) && !lock_file.exists() {
         return Err(no_unit());
     }
     // Held from reading the marker to the end of the run: no other vf can

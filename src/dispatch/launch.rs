@@ -63,8 +63,8 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         }
     };
     claim_running(&mut p, pid, &group);
-    // The markers directory holds every unit's files: its once-per-process
-    // read for stale temporaries waits for the engine's run.
+    // The unit's directory's once-per-process read for stale temporaries
+    // waits for the engine's run: the first marker write does not pay it.
     let scan = p
         .store
         .path(&spec.unit)

@@ -3,8 +3,8 @@
 //! every error is one short line (a marker can come from a cloned repository,
 //! so nothing of its text reaches the terminal raw).
 
-use std::io::Read;
-use std::path::Path;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -12,8 +12,8 @@ use crate::sys::OpenExt;
 
 use super::{MARKER_FORMAT, Marker, MarkerStore, Problem, Unusable, logs};
 use crate::error::Result;
-use crate::names;
 use crate::text::one_line;
+use crate::{layout, names};
 
 /// A marker is a few KB; anything far larger is not one of vf's.
 pub const MAX_MARKER_BYTES: u64 = 16 << 20;
@@ -47,7 +47,11 @@ impl MarkerStore {
         unit: &str,
         dir_checked: bool,
     ) -> std::result::Result<Option<Marker>, Unusable> {
-        let path = self.path(unit);
+        let checked = names::check("unit name", unit);
+        let (path, read) = match &checked {
+            Ok(()) => self.read_either(unit),
+            Err(_) => (self.path(unit), Ok(None)),
+        };
         let shown = one_line(&path.display().to_string(), PATH_CHARS);
         let fail = |problem: Problem, why: &str| {
             let why = one_line(why, WHY_CHARS);
@@ -60,15 +64,18 @@ impl MarkerStore {
                     Problem::Corrupt => format!(
                         "marker {shown} is corrupt ({why}); vf will not overwrite it: inspect it, then move it aside"
                     ),
+                    Problem::OtherCase(other) => format!(
+                        "unit {unit} shares its files with unit {other} ({shown}): this file system does not tell upper from lower case, so name it differently"
+                    ),
                 },
                 problem,
             }
         };
-        if let Err(e) = names::check("unit name", unit) {
+        if let Err(e) = checked {
             let why = format!("its file name is unsafe: {e}");
             return Err(fail(Problem::Corrupt, &why));
         }
-        let bytes = match read_marker(&path) {
+        let bytes = match read {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(None),
             Err((problem, why)) => return Err(fail(problem, &why)),
@@ -90,10 +97,34 @@ impl MarkerStore {
             return Err(fail(Problem::UnsupportedFormat(n), &why));
         }
         let mut marker = parsed.map_err(|e| fail(Problem::Corrupt, &serde_reason(&e)))?;
+        if marker.unit != unit && marker.unit.eq_ignore_ascii_case(unit) {
+            // `A`'s marker found as `a`'s (macOS, Windows): not corrupt, taken.
+            let other = crate::text::shown(&marker.unit, 80);
+            return Err(fail(Problem::OtherCase(other), ""));
+        }
         self.check_fields(unit, &mut marker)
             .and_then(|()| self.check_layout(unit, dir_checked))
             .map_err(|why| fail(Problem::Corrupt, &why))?;
         Ok(Some(marker))
+    }
+
+    /// The unit's marker and where it was read: in its directory, else
+    /// where an older vf kept it (unless that is unit `<unit>.json`'s
+    /// directory).
+    fn read_either(&self, unit: &str) -> (PathBuf, ReadMarker) {
+        let path = self.path(unit);
+        match read_marker(&path) {
+            Ok(None) => {}
+            read => return (path, read),
+        }
+        let old = layout::legacy_marker(self.state_dir(), unit);
+        match layout::kind(&old) {
+            layout::Kind::Missing | layout::Kind::Dir => (path, Ok(None)),
+            _ => {
+                let read = read_marker(&old);
+                (old, read)
+            }
+        }
     }
 
     /// [`MarkerStore::load_checked`] for many units, in their order. Spread
@@ -175,9 +206,11 @@ struct FormatOnly {
     format: Option<u64>,
 }
 
+type ReadMarker = std::result::Result<Option<Vec<u8>>, (Problem, String)>;
+
 /// The marker's bytes (`None`: no marker). Never through a symbolic link,
 /// never blocking on a FIFO, never more than [`MAX_MARKER_BYTES`].
-fn read_marker(path: &Path) -> std::result::Result<Option<Vec<u8>>, (Problem, String)> {
+fn read_marker(path: &Path) -> ReadMarker {
     let unreadable = |e: std::io::Error| (Problem::Unreadable, e.to_string());
     let corrupt = |why: &str| (Problem::Corrupt, why.to_string());
     let file = std::fs::OpenOptions::new()
@@ -186,7 +219,10 @@ fn read_marker(path: &Path) -> std::result::Result<Option<Vec<u8>>, (Problem, St
         .open_checked(path);
     let file = match file {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // Not a directory: an older vf's file where the unit's directory goes.
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(None);
+        }
         Err(e) if crate::sys::is_link_refusal(&e) => {
             return Err(corrupt("it is a symbolic link"));
         }
@@ -244,7 +280,9 @@ mod tests {
                     std::fs::write(store.path(&unit), serde_json::to_vec(&m).unwrap()).unwrap();
                 }
                 3 if i < 50 => {
-                    std::os::unix::fs::symlink(t.path(), store.logs_dir(&unit)).unwrap();
+                    let moved = t.path().join(format!("moved-{unit}"));
+                    std::fs::rename(store.logs_dir(&unit), &moved).unwrap();
+                    std::os::unix::fs::symlink(&moved, store.logs_dir(&unit)).unwrap();
                 }
                 4 if i < 50 => {
                     std::fs::remove_file(store.path(&unit)).unwrap();

@@ -263,6 +263,10 @@ pub fn try_lock(file: &std::fs::File) -> Result<(), std::fs::TryLockError> {
     family::try_lock(file)
 }
 
+/// Whether file names of devices (`con`, `nul`, `com1`, with any
+/// extension) are taken by the system in every directory: on Windows.
+pub const RESERVES_DEVICE_NAMES: bool = cfg!(windows);
+
 /// The file names a command `name` (no directory) may have on disk: itself
 /// on Unix; on Windows itself with each `PATHEXT` extension, unless it has
 /// one already.

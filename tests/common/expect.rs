@@ -33,7 +33,7 @@ pub fn finished_result(
         "unknownFrames": 0,
         "warnings": [],
         "durationMs": "<ms>",
-        "marker": format!("<tmp>/state/units/{unit}.json"),
+        "marker": format!("<tmp>/state/units/{unit}/marker.json"),
         "stdoutLog": format!("<tmp>/state/units/{unit}/attempt-{attempt}.stdout.log"),
         "stderrLog": format!("<tmp>/state/units/{unit}/attempt-{attempt}.stderr.log"),
     })

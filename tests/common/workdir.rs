@@ -184,7 +184,7 @@ impl Env {
     }
 
     pub fn marker_path(&self, unit: &str) -> PathBuf {
-        self.state().join("units").join(format!("{unit}.json"))
+        self.state().join("units").join(unit).join("marker.json")
     }
 
     pub fn marker_bytes(&self, unit: &str) -> Vec<u8> {

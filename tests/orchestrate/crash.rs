@@ -27,13 +27,12 @@ fn all_markers_parse(state: &Path) -> HashMap<String, vf::marker::Marker> {
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        if let Some(unit) = name.strip_suffix(".json")
-            && !name.starts_with('.')
-        {
-            let m: vf::marker::Marker = serde_json::from_slice(&std::fs::read(e.path()).unwrap())
-                .unwrap_or_else(|err| panic!("marker {name} does not parse: {err}"));
-            out.insert(unit.to_string(), m);
-        }
+        let Ok(bytes) = std::fs::read(e.path().join("marker.json")) else {
+            continue;
+        };
+        let m: vf::marker::Marker = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|err| panic!("marker {name} does not parse: {err}"));
+        out.insert(name, m);
     }
     out
 }
@@ -385,7 +384,7 @@ fn resume_ends_the_exact_orphan_of_its_unit_first() {
     c.stdout(Stdio::null()).stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
     let start = Instant::now();
-    while !std::fs::read_to_string(env.state().join("units/a.json"))
+    while !std::fs::read_to_string(env.marker_path("a"))
         .is_ok_and(|t| t.contains(&capture_session_id(CODEX)))
     {
         assert!(start.elapsed() < Duration::from_secs(20), "no session id");

@@ -15,6 +15,8 @@ use common::*;
 
 #[path = "workspace/clean.rs"]
 mod clean;
+#[path = "workspace/identity.rs"]
+mod identity;
 #[path = "workspace/resume.rs"]
 mod resume;
 #[path = "workspace/steps.rs"]
@@ -92,19 +94,7 @@ impl Repo {
     }
     /// `vf dispatch --worktree` of `unit`, JSON result.
     fn dispatch(&self, unit: &str, extra: &[&str]) -> Output {
-        let mut args = vec![
-            "dispatch",
-            "--engine",
-            "codex",
-            "--unit",
-            unit,
-            "--prompt",
-            "go",
-            "--json",
-            "--worktree",
-        ];
-        args.extend_from_slice(extra);
-        self.run(&args)
+        self.run(&dispatch_args(unit, extra))
     }
     fn worktree(&self, unit: &str) -> PathBuf {
         self.env.state().join("worktrees").join(unit)
@@ -126,6 +116,23 @@ impl Repo {
             "--json",
         ])
     }
+}
+
+/// `dispatch --worktree` of `unit` on codex, JSON result, and `extra`.
+fn dispatch_args<'a>(unit: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        unit,
+        "--prompt",
+        "go",
+        "--json",
+        "--worktree",
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// What `workspace` must say for a unit whose branch changed `files`.

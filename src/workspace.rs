@@ -22,7 +22,7 @@ use crate::error::{Result, VfError};
 pub use identity::{Proven, prove};
 pub use open::{OpenError, Opened, open};
 pub use remove::{Gone, removable, remove};
-pub use seal::{CommitInfo, SealError, Sealed, describe, finish, seal};
+pub use seal::{CommitInfo, SealError, Sealed, finish};
 
 /// The directory under the state dir that holds the units' worktrees.
 pub const WORKTREES_DIR: &str = "worktrees";

@@ -59,7 +59,7 @@ pub fn finish(ws: &Workspace, git_dir: Option<&Path>, info: &CommitInfo, commit:
 
 /// Commits every change left in the worktree (tracked or not, minus what
 /// `.gitignore` excludes). Returns whether a commit was made.
-pub fn seal(ws: &Workspace, info: &CommitInfo) -> Result<bool, GitError> {
+fn seal(ws: &Workspace, info: &CommitInfo) -> Result<bool, GitError> {
     let dir = &ws.path;
     git::run(dir, &["add", "--all"])?;
     if git::succeeds(dir, &["diff", "--cached", "--quiet"]) {
@@ -88,7 +88,7 @@ pub fn seal(ws: &Workspace, info: &CommitInfo) -> Result<bool, GitError> {
 }
 
 /// `ws` with its current head and the files changed between base and head.
-pub fn describe(ws: &Workspace) -> Result<Workspace, GitError> {
+fn describe(ws: &Workspace) -> Result<Workspace, GitError> {
     let dir = &ws.path;
     let head = git::run(dir, &["rev-parse", "HEAD"])?;
     let names = git::run(dir, &["diff", "--name-only", "-z", &ws.base, &head])?;

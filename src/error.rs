@@ -25,6 +25,9 @@ pub mod exit {
     pub const RATE_LIMITED: i32 = 75;
     /// A bug or an unexpected failure inside vf itself (`EX_SOFTWARE`).
     pub const INTERNAL: i32 = 70;
+    /// vf's output could not be written to stdout (`EX_IOERR`): a full disk,
+    /// `/dev/full`, a device error. A closed pipe is not one: that is success.
+    pub const OUTPUT: i32 = 74;
     pub const SIGHUP: i32 = 129;
     pub const SIGINT: i32 = 130;
     pub const SIGQUIT: i32 = 131;
@@ -42,6 +45,10 @@ pub enum VfError {
     /// Corrupt or unwritable vf state: exit 5.
     #[error("{0}")]
     State(String),
+    /// Stdout refused the command's output: exit 74. Made by `From<io::Error>`
+    /// from an error [`output_error`] tagged.
+    #[error("the output could not be written to stdout: {0}")]
+    Output(std::io::Error),
     /// Anything vf did not expect of itself: exit 70, never the engine's 1.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
@@ -67,18 +74,21 @@ impl VfError {
             VfError::Usage(_) => exit::USAGE,
             VfError::NotReady(_) => exit::NOT_READY,
             VfError::State(_) => exit::STATE,
+            VfError::Output(_) => exit::OUTPUT,
             VfError::Other(_) => exit::INTERNAL,
             VfError::Refused { error, .. } => error.exit_code(),
         }
     }
 
     /// The unit's failure reason for this error (orchestrate's unit entries).
+    /// A unit never fails on stdout (its printing is not its run): an output
+    /// error there would be vf's own fault.
     pub fn reason(&self) -> Reason {
         match self {
             VfError::Usage(_) => Reason::Invalid,
             VfError::NotReady(_) => Reason::Missing,
             VfError::State(_) => Reason::State,
-            VfError::Other(_) => Reason::Internal,
+            VfError::Output(_) | VfError::Other(_) => Reason::Internal,
             VfError::Refused { reason, .. } => *reason,
         }
     }
@@ -86,8 +96,43 @@ impl VfError {
 
 impl From<std::io::Error> for VfError {
     fn from(e: std::io::Error) -> Self {
-        VfError::Other(e.into())
+        if is_output_error(&e) {
+            VfError::Output(e)
+        } else {
+            VfError::Other(e.into())
+        }
     }
+}
+
+/// The inner error of an [`output_error`]: it says where the write failed
+/// while the error travels as an `io::Error` (`writeln!`, serde_json, a
+/// `BufWriter`), so that `?` makes it [`VfError::Output`].
+#[derive(Debug)]
+struct StdoutFailed(std::io::Error);
+
+impl fmt::Display for StdoutFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StdoutFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// `e`, a failed write to stdout, marked as such; its kind (`BrokenPipe`,
+/// `Interrupted`...) and text are kept.
+pub fn output_error(e: std::io::Error) -> std::io::Error {
+    if is_output_error(&e) {
+        return e;
+    }
+    std::io::Error::new(e.kind(), StdoutFailed(e))
+}
+
+fn is_output_error(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<StdoutFailed>())
 }
 
 pub type Result<T, E = VfError> = std::result::Result<T, E>;
@@ -313,6 +358,50 @@ mod tests {
         .map(|r| (r, 0));
         assert_eq!(got, want);
         assert_eq!(errors[4].to_string(), "cannot start");
+    }
+
+    /// A writer that fails as a full stdout does, through `output_error`.
+    struct FullStdout;
+
+    impl std::io::Write for FullStdout {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(output_error(std::io::Error::from_raw_os_error(28)))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stdout_write_error_is_its_own_exit_code_through_any_writer() {
+        use std::io::Write;
+        let direct = VfError::from(writeln!(FullStdout, "x").unwrap_err());
+        // serde_json and BufWriter hand the writer's own error back.
+        let json = serde_json::to_writer(FullStdout, &[1, 2]).unwrap_err();
+        let json = VfError::from(std::io::Error::from(json));
+        let mut buffered = std::io::BufWriter::new(FullStdout);
+        buffered.write_all(b"x").unwrap();
+        let buffered = VfError::from(buffered.flush().unwrap_err());
+        for e in [direct, json, buffered] {
+            assert_eq!(e.exit_code(), exit::OUTPUT);
+            let text = e.to_string();
+            assert!(
+                text.starts_with("the output could not be written to stdout: ")
+                    && text.contains("(os error 28)"),
+                "{text}"
+            );
+        }
+        // Marking twice is marking once; the kind survives (a closed pipe is success).
+        let pipe = output_error(output_error(std::io::ErrorKind::BrokenPipe.into()));
+        assert_eq!(pipe.kind(), std::io::ErrorKind::BrokenPipe);
+        let VfError::Output(inner) = VfError::from(pipe) else {
+            panic!("not an output error");
+        };
+        assert_eq!(format!("{inner:?}").matches("StdoutFailed").count(), 1);
+        // Any other io error stays vf's own.
+        let other = VfError::from(std::io::Error::from_raw_os_error(28));
+        assert_eq!(other.exit_code(), exit::INTERNAL);
+        assert_ne!(exit::OUTPUT, exit::RATE_LIMITED);
     }
 
     #[test]

@@ -4,49 +4,50 @@
 //! error to handle, not a silent death; engines still start with the
 //! default), which vf relies on.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use vf::commands::stdio;
 
 fn main() -> ExitCode {
     let code = run();
-    let _ = std::io::stdout().flush();
     // Codes outside a byte never occur (the table's largest is 143).
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 fn run() -> i32 {
-    let cli = match vf::cli::Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            // --help / --version are successes; usage errors exit 2.
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
+    let outcome = match vf::cli::Cli::try_parse() {
+        Ok(cli) => {
+            init_tracing(cli.verbose);
+            vf::commands::run(cli)
         }
+        Err(e) => Ok(print_clap(&e)),
     };
-    init_tracing(cli.verbose);
-    match vf::commands::run(cli) {
+    // What stdout still holds goes out now; a write of the command's that
+    // failed (live output included) is its failure.
+    let flushed = stdio::finish();
+    match outcome.and_then(|code| flushed.map(|()| code)) {
         Ok(code) => code,
+        // A closed pipe downstream (`vf ... | head`) is not an error.
+        Err(err) if stdio::is_closed_pipe(&err) => 0,
         Err(err) => {
-            // A closed pipe downstream (`vf ... | head`) is not an error.
-            if is_broken_pipe(&err) {
-                return 0;
-            }
-            let _ = writeln!(std::io::stderr(), "vf: {err:#}");
+            stdio::eprint_line(format_args!("vf: {err:#}"));
             err.exit_code()
         }
     }
 }
 
-fn is_broken_pipe(err: &vf::VfError) -> bool {
-    match err {
-        vf::VfError::Other(e) => e.chain().any(|c| {
-            c.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        }),
-        _ => false,
+/// clap's own output: --help / --version are successes on stdout (their
+/// failed write is remembered for `stdio::finish`); usage errors exit 2.
+fn print_clap(e: &clap::Error) -> i32 {
+    let printed = e.print();
+    if e.use_stderr() {
+        return vf::error::exit::USAGE;
     }
+    if let Err(failed) = printed {
+        stdio::note(failed);
+    }
+    vf::error::exit::OK
 }
 
 fn init_tracing(verbose: u8) {
@@ -58,9 +59,12 @@ fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("VF_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("vf={level}")));
+    // A failed write to stderr is dropped: with internal errors logged,
+    // tracing would report it with `eprintln!`, which panics.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .log_internal_errors(false)
         .try_init();
 }

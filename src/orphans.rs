@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::engine::EngineId;
-use crate::owned::{self, ProcRecord};
+use crate::owned::{self, ProcRecord, StepKind};
 use crate::procinfo::{self, Liveness, Presence};
 use crate::sys::{self, Sig};
 
@@ -52,6 +52,9 @@ pub struct Finding {
     pub unit: Option<String>,
     pub attempt: Option<u32>,
     pub engine: Option<EngineId>,
+    /// The record is of the unit's `setup` / `verify` command, not its engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepKind>,
     pub supervisor_pid: Option<u32>,
     pub cli_pid: Option<u32>,
     pub pgid: Option<i32>,
@@ -84,20 +87,36 @@ pub struct Member {
     pub age_secs: Option<u64>,
 }
 
+impl Finding {
+    /// What its record's process is: `engine`, or the `setup` / `verify` command.
+    pub fn what(&self) -> &'static str {
+        match self.step {
+            None => "engine",
+            Some(StepKind::Setup) => "setup command",
+            Some(StepKind::Verify) => "verify command",
+        }
+    }
+
+    /// What a take-over that ended it says.
+    pub fn ended_notice(&self) -> String {
+        format!(
+            "ended the {} left running by a dead vf (process group {})",
+            self.what(),
+            self.pgid.unwrap_or(0)
+        )
+    }
+}
+
 /// Reads every record under `<state>/procs` and classifies it. Touches nothing.
 pub fn scan(state_dir: &Path) -> Vec<Finding> {
     scan_named(state_dir, |_| true)
 }
 
-/// [`scan`] of the records of one unit only: `<unit>-<attempt>.json`. A run
-/// starts with it, so it must not read (and prove) every other unit's record.
+/// [`scan`] of the records of one unit only: `<unit>-<attempt>.json` and its
+/// steps' `<unit>-<attempt>-<step>.json`. A run starts with it, so it must
+/// not read (and prove) every other unit's record.
 fn scan_unit(state_dir: &Path, unit: &str) -> Vec<Finding> {
-    scan_named(state_dir, |name| {
-        name.strip_prefix(unit)
-            .and_then(|r| r.strip_prefix('-'))
-            .and_then(|r| r.strip_suffix(".json"))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    })
+    scan_named(state_dir, |name| owned::is_record_of(name, unit))
 }
 
 /// The records whose file name `keep` accepts, classified.
@@ -129,6 +148,7 @@ fn classify(path: &Path) -> Finding {
                 unit: None,
                 attempt: None,
                 engine: None,
+                step: None,
                 supervisor_pid: None,
                 cli_pid: None,
                 pgid: None,
@@ -147,6 +167,7 @@ fn classify(path: &Path) -> Finding {
         unit: Some(rec.unit.clone()),
         attempt: Some(rec.attempt),
         engine: EngineId::parse(&rec.engine),
+        step: rec.step,
         supervisor_pid: Some(rec.supervisor.pid),
         cli_pid: Some(rec.cli.pid),
         pgid: Some(rec.pgid),
@@ -206,7 +227,7 @@ fn class_of(rec: &ProcRecord) -> (Class, String) {
     if rec.pgid != rec.cli.pid as i32 || rec.pgid <= 1 {
         return (
             Class::Unproven,
-            "the record's group is not led by its CLI".into(),
+            format!("the record's group is not led by its {}", rec.what()),
         );
     }
     cli_class(rec)
@@ -215,12 +236,13 @@ fn class_of(rec: &ProcRecord) -> (Class, String) {
 /// The class of a record whose vf is provably dead, from its CLI leader.
 fn cli_class(rec: &ProcRecord) -> (Class, String) {
     let presence = rec.cli.presence();
+    let what = rec.what();
     match presence {
         Presence::Running => {
             return (
                 Class::Orphan,
                 format!(
-                    "vf (pid {}) is dead and its CLI (pid {}) still runs with the recorded identity",
+                    "vf (pid {}) is dead and its {what} (pid {}) still runs with the recorded identity",
                     rec.supervisor.pid, rec.cli.pid
                 ),
             );
@@ -240,17 +262,17 @@ fn cli_class(rec: &ProcRecord) -> (Class, String) {
     match (presence, members) {
         (Presence::Zombie, 0) => (
             Class::Stale,
-            "vf is dead and the CLI has exited; only the record is left".into(),
+            format!("vf is dead and the {what} has exited; only the record is left"),
         ),
         (_, 0) => (
             Class::Stale,
-            "vf and its CLI are gone; only the record is left".into(),
+            format!("vf and its {what} are gone; only the record is left"),
         ),
         // A zombie leader still holds the group's id: the members are its own.
         (Presence::Zombie, n) => (
             Class::Orphan,
             format!(
-                "vf is dead; the CLI (pid {}) has exited but {n} member(s) of its group still run",
+                "vf is dead; the {what} (pid {}) has exited but {n} member(s) of its group still run",
                 rec.cli.pid
             ),
         ),
@@ -258,7 +280,7 @@ fn cli_class(rec: &ProcRecord) -> (Class, String) {
         (_, n) => (
             Class::Unproven,
             format!(
-                "the recorded CLI is gone (or its pid was reused) but process group {} has {n} member(s); not proven ours",
+                "the recorded {what} is gone (or its pid was reused) but process group {} has {n} member(s); not proven ours",
                 rec.pgid
             ),
         ),
@@ -369,7 +391,8 @@ pub fn take_over(state_dir: &Path, unit: &str, grace: Duration) -> Result<Vec<Fi
             (Class::Stale, _) | (_, Action::Released) => {}
             _ => {
                 return Err(format!(
-                    "an earlier attempt's engine process is not proven gone ({}); see {} and `vf doctor --fix`",
+                    "an earlier attempt's {} process is not proven gone ({}); see {} and `vf doctor --fix`",
+                    f.what(),
                     f.reason,
                     f.record.display()
                 ));

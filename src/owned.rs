@@ -1,6 +1,9 @@
 //! Owned-process records: one file per spawned engine CLI, under
-//! `<state>/procs/<unit>-<attempt>.json`, so that a later `vf doctor --fix`
-//! can prove which process groups a dead vf left behind.
+//! `<state>/procs/<unit>-<attempt>.json`, and one per `setup` / `verify`
+//! command, `<unit>-<attempt>-<step>.json`, so that a later `vf doctor --fix`
+//! (or the unit's next run) can prove which process groups a dead vf left
+//! behind. No two (unit, attempt, step) share a file name: an engine's ends
+//! in its attempt's digits, a step's in `-setup` / `-verify`.
 //!
 //! The record is written (atomically) right after the spawn, before the
 //! supervisor does anything else with the child, updated when the CLI exits,
@@ -29,6 +32,10 @@ pub struct ProcRecord {
     /// The CLI itself (leader of its own process group).
     pub cli: ProcIdentity,
     pub pgid: i32,
+    /// A `setup` / `verify` command of the unit rather than its engine (the
+    /// shell then is `cli`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepKind>,
     /// What the CLI is contained in (older records: a process group).
     #[serde(default)]
     pub scope: Scope,
@@ -41,13 +48,66 @@ pub struct ProcRecord {
     pub updated_at: String,
 }
 
+/// A command vf runs around a unit's engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    Setup,
+    Verify,
+}
+
+impl StepKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Setup => "setup",
+            StepKind::Verify => "verify",
+        }
+    }
+
+    /// The step a record file name's tail (`setup`, `verify`) names.
+    pub fn parse(s: &str) -> Option<StepKind> {
+        [StepKind::Setup, StepKind::Verify]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
 /// The records directory of a state dir.
 pub fn procs_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("procs")
 }
 
 pub fn record_path(state_dir: &Path, unit: &str, attempt: u32) -> PathBuf {
-    procs_dir(state_dir).join(format!("{unit}-{attempt}.json"))
+    procs_dir(state_dir).join(file_name(unit, attempt, None))
+}
+
+/// The record of a unit's `setup` or `verify` command.
+pub fn step_record_path(state_dir: &Path, unit: &str, attempt: u32, step: StepKind) -> PathBuf {
+    procs_dir(state_dir).join(file_name(unit, attempt, Some(step)))
+}
+
+fn file_name(unit: &str, attempt: u32, step: Option<StepKind>) -> String {
+    match step {
+        None => format!("{unit}-{attempt}.json"),
+        Some(k) => format!("{unit}-{attempt}-{}.json", k.as_str()),
+    }
+}
+
+/// Whether `name` is a record file name of `unit` (any attempt, engine or step).
+pub fn is_record_of(name: &str, unit: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix(unit)
+        .and_then(|r| r.strip_prefix('-'))
+        .and_then(|r| r.strip_suffix(".json"))
+    else {
+        return false;
+    };
+    let attempt = match rest.split_once('-') {
+        Some((attempt, step)) if StepKind::parse(step).is_some() => attempt,
+        Some(_) => return false,
+        None => rest,
+    };
+    !attempt.is_empty() && attempt.bytes().all(|b| b.is_ascii_digit())
 }
 
 impl ProcRecord {
@@ -63,11 +123,29 @@ impl ProcRecord {
             host: cli.host.clone(),
             boot_id: cli.boot_id.clone(),
             pgid: cli_pid as i32,
+            step: None,
             scope: crate::sys::CONTAINMENT.0,
             proof: crate::sys::CONTAINMENT.1,
             cli,
             created_at: now.clone(),
             updated_at: now,
+        }
+    }
+
+    /// The record of a unit's `setup` / `verify` command, its shell `pid`.
+    pub fn for_step(unit: &str, attempt: u32, engine: &str, step: StepKind, pid: u32) -> Self {
+        ProcRecord {
+            step: Some(step),
+            ..ProcRecord::new(unit, attempt, engine, pid)
+        }
+    }
+
+    /// What the recorded process is, in words: the engine's `CLI` or the step's command.
+    pub fn what(&self) -> &'static str {
+        match self.step {
+            None => "CLI",
+            Some(StepKind::Setup) => "setup command",
+            Some(StepKind::Verify) => "verify command",
         }
     }
 
@@ -102,7 +180,7 @@ impl ProcRecord {
             return Err(format!("unsupported format {}", self.format));
         }
         crate::names::check("unit name", &self.unit).map_err(|e| e.to_string())?;
-        let expected = format!("{}-{}.json", self.unit, self.attempt);
+        let expected = file_name(&self.unit, self.attempt, self.step);
         if path.file_name().and_then(|n| n.to_str()) != Some(expected.as_str()) {
             return Err(format!(
                 "its unit {:?} and attempt {} do not match its file name",
@@ -147,6 +225,37 @@ mod tests {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, b"{").unwrap();
         assert!(ProcRecord::load(&p).unwrap_err().contains("corrupt"));
+    }
+
+    /// A step's record has its own file name, which no engine record of
+    /// any unit can have, and is read back as that step's.
+    #[test]
+    fn step_records_are_named_apart() {
+        let t = tempfile::tempdir().unwrap();
+        let p = step_record_path(t.path(), "u-1", 2, StepKind::Verify);
+        assert_eq!(p.file_name().unwrap(), "u-1-2-verify.json");
+        let mut r = ProcRecord::for_step("u-1", 2, "codex", StepKind::Verify, std::process::id());
+        r.save(&p).unwrap();
+        assert_eq!(ProcRecord::load(&p).unwrap().step, Some(StepKind::Verify));
+        assert_eq!(ProcRecord::load(&p).unwrap().what(), "verify command");
+        // The same record under an engine's name, or another step's, is corrupt.
+        for other in ["u-1-2.json", "u-1-2-setup.json"] {
+            let q = procs_dir(t.path()).join(other);
+            std::fs::copy(&p, &q).unwrap();
+            assert!(ProcRecord::load(&q).unwrap_err().starts_with("corrupt: "));
+        }
+        for (name, unit, is) in [
+            ("u-1-2-verify.json", "u-1", true),
+            ("u-1-2-verify.json", "u", false),
+            ("u-1-2.json", "u-1", true),
+            ("u-1-2.json", "u", false),
+            ("u-1-setup.json", "u", true),
+            ("u-setup.json", "u", false),
+            ("u-1-build.json", "u", false),
+            ("u--setup.json", "u", false),
+        ] {
+            assert_eq!(is_record_of(name, unit), is, "{name} of {unit}");
+        }
     }
 
     /// A record names its containment; one written before records did is

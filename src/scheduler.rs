@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::engine::{Attachment, EngineId};
-use crate::error::{Result, VfError, exit};
+use crate::error::{Reason, Result, VfError, exit};
 use crate::frames::ConversationEvent;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, owner_refusal, resolve_resume_id};
 use crate::marker::{Marker, MarkerStore, UnitState};
@@ -132,7 +132,7 @@ pub struct UnitReport {
     pub usage: Option<crate::usage::Usage>,
     /// `budget` for a unit the plan's budget kept from starting.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<crate::error::Reason>,
+    pub reason: Option<Reason>,
     /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
@@ -162,13 +162,29 @@ pub struct PlanResult {
 }
 
 impl PlanResult {
-    /// vf's exit code: the signal's, else 0 when every unit is done, else 1.
+    /// vf's exit code: the signal's, else 0 when every unit is done, 75 when
+    /// only rate limits kept it from finishing, else 1.
     pub fn exit_code(&self) -> i32 {
         match self.interrupted {
             Some(code) => code,
             None if self.ok => exit::OK,
+            None if self.only_rate_limited() => exit::RATE_LIMITED,
             None => exit::ENGINE_FAILED,
         }
+    }
+
+    /// Every unit that did not finish was rate-limited or is blocked behind
+    /// one: running the plan again later (`--resume`) may finish it.
+    fn only_rate_limited(&self) -> bool {
+        let mut limited = false;
+        for u in &self.units {
+            match (u.state, u.reason) {
+                (RunState::Done, _) | (RunState::Blocked, Some(Reason::Dependency)) => {}
+                (RunState::Failed, Some(Reason::RateLimited)) => limited = true,
+                _ => return false,
+            }
+        }
+        limited
     }
 }
 
@@ -252,12 +268,11 @@ pub fn open(mut req: Request) -> Result<Run> {
         {
             let name = u.report.unit.clone();
             match orphans::take_over(&req.state_dir, &name, req.kill_grace) {
-                Ok(ended) => notices.extend(ended.iter().map(|f| {
-                    format!(
-                        "{name}: ended the engine left running by a dead vf (process group {})",
-                        f.pgid.unwrap_or(0)
-                    )
-                })),
+                Ok(ended) => notices.extend(
+                    ended
+                        .iter()
+                        .map(|f| format!("{name}: {}", f.ended_notice())),
+                ),
                 Err(why) => u.refuse(why),
             }
         }
@@ -477,7 +492,7 @@ impl Run {
         let (job, u) = (&self.jobs[i], &mut self.units[i]);
         u.report.state = RunState::Blocked;
         u.report.error = Some(why.clone());
-        u.report.reason = Some(crate::error::Reason::Dependency);
+        u.report.reason = Some(Reason::Dependency);
         let write = markers::Blocked {
             state_dir: self.req.state_dir.clone(),
             unit: job.plan.name.clone(),

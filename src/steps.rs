@@ -3,12 +3,16 @@
 //! contained like the engine (see [`crate::child`]), output to its log file. `--timeout`
 //! and vf's signals end the group (SIGTERM, one grace, SIGKILL); when the
 //! command exits, what is left of its group is killed: nothing outlives it.
+//! Like the engine it has an owned-process record from its spawn until its
+//! group is gone, so what a `kill -9` of vf leaves running is ended by
+//! `vf doctor --fix` or the unit's next run ([`crate::orphans`]).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::owned::{self, ProcRecord, StepKind};
 use crate::sys::{self, Container, OpenExt, Sig};
 
 /// How many of a failed step's last output lines its error carries.
@@ -23,6 +27,16 @@ pub struct Step<'a> {
     pub env: Vec<(&'static str, String)>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
+    pub owner: StepOwner<'a>,
+}
+
+/// Whose step it is: what its owned-process record says.
+pub struct StepOwner<'a> {
+    pub state_dir: &'a Path,
+    pub unit: &'a str,
+    pub attempt: u32,
+    pub engine: &'a str,
+    pub kind: StepKind,
 }
 
 /// How a step ended.
@@ -77,9 +91,22 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
             return StepEnd::NotStarted(format!("cannot contain {shell}: {e}"));
         }
     };
+    let o = &step.owner;
+    let record = owned::step_record_path(o.state_dir, o.unit, o.attempt, o.kind);
+    let pid = child.id().unwrap_or(0);
+    let mut rec = ProcRecord::for_step(o.unit, o.attempt, o.engine, o.kind, pid);
+    if let Err(e) = rec.save(&record) {
+        // Unrecorded, a kill -9 of vf could orphan it for good: it does not run.
+        group.kill();
+        let _ = child.wait().await;
+        return StepEnd::NotStarted(format!("cannot write {}: {e}", record.display()));
+    }
     let end = supervise(&mut child, &group, step).await;
-    // Whatever the command left in its group goes with it.
+    // Whatever the command left in its group goes with it, then its record.
     group.kill();
+    // A record left behind is stale once its processes are gone: the next
+    // take-over or `vf doctor --fix` releases it.
+    let _ = owned::release(&record);
     match end {
         Some(end) => end,
         None => StepEnd::NotStarted("the step's process could not be waited for".into()),

@@ -86,16 +86,49 @@ fn the_module_graph_has_no_cycle() {
     assert_eq!(find_cycle(&g), None, "{g:?}");
 }
 
+/// Every file of `src/` as (its path below `src/`, its code without
+/// comments and tests).
+fn source_code() -> Vec<(String, String)> {
+    let src = root().join("src");
+    files_under(&src)
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            (rel, code_of(&read_text(f)))
+        })
+        .collect()
+}
+
 #[test]
 fn core_code_knows_no_terminal() {
-    let src = root().join("src");
-    for f in files_under(&src) {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+    for (rel, code) in source_code() {
         if rel.starts_with("commands/") || ["cli.rs", "main.rs"].contains(&rel.as_str()) {
             continue;
         }
-        let code = code_of(&read_text(&f));
         for word in ["IsTerminal", "is_terminal", "println!", "print!(", "eprint"] {
+            assert!(!code.contains(word), "{rel} uses {word}");
+        }
+    }
+}
+
+/// stdout and stderr are written through `commands/stdio.rs` only (issue
+/// 25): `println!` and `eprintln!` panic on a failed write (vf ignores
+/// `SIGPIPE`, so a closed pipe is one), and a write around `stdio::Stdout`
+/// fails as an internal error (70) instead of an output error (74).
+#[test]
+fn every_print_goes_through_stdio() {
+    for (rel, code) in source_code() {
+        if rel == "commands/stdio.rs" {
+            continue;
+        }
+        for word in [
+            "print!(",
+            "println!",
+            "dbg!(",
+            "stdout().lock",
+            "stdout().write",
+            "stdout().flush",
+        ] {
             assert!(!code.contains(word), "{rel} uses {word}");
         }
     }
@@ -105,14 +138,11 @@ fn core_code_knows_no_terminal() {
 /// file names an OS, an OS extension trait, or a raw system call crate.
 #[test]
 fn only_the_platform_layer_knows_the_os() {
-    let src = root().join("src");
     let mut checked = 0;
-    for f in files_under(&src) {
-        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+    for (rel, code) in source_code() {
         if rel.starts_with("sys/") || rel == "sys.rs" {
             continue;
         }
-        let code = code_of(&read_text(&f));
         for word in [
             "std::os::",
             "libc::",

@@ -237,3 +237,43 @@ fn hard_budget_ends_a_unit_whose_live_usage_reaches_it() {
     assert_eq!(r["usage"]["totalTokens"], 120);
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// Issue 25, defect 4: `--jobs 2 --max-tokens 150 --hard-budget`, units of
+/// 120 tokens. `a` and `b1` report their usage live and then never end by
+/// themselves: the second report brings the total to 240 and ends both. The
+/// first of them to settle frees a slot while the plan's settled total is
+/// still 120, but the budget was reached before that: `b2` must never start.
+#[test]
+fn a_unit_whose_start_comes_after_the_budget_is_reached_never_starts() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path().join("runs")).unwrap();
+    let mut plan = String::new();
+    for u in ["a", "b1", "b2"] {
+        env.write(
+            &format!("{u}/fake.env"),
+            format!("FAKE_STDOUT={}\nFAKE_MODE=hang\n", fixture(CODEX).display()),
+        );
+        plan.push_str(&format!(
+            "[[unit]]\nname = \"{u}\"\nengine = \"codex\"\nprompt = \"t\"\ncwd = \"{u}\"\n\n"
+        ));
+    }
+    let plan = env.write("plan.toml", plan);
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--json"]);
+    c.args(["--jobs", "2", "--max-tokens", "150", "--hard-budget"])
+        .env("VF_CODEX_BIN", env.fake_for("codex"))
+        .env("FAKE_RUN_DIR", env.path().join("runs"));
+    let out = run_bounded(c, Duration::from_secs(60));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let reached = "budget reached: 240 of 150 tokens";
+    let ended = format!("{reached}; the engine was ended");
+    let want = json!({
+        "a": ["failed", "budget", ended],
+        "b1": ["failed", "budget", ended],
+        "b2": ["notStarted", "budget", reached],
+    });
+    assert_eq!(outcome(&r), want, "{r} {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1));
+    let events = read_text(&env.path().join("runs/events.log"));
+    assert!(!events.contains("start b2 "), "b2's engine ran: {events}");
+    assert!(env.marker_opt("b2").is_none(), "b2 has a marker");
+}

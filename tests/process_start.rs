@@ -1,7 +1,8 @@
 //! What vf's process start-up promises (src/main.rs runs it instead of
 //! std's): a reader that closes the pipe early is not an error, closed
 //! standard descriptors never capture vf's own files, and engines start
-//! with `SIGPIPE` at its default.
+//! with `SIGPIPE` at its default; and how it ends when stdout or stderr
+//! refuses its output (process_start/output.rs).
 #![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::io::Read;
@@ -11,6 +12,9 @@ use std::time::Duration;
 
 mod common;
 use common::{Env, files_under, fixture, read_text, run_bounded, vf, wait_exit, write_exe};
+
+#[path = "process_start/output.rs"]
+mod output;
 
 /// `vf replay ... | head -c 100`: vf meets a closed pipe, ends with 0 and
 /// says nothing (it is not killed by `SIGPIPE` either).

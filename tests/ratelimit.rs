@@ -255,11 +255,53 @@ fn wait_gives_up_after_max_wait() {
     let env = plan_env(50);
     // Backoff waits 1 s then 2 s (±20 %): the second would pass max_wait.
     let (u, code) = run_plan(&env, "on_rate_limit = \"wait\"\nmax_wait = 2.5");
-    assert_eq!(code, 1, "{u}");
+    // Only a rate limit kept the plan from finishing: EX_TEMPFAIL, retry later.
+    assert_eq!(code, 75, "{u}");
     assert_eq!(u["state"], "failed");
     let reasons: Vec<Value> = attempts(&u).into_iter().map(|a| a.1).collect();
     assert_eq!(reasons, vec![Value::from("rate-limited"); 2]);
     assert_eq!(env.marker("u")["reason"], "rate-limited");
+}
+
+/// A plan whose only failure is a rate limit exits 75 (`EX_TEMPFAIL`), its
+/// dependents blocked behind it included; any other failure makes it 1.
+#[test]
+fn a_plan_stopped_only_by_rate_limits_exits_75() {
+    let env = plan_env(50);
+    for d in ["u", "v", "w"] {
+        std::fs::create_dir_all(env.path().join(d)).unwrap();
+    }
+    env.write("w/fake.env", "FAKE_STDOUT=/dev/null\nFAKE_EXIT=1\n");
+    let unit = |name: &str, engine: &str, more: &str| {
+        format!(
+            "[[unit]]\nname = \"{name}\"\nengine = \"{engine}\"\nprompt = \"t\"\ncwd = \"{name}\"\n{more}\n"
+        )
+    };
+    let limited = unit("u", "claude", "") + &unit("v", "codex", "depends_on = [\"u\"]");
+    let states = |out: &std::process::Output| -> Vec<(Value, Value)> {
+        let result = jsonl(&out.stdout).pop().unwrap_or(Value::Null);
+        let units = result["units"].as_array().cloned().unwrap_or_default();
+        units
+            .iter()
+            .map(|u| (u["state"].clone(), u["reason"].clone()))
+            .collect()
+    };
+    env.write("plan.toml", &limited);
+    let out = run_bounded(orchestrate(&env, &[]), std::time::Duration::from_secs(60));
+    assert_eq!(
+        states(&out),
+        [
+            ("failed".into(), "rate-limited".into()),
+            ("blocked".into(), "dependency".into())
+        ]
+    );
+    assert_eq!(out.status.code(), Some(75), "{}", stderr(&out));
+    // Another unit failing for another reason: the plan failed.
+    std::fs::remove_dir_all(env.state()).unwrap();
+    env.write("plan.toml", limited + &unit("w", "codex", ""));
+    let out = run_bounded(orchestrate(&env, &[]), std::time::Duration::from_secs(60));
+    assert_eq!(states(&out)[2], ("failed".into(), "engine".into()));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 }
 
 #[test]

@@ -486,3 +486,66 @@ fn a_moved_state_dir_still_loads_and_resumes() {
     let args = std::fs::read_to_string(env.args_log()).unwrap();
     assert!(args.contains("resume"), "{args}");
 }
+
+/// Issue 25, 8a: the final marker write fails (here: the markers directory
+/// is briefly not one, as a full disk fails it), so the marker keeps saying
+/// `running`. Once that vf has exited, `vf status` shows its owner dead and
+/// the unit resumable, and `vf resume` continues it.
+#[test]
+fn a_failed_final_marker_write_shows_a_dead_owner_and_a_resumable_unit() {
+    let env = Units::new();
+    let go = env.path().join("go");
+    // codex that prints its session, then waits for `go` before the rest.
+    let engine = write_exe(
+        &env.path().join("engine"),
+        &format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 0.171.0; exit 0; }}\n\
+             head -n 1 {cap}\ni=0\n\
+             while [ ! -e {go} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n\
+             tail -n +2 {cap}\n",
+            cap = fixture(CODEX).display(),
+            go = go.display()
+        ),
+    );
+    let bin = engine.to_str().unwrap();
+    let mut c = env.cmd(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
+    c.args(["--engine-bin", bin])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut vf = c.spawn().unwrap();
+    let state_of = |v: Option<Value>| v.map(|m| m["state"].clone());
+    let marker = || -> Option<Value> {
+        serde_json::from_slice(&std::fs::read(env.marker_path("u")).ok()?).ok()
+    };
+    // The session id is durable; the disk "fills" before the run's end.
+    wait_for("the running marker", Duration::from_secs(20), || {
+        marker().is_some_and(|m| m["state"] == "running" && m["engineSessionId"].is_string())
+    });
+    let (units, away) = (env.state().join("units"), env.state().join("units.away"));
+    std::fs::rename(&units, &away).unwrap();
+    std::fs::write(&units, b"not a directory").unwrap();
+    std::fs::write(&go, b"").unwrap();
+    assert_eq!(wait_exit(&mut vf).code(), Some(5), "the final write failed");
+    std::fs::remove_file(&units).unwrap();
+    std::fs::rename(&away, &units).unwrap();
+    assert_eq!(state_of(marker()), Some("running".into()));
+
+    let out = env.run(&["status", "u", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&row["state"], &row["ownerState"], &row["resumable"]),
+        (&"running".into(), &"dead".into(), &true.into()),
+        "{row}"
+    );
+    let out = env.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text.lines().find(|l| l.starts_with("u ")).unwrap_or("");
+    assert!(
+        line.contains(" dead ") && line.contains("resumable: vf resume u"),
+        "{text}"
+    );
+    let out = env.run(&["resume", "u", "--output", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(state_of(marker()), Some("done".into()));
+}

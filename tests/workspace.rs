@@ -94,7 +94,11 @@ impl Repo {
     }
     /// `vf dispatch --worktree` of `unit`, JSON result.
     fn dispatch(&self, unit: &str, extra: &[&str]) -> Output {
-        self.run(&dispatch_args(unit, extra))
+        run_bounded(self.dispatch_cmd(unit, extra), Duration::from_secs(90))
+    }
+    /// The command of [`Repo::dispatch`], to start it and watch it.
+    fn dispatch_cmd(&self, unit: &str, extra: &[&str]) -> Command {
+        self.vf(&dispatch_args(unit, extra))
     }
     fn worktree(&self, unit: &str) -> PathBuf {
         self.env.state().join("worktrees").join(unit)

@@ -18,13 +18,14 @@ pub fn run(args: &AttachArgs) -> Result<i32> {
     match &args.command {
         AttachCommand::Add(a) => {
             let e = store(&a.state)?.add(&a.file, a.name.as_deref(), a.force)?;
-            println!(
+            writeln!(
+                super::stdio::out(),
                 "attached {} ({}, {} bytes) at {}",
                 e.name,
                 e.kind.as_str(),
                 e.bytes,
                 e.path.display()
-            );
+            )?;
         }
         AttachCommand::List(a) => {
             let entries = store(&a.state)?.list()?;
@@ -32,7 +33,7 @@ pub fn run(args: &AttachArgs) -> Result<i32> {
                 super::print_json(&entries)?;
                 return Ok(0);
             }
-            let mut out = std::io::stdout().lock();
+            let mut out = super::stdio::out();
             if entries.is_empty() {
                 writeln!(out, "no attachments (add one with `vf attach add FILE`)")?;
                 return Ok(0);
@@ -44,7 +45,7 @@ pub fn run(args: &AttachArgs) -> Result<i32> {
         }
         AttachCommand::Rm(a) => {
             let e = store(&a.state)?.remove(&a.name)?;
-            println!("removed {}", e.name);
+            writeln!(super::stdio::out(), "removed {}", e.name)?;
         }
     }
     Ok(0)

@@ -1,6 +1,8 @@
 //! `vf clean [UNIT…] [--done] [--all] [--branches] [--force]`: remove units'
 //! worktrees (see `crate::clean`).
 
+use std::io::Write;
+
 use crate::clean::{CleanRequest, clean};
 use crate::cli::CleanArgs;
 use crate::error::{Result, VfError, exit};
@@ -26,6 +28,7 @@ pub fn run(args: &CleanArgs) -> Result<i32> {
         super::print_json(&cleaned)?;
         return Ok(exit::OK);
     }
+    let mut out = super::stdio::out();
     for c in &cleaned {
         let mut what = Vec::new();
         if let Some(p) = &c.worktree {
@@ -37,7 +40,7 @@ pub fn run(args: &CleanArgs) -> Result<i32> {
         if what.is_empty() {
             what.push("no worktree".to_string());
         }
-        println!("{}: {}", c.unit, what.join(", "));
+        writeln!(out, "{}: {}", c.unit, what.join(", "))?;
     }
     Ok(exit::OK)
 }

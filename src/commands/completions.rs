@@ -28,7 +28,7 @@ pub fn man() -> Result<i32> {
 
 fn write_stdout(buf: &[u8]) -> Result<()> {
     use std::io::Write;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::out();
     out.write_all(buf)?;
     out.flush()?;
     Ok(())

@@ -1,5 +1,6 @@
 //! `vf conv`: conversations of several engines (see docs/CONVERSATIONS.md).
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -45,7 +46,7 @@ fn new(a: &ConvNewArgs) -> Result<i32> {
         )));
     }
     store.save(&conv)?;
-    println!("{}", store.dir(&a.name).display());
+    writeln!(super::stdio::out(), "{}", store.dir(&a.name).display())?;
     Ok(0)
 }
 
@@ -150,9 +151,11 @@ fn print_reports(
             }
         }
         OutputFormat::Human => {
+            let mut out = super::stdio::out();
             for r in reports {
                 sink.result(&r.result);
-                println!(
+                writeln!(
+                    out,
                     "{} turn {} · {} · read-only {} · {}",
                     r.participant,
                     r.turn,
@@ -163,9 +166,9 @@ fn print_reports(
                     } else {
                         "no answer recorded"
                     }
-                );
+                )?;
                 if let Some(answer) = r.result.answer.as_deref().filter(|_| r.recorded) {
-                    println!("{answer}");
+                    writeln!(out, "{answer}")?;
                 }
             }
         }
@@ -179,9 +182,11 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
         super::print_json(&conv)?;
         return Ok(0);
     }
-    println!("conversation {}", conv.name);
+    let mut out = super::stdio::out();
+    writeln!(out, "conversation {}", conv.name)?;
     for p in &conv.participants {
-        println!(
+        writeln!(
+            out,
             "participant {} · {}{} · cursor {} · binding {} · last delivery {}",
             p.alias,
             p.engine,
@@ -192,13 +197,14 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
                 b.session_id, b.cursor
             )),
             p.last_delivery.map_or("none", |m| m.as_str())
-        );
+        )?;
     }
     if let Some(h) = &conv.handoff {
-        println!(
+        writeln!(
+            out,
             "handoff VF-HANDOFF/1 sha256:{} · {} bytes",
             h.digest, h.bytes
-        );
+        )?;
     }
     for e in &conv.transcript {
         let to = if e.to.is_empty() {
@@ -206,8 +212,14 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
         } else {
             format!(" → {}", e.to.join(", "))
         };
-        println!("\n#{} {}{to} · sha256 {}", e.id, e.from, &e.sha256[..12]);
-        println!("{}", e.text);
+        writeln!(
+            out,
+            "\n#{} {}{to} · sha256 {}",
+            e.id,
+            e.from,
+            &e.sha256[..12]
+        )?;
+        writeln!(out, "{}", e.text)?;
     }
     Ok(0)
 }
@@ -217,8 +229,9 @@ fn ls(a: &ConvLsArgs) -> Result<i32> {
     if a.json {
         super::print_json(&names)?;
     } else {
+        let mut out = super::stdio::out();
         for n in names {
-            println!("{n}");
+            writeln!(out, "{n}")?;
         }
     }
     Ok(0)
@@ -234,15 +247,14 @@ fn rm(a: &ConvNameArgs) -> Result<i32> {
 
 fn handoff(a: &ConvHandoffArgs) -> Result<i32> {
     let store = ConvStore::new(&state_dir(&a.state)?);
-    let text = super::prompt::read(&crate::cli::PromptArgs {
-        prompt: None,
-        prompt_file: Some(a.file.clone()),
-    })?;
+    let text = super::prompt::read_file(&a.file, "handoff file")?;
     let _lock = store.lock(&a.name)?;
     let mut conv = store.load(&a.name)?;
     let h = store.put_handoff(&a.name, &text)?;
-    println!("sha256:{} {} bytes", h.digest, h.bytes);
+    let line = format!("sha256:{} {} bytes", h.digest, h.bytes);
     conv.handoff = Some(h);
+    // Saved before it is printed: a stdout that fails changes nothing on disk.
     store.save(&conv)?;
+    writeln!(super::stdio::out(), "{line}")?;
     Ok(0)
 }

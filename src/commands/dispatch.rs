@@ -1,12 +1,13 @@
 //! `vf dispatch`: run one unit of work on an engine.
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
-use std::time::Duration;
-
 use super::output::StdoutSink;
+use super::stdio::eprint_line;
 use crate::attach;
 use crate::cli::{DispatchArgs, OutputFormat};
 use crate::dispatch::UnitSpec;
@@ -317,7 +318,7 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
     // Built with the real text (so limits apply to it), shown without it.
     private::redact_invocation(&mut inv, &r.private_ranges);
     for w in &inv.warnings {
-        eprintln!("vf: warning: {w}");
+        eprint_line(format_args!("vf: warning: {w}"));
     }
     if args.run.output.explicit() == Some(OutputFormat::Json) {
         super::print_json(&DryRun {
@@ -329,40 +330,51 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
             invocation: &inv,
         })?;
     } else {
-        let mut line = shell_quote(&inv.program);
-        for a in &inv.args {
-            line.push(' ');
-            line.push_str(&shell_quote(a));
-        }
-        println!(
-            "cd {} && {}",
-            shell_quote(&inv.cwd.display().to_string()),
-            line
-        );
-        match &inv.stdin {
-            Some(s) => println!("# stdin: {} bytes, then closed", s.len()),
-            None => println!("# stdin: /dev/null"),
-        }
-        if let Some(p) = &inv.prompt_file {
-            println!("# prompt file: {}", p.display());
-        }
-        println!("# engine: {} ({})", r.engine.spec().id, r.engine_reason);
-        if let Some(w) = ws {
-            println!(
-                "# worktree: {} on {} from {}",
-                crate::workspace::path_of(&r.state_dir, &r.unit).display(),
-                crate::workspace::branch_of(&r.unit),
-                crate::text::cut(&w.base, 12)
-            );
-        }
-        for s in r.private_ranges.summaries() {
-            println!(
-                "# private range: {}:{}-{} ({} bytes, withheld)",
-                s.file, s.start, s.end, s.bytes
-            );
-        }
+        print_dry_run(r, &inv, ws)?;
     }
     Ok(0)
+}
+
+/// The dry run as a shell line and `#` comments.
+fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> Result<()> {
+    let mut out = super::stdio::out();
+    let mut line = shell_quote(&inv.program);
+    for a in &inv.args {
+        line.push(' ');
+        line.push_str(&shell_quote(a));
+    }
+    let cwd = shell_quote(&inv.cwd.display().to_string());
+    writeln!(out, "cd {cwd} && {line}")?;
+    match &inv.stdin {
+        Some(s) => writeln!(out, "# stdin: {} bytes, then closed", s.len())?,
+        None => writeln!(out, "# stdin: /dev/null")?,
+    }
+    if let Some(p) = &inv.prompt_file {
+        writeln!(out, "# prompt file: {}", p.display())?;
+    }
+    writeln!(
+        out,
+        "# engine: {} ({})",
+        r.engine.spec().id,
+        r.engine_reason
+    )?;
+    if let Some(w) = ws {
+        writeln!(
+            out,
+            "# worktree: {} on {} from {}",
+            crate::workspace::path_of(&r.state_dir, &r.unit).display(),
+            crate::workspace::branch_of(&r.unit),
+            crate::text::cut(&w.base, 12)
+        )?;
+    }
+    for s in r.private_ranges.summaries() {
+        writeln!(
+            out,
+            "# private range: {}:{}-{} ({} bytes, withheld)",
+            s.file, s.start, s.end, s.bytes
+        )?;
+    }
+    Ok(())
 }
 
 /// Runs one unit (under `lock` when the caller holds it) and prints it in
@@ -382,7 +394,7 @@ pub fn run_unit(
     if format == OutputFormat::Human
         && let Some(e) = &result.error
     {
-        eprintln!("vf: {}: {e}", result.unit);
+        eprint_line(format_args!("vf: {}: {e}", result.unit));
     }
     Ok(result.vf_exit())
 }

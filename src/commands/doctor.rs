@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::stdio::eprint_line;
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, EngineReport, Options, Verdict};
 use crate::engine::EngineId;
@@ -101,7 +102,7 @@ fn leftovers(findings: &[Finding], engine: Option<EngineId>) -> impl Iterator<It
 /// After the table: proven orphans (for `--fix`) and the leftover groups of
 /// the engines checked, with the command that ends each by hand.
 fn print_orphans(findings: &[Finding], ids: &[EngineId], state_dir: &Path) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::out();
     let proven = findings.iter().filter(|f| f.class == Class::Orphan).count();
     if proven > 0 {
         writeln!(
@@ -156,15 +157,20 @@ fn fix(state_dir: &Path, json: bool) -> Result<i32> {
     match crate::dispatch::remove_stale_prompt_files(state_dir) {
         Ok(removed) => {
             for p in removed {
-                eprintln!("vf: removed a stale prompt file {}", p.display());
+                eprint_line(format_args!(
+                    "vf: removed a stale prompt file {}",
+                    p.display()
+                ));
             }
         }
-        Err(e) => eprintln!("vf: warning: cannot clean stale prompt files: {e}"),
+        Err(e) => eprint_line(format_args!(
+            "vf: warning: cannot clean stale prompt files: {e}"
+        )),
     }
     if json {
         super::print_json(&findings)?;
     } else {
-        let mut out = std::io::stdout().lock();
+        let mut out = super::stdio::out();
         if findings.is_empty() {
             writeln!(out, "no process records under {}", state_dir.display())?;
         }
@@ -242,7 +248,7 @@ fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result
 }
 
 fn print_table(reports: &[EngineReport], aux: &doctor::Auxiliary) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::out();
     writeln!(
         out,
         "{:<9} {:<9} {:<10} {:<18} PATH",

@@ -117,7 +117,7 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
         super::print_json(&rows)?;
         return Ok(0);
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::out();
     writeln!(
         out,
         "{:<9} {:<9} {:<10} {:<7} {:<24} RESUME",

@@ -17,6 +17,7 @@ pub mod replay;
 pub mod resume;
 pub mod run_options;
 pub mod status;
+pub mod stdio;
 
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
@@ -42,7 +43,7 @@ pub fn print_json(value: &impl serde::Serialize) -> Result<()> {
     // pieces, each then scanned for a newline (`vf status --json` over many markers).
     let mut buf = serde_json::to_vec(value).map_err(anyhow::Error::from)?;
     buf.push(b'\n');
-    std::io::stdout().lock().write_all(&buf)?;
+    stdio::out().write_all(&buf)?;
     Ok(())
 }
 

@@ -3,11 +3,12 @@
 //! table on a terminal, readable lines, JSONL, or only the final object.
 
 use std::cell::RefCell;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::output::{GuardedStdout, StdoutSink, human_line};
+use super::output::{StdoutSink, human_line};
+use super::stdio::{eprint_line, live};
 use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
 use crate::dispatch::{DispatchResult, EventSink};
@@ -73,7 +74,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     let req = resolve(args)?;
     let run = scheduler::open(req)?;
     for n in &run.notices {
-        eprintln!("vf: {n}");
+        eprint_line(format_args!("vf: {n}"));
     }
     let format = args.output.format();
     let reporter: Rc<RefCell<dyn Reporter>> = match format {
@@ -88,7 +89,7 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
 
 /// vf's own notices about a unit go to stderr in every format.
 fn warn(unit: &str, message: &str) {
-    let _ = writeln!(std::io::stderr(), "vf: warning: {unit}: {message}");
+    eprint_line(format_args!("vf: warning: {unit}: {message}"));
 }
 
 /// JSONL: the engines' events tagged with `"unit"`, vf's own
@@ -193,7 +194,6 @@ struct Human {
     rows: Vec<Row>,
     /// Lines of the table currently on screen.
     drawn: usize,
-    out: GuardedStdout,
 }
 
 impl Human {
@@ -211,7 +211,6 @@ impl Human {
                 })
                 .collect(),
             drawn: 0,
-            out: GuardedStdout::default(),
         }
     }
 
@@ -250,7 +249,7 @@ impl Human {
             ));
         }
         self.drawn = self.rows.len() + 1;
-        self.out.write(s.as_bytes());
+        live(s.as_bytes());
     }
 }
 
@@ -265,7 +264,7 @@ impl Reporter for Human {
         let first = line.lines().next().unwrap_or("").trim().to_string();
         if !self.table {
             let s = format!("[{}] {first}\n", self.rows[index].unit);
-            self.out.write(s.as_bytes());
+            live(s.as_bytes());
         }
         // Only what the table shows is kept.
         self.rows[index].last_event = first.chars().take(LAST_EVENT_CHARS).collect();
@@ -285,7 +284,7 @@ impl Reporter for Human {
                 report.state.as_str(),
                 error.unwrap_or_default()
             );
-            self.out.write(s.as_bytes());
+            live(s.as_bytes());
         }
     }
 
@@ -298,7 +297,7 @@ impl Reporter for Human {
         let why = report.error.clone().unwrap_or_default();
         if !self.table {
             let s = format!("[{}] {why}\n", report.unit);
-            self.out.write(s.as_bytes());
+            live(s.as_bytes());
         }
         let last = why.chars().take(LAST_EVENT_CHARS).collect();
         let row = &mut self.rows[index];
@@ -330,7 +329,7 @@ impl Reporter for Human {
                 s.push_str(&format!("  summary: {v}\n"));
             }
         }
-        self.out.write(s.as_bytes());
+        live(s.as_bytes());
     }
 
     fn tick(&mut self) {

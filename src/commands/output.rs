@@ -6,47 +6,10 @@ use crate::cli::OutputFormat;
 use crate::dispatch::{DispatchResult, EventSink};
 use crate::frames::ConversationEvent;
 
-/// stdout that a closed pipe (`| head`) silences instead of failing: the
-/// printing stops, never the work (units still complete and keep their markers).
-#[derive(Default)]
-pub struct GuardedStdout {
-    closed: bool,
-}
-
-impl GuardedStdout {
-    /// Writes and flushes `bytes`, unless stdout has been closed.
-    pub fn write(&mut self, bytes: &[u8]) {
-        if self.closed {
-            return;
-        }
-        let mut out = std::io::stdout().lock();
-        if out.write_all(bytes).and_then(|_| out.flush()).is_err() {
-            self.closed = true;
-        }
-    }
-
-    /// `value` as one JSON line, serialized straight into stdout: neither
-    /// its text nor a tree of it is held whole (a plan's result grows with
-    /// the plan).
-    pub fn write_json(&mut self, value: &impl serde::Serialize) {
-        if self.closed {
-            return;
-        }
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let written = serde_json::to_writer(&mut out, value)
-            .map_err(std::io::Error::from)
-            .and_then(|_| out.write_all(b"\n"))
-            .and_then(|_| out.flush());
-        if written.is_err() {
-            self.closed = true;
-        }
-    }
-}
-
-/// Writes events to stdout as they arrive.
+/// Writes events to stdout as they arrive (live output: a failed write
+/// stops the printing, never the run; see [`super::stdio`]).
 pub struct StdoutSink {
     format: OutputFormat,
-    out: GuardedStdout,
     /// A spinner/elapsed line on stderr, only when stderr is a terminal.
     spinner: Option<usize>,
     /// Extra key/values for every JSONL line (orchestrate tags lines with the unit).
@@ -59,7 +22,6 @@ impl StdoutSink {
             (format == OutputFormat::Human && std::io::stderr().is_terminal()).then_some(0);
         StdoutSink {
             format,
-            out: GuardedStdout::default(),
             spinner,
             tag: None,
         }
@@ -72,14 +34,14 @@ impl StdoutSink {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        self.out.write(bytes);
+        super::stdio::live(bytes);
     }
 
     /// One JSON line, untagged, written as it is serialized (see
-    /// [`GuardedStdout::write_json`]): the same text as `json_line` of a
+    /// [`super::stdio::live_json`]): the same text as `json_line` of a
     /// value whose own serialization sorts its keys.
     pub fn json_streamed(&mut self, value: &impl serde::Serialize) {
-        self.out.write_json(value);
+        super::stdio::live_json(value);
     }
 
     /// One JSON line (with the tag, when set).
@@ -199,7 +161,7 @@ impl EventSink for StdoutSink {
     fn warning(&mut self, message: &str) {
         self.clear_spinner();
         // Warnings go to stderr in every format; they are in the result object too.
-        let _ = writeln!(std::io::stderr(), "vf: warning: {message}");
+        super::stdio::eprint_line(format_args!("vf: warning: {message}"));
     }
 }
 

@@ -1,8 +1,9 @@
-//! Reading the prompt from `--prompt`, `--prompt-file` or stdin, never more
-//! than [`MAX_PROMPT_BYTES`] (so `/dev/zero` or an endless pipe is refused
-//! quickly, in bounded memory).
+//! Reading the prompt from `--prompt`, `--prompt-file` or stdin, and a conv
+//! handoff's `--file`, never more than [`MAX_PROMPT_BYTES`] (so `/dev/zero`
+//! or an endless pipe is refused quickly, in bounded memory).
 
 use std::io::{IsTerminal, Read};
+use std::path::Path;
 
 use crate::cli::PromptArgs;
 use crate::dispatch::MAX_PROMPT_BYTES;
@@ -13,16 +14,7 @@ pub fn read(args: &PromptArgs) -> Result<String> {
         check_size("--prompt", p.len())?;
         p.clone()
     } else if let Some(path) = &args.prompt_file {
-        let what = format!("prompt file {}", path.display());
-        let file = std::fs::File::open(path)
-            .map_err(|e| VfError::usage(format!("cannot read {what}: {e}")))?;
-        // A regular file says its size up front; devices and pipes are read up to the cap.
-        if let Ok(m) = file.metadata()
-            && m.is_file()
-        {
-            check_size(&what, usize::try_from(m.len()).unwrap_or(usize::MAX))?;
-        }
-        text(read_capped(file, &what)?, &what)?
+        read_file(path, "prompt file")?
     } else {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
@@ -39,10 +31,29 @@ pub fn read(args: &PromptArgs) -> Result<String> {
     Ok(prompt)
 }
 
+/// A text file the user named, under the prompt's cap; its errors call it
+/// `kind` (`prompt file`, `handoff file`) and name its path.
+pub fn read_file(path: &Path, kind: &str) -> Result<String> {
+    let what = format!("{kind} {}", path.display());
+    let file = std::fs::File::open(path)
+        .map_err(|e| VfError::usage(format!("cannot read {what}: {e}")))?;
+    // A regular file says its size up front; devices and pipes are read up to the cap.
+    if let Ok(m) = file.metadata()
+        && m.is_file()
+    {
+        check_size(&what, usize::try_from(m.len()).unwrap_or(usize::MAX))?;
+    }
+    let text = text(read_capped(file, &what)?, &what)?;
+    if text.trim().is_empty() {
+        return Err(VfError::usage(format!("{what} is empty")));
+    }
+    Ok(text)
+}
+
 fn check_size(what: &str, len: usize) -> Result<()> {
     if len > MAX_PROMPT_BYTES {
         return Err(VfError::usage(format!(
-            "{what} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)"
+            "{what} is over the limit of {MAX_PROMPT_BYTES} bytes (16 MiB)"
         )));
     }
     Ok(())

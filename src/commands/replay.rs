@@ -36,7 +36,7 @@ pub fn run(a: &ReplayArgs) -> Result<i32> {
         Box::new(BufReader::with_capacity(256 << 10, f))
     };
     let mut lines = LineReader::new(input, MAX_LINE_BYTES);
-    let mut out = BufWriter::with_capacity(256 << 10, io::stdout().lock());
+    let mut out = BufWriter::with_capacity(256 << 10, super::stdio::out());
     let mut p = Projector::new(a.cli, version.as_ref(), transport);
     while let Some(line) = lines.next_line().map_err(anyhow::Error::from)? {
         let events = match line {
@@ -46,7 +46,7 @@ pub fn run(a: &ReplayArgs) -> Result<i32> {
         emit(&mut out, &events, a.output)?;
     }
     emit(&mut out, &p.finish(), a.output)?;
-    out.flush().map_err(anyhow::Error::from)?;
+    out.flush()?;
     Ok(0)
 }
 

@@ -7,7 +7,9 @@ use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::error::{Result, VfError, exit};
-use crate::marker::{Marker, MarkerStore, Problem, Unusable};
+use crate::marker::policy::{resolve_resume_id, state_refusal};
+use crate::marker::{Marker, MarkerStore, Problem, UnitState, Unusable};
+use crate::procinfo::Liveness;
 use crate::{names, state};
 
 /// A validated `vf status` request.
@@ -85,6 +87,14 @@ enum Row<'a> {
         /// The marker's last error, under a stable name.
         #[serde(rename = "lastError")]
         last_error: Option<&'a str>,
+        /// A `running` marker's vf: `alive`, `dead` (killed, or its final
+        /// marker write failed) or `unknown`.
+        #[serde(rename = "ownerState", skip_serializing_if = "Option::is_none")]
+        owner_state: Option<&'static str>,
+        /// Its state lets it be continued (the resume policy's state rule:
+        /// `orchestrate --resume`, or `vf resume` with its session id or
+        /// recorded answers): not done, and no live or unprovable owner.
+        resumable: bool,
     },
     /// A marker vf cannot use: shown, never touched.
     Unusable {
@@ -103,6 +113,12 @@ impl<'a> Row<'a> {
             Ok(m) => Row::Unit {
                 marker: m,
                 last_error: m.error.as_deref(),
+                owner_state: (m.state == UnitState::Running).then(|| match m.owner_alive() {
+                    Liveness::Alive => "alive",
+                    Liveness::Dead => "dead",
+                    Liveness::Unknown => "unknown",
+                }),
+                resumable: state_refusal(m).is_none(),
             },
             Err(u) => Row::Unusable {
                 unit: &u.unit,
@@ -137,7 +153,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
         store.absolute_logs(m);
     }
     for e in entries.iter().filter_map(|e| e.as_ref().err()) {
-        eprintln!("vf: {}", e.message);
+        super::stdio::eprint_line(format_args!("vf: {}", e.message));
     }
     if let Some(since) = req.since {
         entries.retain(|e| e.as_ref().is_ok_and(|m| finished_since(m, since)));
@@ -174,12 +190,12 @@ fn print_total(t: &Total, json: bool) -> Result<()> {
         .usage
         .as_ref()
         .map_or("no usage reported".into(), |u| u.short());
-    println!("{} unit(s): {used}", t.units);
+    writeln!(super::stdio::out(), "{} unit(s): {used}", t.units)?;
     Ok(())
 }
 
 fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::stdio::out();
     if rows.is_empty() {
         writeln!(out, "no units under {}", state_dir.display())?;
         return Ok(());
@@ -191,8 +207,22 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
     )?;
     for r in rows {
         match r {
-            Row::Unit { marker: m, .. } => {
+            Row::Unit {
+                marker: m,
+                owner_state,
+                ..
+            } => {
+                // A dead vf's `running` marker: the run is over, not running.
+                let dead = *owner_state == Some("dead");
                 let detail = match (&m.summary, &m.error) {
+                    _ if dead => format!(
+                        "its vf (pid {}) is dead; resumable: {}",
+                        m.owner.as_ref().map_or(0, |o| o.supervisor.pid),
+                        match resolve_resume_id(m) {
+                            Ok(_) => format!("vf resume {}", m.unit),
+                            Err(_) => "dispatch it again".to_string(),
+                        }
+                    ),
                     (_, Some(e)) => format!("error: {e}"),
                     (Some(s), None) => format!("summary: {s}"),
                     (None, None) => String::new(),
@@ -206,7 +236,7 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
                     out,
                     "{:<24} {:<8} {:<9} {:<9} {:<38} {:<22} {}",
                     m.unit,
-                    m.state.as_str(),
+                    if dead { "dead" } else { m.state.as_str() },
                     m.engine.as_str(),
                     m.engine_version.as_deref().unwrap_or("-"),
                     m.engine_session_id.as_deref().unwrap_or("-"),

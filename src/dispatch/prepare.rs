@@ -113,12 +113,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
 fn take_over_orphans(spec: &UnitSpec, warnings: &mut Vec<String>) -> Result<()> {
     let ended = crate::orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
         .map_err(|why| VfError::usage(format!("cannot run unit {:?}: {why}", spec.unit)))?;
-    for f in ended {
-        warnings.push(format!(
-            "ended the engine left running by a dead vf (process group {})",
-            f.pgid.unwrap_or(0)
-        ));
-    }
+    warnings.extend(ended.iter().map(crate::orphans::Finding::ended_notice));
     Ok(())
 }
 

@@ -9,7 +9,8 @@ use super::{DispatchResult, EventSink, UnitSpec};
 use crate::error::{Reason, Result, VfError};
 use crate::fsutil::now_rfc3339;
 use crate::marker::{Marker, MarkerStore, UnitState};
-use crate::steps::{Step, StepEnd};
+use crate::owned::StepKind;
+use crate::steps::{Step, StepEnd, StepOwner};
 use crate::unit_lock::UnitLock;
 use crate::workspace::{self, CommitInfo, OpenError, SealError, Workspace, WorkspaceSpec};
 
@@ -120,7 +121,15 @@ pub(super) async fn setup(
         return Ok(None);
     };
     let session = p.marker.engine_session_id.clone();
-    let failure = run_step(spec, &p.store, &p.marker, "setup", cmd, session.as_deref()).await?;
+    let failure = run_step(
+        spec,
+        &p.store,
+        &p.marker,
+        StepKind::Setup,
+        cmd,
+        session.as_deref(),
+    )
+    .await?;
     let Some((reason, error)) = failure else {
         return Ok(None);
     };
@@ -192,7 +201,7 @@ pub(super) async fn after_engine(
         marker.workspace = Some(sealed.workspace);
     }
     if let (true, None, Some(cmd)) = (succeeded, &after.failure, &spec.steps.verify) {
-        after.failure = run_step(spec, store, marker, "verify", cmd, session).await?;
+        after.failure = run_step(spec, store, marker, StepKind::Verify, cmd, session).await?;
     }
     Ok(after)
 }
@@ -202,10 +211,11 @@ async fn run_step(
     spec: &UnitSpec,
     store: &MarkerStore,
     marker: &Marker,
-    kind: &'static str,
+    which: StepKind,
     command: &str,
     session: Option<&str>,
 ) -> Result<Option<(Reason, String)>> {
+    let kind = which.as_str();
     let log = store.log_path(&spec.unit, marker.attempts, kind);
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)
@@ -227,11 +237,17 @@ async fn run_step(
         ],
         timeout: spec.timeout,
         kill_grace: spec.kill_grace,
+        owner: StepOwner {
+            state_dir: &spec.state_dir,
+            unit: &spec.unit,
+            attempt: marker.attempts,
+            engine: spec.engine.as_str(),
+            kind: which,
+        },
     };
-    let reason = if kind == "setup" {
-        Reason::Setup
-    } else {
-        Reason::Verify
+    let reason = match which {
+        StepKind::Setup => Reason::Setup,
+        StepKind::Verify => Reason::Verify,
     };
     Ok(match crate::steps::run(&step).await {
         StepEnd::Ok => None,

@@ -74,6 +74,11 @@ impl HardStop {
         })
     }
 
+    /// The reason, once running units' live usage has reached the budget.
+    fn fired(&self) -> Option<String> {
+        self.0.stop.borrow().clone()
+    }
+
     /// The settled total, and which units still run (the others' final usage
     /// is in `settled`).
     fn settle(&self, settled: Option<Usage>, running: impl Fn(usize) -> bool) {
@@ -86,7 +91,11 @@ impl HardStop {
 
 impl Run {
     /// True when the budget is reached; then every waiting unit is set aside,
-    /// and with a hard budget every running one is told to end.
+    /// and with a hard budget every running one is told to end. A hard budget
+    /// that running units' live usage reached is reached, even while the
+    /// settled total is below it: live reports and this check run on the
+    /// scheduler's one thread, so a start decided after the budget was
+    /// reached never happens.
     pub(super) fn over_budget(&mut self) -> bool {
         // Without a limit nothing is summed: the sum is over every unit, and
         // this runs each time a unit ends.
@@ -96,7 +105,8 @@ impl Run {
         let spent = self.spent();
         let running = |i: usize| self.units[i].report.state == RunState::Running;
         self.hard.settle(spent.clone(), running);
-        let Some(why) = self.req.budget.reached(spent.as_ref()) else {
+        let why = self.hard.fired();
+        let Some(why) = why.or_else(|| self.req.budget.reached(spent.as_ref())) else {
             return false;
         };
         if self.req.budget.hard {

@@ -40,6 +40,8 @@ mod unix;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
+mod windows_files;
+#[cfg(windows)]
 mod windows_pipe;
 
 #[cfg(target_os = "linux")]

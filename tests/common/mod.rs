@@ -122,8 +122,14 @@ pub fn capture_session_id(rel: &str) -> String {
 }
 
 /// Runs a command, draining its output, but never lets a test hang on it.
-pub fn run_bounded(mut c: Command, limit: Duration) -> Output {
-    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+pub fn run_bounded(c: Command, limit: Duration) -> Output {
+    run_bounded_to(c, Stdio::piped(), Stdio::piped(), limit)
+}
+
+/// [`run_bounded`] with stdout and stderr going where the test says (what
+/// is not a pipe is not in the `Output`).
+pub fn run_bounded_to(mut c: Command, stdout: Stdio, stderr: Stdio, limit: Duration) -> Output {
+    c.stdout(stdout).stderr(stderr);
     let child = c.spawn().unwrap();
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();

@@ -169,3 +169,90 @@ fn a_signal_during_verify_ends_its_group_and_fails_the_unit_as_interrupted() {
         || !signal(pid, 0),
     );
 }
+
+/// Ends a process group when dropped: what a failed test leaves is not leaked.
+struct GroupGuard(i32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.0 > 1 {
+            signal(-self.0, libc::SIGKILL);
+        }
+    }
+}
+
+/// Issue 25, defect 6: `kill -9` of vf while its `--verify` runs. Returns
+/// the verify's shell and sleep pids (the shell leads its group), both
+/// still running, and the guard that ends them should the test fail.
+fn orphaned_verify(r: &Repo, unit: &str) -> (i32, i32, GroupGuard) {
+    let (sh_file, sleep_file) = (r.env.path().join("sh.pid"), r.env.path().join("sleep.pid"));
+    let verify = format!(
+        "echo $$ > {}; sleep 37 & echo $! > {}; wait",
+        sh_file.display(),
+        sleep_file.display()
+    );
+    let mut c = r.dispatch_cmd(unit, &["--verify", &verify]);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut vf = c.spawn().unwrap();
+    let pid_in = |f: &Path| -> Option<i32> {
+        let text = std::fs::read_to_string(f).ok()?;
+        text.strip_suffix('\n')?.parse().ok()
+    };
+    wait_for("the verify step", Duration::from_secs(30), || {
+        pid_in(&sh_file).is_some() && pid_in(&sleep_file).is_some()
+    });
+    let (sh, sleep) = (pid_in(&sh_file).unwrap(), pid_in(&sleep_file).unwrap());
+    let guard = GroupGuard(sh);
+    vf.kill().unwrap(); // SIGKILL: vf ends nothing itself
+    vf.wait().unwrap();
+    assert!(
+        signal(sh, 0) && signal(sleep, 0),
+        "the verify did not survive vf"
+    );
+    (sh, sleep, guard)
+}
+
+/// The verify's processes end (killed ones may linger a moment as zombies
+/// until init reaps them) and its record is released.
+fn assert_ended(r: &Repo, unit: &str, pids: [i32; 2]) {
+    wait_for(
+        "the verify's processes to end",
+        Duration::from_secs(10),
+        || pids.iter().all(|p| !signal(*p, 0)),
+    );
+    let record = r.env.state().join(format!("procs/{unit}-1-verify.json"));
+    assert!(!record.exists(), "{} was not released", record.display());
+}
+
+#[test]
+fn doctor_fix_ends_a_verify_that_outlived_a_killed_vf() {
+    let r = Repo::new();
+    let (sh, sleep, _guard) = orphaned_verify(&r, "kv");
+    let out = r.run(&["doctor", "--fix", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let findings = stdout_json(&out);
+    let rows = findings.as_array().cloned().unwrap_or_default();
+    let verify: Vec<_> = rows.iter().filter(|f| f["step"] == "verify").collect();
+    assert_eq!(verify.len(), 1, "{findings}");
+    let f = verify[0];
+    assert_eq!(
+        (&f["unit"], &f["class"], &f["action"], &f["pgid"]),
+        (&json!("kv"), &json!("orphan"), &json!("ended"), &json!(sh)),
+        "{f}"
+    );
+    assert_ended(&r, "kv", [sh, sleep]);
+}
+
+#[test]
+fn the_units_next_run_ends_a_verify_that_outlived_a_killed_vf() {
+    let r = Repo::new();
+    let (sh, sleep, _guard) = orphaned_verify(&r, "kr");
+    let out = r.run(&["resume", "kr", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(res["state"], "done", "{res}");
+    let notice = format!("ended the verify command left running by a dead vf (process group {sh})");
+    assert!(stderr(&out).contains(&notice), "{}", stderr(&out));
+    assert_ended(&r, "kr", [sh, sleep]);
+}

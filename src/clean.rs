@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::error::{Result, VfError};
 use crate::marker::{MarkerStore, UnitState};
 use crate::unit_lock::UnitLock;
-use crate::workspace::{Gone, WORKTREES_DIR, path_of};
+use crate::workspace::{Gone, WORKTREES_DIR, path_of, removable, remove};
 
 #[derive(Debug, Clone)]
 pub struct CleanRequest {
@@ -58,16 +58,20 @@ pub fn clean(req: &CleanRequest) -> Result<Vec<Cleaned>> {
                 "unit {unit:?} is {s}, not done; --force cleans it anyway (nothing was cleaned)"
             )));
         }
-        chosen.push((unit, head, lock));
+        // vf runs git only on a worktree that is still its own.
+        let proven = removable(&path_of(&req.state_dir, &unit))
+            .map_err(|e| VfError::usage(format!("unit {unit:?}: {e} (nothing was cleaned)")))?;
+        chosen.push((unit, head, proven, lock));
     }
     let mut out = Vec::new();
-    for (unit, head, _lock) in &chosen {
+    for (unit, head, proven, _lock) in &chosen {
         let path = path_of(&req.state_dir, unit);
         let gone = Gone {
             cwd: &req.cwd,
             head: head.as_deref(),
         };
-        let (worktree, branch) = crate::workspace::remove(&path, unit, req.force, req.branches, gone)
+        let proven = proven.as_ref();
+        let (worktree, branch) = remove(&path, unit, proven, req.force, req.branches, gone)
             .map_err(|e| {
                 VfError::usage(format!(
                     "cannot clean unit {unit:?}: {e}; --force removes a worktree with uncommitted changes"

@@ -215,7 +215,7 @@ pub async fn run_locked(
     let started = Instant::now();
     let (lock, workspace) = match steps::open_workspace(&mut spec, lock, sink, started).await? {
         steps::Opened::Ready(lock, ws) => (lock, ws),
-        steps::Opened::Blocked(res) => return Ok(*res),
+        steps::Opened::Ended(res) => return Ok(*res),
     };
     let (spec, mut prepared) = prepare::off_thread(spec, lock).await?;
     prepared.marker.workspace = workspace;

@@ -176,12 +176,15 @@ pub enum Reason {
     Verify,
     /// A dependency's branch did not merge into the unit's worktree.
     MergeConflict,
+    /// The unit's worktree is no longer the one vf made (its `.git` removed
+    /// or replaced, or another branch): vf committed nothing.
+    Workspace,
     /// vf failed itself (a bug), not the engine.
     Internal,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 17] = [
+    pub const ALL: [Reason; 18] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -198,6 +201,7 @@ impl Reason {
         Reason::Setup,
         Reason::Verify,
         Reason::MergeConflict,
+        Reason::Workspace,
         Reason::Internal,
     ];
 
@@ -219,6 +223,7 @@ impl Reason {
             Reason::Setup => "setup",
             Reason::Verify => "verify",
             Reason::MergeConflict => "merge-conflict",
+            Reason::Workspace => "workspace",
             Reason::Internal => "internal",
         }
     }
@@ -243,7 +248,8 @@ impl Reason {
             | Reason::Budget
             | Reason::Setup
             | Reason::Verify
-            | Reason::MergeConflict => exit::ENGINE_FAILED,
+            | Reason::MergeConflict
+            | Reason::Workspace => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
             Reason::Internal => exit::INTERNAL,
         }
@@ -300,6 +306,7 @@ mod tests {
                 "\"setup\"",
                 "\"verify\"",
                 "\"merge-conflict\"",
+                "\"workspace\"",
                 "\"internal\""
             ]
         );
@@ -317,10 +324,11 @@ mod tests {
             Reason::State,
             Reason::Engine,
             Reason::RateLimited,
+            Reason::Workspace,
         ]
         .map(Reason::exit_code)
         .into();
-        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75]);
+        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75, 1]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! nothing is ever left half-merged. See docs/WORKSPACES.md.
 
 mod git;
+mod identity;
 mod open;
 mod remove;
 mod seal;
@@ -18,9 +19,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, VfError};
 
+pub use identity::{Proven, prove};
 pub use open::{OpenError, Opened, open};
-pub use remove::{Gone, remove};
-pub use seal::{CommitInfo, describe, seal};
+pub use remove::{Gone, removable, remove};
+pub use seal::{CommitInfo, SealError, Sealed, finish};
 
 /// The directory under the state dir that holds the units' worktrees.
 pub const WORKTREES_DIR: &str = "worktrees";
@@ -80,6 +82,9 @@ pub struct WorkspaceSpec {
     pub commit: bool,
     /// Dependency units whose branches (`vf/<unit>`) are merged in first.
     pub merge: Vec<String>,
+    /// The worktree's git dir as [`open`] proved it before the engine ran:
+    /// what it must still be when vf commits.
+    pub git_dir: Option<PathBuf>,
 }
 
 impl WorkspaceSpec {
@@ -108,6 +113,7 @@ impl WorkspaceSpec {
                 .into(),
             commit: ws.commit,
             merge: Vec::new(),
+            git_dir: None,
         }
     }
 }
@@ -123,10 +129,12 @@ pub fn path_of(state_dir: &Path, unit: &str) -> PathBuf {
 }
 
 /// Finds the repository around `cwd` and resolves `base` (default `HEAD`) to
-/// a commit id, once: a base that moves later does not move the unit.
+/// a commit id, once: a base that moves later does not move the unit. A
+/// unit name git refuses as a branch is refused here, before anything is made.
 /// `flag` names the option in the errors (`--worktree`, `worktree = true`).
 pub fn resolve(
     cwd: &Path,
+    unit: &str,
     base: Option<&str>,
     rel_cwd: Option<&Path>,
     flag: &str,
@@ -138,6 +146,7 @@ pub fn resolve(
         ))
     })?;
     let top = PathBuf::from(top);
+    check_branch(&top, unit, flag)?;
     let want = base.unwrap_or("HEAD");
     if want.starts_with('-') {
         return Err(VfError::usage(format!("base {want:?} is not a git ref")));
@@ -181,7 +190,25 @@ pub fn resolve(
         rel_cwd,
         commit: true,
         merge: Vec::new(),
+        git_dir: None,
     })
+}
+
+/// `vf/<unit>` must be a branch name git takes (`git check-ref-format`).
+fn check_branch(top: &Path, unit: &str, flag: &str) -> Result<()> {
+    let branch = branch_of(unit);
+    if git::succeeds(top, &["check-ref-format", &format!("refs/heads/{branch}")]) {
+        return Ok(());
+    }
+    // The one rule a valid unit name can still break (`names::check`).
+    let why = match unit.ends_with(".lock") {
+        true => "a branch name may not end in `.lock`".to_string(),
+        false => "see `git check-ref-format`".to_string(),
+    };
+    Err(VfError::usage(format!(
+        "{flag}: the unit name {unit:?} cannot be a git branch: git refuses {branch:?} ({why}); \
+         pick another unit name"
+    )))
 }
 
 #[cfg(test)]
@@ -206,6 +233,7 @@ mod tests {
             rel_cwd: PathBuf::from(rel),
             commit: false,
             merge: Vec::new(),
+            git_dir: None,
         };
         assert_eq!(spec("/elsewhere/wt/sub/dir"), want("sub/dir"));
         assert_eq!(spec("/elsewhere/wt/../../etc"), want(""));

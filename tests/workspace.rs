@@ -15,6 +15,8 @@ use common::*;
 
 #[path = "workspace/clean.rs"]
 mod clean;
+#[path = "workspace/identity.rs"]
+mod identity;
 #[path = "workspace/resume.rs"]
 mod resume;
 #[path = "workspace/steps.rs"]
@@ -96,19 +98,7 @@ impl Repo {
     }
     /// The command of [`Repo::dispatch`], to start it and watch it.
     fn dispatch_cmd(&self, unit: &str, extra: &[&str]) -> Command {
-        let mut args = vec![
-            "dispatch",
-            "--engine",
-            "codex",
-            "--unit",
-            unit,
-            "--prompt",
-            "go",
-            "--json",
-            "--worktree",
-        ];
-        args.extend_from_slice(extra);
-        self.vf(&args)
+        self.vf(&dispatch_args(unit, extra))
     }
     fn worktree(&self, unit: &str) -> PathBuf {
         self.env.state().join("worktrees").join(unit)
@@ -130,6 +120,23 @@ impl Repo {
             "--json",
         ])
     }
+}
+
+/// `dispatch --worktree` of `unit` on codex, JSON result, and `extra`.
+fn dispatch_args<'a>(unit: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        unit,
+        "--prompt",
+        "go",
+        "--json",
+        "--worktree",
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// What `workspace` must say for a unit whose branch changed `files`.

@@ -182,7 +182,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     };
     let r = resolve(args, &ranges)?;
     let budget_args = max_cost_args(r.engine, args.max_cost)?;
-    let steps = steps_of(&args.steps, &r.cwd)?;
+    let steps = steps_of(&args.steps, &r.cwd, &r.unit)?;
     if args.dry_run {
         return dry_run(args, &r, steps.workspace.as_ref());
     }
@@ -262,8 +262,13 @@ pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
     let workspace = match &u.worktree {
         Some(w) => {
             let flag = format!("unit {:?}: worktree = true", u.name);
-            let mut ws =
-                crate::workspace::resolve(&u.cwd, w.base.as_deref(), Some(&w.rel_cwd), &flag)?;
+            let mut ws = crate::workspace::resolve(
+                &u.cwd,
+                &u.name,
+                w.base.as_deref(),
+                Some(&w.rel_cwd),
+                &flag,
+            )?;
             ws.commit = w.commit;
             Some(ws)
         }
@@ -278,10 +283,15 @@ pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
 
 /// `--worktree`, `--base`, `--no-commit`, `--setup`, `--verify`: the base is
 /// resolved to a commit here, once (exit 2 outside a git repository).
-fn steps_of(a: &crate::cli::StepArgs, cwd: &std::path::Path) -> Result<crate::dispatch::Steps> {
+fn steps_of(
+    a: &crate::cli::StepArgs,
+    cwd: &std::path::Path,
+    unit: &str,
+) -> Result<crate::dispatch::Steps> {
     let workspace = match a.worktree {
         true => {
-            let mut w = crate::workspace::resolve(cwd, a.base.as_deref(), None, "--worktree")?;
+            let mut w =
+                crate::workspace::resolve(cwd, unit, a.base.as_deref(), None, "--worktree")?;
             w.commit = !a.no_commit;
             Some(w)
         }

@@ -71,9 +71,9 @@ pub(super) async fn settle(
         }
         e.hold.release(sink);
     }
-    if let Some((r, msg)) =
-        super::steps::after_engine(spec, store, marker, ok, session.as_deref()).await?
-    {
+    let after = super::steps::after_engine(spec, store, marker, ok, session.as_deref(), sink);
+    let after = after.await?;
+    if let Some((r, msg)) = after.failure {
         (reason, error) = (Some(r), Some(msg));
     }
     marker.state = if reason.is_some() {
@@ -93,6 +93,7 @@ pub(super) async fn settle(
     let saved = super::launch::save_off_thread(&spec.state_dir, marker).await;
     e.hold.release(sink);
     let mut warnings = l.prepared.warnings.clone();
+    warnings.extend(after.warnings);
     if let Some(Err(err)) = answer_kept.await {
         let msg = format!("cannot record its answer for a later replay: {err}");
         sink.warning(&msg);

@@ -12,7 +12,7 @@ use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::owned::StepKind;
 use crate::steps::{Step, StepEnd, StepOwner};
 use crate::unit_lock::UnitLock;
-use crate::workspace::{self, CommitInfo, OpenError, Workspace, WorkspaceSpec};
+use crate::workspace::{self, CommitInfo, OpenError, SealError, Workspace, WorkspaceSpec};
 
 /// What runs around the engine (all off by default).
 #[derive(Debug, Clone, Default)]
@@ -25,14 +25,16 @@ pub struct Steps {
     pub verify: Option<String>,
 }
 
-/// The lock to run under, or the finished result of a unit blocked by a merge conflict.
+/// The lock to run under, or the finished result of a unit whose worktree
+/// could not be used (blocked by a merge conflict, or not vf's any more).
 pub(super) enum Opened {
     Ready(Option<UnitLock>, Option<Workspace>),
-    Blocked(Box<DispatchResult>),
+    Ended(Box<DispatchResult>),
 }
 
 /// Creates or reuses the unit's worktree under the unit's lock, and points
-/// the spec's cwd into it. A merge conflict blocks the unit (marker written).
+/// the spec's cwd into it. A merge conflict blocks the unit, a worktree that
+/// is not vf's any more fails it (marker written).
 pub(super) async fn open_workspace(
     spec: &mut UnitSpec,
     lock: Option<UnitLock>,
@@ -65,26 +67,35 @@ pub(super) async fn open_workspace(
                 sink.warning(w);
             }
             spec.cwd = opened.cwd;
+            if let Some(w) = spec.steps.workspace.as_mut() {
+                w.git_dir = Some(opened.git_dir);
+            }
             Ok(Opened::Ready(Some(lock), Some(opened.workspace)))
         }
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {
-            let mut marker = super::prepare_marker(&store, spec)?;
-            marker.workspace = Some(*workspace);
-            let res = end_early(
-                spec,
-                &store,
-                &mut marker,
-                UnitState::Blocked,
-                Reason::MergeConflict,
-                message,
-                started,
-            )
-            .await?;
-            drop(lock);
-            Ok(Opened::Blocked(Box::new(res)))
+            let end = (UnitState::Blocked, Reason::MergeConflict, message);
+            unopened(spec, &store, *workspace, end, started).await
+        }
+        Err(OpenError::Broken { workspace, message }) => {
+            let end = (UnitState::Failed, Reason::Workspace, message);
+            unopened(spec, &store, *workspace, end, started).await
         }
     }
+}
+
+/// Ends a unit whose worktree could not be opened (the lock drops after the marker).
+async fn unopened(
+    spec: &UnitSpec,
+    store: &MarkerStore,
+    workspace: Workspace,
+    (state, reason, message): (UnitState, Reason, String),
+    started: Instant,
+) -> Result<Opened> {
+    let mut marker = super::prepare_marker(store, spec)?;
+    marker.workspace = Some(workspace);
+    let res = end_early(spec, store, &mut marker, state, reason, message, started).await?;
+    Ok(Opened::Ended(Box::new(res)))
 }
 
 /// vf writes nothing outside its state dir: not through a linked `worktrees/`.
@@ -135,48 +146,64 @@ pub(super) async fn setup(
     Ok(Some(res))
 }
 
+/// What the steps after the engine change of its result.
+#[derive(Default)]
+pub(super) struct After {
+    /// The failure that overrides the engine's outcome, if any.
+    pub failure: Option<(Reason, String)>,
+    pub warnings: Vec<String>,
+}
+
 /// After the engine: when it succeeded, commit its leftovers on the branch and
-/// run `verify`. Returns the failure that overrides a success, if any; the
-/// marker gets the workspace's head and changed files either way.
+/// run `verify`. A worktree that is not the one vf made fails the unit
+/// whatever the engine did (nothing is committed, verify does not run); the
+/// marker gets the workspace's head and changed files otherwise.
 pub(super) async fn after_engine(
     spec: &UnitSpec,
     store: &MarkerStore,
     marker: &mut Marker,
     succeeded: bool,
     session: Option<&str>,
-) -> Result<Option<(Reason, String)>> {
-    let mut failure = None;
+    sink: &mut dyn EventSink,
+) -> Result<After> {
+    let mut after = After::default();
     if let Some(ws) = marker.workspace.clone() {
         let commit = succeeded && ws.commit;
         let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
         let session = session.map(str::to_string);
+        let git_dir = spec
+            .steps
+            .workspace
+            .as_ref()
+            .and_then(|w| w.git_dir.clone());
         // git off the runtime's thread (see `open_workspace`).
-        let (sealed, described) = blocking(move || {
+        let sealed = blocking(move || {
             let info = CommitInfo {
                 unit: &unit,
                 engine,
                 session: session.as_deref(),
             };
-            let sealed = if commit {
-                workspace::seal(&ws, &info).map(|_| ())
-            } else {
-                Ok(())
-            };
-            (sealed, workspace::describe(&ws).unwrap_or(ws))
+            workspace::finish(&ws, git_dir.as_deref(), &info, commit)
         })
         .await?;
-        if let Err(e) = sealed {
-            failure = Some((
+        after.failure = match sealed.error {
+            Some(SealError::Broken(msg)) => Some((Reason::Workspace, msg)),
+            Some(SealError::Git(e)) => Some((
                 Reason::State,
                 format!("cannot commit the unit's changes: {e}"),
-            ));
+            )),
+            None => None,
+        };
+        for w in &sealed.warnings {
+            sink.warning(w);
         }
-        marker.workspace = Some(described);
+        after.warnings = sealed.warnings;
+        marker.workspace = Some(sealed.workspace);
     }
-    if let (true, None, Some(cmd)) = (succeeded, &failure, &spec.steps.verify) {
-        failure = run_step(spec, store, marker, StepKind::Verify, cmd, session).await?;
+    if let (true, None, Some(cmd)) = (succeeded, &after.failure, &spec.steps.verify) {
+        after.failure = run_step(spec, store, marker, StepKind::Verify, cmd, session).await?;
     }
-    Ok(failure)
+    Ok(after)
 }
 
 /// Runs one step; `None` when it succeeded, else the unit's failure.

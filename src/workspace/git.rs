@@ -35,7 +35,8 @@ fn command(dir: &Path, args: &[&str]) -> Command {
     c
 }
 
-/// Runs git; its trimmed stdout, or its last stderr line as the error.
+/// Runs git; its trimmed stdout, or its last stderr line as the error (not
+/// one of the `hint:` lines git adds after the reason).
 pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let out = command(dir, args).output().map_err(|e| GitError {
         message: format!("cannot run git: {e}"),
@@ -47,7 +48,7 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     let line = err
         .lines()
         .map(str::trim)
-        .rfind(|l| !l.is_empty())
+        .rfind(|l| !l.is_empty() && !l.starts_with("hint:"))
         .unwrap_or("git failed");
     Err(GitError {
         message: format!("git {}: {}", args.join(" "), crate::text::cut(line, 300)),

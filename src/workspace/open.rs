@@ -12,6 +12,8 @@ pub struct Opened {
     pub workspace: Workspace,
     /// The engine's working directory inside it.
     pub cwd: PathBuf,
+    /// Its git dir, proven before the engine runs (see [`super::prove`]).
+    pub git_dir: PathBuf,
     pub warnings: Vec<String>,
 }
 
@@ -24,6 +26,12 @@ pub enum OpenError {
         workspace: Box<Workspace>,
         message: String,
     },
+    /// The unit's worktree is no longer the one vf made (an earlier engine
+    /// removed or replaced its `.git`, or switched branch): no git ran in it.
+    Broken {
+        workspace: Box<Workspace>,
+        message: String,
+    },
 }
 
 impl From<GitError> for OpenError {
@@ -33,8 +41,9 @@ impl From<GitError> for OpenError {
 }
 
 /// The unit's worktree: reused when it exists (a resumed session sees its own
-/// files), else created from the base; then every dependency branch not yet
-/// in it is merged. `previous` is what the unit's marker recorded.
+/// files), else created from the base; proven to be the one vf made; then
+/// every dependency branch not yet in it is merged. `previous` is what the
+/// unit's marker recorded.
 pub fn open(
     state_dir: &Path,
     unit: &str,
@@ -44,9 +53,13 @@ pub fn open(
     let path = path_of(state_dir, unit);
     let branch = branch_of(unit);
     let base = previous.map_or(spec.base.clone(), |p| p.base.clone());
+    let has_git = std::fs::symlink_metadata(path.join(".git")).is_ok();
     // A new branch and worktree, undone if the engine's cwd is not in them.
-    let fresh = !path.join(".git").exists() && previous.is_none();
-    if !path.join(".git").exists() {
+    let fresh = !has_git && previous.is_none();
+    // A worktree of this unit whose `.git` went is not made again over its
+    // files: git run there would find the repository above it.
+    let lost = !has_git && previous.is_some() && std::fs::symlink_metadata(&path).is_ok();
+    if !has_git && !lost {
         create(&path, &branch, &base, spec, previous.is_some())?;
     }
     let workspace = Workspace {
@@ -56,6 +69,18 @@ pub fn open(
         head: None,
         changed_files: Vec::new(),
         commit: spec.commit,
+    };
+    let git_dir = match super::prove(&path, Some(&workspace.branch), None) {
+        Ok(p) => p.git_dir,
+        Err(why) => {
+            if fresh {
+                undo(&spec.repo, &path, &workspace.branch);
+            }
+            return Err(OpenError::Broken {
+                message: broken(&path, &why, "vf runs no git in it"),
+                workspace: Box::new(workspace),
+            });
+        }
     };
     let mut warnings = Vec::new();
     for dep in &spec.merge {
@@ -76,8 +101,17 @@ pub fn open(
     Ok(Opened {
         cwd,
         workspace,
+        git_dir,
         warnings,
     })
+}
+
+/// The error of a worktree that failed [`super::prove`]; `then` says what vf did about it.
+pub(super) fn broken(path: &Path, why: &str, then: &str) -> String {
+    format!(
+        "the worktree {} is no longer the one vf made: {why}; {then}",
+        path.display()
+    )
 }
 
 fn create(

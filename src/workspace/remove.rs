@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::git::{self, GitError};
-use super::{branch_of, open::branch_exists};
+use super::{Proven, branch_of, open::branch_exists};
 
 /// Where a worktree that is gone came from: a directory of the user's
 /// repository and the head vf recorded for the unit's branch.
@@ -14,7 +14,20 @@ pub struct Gone<'a> {
     pub head: Option<&'a str>,
 }
 
-/// Removes the worktree at `path` (None: there was none) and, with
+/// Whether the worktree at `path` may be removed through git: `None` when it
+/// has no `.git` (it is gone, for [`remove`]), else the repository it proves
+/// to be a worktree of (see [`super::prove`]); the error names what is wrong.
+pub fn removable(path: &Path) -> Result<Option<Proven>, String> {
+    if std::fs::symlink_metadata(path.join(".git")).is_err() {
+        return Ok(None);
+    }
+    // On any branch: the user may have switched it.
+    super::prove(path, None, None)
+        .map(Some)
+        .map_err(|why| super::open::broken(path, &why, "vf leaves it alone: remove it by hand"))
+}
+
+/// Removes the worktree at `path` (`proven` by [`removable`]; None: there was none) and, with
 /// `branches`, the unit's branch (None: not deleted). A worktree already
 /// gone (an earlier `vf clean`, or deleted by hand) is pruned from `gone`'s
 /// repository, and its branch deleted there, when that branch is still at
@@ -22,11 +35,12 @@ pub struct Gone<'a> {
 pub fn remove(
     path: &Path,
     unit: &str,
+    proven: Option<&Proven>,
     force: bool,
     branches: bool,
     gone: Gone<'_>,
 ) -> Result<(Option<PathBuf>, Option<String>), GitError> {
-    let Some(repo) = repo_dir(path) else {
+    let Some(repo) = proven.map(|p| p.common_dir.clone()) else {
         return remove_gone(unit, branches, gone);
     };
     let _admin = git::admin_lock(path.parent().unwrap_or(path))?;
@@ -68,17 +82,4 @@ fn remove_gone(
     }
     git::run(&repo, &["branch", "-D", &branch])?;
     Ok((None, Some(branch)))
-}
-
-/// The repository's git dir, found from the worktree (None: no worktree there).
-fn repo_dir(path: &Path) -> Option<PathBuf> {
-    if !path.join(".git").exists() {
-        return None;
-    }
-    git::run(
-        path,
-        &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-    )
-    .ok()
-    .map(PathBuf::from)
 }

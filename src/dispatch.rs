@@ -39,6 +39,17 @@ pub use steps::Steps;
 
 /// How long `--version` may take before it is reported unreadable.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
+/// The version of `engine`'s binary (`engine_bin`, else the one found as a
+/// dispatch finds it) as a dispatch would read it now (the doctor's cache,
+/// else `--version`); `None` when it is missing or unreadable.
+pub fn installed_version(
+    engine: EngineId,
+    engine_bin: Option<&std::path::Path>,
+) -> Option<crate::version::Version> {
+    let program = crate::binary::resolve_binary(engine, engine_bin).ok()?;
+    crate::doctor::cache::read_version(&program, VERSION_TIMEOUT, false).ok()
+}
+
 /// The largest prompt vf accepts (`--prompt`, `--prompt-file`, stdin, plans).
 pub const MAX_PROMPT_BYTES: usize = 16 << 20;
 

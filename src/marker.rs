@@ -89,9 +89,10 @@ pub struct Marker {
     /// What the latest attempt consumed (see [`crate::usage`]).
     #[serde(default)]
     pub usage: Option<crate::usage::Usage>,
-    /// The session's running total so far, for engines that report only that
-    /// (codex): the next resumed run's usage is its figure less this one.
-    /// Absent when it equals `usage` (a session's first run).
+    /// The session's running total so far, for engines that report that
+    /// (codex's tokens, claude's cost on a resume): the next resumed run's
+    /// figures are the reported ones less these. Absent when it equals
+    /// `usage` (a session's first run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_usage: Option<crate::usage::Usage>,
     /// Each attempt of the unit's latest plan run under an `on_rate_limit`

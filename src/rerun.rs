@@ -10,6 +10,7 @@ use crate::dispatch::DispatchResult;
 use crate::history::{self, Counts};
 use crate::marker::policy::{has_exact_authority, state_refusal};
 use crate::marker::{Marker, UnitState};
+use crate::version::Version;
 
 /// What `start` says in a result that was primed with a replay.
 pub const START_REPLAY: &str = "replay";
@@ -37,15 +38,17 @@ pub fn for_dispatch(
 }
 
 /// For `vf resume` when the exact resume was refused (`why`): a unit that may
-/// be resumed but whose engine has no exact authority gets the replay; any
-/// other refusal stands. Errors are the one-line reason, without the unit.
+/// be resumed but whose engine has no exact authority (at its recorded or its
+/// `installed` version) gets the replay; any other refusal stands. Errors are
+/// the one-line reason, without the unit.
 pub fn for_resume(
     state_dir: &Path,
     marker: &Marker,
+    installed: Option<&Version>,
     why: String,
     prompt: &str,
 ) -> Result<(String, Counts), String> {
-    if state_refusal(marker).is_some() || has_exact_authority(marker) {
+    if state_refusal(marker).is_some() || has_exact_authority(marker, installed) {
         return Err(why);
     }
     primed(state_dir, &marker.unit, prompt)

@@ -12,6 +12,7 @@
 //! a marker, ready for `--resume`.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -25,6 +26,7 @@ use crate::frames::ConversationEvent;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, owner_refusal, resolve_resume_id};
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::plan::PlanUnit;
+use crate::version::Version;
 use crate::{history, orphans};
 
 mod budget;
@@ -236,6 +238,9 @@ pub struct Run {
     hard: budget::HardStop,
     /// Units whose dispatch runs (at most `parallel`).
     running: usize,
+    /// Each engine's installed version, read once (a resume needs authority
+    /// at it as well as at the marker's).
+    installed: HashMap<EngineId, Option<Version>>,
 }
 
 /// Checks the plan against its markers (a corrupt or newer marker stops
@@ -246,11 +251,18 @@ pub fn open(mut req: Request) -> Result<Run> {
     let jobs = std::mem::take(&mut req.jobs);
     let mut units = units_of(&jobs);
     let mut existing = Vec::new();
+    let mut installed = HashMap::new();
     for (u, job) in units.iter_mut().zip(&jobs) {
         // vf never overwrites a marker it cannot use.
         if let Some(m) = store.load(&job.plan.name)? {
             existing.push(job.plan.name.clone());
             u.adopt(&m);
+            // Read now, before any unit runs: `--version` may take seconds.
+            if req.resume && m.engine_session_id.is_some() {
+                installed
+                    .entry(m.engine)
+                    .or_insert_with(|| dispatch::installed_version(m.engine, None));
+            }
         }
     }
     if !req.resume && !existing.is_empty() {
@@ -285,6 +297,7 @@ pub fn open(mut req: Request) -> Result<Run> {
         notices,
         hard: budget::HardStop::default(),
         running: 0,
+        installed,
     })
 }
 
@@ -550,15 +563,19 @@ impl Run {
 
     /// Chooses how the unit starts (fresh, exact resume, replay) and builds its spec.
     fn prepare(&mut self, i: usize) -> Result<UnitSpec> {
-        let state_dir = &self.req.state_dir;
-        let (job, u) = (&self.jobs[i], &mut self.units[i]);
-        let marker = match self.req.resume || u.retry.pending {
-            true => self.store.load(&job.plan.name)?,
+        let marker = match self.req.resume || self.units[i].retry.pending {
+            true => self.store.load(&self.jobs[i].plan.name)?,
             false => None,
         };
+        let installed = match &marker {
+            Some(m) => self.installed_version(m.engine),
+            None => None,
+        };
+        let state_dir = &self.req.state_dir;
+        let (job, u) = (&self.jobs[i], &mut self.units[i]);
         let (mut session, mut prompt, mut mode) = (None, job.plan.prompt.clone(), StartMode::Fresh);
         if let Some(m) = &marker {
-            match resolve_resume_id(m) {
+            match resolve_resume_id(m, installed.as_ref()) {
                 Ok(id) if m.engine == job.engine => {
                     session = Some(id);
                     prompt = DEFAULT_RESUME_PROMPT.to_string();
@@ -602,6 +619,14 @@ impl Run {
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,
         })
+    }
+
+    /// `engine`'s installed version, read once per run (a unit that ran in
+    /// this run had it read by its dispatch: the cache answers).
+    fn installed_version(&mut self, engine: EngineId) -> Option<Version> {
+        let v = self.installed.entry(engine);
+        v.or_insert_with(|| dispatch::installed_version(engine, None))
+            .clone()
     }
 
     /// Unit `i`'s steps; a worktree unit merges the branch of each of its

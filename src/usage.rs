@@ -105,25 +105,48 @@ impl Usage {
     }
 }
 
+/// Which of the figures an engine reported are the session's running total
+/// rather than the run's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Running {
+    /// All are the run's own.
+    #[default]
+    None,
+    /// All are the thread's so far (codex).
+    All,
+    /// The cost is the session's so far, the tokens the run's (claude on a
+    /// resume, from 2.1.332).
+    Cost,
+}
+
 /// One run's usage and the session's new running total, from what the
-/// engine reported: `cumulative` figures (codex) are the thread's so far, so
-/// a resumed run's usage is that less `previous` (the last run's total).
+/// engine reported: the `running` figures are the session's so far, so a
+/// resumed run's are those less `previous` (the last run's total).
 pub fn per_run(
     reported: Option<&Usage>,
-    cumulative: bool,
+    running: Running,
     previous: Option<&Usage>,
 ) -> (Option<Usage>, Option<Usage>) {
-    match (reported, cumulative) {
-        (None, true) => (None, previous.cloned()),
-        (None, false) => (None, None),
-        (Some(u), false) => (Some(u.clone()), None),
-        (Some(u), true) => (
-            Some(match previous {
-                Some(p) => u.minus(p),
-                None => u.clone(),
-            }),
-            Some(u.clone()),
-        ),
+    let Some(u) = reported else {
+        let kept = (running != Running::None).then(|| previous.cloned());
+        return (None, kept.flatten());
+    };
+    match (running, previous) {
+        (Running::None, _) => (Some(u.clone()), None),
+        (_, None) => (Some(u.clone()), Some(u.clone())),
+        (Running::All, Some(p)) => (Some(u.minus(p)), Some(u.clone())),
+        (Running::Cost, Some(p)) => {
+            let run = Usage {
+                cost_usd: u.minus(p).cost_usd,
+                ..u.clone()
+            };
+            // The session's tokens add up; its cost is what the engine says.
+            let total = Usage {
+                cost_usd: u.cost_usd,
+                ..p.plus(u)
+            };
+            (Some(run), Some(total))
+        }
     }
 }
 
@@ -239,19 +262,41 @@ mod tests {
         let first = u(Some(100), Some(20), None);
         let now = u(Some(250), Some(45), None);
         assert_eq!(
-            per_run(Some(&first), true, None),
+            per_run(Some(&first), Running::All, None),
             (Some(first.clone()), Some(first.clone()))
         );
         assert_eq!(
-            per_run(Some(&now), true, Some(&first)),
+            per_run(Some(&now), Running::All, Some(&first)),
             (Some(u(Some(150), Some(25), None)), Some(now.clone()))
         );
         // A run that reported nothing keeps the thread's total for the next one.
         assert_eq!(
-            per_run(None, true, Some(&first)),
+            per_run(None, Running::All, Some(&first)),
             (None, Some(first.clone()))
         );
-        assert_eq!(per_run(Some(&now), false, Some(&first)), (Some(now), None));
+        assert_eq!(per_run(None, Running::None, Some(&first)), (None, None));
+        assert_eq!(
+            per_run(Some(&now), Running::None, Some(&first)),
+            (Some(now), None)
+        );
+    }
+
+    /// claude 2.1.332 on a resume: 100/20 tokens each run, `total_cost_usd`
+    /// 0.0008, 0.0016, 0.0024 (the session's so far; tests/real_usage.rs).
+    #[test]
+    fn a_resumed_session_cost_is_the_runs_own_and_its_tokens_add_up() {
+        let reported = |cost| u(Some(100), Some(20), Some(cost));
+        let (run, first) = per_run(Some(&reported(0.0008)), Running::Cost, None);
+        assert_eq!(run, Some(reported(0.0008)));
+        let (run, second) = per_run(Some(&reported(0.0016)), Running::Cost, first.as_ref());
+        assert_eq!(run.as_ref().map(|r| r.input_tokens), Some(Some(100)));
+        let cost = run.unwrap().cost_usd.unwrap();
+        assert!((cost - 0.0008).abs() < 1e-12, "{cost}");
+        assert_eq!(second, Some(u(Some(200), Some(40), Some(0.0016))));
+        let (run, third) = per_run(Some(&reported(0.0024)), Running::Cost, second.as_ref());
+        let cost = run.unwrap().cost_usd.unwrap();
+        assert!((cost - 0.0008).abs() < 1e-12, "{cost}");
+        assert_eq!(third.unwrap().output_tokens, Some(60));
     }
 
     #[test]

@@ -521,6 +521,46 @@ fn resume_uses_exact_id_or_a_labelled_replay() {
     assert!(args.contains(first["text"].as_str().unwrap().lines().next().unwrap()));
 }
 
+/// Issue 25, defect 7: copilot's exact resume is proven per version; a unit
+/// whose session 1.0.102 made is replayed once copilot is 1.0.999, in a plan
+/// as in `vf resume`.
+#[test]
+fn resume_after_the_engine_left_its_proven_version_replays() {
+    let env = PlanEnv::new();
+    env.write("bin/copilot.env", "FAKE_VERSION=1.0.102\n");
+    env.unit_dir("y", COPILOT, "0", "FAKE_EXIT=1");
+    env.plan(&unit_toml("y", "copilot", &[]));
+    assert_eq!(env.run_plan(&["--output", "json"]).status.code(), Some(1));
+    assert!(env.marker("y")["engineSessionId"].is_string());
+
+    // A new copilot binary (vf remembers `--version` per file).
+    std::fs::remove_file(env.path().join("bin/copilot")).unwrap();
+    env.fake_for("copilot");
+    env.write("bin/copilot.env", "FAKE_VERSION=1.0.999\n");
+    env.unit_dir("y", COPILOT, "0", "");
+    let out = env.run_plan(&["--resume", "--output", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // JSON mode at 1.0.999: a fresh session with an id of its own.
+    let id = capture_session_id(COPILOT);
+    let mut y = ran("y", "copilot", "done", "replay", id);
+    y["attempt"] = 2.into();
+    y["replay"] = json!({"source": 1, "replayed": 1, "truncated": 0});
+    y["summary"] = json!({"confidence": 1.0, "files_changed": []});
+    assert_json_eq(
+        &env.normalized(&final_json(&out)),
+        &plan_result(true, vec![y]),
+    );
+    let last = env
+        .events()
+        .into_iter()
+        .rev()
+        .find(|e| e.0 == "start")
+        .unwrap();
+    let args = env.args_of("y", &last.2);
+    assert!(!args.contains("--resume"), "{args}");
+    assert!(args.contains("NOT a continued session"), "{args}");
+}
+
 #[test]
 fn resume_refuses_a_unit_owned_by_a_live_vf() {
     let env = PlanEnv::new();

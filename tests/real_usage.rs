@@ -54,7 +54,38 @@ fn usage_tier(engine: &'static str) {
                 assert_eq!(u["costUsd"].is_number(), priced, "{engine} {version}: {u}");
             }
         }
+        if engine == "claude" {
+            resumed_costs(&sb);
+        }
         rate_limits(&sb);
+    }
+}
+
+/// Issue 25: on a resume, claude's `total_cost_usd` is the session's so far
+/// (2.1.332: 0.0008, 0.0016, 0.0024 for one 100/20 call each; ENGINES.md,
+/// "Usage"). Each run's usage is its own: the same tokens and cost every time.
+fn resumed_costs(sb: &Sandbox) {
+    let what = format!("{} {}", sb.engine, sb.version);
+    let first = sb.dispatch("cost", "LAB-JSON Reply with a fenced json block.", &[]);
+    first.assert_done("LAB-JSON");
+    let id = first.result["sessionId"].as_str().unwrap().to_string();
+    let mut runs = vec![first];
+    for _ in 0..2 {
+        let run = sb.dispatch("cost", "LAB-JSON Once more.", &["--session", &id]);
+        run.assert_done("LAB-JSON resumed");
+        runs.push(run);
+    }
+    let cost = |run: &sandbox::Run| run.result["usage"]["costUsd"].as_f64().unwrap();
+    let once = cost(&runs[0]);
+    assert!(once > 0.0, "{what}: {}", runs[0].result);
+    for run in &runs {
+        let u = &run.result["usage"];
+        let tokens = json!([u["inputTokens"], u["outputTokens"]]);
+        assert_eq!(tokens, json!([USAGE_IN, USAGE_OUT]), "{what}: {u}");
+        assert!(
+            (cost(run) - once).abs() < 1e-9,
+            "{what}: {u} (first run: {once})"
+        );
     }
 }
 

@@ -15,12 +15,17 @@ const UNVERIFIED: &str = "1.0.50";
 
 /// One copilot run of `unit` on the fake: the result and the argv + stdin it got.
 fn run(env: &Env, unit: &str, exit: &str, args: &[&str]) -> (Output, String) {
+    run_at(env, UNVERIFIED, unit, exit, args)
+}
+
+/// [`run`] with the fake copilot reporting `version`.
+fn run_at(env: &Env, version: &str, unit: &str, exit: &str, args: &[&str]) -> (Output, String) {
     let log = env.path().join(format!("{unit}.args"));
     let bin = env.fake_for("copilot");
     let mut c = env.cmd(args);
     c.args(["--engine-bin", bin.to_str().unwrap(), "--output", "json"])
         .env("FAKE_STDOUT", fixture(CAP))
-        .env("FAKE_VERSION", UNVERIFIED)
+        .env("FAKE_VERSION", version)
         .env("FAKE_EXIT", exit)
         .env("FAKE_ARGS_LOG", &log);
     let out = run_bounded(c, std::time::Duration::from_secs(60));
@@ -112,6 +117,45 @@ fn resume_without_exact_authority_replays_the_unit() {
         "{argv}"
     );
     assert_eq!(history(&env, "r").len(), 2);
+}
+
+/// Issue 25, defect 7: a copilot unit that failed at a version with exact
+/// resume, resumed once copilot left its proven versions, has no authority
+/// any more (the contract's stale-authority rule): it is replayed, not refused.
+#[test]
+fn resume_after_the_engine_left_its_proven_version_replays_the_unit() {
+    let env = Env::new();
+    let args = [
+        "dispatch", "--engine", "copilot", "--unit", "up", "--prompt", "the task",
+    ];
+    let (out, argv) = run_at(&env, "1.0.102", "up", "1", &args);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!argv.contains("--resume"), "{argv}");
+    let marker = env.marker("up");
+    assert_eq!(marker["engineVersion"], "1.0.102");
+    assert!(marker["engineSessionId"].is_string(), "{marker}");
+    let sha = history(&env, "up")[0]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Copilot upgraded: a new file (vf remembers `--version` per file).
+    let bin = env.fake_for("copilot");
+    std::fs::remove_file(&bin).unwrap();
+    assert_eq!(env.fake_for("copilot"), bin);
+    let (out, argv) = run_at(&env, "1.0.999", "up", "0", &["resume", "up"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = last_json(&out);
+    assert_eq!(r["engineVersion"], "1.0.999");
+    let truncated = usize::from(r["answer"].as_str().unwrap().len() > 2048);
+    let want = json!({"attempt": 2, "start": "replay",
+        "replay": {"source": 1, "replayed": 1, "truncated": truncated}});
+    assert_json_eq(&start_of(&r), &want);
+    assert!(!argv.contains("--resume"), "{argv}");
+    assert!(
+        argv.contains("NOT a continued session") && argv.contains(&sha),
+        "{argv}"
+    );
 }
 
 #[test]

@@ -107,6 +107,52 @@ fn a_resumed_codex_run_is_its_thread_figure_less_the_previous_one() {
     assert_json_eq(&m["threadUsage"], &thread);
 }
 
+/// claude's `total_cost_usd` is the session's so far on a resume from
+/// 2.1.332 (proven against the fake server's per-call figures in
+/// tests/real_usage.rs): each resumed run costs its own 0.0008, not the
+/// session's 0.0016 and 0.0024, so a budget never counts a session twice. In
+/// 2.1.207 the cost was the run's own already.
+#[test]
+fn a_resumed_claude_run_costs_its_own_share_of_the_session() {
+    let cost_of = |v: &Value| v["costUsd"].as_f64().unwrap();
+    for (version, costs) in [("2.1.332", [0.0008; 3]), ("2.1.207", [0.001; 3])] {
+        let env = Env::new();
+        let cap = |case: &str| format!("claude/{version}/{case}.stdout.jsonl");
+        let (first, _) = replay(&env, "claude", "r", &cap("a_json"), &[]);
+        let id = first["sessionId"].as_str().unwrap().to_string();
+        let mut runs = vec![first];
+        for case in ["c_resume", "c_resume_stream"] {
+            let (r, code) = replay(&env, "claude", "r", &cap(case), &["--session", &id]);
+            assert_eq!(code, 0, "{version} {case}: {r}");
+            runs.push(r);
+        }
+        for (r, want) in runs.iter().zip(costs) {
+            let u = &r["usage"];
+            assert_eq!(
+                (&u["inputTokens"], &u["outputTokens"]),
+                (&json!(100), &json!(20))
+            );
+            assert!((cost_of(u) - want).abs() < 1e-12, "{version}: {u}");
+        }
+        let m = env.marker("r");
+        assert!(
+            (cost_of(&m["usage"]) - costs[2]).abs() < 1e-12,
+            "{version}: {m}"
+        );
+        if version == "2.1.332" {
+            // The session so far, for the next resume: its tokens and claude's cost.
+            let t = &m["threadUsage"];
+            assert_eq!(
+                (&t["inputTokens"], &t["outputTokens"]),
+                (&json!(300), &json!(60))
+            );
+            assert!((cost_of(t) - 0.0024).abs() < 1e-12, "{t}");
+        } else {
+            assert!(m.get("threadUsage").is_none(), "{m}");
+        }
+    }
+}
+
 #[test]
 fn the_human_end_line_shows_tokens_and_cost() {
     let env = Env::new();
@@ -130,8 +176,8 @@ fn the_gemini_json_document_sums_its_models() {
         p.push_line(line.as_bytes());
     }
     p.finish();
-    let (got, cumulative) = p.tracker().usage();
-    assert!(!cumulative);
+    let (got, running) = p.tracker().usage();
+    assert_eq!(running, vf::usage::Running::None);
     let want = usage(
         "stats.models.tokens",
         [Some(200), Some(0), Some(40), Some(0), Some(240)],

@@ -7,6 +7,7 @@ use crate::dispatch::UnitSpec;
 use crate::error::{Result, VfError};
 use crate::marker::MarkerStore;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
+use crate::rerun::for_resume;
 use crate::{names, state};
 
 /// A validated `vf resume`: everything is checked before anything is touched.
@@ -48,10 +49,13 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
     };
-    // Without exact authority: a fresh session primed with the unit's answers.
-    let (id, prompt, replay) = match resolve_resume_id(&marker) {
+    // Without exact authority (at the recorded version and the installed
+    // one): a fresh session primed with the unit's answers.
+    let engine_bin = args.run.engine_bin.as_deref();
+    let installed = crate::dispatch::installed_version(marker.engine, engine_bin);
+    let (id, prompt, replay) = match resolve_resume_id(&marker, installed.as_ref()) {
         Ok(id) => (Some(id), prompt, None),
-        Err(why) => match crate::rerun::for_resume(&state_dir, &marker, why, &prompt) {
+        Err(why) => match for_resume(&state_dir, &marker, installed.as_ref(), why, &prompt) {
             Ok((primed, counts)) => (None, primed, Some(counts)),
             Err(why) => {
                 let msg = format!("cannot resume unit {:?}: {why}", args.unit);

@@ -93,11 +93,10 @@ pub struct CursorRange {
 
 /// Whether `engine` can resume a session exactly at its installed version.
 pub fn exact_authority(engine: EngineId) -> bool {
-    let Ok(program) = crate::binary::resolve_binary(engine, None) else {
+    if crate::binary::resolve_binary(engine, None).is_err() {
         return false;
-    };
-    let version =
-        crate::doctor::cache::read_version(&program, crate::dispatch::VERSION_TIMEOUT, false).ok();
+    }
+    let version = crate::dispatch::installed_version(engine, None);
     engine.engine().exact_resume(version.as_ref())
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::frames::Projector;
-use crate::usage::Usage;
+use crate::usage::{Running, Usage};
 
 /// Called with the unit's usage so far, each time it changes.
 pub type LiveUsage = Arc<dyn Fn(&Usage) + Send + Sync>;
@@ -28,12 +28,13 @@ impl std::fmt::Debug for BudgetWatch {
     }
 }
 
-/// Tells the plan what the run has used so far. A resumed thread's running
-/// total (codex) is not this run's figure: it waits for the run's end.
+/// Tells the plan what the run has used so far. A resumed session's running
+/// total (codex's tokens, claude's cost) is not this run's figure: it waits
+/// for the run's end.
 pub(super) fn report(watch: Option<&BudgetWatch>, resumed: bool, projector: &Projector) {
     let Some(w) = watch else { return };
     match projector.tracker().usage() {
-        (Some(u), cumulative) if !(cumulative && resumed) => (w.live)(u),
+        (Some(u), running) if !(resumed && running != Running::None) => (w.live)(u),
         _ => {}
     }
 }

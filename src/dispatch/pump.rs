@@ -288,16 +288,22 @@ mod tests {
         }
     }
 
+    /// Written out, or spelled with `\uXXXX` escapes (issue 25).
     #[test]
     fn a_private_block_in_an_over_long_line_never_reaches_the_log() {
-        let input = b"ok\nhead VF-PRIVATE-FILE-RANGES/1 secret secret secret\nnext\n";
-        for step in 1..input.len() {
-            let log = logged(input, 16, step, &[]);
-            assert_eq!(
-                String::from_utf8(log).unwrap(),
-                format!("ok\nhead {REDACTED}\nnext\n"),
-                "step {step}"
-            );
+        let inputs: [&[u8]; 2] = [
+            b"ok\nhead VF-PRIVATE-FILE-RANGES/1 secret secret secret\nnext\n",
+            b"ok\nhead \\u0056\\u0046-PRIVATE-FILE-RANGES/1 secret secret secret\nnext\n",
+        ];
+        for input in inputs {
+            for step in 1..input.len() {
+                let log = logged(input, 16, step, &[]);
+                assert_eq!(
+                    String::from_utf8(log).unwrap(),
+                    format!("ok\nhead {REDACTED}\nnext\n"),
+                    "step {step}"
+                );
+            }
         }
     }
 }

@@ -49,11 +49,11 @@ pub(super) async fn settle(
         .flatten();
     let l = &mut e.launched;
     let marker = &mut l.prepared.marker;
-    let (reported, cumulative) = tracker.usage();
+    let (reported, running) = tracker.usage();
     // The session's running total is kept only where it is not `usage` itself.
     let previous = marker.thread_usage.as_ref().or(marker.usage.as_ref());
     let previous = spec.session.as_ref().and(previous);
-    let (usage, thread_usage) = crate::usage::per_run(reported, cumulative, previous);
+    let (usage, thread_usage) = crate::usage::per_run(reported, running, previous);
     marker.thread_usage = thread_usage.filter(|t| Some(t) != usage.as_ref());
     marker.usage = usage.clone();
     marker.retry_at = retry_at.clone();

@@ -74,6 +74,29 @@ pub enum Accumulate {
     /// The latest frame holds the thread's figures so far (codex
     /// `turn.completed`): a resumed run's usage is that less the previous one.
     Cumulative,
+    /// The latest frame holds the run's tokens, but its cost is the
+    /// session's so far, from version `since` on (claude's `total_cost_usd`
+    /// on a resume: ENGINES.md, "Usage"); a resumed run's cost is that less
+    /// the previous one. An unknown version is taken to be that recent.
+    SessionCost { since: &'static str },
+}
+
+impl Accumulate {
+    /// Which of the figures are a running total, for the CLI `version`.
+    pub fn running(self, version: Option<&crate::version::Version>) -> crate::usage::Running {
+        use crate::usage::Running;
+        match self {
+            Accumulate::Last | Accumulate::Sum => Running::None,
+            Accumulate::Cumulative => Running::All,
+            Accumulate::SessionCost { since } => {
+                let since = crate::version::Version::parse(since);
+                match (version, since) {
+                    (Some(v), Some(s)) if *v < s => Running::None,
+                    _ => Running::Cost,
+                }
+            }
+        }
+    }
 }
 
 /// Where a frame's usage figures are (see ENGINES.md, "Usage").

@@ -126,6 +126,7 @@ impl Projector {
         Projector {
             tracker: Tracker::new(
                 engine,
+                version,
                 transport,
                 resolved.manifest.closing,
                 &resolved.manifest.rate_limits,

@@ -23,7 +23,8 @@ use serde_json::Value;
 
 use super::manifest::{Accumulate, RateLimits};
 use crate::engine::{EngineId, Outcome, OutputTransport, Spec, exit_text};
-use crate::usage::Usage;
+use crate::usage::{Running, Usage};
+use crate::version::Version;
 
 /// What a failing lifecycle row said.
 struct FailedRow {
@@ -65,7 +66,9 @@ pub struct Tracker {
     usage: Option<Value>,
     text: Option<String>,
     figures: Option<Usage>,
-    cumulative: bool,
+    running: Running,
+    /// The CLI's version (whether a figure is a running total can depend on it).
+    version: Option<Version>,
     limits: &'static RateLimits,
     rate_limited: bool,
     retry_at: Option<String>,
@@ -76,6 +79,7 @@ pub struct Tracker {
 impl Tracker {
     pub(super) fn new(
         engine: EngineId,
+        version: Option<&Version>,
         transport: OutputTransport,
         closing: &'static str,
         limits: &'static RateLimits,
@@ -96,7 +100,8 @@ impl Tracker {
             usage: None,
             text: None,
             figures: None,
-            cumulative: false,
+            running: Running::None,
+            version: version.cloned(),
             limits,
             rate_limited: false,
             retry_at: None,
@@ -114,9 +119,10 @@ impl Tracker {
     }
 
     /// The run's normalised usage so far (`None`: the engine reported none),
-    /// and whether it is the thread's running total rather than this run's.
-    pub fn usage(&self) -> (Option<&Usage>, bool) {
-        (self.figures.as_ref(), self.cumulative)
+    /// and which of its figures are the session's running total rather than
+    /// this run's.
+    pub fn usage(&self) -> (Option<&Usage>, Running) {
+        (self.figures.as_ref(), self.running)
     }
 
     /// Whether a run that failed did so because the provider rate-limited it:
@@ -263,7 +269,7 @@ impl Tracker {
     }
 
     fn add_figures(&mut self, u: Usage, how: Accumulate) {
-        self.cumulative = how == Accumulate::Cumulative;
+        self.running = how.running(self.version.as_ref());
         self.figures = match (&self.figures, how) {
             (Some(prev), Accumulate::Sum) => Some(prev.plus(&u)),
             _ => Some(u),

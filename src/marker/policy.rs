@@ -45,20 +45,22 @@ fn live_owner(pid: u32) -> String {
     format!("is running under vf pid {pid}, a live vf; not touching it")
 }
 
-/// The resume policy: which session id, if any, a marker gives authority to resume.
-/// Only non-terminal markers (`failed`, `blocked`, or `running` whose owner is
-/// provably dead) with a valid exact id on an exact-resume engine qualify.
-pub fn resolve_resume_id(marker: &Marker) -> std::result::Result<String, String> {
+/// The resume policy: which session id, if any, a marker gives authority to
+/// resume with the engine as installed now (`installed`: its version, when
+/// readable). Only non-terminal markers (`failed`, `blocked`, or `running`
+/// whose owner is provably dead) with a valid exact id on an engine with
+/// exact authority (see [`authority_refusal`]) qualify.
+pub fn resolve_resume_id(
+    marker: &Marker,
+    installed: Option<&Version>,
+) -> std::result::Result<String, String> {
     if let Some(why) = state_refusal(marker) {
         return Err(why);
     }
-    let engine = marker.engine.engine();
-    if !has_exact_authority(marker) {
-        return Err(format!(
-            "{} has no exact resume by session id",
-            marker.engine
-        ));
+    if let Some(why) = authority_refusal(marker, installed) {
+        return Err(why);
     }
+    let engine = marker.engine.engine();
     match &marker.engine_session_id {
         None => Err("no engine session id was recorded".into()),
         Some(id) if !engine.valid_session_id(id) => Err(format!(
@@ -83,10 +85,35 @@ pub fn state_refusal(marker: &Marker) -> Option<String> {
     }
 }
 
-/// The marker's engine has exact resume authority at its recorded version.
-pub fn has_exact_authority(marker: &Marker) -> bool {
-    let version = marker.engine_version.as_deref().and_then(Version::parse);
-    marker.engine.engine().exact_resume(version.as_ref())
+/// Why the marker's engine has no exact resume authority, or `None`. The
+/// authority is proven per version (ENGINES.md), so it must hold at the
+/// version that made the session and at the installed one that would resume
+/// it: an engine that left its proven versions since has none (stale
+/// authority), and the unit is replayed like one on an engine without it.
+pub fn authority_refusal(marker: &Marker, installed: Option<&Version>) -> Option<String> {
+    let recorded = marker.engine_version.as_deref().and_then(Version::parse);
+    let engine = marker.engine.engine();
+    if !engine.exact_resume(recorded.as_ref()) {
+        return Some(format!(
+            "{} has no exact resume by session id",
+            marker.engine
+        ));
+    }
+    if engine.exact_resume(installed) {
+        return None;
+    }
+    let now = installed.map_or("of unreadable version".to_string(), |v| format!("{v}"));
+    let then = recorded.map_or(String::new(), |v| format!(" (the session was made by {v})"));
+    Some(format!(
+        "{} {now} has no exact resume by session id{then}",
+        marker.engine
+    ))
+}
+
+/// The marker's engine has exact resume authority, at its recorded version
+/// and at the installed one.
+pub fn has_exact_authority(marker: &Marker, installed: Option<&Version>) -> bool {
+    authority_refusal(marker, installed).is_none()
 }
 
 #[cfg(test)]
@@ -122,7 +149,7 @@ mod tests {
             )
         );
         assert_eq!(
-            resolve_resume_id(&live).unwrap_err(),
+            resolve_resume_id(&live, None).unwrap_err(),
             format!("it {}", owner_refusal(&live).unwrap())
         );
         let mut elsewhere = ProcIdentity::current();
@@ -137,7 +164,7 @@ mod tests {
         let dead = running(dead);
         assert_eq!(owner_refusal(&dead), None);
         assert_eq!(
-            resolve_resume_id(&dead).unwrap(),
+            resolve_resume_id(&dead, None).unwrap(),
             "01a229e6-b739-7472-9ac7-c8fe37200f9b"
         );
     }

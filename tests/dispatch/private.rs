@@ -120,6 +120,21 @@ fn echo_template(
     (p, lines.len())
 }
 
+/// `vf dispatch` of `unit` with the private range, the fake `engine` printing
+/// `template` with the prompt it received echoed in it.
+fn echo_run(
+    env: &Env,
+    engine: &str,
+    unit: &str,
+    template: &std::path::Path,
+) -> std::process::Command {
+    let extra = ["--private-range", "config.rs:4-6"];
+    let mut c = env.live(engine, unit, "review it", &extra);
+    c.env("FAKE_ECHO_TEMPLATE", template)
+        .env("FAKE_VERSION", version_of(engine));
+    c
+}
+
 #[test]
 fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
     let env = Env::new();
@@ -145,15 +160,9 @@ fn prompt_echoes_of_copilot_and_gemini_are_redacted_everywhere() {
         ("copilot", "1.0.102", copilot),
         ("gemini", "0.61.0", gemini),
     ] {
+        assert_eq!(version, version_of(engine));
         let unit = format!("echo-{engine}");
-        let mut c = env.live(
-            engine,
-            &unit,
-            "review it",
-            &["--private-range", "config.rs:4-6"],
-        );
-        c.env("FAKE_ECHO_TEMPLATE", &template)
-            .env("FAKE_VERSION", version);
+        let c = echo_run(&env, engine, &unit, &template);
         let out = run_bounded(c, Duration::from_secs(60));
         let stdout = String::from_utf8(out.stdout.clone()).unwrap();
         let r = last_json(&out);
@@ -249,4 +258,105 @@ fn private_ranges_reach_the_engine_and_are_persisted_nowhere() {
         !env.path().join("state/dispatch/priv-copilot.md").exists(),
         "copilot prompt file left behind"
     );
+}
+
+/// Fragments of the private range and of its header: none may be left in any
+/// string, decoded, however the echo spelled or split it.
+const FRAGMENTS: [&str; 4] = ["SECRET", "7f3a9", "PRIVATE", "RANGES"];
+
+/// Every string (keys too) of each JSON line of `text`, decoded.
+fn decoded_strings(text: &str) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|i| walk(i, out)),
+            Value::Object(m) => m.iter().for_each(|(k, i)| {
+                out.push(k.clone());
+                walk(i, out);
+            }),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for line in text.lines() {
+        walk(&serde_json::from_str(line).unwrap(), &mut out);
+    }
+    out
+}
+
+/// Issue 25, defect 5: an echo of the prompt spelled with other JSON escapes
+/// (`\u0053\u0045...`, every character or every other one), or split across two
+/// fields, is redacted on its decoded text, in vf's events and in the raw log.
+#[test]
+fn escaped_mixed_and_split_echoes_are_redacted_everywhere() {
+    let env = Env::new();
+    private_source(&env);
+    let range = ["config.rs:4-6".parse().unwrap()];
+    let staged = vf::private::stage_private_ranges(&range, &env.state(), env.path()).unwrap();
+    let prompt = vf::private::apply_private_ranges("review it", &staged);
+    let in_secret = prompt.find(SECRET).unwrap() + 6;
+    let in_header = prompt.find("VF-PRIVATE").unwrap() + 5;
+    // Each under a name of its own (the template is named after the capture).
+    let copilot = |name: &str, fill: fn(&mut Value)| {
+        let (p, lines) = echo_template(
+            &env,
+            "copilot/1.0.102/a_json.stdout.jsonl",
+            |v| v["type"] == "user.message",
+            fill,
+        );
+        let to = env.path().join(name);
+        std::fs::rename(p, &to).unwrap();
+        (to, lines)
+    };
+    let whole = copilot("whole.tpl", |v| v["data"]["content"] = "@PROMPT@".into());
+    // Two fields that copilot fills with the prompt: here each gets a part.
+    let split = copilot("split.tpl", |v| {
+        v["data"]["content"] = "@PROMPT1@".into();
+        v["data"]["transformedContent"] = "@PROMPT2@".into();
+    });
+    let gemini = echo_template(
+        &env,
+        "gemini/0.61.0/a_json_stream.stdout.jsonl",
+        |v| v["type"] == "message" && v["role"] == "user",
+        |v| v["content"] = "@PROMPT@".into(),
+    );
+    let cases = [
+        ("copilot", &whole, "unicode", 0),
+        ("copilot", &whole, "mixed", 0),
+        ("gemini", &gemini, "unicode", 0),
+        ("copilot", &split, "json", in_secret),
+        ("copilot", &split, "unicode", in_secret),
+        ("copilot", &split, "mixed", in_header),
+    ];
+    for (i, (engine, (template, lines), escape, at)) in cases.into_iter().enumerate() {
+        let case = format!("{engine} {escape} split at {at}");
+        let unit = format!("esc{i}");
+        let mut c = echo_run(&env, engine, &unit, template);
+        c.env("FAKE_ECHO_ESCAPE", escape)
+            .env("FAKE_ECHO_SPLIT", at.to_string());
+        let out = run_bounded(c, Duration::from_secs(60));
+        let r = last_json(&out);
+        assert_eq!(out.status.code(), Some(0), "{case}: {r}");
+        let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+        let log = std::fs::read_to_string(r["stdoutLog"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            log.lines().count(),
+            *lines,
+            "{case}: line structure changed"
+        );
+        for (what, text) in [("events", &stdout), ("raw log", &log)] {
+            for s in decoded_strings(text) {
+                for f in FRAGMENTS {
+                    assert!(!s.contains(f), "{case}: {f:?} in the {what}: {s:?}");
+                }
+            }
+        }
+        // The echo is still there, with the placeholder for the block.
+        let echoed = decoded_strings(&stdout)
+            .into_iter()
+            .any(|s| s.starts_with("review it"));
+        assert!(echoed, "{case}: {stdout}");
+        assert!(log.contains("private ranges redacted"), "{case}");
+        assert_nowhere_under(&env.state(), SECRET);
+    }
 }

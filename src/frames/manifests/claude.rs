@@ -53,7 +53,9 @@ const STREAM_EVENTS: &[Entry] = &[
     Entry { kind: "message_stop", rule: Rule::Quiet },
 ];
 
-/// `result.usage` is the run's; `total_cost_usd` is what claude priced it at.
+/// `result.usage` is the run's; `total_cost_usd` is what claude priced it
+/// at: the run's in 2.1.207 and 2.1.220, but the session's so far on a resume
+/// in 2.1.332 (like `modelUsage`; ENGINES.md, "Usage", has the evidence).
 const USAGE: UsageSpec = UsageSpec {
     source: "result.usage",
     input: &["usage", "input_tokens"],
@@ -62,6 +64,7 @@ const USAGE: UsageSpec = UsageSpec {
     // 2.1.332 names it; 2.1.207 does not (then null).
     reasoning: &["usage", "output_tokens_details", "thinking_tokens"],
     cost: &["total_cost_usd"],
+    accumulate: Accumulate::SessionCost { since: "2.1.332" },
     ..UsageSpec::DEFAULT
 };
 

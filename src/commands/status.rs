@@ -218,7 +218,8 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
                     _ if dead => format!(
                         "its vf (pid {}) is dead; resumable: {}",
                         m.owner.as_ref().map_or(0, |o| o.supervisor.pid),
-                        match resolve_resume_id(m) {
+                        // `status` runs no CLI: the recorded version stands in.
+                        match resolve_resume_id(m, recorded_version(m).as_ref()) {
                             Ok(_) => format!("vf resume {}", m.unit),
                             Err(_) => "dispatch it again".to_string(),
                         }
@@ -248,4 +249,10 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn recorded_version(m: &Marker) -> Option<crate::version::Version> {
+    m.engine_version
+        .as_deref()
+        .and_then(crate::version::Version::parse)
 }

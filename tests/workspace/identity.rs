@@ -94,7 +94,7 @@ fn an_engine_that_deletes_its_git_gets_nothing_committed_anywhere() {
     assert_eq!(read_text(&r.repo().join("wip.txt")), "user wip\n");
     assert_eq!(refs(&r), refs_at(&base, &["fix"]));
     let marker: Value =
-        serde_json::from_str(&read_text(&state_in(&r).join("units/fix.json"))).unwrap();
+        serde_json::from_str(&read_text(&state_in(&r).join("units/fix/marker.json"))).unwrap();
     assert_eq!(
         (&marker["state"], &marker["reason"]),
         (&json!("failed"), &json!("workspace"))

@@ -50,14 +50,41 @@ pub fn parse_kill_grace(v: &str) -> Result<Duration> {
     }
 }
 
-/// Spawns the engine contained (`sys::contain`): the leader of its own
-/// process group, or inside its own kill-on-close job.
-pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::process::Child, Group)> {
+/// Spawns the engine contained (`sys::contain`) on tokio's blocking pool:
+/// `posix_spawn` holds the calling thread until the child has exec'd (a
+/// vfork), milliseconds under load, which on the runtime's thread would hold
+/// up every running unit's events in a plan. Only what the spawn uses goes
+/// over (the caller writes the stdin text). Should the caller stop waiting,
+/// a child started after all is ended at once: nobody supervises it.
+pub async fn spawn_off_thread(
+    program: &Path,
+    inv: &Invocation,
+) -> std::io::Result<(tokio::process::Child, Group)> {
+    let program = program.to_path_buf();
+    let (args, cwd, piped) = (inv.args.clone(), inv.cwd.clone(), inv.stdin.is_some());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        if let Err(Ok((mut child, group))) = tx.send(spawn(&program, &args, &cwd, piped)) {
+            group.kill();
+            let _ = child.start_kill();
+        }
+    });
+    rx.await.map_err(std::io::Error::other)?
+}
+
+/// The engine, contained: the leader of its own process group, or inside
+/// its own kill-on-close job; stdin piped or `/dev/null`.
+fn spawn(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    piped_stdin: bool,
+) -> std::io::Result<(tokio::process::Child, Group)> {
     let mut std_cmd = std::process::Command::new(program);
-    std_cmd.args(&inv.args).current_dir(&inv.cwd);
+    std_cmd.args(args).current_dir(cwd);
     crate::sys::contain(&mut std_cmd);
     let mut cmd = tokio::process::Command::from(std_cmd);
-    cmd.stdin(if inv.stdin.is_some() {
+    cmd.stdin(if piped_stdin {
         Stdio::piped()
     } else {
         Stdio::null()
@@ -74,36 +101,6 @@ pub fn spawn(program: &Path, inv: &Invocation) -> std::io::Result<(tokio::proces
             Err(e)
         }
     }
-}
-
-/// [`spawn`] on tokio's blocking pool: `posix_spawn` holds the calling
-/// thread until the child has exec'd (a vfork), milliseconds under load,
-/// which on the runtime's thread would hold up every running unit's events in
-/// a plan. The stdin text stays here (the caller writes it): only whether
-/// there is one goes over. Should the caller stop waiting, a child started
-/// after all is ended at once: nobody supervises it.
-pub async fn spawn_off_thread(
-    program: &Path,
-    inv: &Invocation,
-) -> std::io::Result<(tokio::process::Child, Group)> {
-    let program = program.to_path_buf();
-    let inv = Invocation {
-        program: inv.program.clone(),
-        args: inv.args.clone(),
-        stdin: inv.stdin.as_ref().map(|_| String::new()),
-        cwd: inv.cwd.clone(),
-        prompt_file: None,
-        prompt_file_contents: None,
-        warnings: Vec::new(),
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    tokio::task::spawn_blocking(move || {
-        if let Err(Ok((mut child, group))) = tx.send(spawn(&program, &inv)) {
-            group.kill();
-            let _ = child.start_kill();
-        }
-    });
-    rx.await.map_err(std::io::Error::other)?
 }
 
 /// Why `program` did not start, in words: a missing `#!` interpreter is

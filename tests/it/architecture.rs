@@ -2,7 +2,7 @@
 //! source: imports go down the layers (cli → commands → core → ground
 //! floor), the module graph has no cycle, core code knows no terminal, the
 //! doc names every module, files and functions stay small, and the
-//! integration tests share one harness.
+//! integration tests are one crate that shares one harness.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -286,6 +286,74 @@ fn files_and_functions_stay_small() {
         function_lengths(sample),
         [("a".to_string(), 1, 4), ("c".to_string(), 6, 1)]
     );
+}
+
+/// The integration tests are one crate, tests/it. Cargo makes a test binary
+/// of every tests/*.rs and tests/*/main.rs, each linking the whole crate
+/// again: one of its own is declared in Cargo.toml after a comment giving
+/// its reason. And no file of tests/it is left out of the crate.
+#[test]
+fn the_integration_tests_are_one_crate() {
+    let cargo = read_text(&root().join("Cargo.toml"));
+    let sections: Vec<&str> = cargo.split("[[test]]").collect();
+    let mut declared = BTreeSet::new();
+    for (i, t) in sections.iter().enumerate().skip(1) {
+        let path = t.lines().find_map(|l| l.strip_prefix("path = \""));
+        let path = path
+            .expect("a [[test]] names its path")
+            .trim_end_matches('"');
+        let before = sections[i - 1].trim_end().lines().last().unwrap_or("");
+        assert!(
+            path == "tests/it/main.rs" || before.starts_with('#'),
+            "Cargo.toml: the [[test]] {path} has no comment giving its reason"
+        );
+        declared.insert(path.to_string());
+    }
+    let mut found = BTreeSet::new();
+    for e in std::fs::read_dir(root().join("tests")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if p.join("main.rs").is_file() {
+            found.insert(format!("tests/{name}/main.rs"));
+        } else if name.ends_with(".rs") {
+            found.insert(format!("tests/{name}"));
+        }
+    }
+    assert_eq!(
+        found, declared,
+        "a test binary of its own: make it a module of tests/it (mod in \
+         tests/it/main.rs), or declare it in Cargo.toml with its reason"
+    );
+    assert!(declared.len() <= 3, "{declared:?}");
+
+    // Every file of tests/it is a module: `mod x;` in the file above it
+    // (main.rs, `d.rs` or `d/mod.rs` for a file in `d/`).
+    let it = root().join("tests/it");
+    for f in files_under(&it) {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        if f.extension().is_none_or(|e| e != "rs") || stem == "main" || stem == "mod" {
+            continue;
+        }
+        let dir = f.parent().unwrap();
+        let above = if dir == it {
+            it.join("main.rs")
+        } else if dir.join("mod.rs").is_file() {
+            dir.join("mod.rs")
+        } else {
+            dir.with_extension("rs")
+        };
+        let decl = format!("mod {stem};");
+        let declared = read_text(&above).lines().any(|l| {
+            let l = l.trim();
+            l == decl || l.strip_suffix(&decl).is_some_and(|v| v.starts_with("pub"))
+        });
+        assert!(
+            declared,
+            "{} is in no module: declare `{decl}` in {}",
+            f.display(),
+            above.display()
+        );
+    }
 }
 
 /// Files under tests/ that keep their own helpers: the fuzz suite has its own

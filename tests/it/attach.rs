@@ -2,7 +2,6 @@
 //!
 //! Flag spellings asserted here (e.g. `--attachment=`) come from the engine
 //! files; if one is corrected there, update the expectation here.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::path::PathBuf;
 

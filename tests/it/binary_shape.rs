@@ -2,8 +2,6 @@
 //! it is a position-independent executable (ASLR applies to it). Issue 24
 //! retired a `-no-pie` link that saved ~0.4 ms of relocations per start.
 
-#![cfg(target_os = "linux")]
-
 use crate::common;
 use common::vf;
 

@@ -2,7 +2,6 @@
 //! total reaches the budget, running units are ended like a timeout (SIGTERM
 //! to the group, SIGKILL after the grace) and are `failed` with reason
 //! `budget`. And the total counts every attempt, rate-limited ones included.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::time::{Duration, Instant};
 

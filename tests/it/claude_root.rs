@@ -2,7 +2,6 @@
 //! `IS_SANDBOX=1` is set (containers, CI). vf says so in the failure, and never
 //! sets `IS_SANDBOX` on the user's behalf. A fake claude prints the real refusal;
 //! the real one is exercised in tests/real_engines.rs.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::path::PathBuf;
 use std::time::Duration;

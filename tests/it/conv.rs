@@ -1,6 +1,5 @@
 //! `vf conv`: golden envelopes (tests/conv/envelope.rs) and conversations run
 //! on the fake engine.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 #[path = "conv/envelope.rs"]
 mod envelope;

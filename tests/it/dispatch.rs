@@ -1,6 +1,5 @@
 //! Integration tests of `vf dispatch` / `vf resume` / `vf status` against a
 //! fake engine executable that replays genuine captures.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;

@@ -1,7 +1,6 @@
 //! `vf doctor` through the binary, against fake engine executables (small
 //! shell scripts) for every outcome. The environment is cleared so nothing
 //! installed on the machine leaks in.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,6 @@
 //! `--model` / `--effort` end to end: passed to the engine, recorded in the
 //! marker and the result (and orchestrate's unit entries), kept by `vf resume`,
 //! and refused (exit 2, nothing written) where the engine has no verified flag.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::time::Duration;
 

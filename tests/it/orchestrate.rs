@@ -1,6 +1,5 @@
 //! Integration tests of `vf orchestrate` (plans, DAG, --jobs, --resume, the
 //! crash loop) and of the orphan finder, against the fake engine.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};

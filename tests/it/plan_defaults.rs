@@ -1,7 +1,6 @@
 //! A plan's `[defaults]` table: each key applies to every unit that does not
 //! set it; relative paths in it resolve from the plan's directory as in a
 //! unit; unknown keys stay errors (exit 2, nothing written).
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::time::Duration;
 

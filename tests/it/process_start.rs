@@ -3,7 +3,6 @@
 //! standard descriptors never capture vf's own files, and engines start
 //! with `SIGPIPE` at its default; and how it ends when stdout or stderr
 //! refuses its output (process_start/output.rs).
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;

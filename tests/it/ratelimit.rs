@@ -1,7 +1,6 @@
 //! A provider's rate limit as its own outcome: state `failed`, reason
 //! `rate-limited`, exit 75, read from each engine's genuine behaviour, and
 //! never confused with a 500 or a failure inside the stream.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use serde_json::Value;
 

@@ -5,7 +5,6 @@
 //! `VF_REAL_ENGINES=1` (see tests/real_engines.rs).
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).
-#![cfg(target_os = "linux")]
 
 use std::process::{Command, Output, Stdio};
 

@@ -9,7 +9,6 @@
 //! the pins.
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).
-#![cfg(target_os = "linux")]
 
 use serde_json::Value;
 

@@ -4,7 +4,6 @@
 //! Skips cleanly without the CLIs; `VF_REAL_ENGINES=1` makes that a failure.
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).
-#![cfg(target_os = "linux")]
 
 use serde_json::Value;
 

@@ -7,7 +7,6 @@
 //! under `VF_REAL_ENGINES=1`.
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).
-#![cfg(target_os = "linux")]
 
 use serde_json::{Value, json};
 

@@ -6,7 +6,6 @@
 //! fails when `VF_REAL_ENGINES=1` and one is missing.
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).
-#![cfg(target_os = "linux")]
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,6 @@
 //! A re-run (`vf dispatch` of an existing unit that is not done) and a
 //! `vf resume` of a unit whose engine has no exact resume authority: a fresh
 //! session primed with the bounded replay of the unit's own earlier answers.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use crate::common;
 

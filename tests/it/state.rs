@@ -1,7 +1,6 @@
 //! vf's own state under attack or after a crash: hostile and future-format
 //! markers, hostile process records, zombie owners, orphans left by a
 //! kill -9'd vf before `vf resume`, and temporaries left by a crash.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -2,7 +2,6 @@
 //! against a JSON Schema (draft 2020-12); a violating or missing summary fails
 //! the unit with reason `summary-schema` (exit 1) and `summaryError` holds the
 //! validator's messages. A bad schema file is exit 2 before anything is written.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::time::Duration;
 

@@ -2,7 +2,6 @@
 //! through `vf dispatch`: the figures each engine's frames carry (read off
 //! the capture files by hand), null where it reports none, and codex's
 //! cumulative figure turned into one run's usage on a resume.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use serde_json::{Value, json};
 

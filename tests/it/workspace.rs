@@ -2,7 +2,6 @@
 //! fake engine writing a file named after its unit (`FAKE_WRITE`): each
 //! unit's branch, dependency merges, conflicts, setup/verify, the user's
 //! checkout left alone, and `vf clean`.
-#![cfg(unix)] // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md)
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

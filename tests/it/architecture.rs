@@ -356,26 +356,18 @@ fn the_integration_tests_are_one_crate() {
     }
 }
 
-/// Files under tests/ that keep their own helpers: the fuzz suite has its own
-/// harness (tests/fuzz_support), the real-engine tier its loopback sandbox,
-/// and state.rs is still to be folded in.
-const OWN_HARNESS: &[&str] = &["it/fuzz_", "real-engines/"];
-
+/// Every file under tests/ makes its temp dirs and finds `vf` through
+/// tests/it/common: each test's own temp dir, refused inside a repository.
+/// And the tests of tests/it share one process: none of them changes what is
+/// process-wide (a child's environment or cwd is set on its `Command`).
 #[test]
 fn the_integration_tests_share_one_harness() {
     let tests = root().join("tests");
     let mut checked = 0;
     for f in files_under(&tests) {
-        let rel = f
-            .strip_prefix(&tests)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        if !rel.ends_with(".rs")
-            || rel.starts_with("it/common/")
-            || rel == "it/architecture.rs"
-            || OWN_HARNESS.iter().any(|o| rel.starts_with(o))
-        {
+        let rel = f.strip_prefix(&tests).unwrap().to_string_lossy();
+        let rel = rel.replace('\\', "/");
+        if !rel.ends_with(".rs") || rel.starts_with("it/common/") || rel == "it/architecture.rs" {
             continue;
         }
         checked += 1;
@@ -389,11 +381,24 @@ fn the_integration_tests_share_one_harness() {
         ] {
             assert!(
                 !code.contains(own),
-                "{rel} has its own {own}: use tests/common"
+                "{rel} has its own {own}: use tests/it/common"
+            );
+        }
+        let shared = rel.starts_with("it/") || rel.starts_with("real-engines/");
+        for global in [
+            "set_var(",
+            "remove_var(",
+            "set_current_dir(",
+            "global_allocator",
+        ] {
+            assert!(
+                !shared || !code.contains(global),
+                "{rel} uses {global} in the process all of tests/it shares: set it \
+                 on the child's Command, or make a test binary of its own (Cargo.toml)"
             );
         }
     }
-    assert!(checked >= 15, "{checked}");
+    assert!(checked >= 40, "{checked}");
 }
 
 /// The checkers above find what they look for.

@@ -3,6 +3,7 @@
 //! fail with one clean state error (exit 5), never panic, never hang, never
 //! write. Budget: `VF_FUZZ_CASES=N` runs N cases of each property.
 
+use crate::common;
 use crate::fuzz_support;
 
 use std::path::{Path, PathBuf};
@@ -124,7 +125,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 /// Writes `bytes` as the unit's marker and loads it: a marker, or one
 /// clean state error naming the file. `list` agrees; nothing is written.
 fn load_checked(bytes: Vec<u8>) -> Result<Option<Marker>, String> {
-    let t = tempfile::tempdir().unwrap();
+    let t = common::tempdir();
     let store = MarkerStore::new(t.path());
     std::fs::create_dir_all(store.logs_dir(UNIT)).unwrap();
     std::fs::write(store.path(UNIT), &bytes).unwrap();
@@ -247,7 +248,7 @@ fn marker_errors_are_one_short_line() {
     ] {
         let mut v = full_marker();
         v[key] = bad;
-        let t = tempfile::tempdir().unwrap();
+        let t = common::tempdir();
         let store = MarkerStore::new(t.path());
         std::fs::create_dir_all(store.logs_dir(UNIT)).unwrap();
         std::fs::write(store.path(UNIT), serde_json::to_vec(&v).unwrap()).unwrap();

@@ -14,8 +14,8 @@ use proptest::prelude::*;
 use vf::plan::{PlanUnit, parse};
 
 /// The plan's directory: `p.md` (a prompt file), `sub/` (a directory).
-fn plan_dir() -> tempfile::TempDir {
-    let t = tempfile::tempdir().unwrap();
+fn plan_dir() -> common::TempDir {
+    let t = common::tempdir();
     std::fs::write(t.path().join("p.md"), "a prompt from a file").unwrap();
     std::fs::create_dir(t.path().join("sub")).unwrap();
     t

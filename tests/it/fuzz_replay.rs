@@ -4,11 +4,11 @@
 //! payload of unknown frames. A handful of cases: each one starts processes.
 //! Budget: `VF_FUZZ_CASES=N` runs N cases.
 
+use crate::common;
 use crate::fuzz_support;
 
 use std::time::Duration;
 
-use assert_cmd::Command;
 use fuzz_support::mutate::{
     frames_of, frames_to_lines, inject, injection, join_lines, mutation, secret,
 };
@@ -27,11 +27,11 @@ fn line_count(bytes: &[u8]) -> u64 {
 
 /// Runs `vf replay` on `bytes` (as a file or on stdin) in both output modes.
 fn replay(c: &Capture, bytes: &[u8], stdin: bool, secrets: &[String]) -> Result<(), String> {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::tempdir();
     let file = dir.path().join("attempt-1.stdout.log");
     std::fs::write(&file, bytes).unwrap();
     for output in ["jsonl", "human"] {
-        let mut cmd = Command::cargo_bin("vf").unwrap();
+        let mut cmd = common::vf_cli();
         cmd.arg("replay")
             .arg(if stdin {
                 "-".as_ref()

@@ -1,5 +1,6 @@
-//! The one harness of the integration tests (`mod common;` in each file):
+//! The one harness of the integration tests (`crate::common`):
 //! - paths: the `vf` binary, the repository, `fixtures/`, the fake engine;
+//! - `temp.rs`: each test's own temp dir, refused inside a git work tree;
 //! - [`Env`] (`workdir.rs`): a temporary working dir with its own state dir,
 //!   `vf` commands scrubbed of the caller's environment, copies of the fake;
 //! - `compare.rs`: output parsing and whole-object comparison of results and
@@ -7,17 +8,20 @@
 //!   `expect.rs`: the whole result and marker a dispatch is expected to leave;
 //! - `source.rs`: reading vf's own source for the layer checks;
 //! - bounded process helpers: nothing a test starts may hang it.
-#![allow(dead_code)] // each test crate uses its own subset
+#![allow(dead_code)] // the Windows build and the two test binaries of their own use a subset
 
 mod compare;
 mod expect;
 pub mod source;
+mod temp;
 mod workdir;
 
 #[allow(unused_imports)] // likewise
 pub use compare::*;
 #[allow(unused_imports)]
 pub use expect::*;
+#[allow(unused_imports)]
+pub use temp::*;
 #[allow(unused_imports)]
 pub use workdir::*;
 
@@ -31,9 +35,24 @@ pub fn vf() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_vf"))
 }
 
-/// `vf` for tests written with `assert_cmd` (`.assert()`, `.write_stdin()`).
+/// `vf` for tests written with `assert_cmd` (`.assert()`, `.write_stdin()`),
+/// without the caller's settings ([`callers_settings`]). For commands that
+/// need no state dir (help, `replay`): the others run in an [`Env`].
 pub fn vf_cli() -> assert_cmd::Command {
-    assert_cmd::Command::new(vf())
+    let mut c = assert_cmd::Command::new(vf());
+    for k in callers_settings() {
+        c.env_remove(k);
+    }
+    c
+}
+
+/// The variables of the test's own environment that would change what vf or
+/// the fake engine does: `VF_*`, `FAKE_*` and `IS_SANDBOX`.
+pub fn callers_settings() -> Vec<String> {
+    std::env::vars_os()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .filter(|k| k.starts_with("FAKE_") || k.starts_with("VF_") || k == "IS_SANDBOX")
+        .collect()
 }
 
 pub fn root() -> PathBuf {
@@ -119,6 +138,16 @@ pub fn first_session_id(text: &str) -> Option<String> {
 pub fn capture_session_id(rel: &str) -> String {
     let text = read_text(&fixture(rel));
     first_session_id(&text).unwrap_or_else(|| panic!("no session id in {rel}"))
+}
+
+/// Git's identity and config for a test's `git`, never the user's.
+pub fn git_env(c: &mut Command) {
+    c.env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1");
 }
 
 /// Runs a command, draining its output, but never lets a test hang on it.

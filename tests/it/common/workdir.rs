@@ -27,7 +27,7 @@ pub fn fake_stdout(capture: &str) -> (&'static str, String) {
 }
 
 pub struct Env {
-    _dir: tempfile::TempDir,
+    _dir: super::TempDir,
     /// The canonical path of the dir, as vf reports it.
     path: PathBuf,
 }
@@ -40,7 +40,7 @@ impl Default for Env {
 
 impl Env {
     pub fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = super::tempdir();
         let path = dir.path().canonicalize().unwrap();
         Env { _dir: dir, path }
     }
@@ -69,11 +69,8 @@ impl Env {
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(vf());
         c.args(args).current_dir(&self.path).stdin(Stdio::null());
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy();
-            if k.starts_with("FAKE_") || k.starts_with("VF_") || k == "IS_SANDBOX" {
-                c.env_remove(&*k);
-            }
+        for k in super::callers_settings() {
+            c.env_remove(k);
         }
         c.env("VF_STATE_DIR", self.state())
             .env("VF_KILL_GRACE_MS", "500")

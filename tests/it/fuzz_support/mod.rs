@@ -1,18 +1,18 @@
 //! Shared by the bounded fuzz tests (`tests/fuzz_*.rs`, see docs/FUZZING.md):
 //! the case budget, a per-case deadline, the genuine captures, the matrix of
 //! engine × manifest family × transport, and stream mutations.
-#![allow(dead_code)] // each test crate uses its own subset
 
 pub mod invariants;
 pub mod json;
 pub mod mutate;
 
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use proptest::test_runner::Config;
+
+use crate::common::fixtures;
 use vf::engine::{EngineId, OutputTransport};
 use vf::frames::manifest::{Entry, Rule};
 use vf::frames::manifests::families;
@@ -56,10 +56,6 @@ pub fn bounded<T: Send + 'static>(
 
 /// Per case: generous for a debug build on a loaded 2-core machine.
 pub const CASE_LIMIT: Duration = Duration::from_secs(20);
-
-pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
 
 /// One genuine capture from `fixtures/<cli>/<version>/<case>.stdout.jsonl`.
 #[derive(Debug)]

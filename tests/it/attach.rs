@@ -13,7 +13,7 @@ use common::Env;
 
 use vf::engine::EngineId;
 
-/// A work dir `repo/` (the cwd of every command, its state found as
+/// A work dir `repo/` (the cwd of every command, its state dir
 /// `repo/.vibeflow`) and `src/` beside it for files to attach.
 struct Repo {
     env: Env,
@@ -43,10 +43,12 @@ impl Repo {
         self.env.write(&format!("src/{name}"), bytes)
     }
 
-    /// `vf` in `repo/`, finding its state dir as a user's would.
+    /// `vf` in `repo/` with `VF_STATE_DIR=repo/.vibeflow`: named, so that a
+    /// `.vibeflow/` above the test's dir is not found instead (finding one is
+    /// [`the_nearest_state_dir_above_the_cwd_is_found`]).
     fn vf(&self) -> Command {
         let mut c = self.env.cmd(&[]);
-        c.current_dir(&self.root).env_remove("VF_STATE_DIR");
+        c.current_dir(&self.root).env("VF_STATE_DIR", self.state());
         Command::from_std(c)
     }
 
@@ -188,6 +190,26 @@ fn empty_store_lists_nothing() {
     let r = Repo::new();
     assert!(list_json(&r).is_empty());
     assert!(!r.state().exists(), "list must not create the state dir");
+}
+
+/// With no state dir named, vf uses the nearest `.vibeflow/` at or above its
+/// cwd, as git finds `.git` (a nearer one than any above the test's dir).
+#[test]
+fn the_nearest_state_dir_above_the_cwd_is_found() {
+    let r = Repo::new();
+    r.add("notes.md", b"n\n");
+    let below = r.root.join("src/deep");
+    std::fs::create_dir_all(&below).unwrap();
+    let out = r
+        .vf()
+        .current_dir(&below)
+        .env_remove("VF_STATE_DIR")
+        .args(["attach", "list", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["name"], "notes.md", "{v}");
+    assert!(!below.join(".vibeflow").exists());
 }
 
 #[test]

@@ -112,10 +112,14 @@ fn hang_sh(pidfile: &Path) -> String {
     format!("echo $$ > '{}'; exec {sleep} 300", pidfile.display())
 }
 
-/// `vf` with nothing of the environment but `PATH=path_dir`.
+/// `vf` with nothing of the environment but `PATH=path_dir`, run in
+/// `path_dir` with a state dir of its own (not the checkout's, nor one above).
 fn vf(path_dir: &Path) -> Command {
     let mut c = vf_cli();
-    c.env_clear().env("PATH", path_dir);
+    c.env_clear()
+        .env("PATH", path_dir)
+        .env("VF_STATE_DIR", path_dir.join("state"))
+        .current_dir(path_dir);
     c
 }
 
@@ -758,6 +762,8 @@ fn concurrent_doctors_agree_and_leave_a_whole_cache() {
             std::process::Command::new(common::vf())
                 .env_clear()
                 .env("PATH", &bin)
+                .env("VF_STATE_DIR", bin.join("state"))
+                .current_dir(&bin)
                 .env("XDG_CACHE_HOME", &cache)
                 .args(["doctor", "--json"])
                 .stdout(std::process::Stdio::piped())

@@ -44,6 +44,8 @@ mod dispatch;
 #[cfg(unix)]
 mod doctor;
 #[cfg(unix)]
+mod isolation;
+#[cfg(unix)]
 mod model_choice;
 #[cfg(unix)]
 mod orchestrate;

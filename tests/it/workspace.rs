@@ -30,16 +30,6 @@ struct Repo {
     env: Env,
 }
 
-/// Git's identity and config for the test, never the user's.
-fn git_env(c: &mut Command) {
-    c.env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1");
-}
-
 impl Repo {
     fn new() -> Repo {
         let env = Env::new();

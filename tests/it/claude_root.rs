@@ -1,7 +1,7 @@
 //! claude as root: it refuses `--dangerously-skip-permissions` unless
 //! `IS_SANDBOX=1` is set (containers, CI). vf says so in the failure, and never
 //! sets `IS_SANDBOX` on the user's behalf. A fake claude prints the real refusal;
-//! the real one is exercised in tests/real_engines.rs.
+//! the real one is exercised in tests/it/real_engines.rs.
 
 use std::path::PathBuf;
 use std::time::Duration;

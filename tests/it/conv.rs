@@ -1,4 +1,4 @@
-//! `vf conv`: golden envelopes (tests/conv/envelope.rs) and conversations run
+//! `vf conv`: golden envelopes (tests/it/conv/envelope.rs) and conversations run
 //! on the fake engine.
 
 #[path = "conv/envelope.rs"]

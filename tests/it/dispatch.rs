@@ -92,7 +92,7 @@ fn every_engine_failure_shape() {
         );
         let r = env.normalized(&last_json(&out));
         assert_eq!(out.status.code(), Some(1), "{engine}: {r}");
-        // The engine's own words (tests/engine_captures.rs pins them).
+        // The engine's own words (tests/it/engine_captures.rs pins them).
         assert!(
             r["error"].as_str().is_some_and(|e| !e.is_empty()),
             "{engine}: {r}"

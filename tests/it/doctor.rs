@@ -507,7 +507,7 @@ fn timeout_must_be_positive() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-// The real CLIs' `--version` and `--help` are checked by tests/real_engines.rs
+// The real CLIs' `--version` and `--help` are checked by tests/it/real_engines.rs
 // (`vf doctor --probe` inside the loopback-only sandbox).
 
 #[test]

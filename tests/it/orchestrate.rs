@@ -95,7 +95,7 @@ impl PlanEnv {
 
 /// The plan's result: the last line, an `orchestrate.result`, with every
 /// `usage` (null or a usage object) written `<usage>`: the figures are
-/// pinned by tests/usage.rs and tests/ratelimit.rs.
+/// pinned by tests/it/usage.rs and tests/it/ratelimit.rs.
 fn final_json(out: &Output) -> Value {
     let mut v = last_json(out);
     assert_eq!(v["kind"], "orchestrate.result", "{v}");

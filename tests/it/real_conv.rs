@@ -2,7 +2,7 @@
 //! claude and codex CLIs (every CLI in one sandbox HOME, `engine-sandbox.sh
 //! all`) against the fake model server, whose request log proves what each
 //! turn delivered. Skips cleanly without the CLIs, fails without them when
-//! `VF_REAL_ENGINES=1` (see tests/real_engines.rs).
+//! `VF_REAL_ENGINES=1` (see tests/it/real_engines.rs).
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).
 

@@ -97,7 +97,7 @@ fn failures_then_vf_resume(sb: &Sandbox, first_sid: &str) {
     let think = sb.dispatch("think", "LAB-THINK Think first, then reply.", &[]);
     think.assert_done("LAB-THINK");
     // gemini exits 0 on an error inside the stream: still failed. (LAB-ERR429 is
-    // `rate-limited`, exit 75: tests/real_usage.rs.)
+    // `rate-limited`, exit 75: tests/it/real_usage.rs.)
     let prompt = "LAB-STREAMERR Reply with a fenced json block.";
     sb.dispatch("streamerr", prompt, &[])
         .assert_failed("streamerr");

@@ -3,7 +3,7 @@
 //! (tests/support/fake_model_server.py answers every model call with
 //! USAGE_IN = 100 input and USAGE_OUT = 20 output tokens).
 //!
-//! Skips like tests/real_engines.rs when the CLIs are absent, and fails then
+//! Skips like tests/it/real_engines.rs when the CLIs are absent, and fails then
 //! under `VF_REAL_ENGINES=1`.
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).

@@ -2,7 +2,7 @@
 //! in the loopback-only sandbox against the fake model server, gets one
 //! `LAB-WRITE` unit (the model makes it run `touch lab-written.txt`) in its own
 //! worktree; the file must land on the unit's branch and nowhere in the
-//! user's checkout. Skips like tests/real_engines.rs without the CLIs, and
+//! user's checkout. Skips like tests/it/real_engines.rs without the CLIs, and
 //! fails when `VF_REAL_ENGINES=1` and one is missing.
 //!
 //! Linux only: the sandbox is a network namespace (`unshare -n`).

@@ -108,7 +108,7 @@ fn a_resumed_codex_run_is_its_thread_figure_less_the_previous_one() {
 
 /// claude's `total_cost_usd` is the session's so far on a resume from
 /// 2.1.332 (proven against the fake server's per-call figures in
-/// tests/real_usage.rs): each resumed run costs its own 0.0008, not the
+/// tests/it/real_usage.rs): each resumed run costs its own 0.0008, not the
 /// session's 0.0016 and 0.0024, so a budget never counts a session twice. In
 /// 2.1.207 the cost was the run's own already.
 #[test]

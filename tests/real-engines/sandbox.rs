@@ -1,4 +1,4 @@
-//! Helpers of tests/real_engines.rs: which CLI versions a run covers, one sandbox
+//! Helpers of tests/it/real_engines.rs: which CLI versions a run covers, one sandbox
 //! HOME per CLI version (`scripts/engine-sandbox.sh`), and `vf ... --output jsonl`
 //! runs read back as events, result and the fake model server's log.
 

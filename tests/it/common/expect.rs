@@ -71,8 +71,8 @@ pub fn finished_marker(result: &Value, attempts: u64) -> Value {
 
 /// Copies `answer` and `summary` from `actual` into `want`, once the summary
 /// is checked to be a real one (a numeric `confidence`). Their exact text per
-/// capture is pinned by tests/engine_captures.rs, not by the runtime tests;
-/// the same goes for `usage` (pinned by tests/usage.rs), see [`used`].
+/// capture is pinned by tests/it/engine_captures.rs, not by the runtime tests;
+/// the same goes for `usage` (pinned by tests/it/usage.rs), see [`used`].
 #[track_caller]
 pub fn answered(want: &mut Value, actual: &Value) {
     assert!(actual["summary"]["confidence"].is_number(), "{actual}");
@@ -82,7 +82,7 @@ pub fn answered(want: &mut Value, actual: &Value) {
 }
 
 /// Copies `usage` from `actual` into `want` once it is checked to be null or
-/// a usage object (its figures per capture are pinned by tests/usage.rs).
+/// a usage object (its figures per capture are pinned by tests/it/usage.rs).
 #[track_caller]
 pub fn used(want: &mut Value, actual: &Value) {
     let u = &actual["usage"];

@@ -1,5 +1,5 @@
-//! Reading vf's own source for the shape checks (tests/architecture.rs,
-//! tests/cli.rs): which crate modules and which crates a file names.
+//! Reading vf's own source for the shape checks (tests/it/architecture.rs,
+//! tests/it/cli.rs): which crate modules and which crates a file names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! What must hold for every event the projector emits, whatever the input
 //! (issue 11): valid JSON, `rawRange` within the lines pushed so far, an
 //! unknown frame never carrying payload, a tracker that only keeps validated
-//! session ids. Shared by the bounded tests (`tests/fuzz_*.rs`) and the
+//! session ids. Shared by the bounded tests (`tests/it/fuzz_*.rs`) and the
 //! cargo-fuzz targets (`fuzz/`), so it depends on `vf` and `serde_json` only.
 
 use serde_json::Value;

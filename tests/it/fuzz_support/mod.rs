@@ -1,4 +1,4 @@
-//! Shared by the bounded fuzz tests (`tests/fuzz_*.rs`, see docs/FUZZING.md):
+//! Shared by the bounded fuzz tests (`tests/it/fuzz_*.rs`, see docs/FUZZING.md):
 //! the case budget, a per-case deadline, the genuine captures, the matrix of
 //! engine × manifest family × transport, and stream mutations.
 

@@ -26,6 +26,17 @@ pub fn tempdir_named(prefix: &str) -> TempDir {
 /// [`tempdir_named`] in `base` rather than `$TMPDIR`: refused, with nothing
 /// made, when `base` is inside a git work tree.
 pub fn tempdir_in(base: &Path, prefix: &str) -> TempDir {
+    refuse_a_work_tree(base);
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(base)
+        .unwrap_or_else(|e| panic!("cannot make a temp dir in {}: {e}", base.display()))
+}
+
+/// Panics when `base` is inside a git work tree: tests check it before
+/// anything else where a panic inside the test would be taken for the
+/// failure under test (a proptest case, which would be saved as one).
+pub fn refuse_a_work_tree(base: &Path) {
     if let Some(repo) = enclosing_work_tree(base) {
         panic!(
             "the tests' temp dir {} is inside the git work tree {}: vf would \
@@ -35,10 +46,6 @@ pub fn tempdir_in(base: &Path, prefix: &str) -> TempDir {
             repo.display()
         );
     }
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir_in(base)
-        .unwrap_or_else(|e| panic!("cannot make a temp dir in {}: {e}", base.display()))
 }
 
 /// The nearest dir at or above `dir` holding a `.git` (a repository's dir,

@@ -28,6 +28,8 @@ pub fn cases(default: u32) -> u32 {
 }
 
 pub fn config(default_cases: u32) -> Config {
+    // A refused temp dir fails the property here, not as a case to save.
+    crate::common::refuse_a_work_tree(&std::env::temp_dir());
     Config {
         cases: cases(default_cases),
         // Shrinking a slow failure must not stall CI for minutes.

@@ -12,7 +12,7 @@
 #                    (default: record anyway and report, since a new version may differ)
 #   --out DIR        record there instead of fixtures/<cli>/<version>
 #   --force          record even if the folder already holds captures (they are
-#                    overwritten case by case; tests/engine_captures.rs then needs
+#                    overwritten case by case; tests/it/engine_captures.rs then needs
 #                    a row for every new case)
 # The version is installed first if needed (scripts/install-engines.sh). Runs inside
 # scripts/engine-sandbox.sh: loopback only, fake model server, fresh HOME.

@@ -282,7 +282,7 @@ mod tests {
     }
 
     /// claude 2.1.332 on a resume: 100/20 tokens each run, `total_cost_usd`
-    /// 0.0008, 0.0016, 0.0024 (the session's so far; tests/real_usage.rs).
+    /// 0.0008, 0.0016, 0.0024 (the session's so far; tests/it/real_usage.rs).
     #[test]
     fn a_resumed_session_cost_is_the_runs_own_and_its_tokens_add_up() {
         let reported = |cost| u(Some(100), Some(20), Some(cost));

@@ -21,6 +21,7 @@ use vf::dispatch::DispatchResult;
 use vf::frames::ConversationEvent;
 use vf::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
 
+#[path = "it/common/mod.rs"]
 mod common;
 use common::*;
 

@@ -9,6 +9,7 @@
 //! (second test: the job closes with vf's last handle).
 #![cfg(windows)]
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! The frame projector on any byte stream, read the way `vf replay` reads a
-//! log; every event is checked against the invariants of tests/fuzz_*.rs.
+//! log; every event is checked against the invariants of tests/it/fuzz_*.rs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,7 +1,7 @@
 //! Shared by the cargo-fuzz targets: how an input picks its projector set-up,
 //! and the invariants of the bounded tests (the same file, not a copy).
 
-#[path = "../../tests/fuzz_support/invariants.rs"]
+#[path = "../../tests/it/fuzz_support/invariants.rs"]
 pub mod invariants;
 
 use vf::engine::{EngineId, OutputTransport};

@@ -1,4 +1,4 @@
-//! Helpers of tests/real_engines.rs: which CLI versions a run covers, one sandbox
+//! Helpers of tests/it/real_engines.rs: which CLI versions a run covers, one sandbox
 //! HOME per CLI version (`scripts/engine-sandbox.sh`), and `vf ... --output jsonl`
 //! runs read back as events, result and the fake model server's log.
 
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
-use super::common::{first_session_id, root};
+use super::common::{TempDir, first_session_id, root, tempdir_named};
 
 /// `VF_REAL_ENGINES_SET`: `current` (default: the pins), `baseline` or `all`, as
 /// listed in scripts/engines.env (`ENGINES_CURRENT`, `ENGINES_BASELINE`).
@@ -91,15 +91,12 @@ pub fn memo_id() -> String {
 pub struct Sandbox {
     pub engine: &'static str,
     pub version: String,
-    home: tempfile::TempDir,
+    home: TempDir,
 }
 
 impl Sandbox {
     pub fn new(engine: &'static str, version: &str) -> Sandbox {
-        let home = tempfile::Builder::new()
-            .prefix(&format!("vf-real-{engine}-{version}-"))
-            .tempdir()
-            .unwrap();
+        let home = tempdir_named(&format!("vf-real-{engine}-{version}-"));
         std::fs::create_dir_all(home.path().join("project")).unwrap();
         Sandbox {
             engine,

@@ -1,0 +1,448 @@
+//! The crate's shape, as docs/ARCHITECTURE.md states it, checked on the
+//! source: imports go down the layers (cli → commands → core → ground
+//! floor), the module graph has no cycle, core code knows no terminal, the
+//! doc names every module, files and functions stay small, and the
+//! integration tests are one crate that shares one harness.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::json;
+
+use crate::common;
+use common::source::{code_of, crate_modules, find_cycle, lib_modules, module_graph};
+use common::*;
+
+/// Pure helpers with no vf state: they import nothing above themselves.
+const GROUND_FLOOR: &[&str] = &[
+    "error", "fsutil", "names", "procinfo", "summary", "sys", "text", "version",
+];
+
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    module_graph(&root().join("src"))
+}
+
+/// Who imports `module`.
+fn importers(graph: &BTreeMap<String, BTreeSet<String>>, module: &str) -> BTreeSet<String> {
+    graph
+        .iter()
+        .filter(|(_, to)| to.contains(module))
+        .map(|(from, _)| from.clone())
+        .collect()
+}
+
+#[test]
+fn imports_only_go_down_the_layers() {
+    let g = graph();
+    assert!(g.len() >= 20 && g["commands"].len() >= 10, "{g:?}");
+    // cli: clap definitions over the engine types; only the commands read it.
+    assert_eq!(g["cli"], BTreeSet::from(["engine".to_string()]));
+    assert_eq!(
+        importers(&g, "cli"),
+        BTreeSet::from(["commands".to_string()])
+    );
+    // Nothing below the commands reaches back up to them.
+    assert_eq!(importers(&g, "commands"), BTreeSet::new());
+    for m in GROUND_FLOOR {
+        let above: Vec<&String> = g[*m]
+            .iter()
+            .filter(|to| !GROUND_FLOOR.contains(&to.as_str()))
+            .collect();
+        assert!(above.is_empty(), "ground-floor {m} imports {above:?}");
+    }
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    assert_eq!(find_cycle(&graph()), None);
+    // Inside frames too: manifest.rs and manifests/ once imported each other.
+    let frames = root().join("src/frames");
+    let files = files_under(&frames);
+    let name = |p: &std::path::Path| match p.file_stem().unwrap().to_str().unwrap() {
+        "mod" => p
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+        stem => stem.to_string(),
+    };
+    let names: BTreeSet<String> = files.iter().map(|p| name(p)).collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &files {
+        let code = code_of(&read_text(f)).replace("crate::frames::", "super::");
+        let to = g.entry(name(f)).or_default();
+        for (i, _) in code.match_indices("super::") {
+            let rest = &code[i + "super::".len()..];
+            let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'));
+            let m = &rest[..end.unwrap_or(rest.len())];
+            if names.contains(m) && m != name(f) {
+                to.insert(m.to_string());
+            }
+        }
+    }
+    assert!(g["projector"].contains("manifests"), "{g:?}");
+    assert!(!g["manifest"].contains("manifests"), "{g:?}");
+    assert_eq!(find_cycle(&g), None, "{g:?}");
+}
+
+/// Every file of `src/` as (its path below `src/`, its code without
+/// comments and tests).
+fn source_code() -> Vec<(String, String)> {
+    let src = root().join("src");
+    files_under(&src)
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            (rel, code_of(&read_text(f)))
+        })
+        .collect()
+}
+
+#[test]
+fn core_code_knows_no_terminal() {
+    for (rel, code) in source_code() {
+        if rel.starts_with("commands/") || ["cli.rs", "main.rs"].contains(&rel.as_str()) {
+            continue;
+        }
+        for word in ["IsTerminal", "is_terminal", "println!", "print!(", "eprint"] {
+            assert!(!code.contains(word), "{rel} uses {word}");
+        }
+    }
+}
+
+/// stdout and stderr are written through `commands/stdio.rs` only (issue
+/// 25): `println!` and `eprintln!` panic on a failed write (vf ignores
+/// `SIGPIPE`, so a closed pipe is one), and a write around `stdio::Stdout`
+/// fails as an internal error (70) instead of an output error (74).
+#[test]
+fn every_print_goes_through_stdio() {
+    for (rel, code) in source_code() {
+        if rel == "commands/stdio.rs" {
+            continue;
+        }
+        for word in [
+            "print!(",
+            "println!",
+            "dbg!(",
+            "stdout().lock",
+            "stdout().write",
+            "stdout().flush",
+        ] {
+            assert!(!code.contains(word), "{rel} uses {word}");
+        }
+    }
+}
+
+/// Only the platform layer (`src/sys/`) knows which OS vf runs on: no other
+/// file names an OS, an OS extension trait, or a raw system call crate.
+#[test]
+fn only_the_platform_layer_knows_the_os() {
+    let mut checked = 0;
+    for (rel, code) in source_code() {
+        if rel.starts_with("sys/") || rel == "sys.rs" {
+            continue;
+        }
+        for word in [
+            "std::os::",
+            "libc::",
+            "nix::",
+            "windows_sys::",
+            "target_os",
+            "cfg(unix)",
+            "cfg(windows)",
+            "/proc/",
+            "/bin/sh",
+        ] {
+            assert!(
+                !code.contains(word),
+                "{rel} uses {word}: it belongs in src/sys/"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 80, "{checked}");
+}
+
+#[test]
+fn the_architecture_doc_names_every_module() {
+    let doc = read_text(&root().join("docs/ARCHITECTURE.md"));
+    for m in lib_modules(&read_text(&root().join("src/lib.rs"))) {
+        assert!(
+            doc.contains(&format!("`{m}`")),
+            "docs/ARCHITECTURE.md omits `{m}`"
+        );
+    }
+}
+
+/// `s` without string and char literals and without its `//` comment: what
+/// is left of a line for counting braces.
+fn bare(line: &str) -> String {
+    let (mut out, mut chars) = (String::new(), line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(d) = chars.next() {
+                    match d {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '\'' if matches!(chars.clone().nth(1), Some('\'')) => {
+                chars.nth(1);
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The name of the `fn` a line starts, after its visibility and qualifiers.
+fn fn_name(line: &str) -> Option<String> {
+    let mut head = line.trim_start();
+    let quals = [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+    ];
+    while let Some(rest) = quals.iter().find_map(|q| head.strip_prefix(q)) {
+        head = rest;
+    }
+    let rest = head.strip_prefix("fn ")?;
+    Some(
+        rest.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect(),
+    )
+}
+
+/// `(name, first line, lines)` of every `fn` with a body in `src`.
+fn function_lengths(src: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = src.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(name) = fn_name(&bare(lines[i])) else {
+            i += 1;
+            continue;
+        };
+        let (mut depth, mut started, mut j) = (0i64, false, i);
+        while j < lines.len() {
+            let b = bare(lines[j]);
+            if !started && b.trim_end().ends_with(';') && !b.contains('{') {
+                break; // a declaration without a body
+            }
+            depth += b.matches('{').count() as i64 - b.matches('}').count() as i64;
+            started |= b.contains('{');
+            if started && depth <= 0 {
+                out.push((name.clone(), i + 1, j - i + 1));
+                break;
+            }
+            j += 1;
+        }
+        i = j.max(i) + 1;
+    }
+    out
+}
+
+/// Issue 12's bounds: no file in src/ or tests/ of 800 lines or more, no
+/// function in src/ over 120 lines.
+#[test]
+fn files_and_functions_stay_small() {
+    let mut checked = 0;
+    for dir in ["src", "tests"] {
+        for f in files_under(&root().join(dir)) {
+            if f.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = read_text(&f);
+            let rel = f.strip_prefix(root()).unwrap().display().to_string();
+            assert!(
+                text.lines().count() < 800,
+                "{rel} has {} lines",
+                text.lines().count()
+            );
+            if dir == "src" {
+                for (name, line, len) in function_lengths(&text) {
+                    checked += 1;
+                    assert!(len <= 120, "{rel}:{line}: fn {name} is {len} lines");
+                }
+            }
+        }
+    }
+    assert!(checked > 300, "{checked} functions measured");
+    // The measure itself: nested braces, braces in strings and comments.
+    let sample =
+        "pub fn a() {\n    let s = \"}\"; // }\n    if x { y() }\n}\nfn b();\nasync fn c() {}\n";
+    assert_eq!(
+        function_lengths(sample),
+        [("a".to_string(), 1, 4), ("c".to_string(), 6, 1)]
+    );
+}
+
+/// The integration tests are one crate, tests/it. Cargo makes a test binary
+/// of every tests/*.rs and tests/*/main.rs, each linking the whole crate
+/// again: one of its own is declared in Cargo.toml after a comment giving
+/// its reason. And no file of tests/it is left out of the crate.
+#[test]
+fn the_integration_tests_are_one_crate() {
+    let cargo = read_text(&root().join("Cargo.toml"));
+    let sections: Vec<&str> = cargo.split("[[test]]").collect();
+    let mut declared = BTreeSet::new();
+    for (i, t) in sections.iter().enumerate().skip(1) {
+        let path = t.lines().find_map(|l| l.strip_prefix("path = \""));
+        let path = path
+            .expect("a [[test]] names its path")
+            .trim_end_matches('"');
+        let before = sections[i - 1].trim_end().lines().last().unwrap_or("");
+        assert!(
+            path == "tests/it/main.rs" || before.starts_with('#'),
+            "Cargo.toml: the [[test]] {path} has no comment giving its reason"
+        );
+        declared.insert(path.to_string());
+    }
+    let mut found = BTreeSet::new();
+    for e in std::fs::read_dir(root().join("tests")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if p.join("main.rs").is_file() {
+            found.insert(format!("tests/{name}/main.rs"));
+        } else if name.ends_with(".rs") {
+            found.insert(format!("tests/{name}"));
+        }
+    }
+    assert_eq!(
+        found, declared,
+        "a test binary of its own: make it a module of tests/it (mod in \
+         tests/it/main.rs), or declare it in Cargo.toml with its reason"
+    );
+    assert!(declared.len() <= 3, "{declared:?}");
+
+    // Every file of tests/it is a module: `mod x;` in the file above it
+    // (main.rs, `d.rs` or `d/mod.rs` for a file in `d/`).
+    let it = root().join("tests/it");
+    for f in files_under(&it) {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        if f.extension().is_none_or(|e| e != "rs") || stem == "main" || stem == "mod" {
+            continue;
+        }
+        let dir = f.parent().unwrap();
+        let above = if dir == it {
+            it.join("main.rs")
+        } else if dir.join("mod.rs").is_file() {
+            dir.join("mod.rs")
+        } else {
+            dir.with_extension("rs")
+        };
+        let decl = format!("mod {stem};");
+        let declared = read_text(&above).lines().any(|l| {
+            let l = l.trim();
+            l == decl || l.strip_suffix(&decl).is_some_and(|v| v.starts_with("pub"))
+        });
+        assert!(
+            declared,
+            "{} is in no module: declare `{decl}` in {}",
+            f.display(),
+            above.display()
+        );
+    }
+}
+
+/// Every file under tests/ makes its temp dirs and finds `vf` through
+/// tests/it/common: each test's own temp dir, refused inside a repository.
+/// And the tests of tests/it share one process: none of them changes what is
+/// process-wide (a child's environment or cwd is set on its `Command`).
+#[test]
+fn the_integration_tests_share_one_harness() {
+    let tests = root().join("tests");
+    let mut checked = 0;
+    for f in files_under(&tests) {
+        let rel = f.strip_prefix(&tests).unwrap().to_string_lossy();
+        let rel = rel.replace('\\', "/");
+        if !rel.ends_with(".rs") || rel.starts_with("it/common/") || rel == "it/architecture.rs" {
+            continue;
+        }
+        checked += 1;
+        let code = code_of(&read_text(&f));
+        for own in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_BIN_EXE",
+            "cargo_bin(",
+            "tempfile::",
+            "struct Env",
+        ] {
+            assert!(
+                !code.contains(own),
+                "{rel} has its own {own}: use tests/it/common"
+            );
+        }
+        let shared = rel.starts_with("it/") || rel.starts_with("real-engines/");
+        for global in [
+            "set_var(",
+            "remove_var(",
+            "set_current_dir(",
+            "global_allocator",
+        ] {
+            assert!(
+                !shared || !code.contains(global),
+                "{rel} uses {global} in the process all of tests/it shares: set it \
+                 on the child's Command, or make a test binary of its own (Cargo.toml)"
+            );
+        }
+    }
+    assert!(checked >= 40, "{checked}");
+}
+
+/// The checkers above find what they look for.
+#[test]
+fn the_source_checks_can_fail() {
+    let code = code_of(
+        "use crate::{\n    engine::{EngineId, Spec},\n    error,\n};\n// crate::text\n\
+         fn f(x: crate::doctor::Options) {}\n#[cfg(test)]\nmod tests { use crate::probe; }",
+    );
+    let want: BTreeSet<String> = ["doctor", "engine", "error"].map(String::from).into();
+    assert_eq!(crate_modules(&code), want);
+    let deps = common::source::dependencies("[package]\n\n[dependencies]\nserde-json = \"1\"\n");
+    assert_eq!(deps, ["serde_json"]);
+    let named = common::source::crates_named("let v: serde_json::Value; my_serde_json::x", &deps);
+    assert_eq!(named, BTreeSet::from(["serde_json"]));
+    let g: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec![]),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(find_cycle(&g).unwrap(), ["a", "b", "c", "a"]);
+}
+
+/// The comparison helpers: volatile fields normalised by key and type, the
+/// temp dir written `<tmp>`, and every other difference caught.
+#[test]
+fn whole_object_comparison_can_fail() {
+    let env = Env::new();
+    let raw = json!({
+        "pid": 7, "host": "vm", "startedAt": "2026-01-01T00:00:00Z", "finishedAt": null,
+        "durationMs": "not a number", "log": format!("{}/state/x.log", env.path().display()),
+        "nested": [{"pgid": 9}],
+    });
+    let want = json!({
+        "pid": "<pid>", "host": "<host>", "startedAt": "<time>", "finishedAt": null,
+        "durationMs": "not a number", "log": "<tmp>/state/x.log", "nested": [{"pgid": "<pgid>"}],
+    });
+    assert_json_eq(&env.normalized(&raw), &want);
+    let mut extra = raw.clone();
+    extra["newField"] = 1.into();
+    let caught = std::panic::catch_unwind(|| assert_json_eq(&env.normalized(&extra), &want));
+    assert!(caught.is_err(), "a new field slipped past");
+}

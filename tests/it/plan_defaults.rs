@@ -1,0 +1,187 @@
+//! A plan's `[defaults]` table: each key applies to every unit that does not
+//! set it; relative paths in it resolve from the plan's directory as in a
+//! unit; unknown keys stay errors (exit 2, nothing written).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common;
+use common::*;
+
+const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
+const CLAUDE: &str = "claude/2.1.332/b_tool.stdout.jsonl";
+
+/// `vf orchestrate plan.toml --json` with the fakes as codex and claude.
+fn orchestrate(env: &Env, plan: &str) -> std::process::Output {
+    let plan = env.write("plan.toml", plan);
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--json"]);
+    c.env("FAKE_RUN_DIR", env.path().join("runs"));
+    for e in ["codex", "claude"] {
+        c.env(format!("VF_{}_BIN", e.to_uppercase()), env.fake_for(e));
+    }
+    run_bounded(c, Duration::from_secs(60))
+}
+
+/// The stdin the fake got in the working dir named `dir` (its run log).
+fn prompt_seen(env: &Env, dir: &str) -> String {
+    let runs = env.path().join("runs");
+    let log = files_under(&runs)
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{dir}."))
+        })
+        .unwrap_or_else(|| panic!("no run in {dir}"));
+    let text = read_text(&log);
+    text.split_once("--stdin--\n")
+        .map(|(_, s)| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn defaults_fill_every_unit_and_a_units_own_key_wins() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path().join("runs")).unwrap();
+    env.write("p.md", "the default prompt");
+    env.write(
+        "sub/fake.env",
+        format!("FAKE_STDOUT={}\n", fixture(CODEX).display()),
+    );
+    env.write(
+        "own/fake.env",
+        format!(
+            "FAKE_STDOUT={}\nFAKE_VERSION=2.1.332\n",
+            fixture(CLAUDE).display()
+        ),
+    );
+    let out = orchestrate(
+        &env,
+        r#"
+[defaults]
+engine = "codex"
+prompt_file = "p.md"
+cwd = "sub"
+timeout = 60
+
+[[unit]]
+name = "a"
+
+[[unit]]
+name = "b"
+engine = "claude"
+prompt = "its own prompt"
+cwd = "own"
+depends_on = ["a"]
+"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen: Vec<Value> = [("a", "sub"), ("b", "own")]
+        .iter()
+        .map(|(unit, dir)| {
+            let m = env.marker(unit);
+            json!({"unit": unit, "engine": m["engine"], "state": m["state"], "cwd": m["cwd"],
+                   "prompt": prompt_seen(&env, dir)})
+        })
+        .collect();
+    let root = env.path().display().to_string();
+    assert_eq!(
+        seen,
+        [
+            json!({"unit": "a", "engine": "codex", "state": "done", "cwd": format!("{root}/sub"),
+                   "prompt": "the default prompt"}),
+            json!({"unit": "b", "engine": "claude", "state": "done", "cwd": format!("{root}/own"),
+                   "prompt": "its own prompt"}),
+        ]
+    );
+}
+
+#[test]
+fn bad_defaults_are_usage_errors_and_nothing_is_written() {
+    let env = Env::new();
+    let unit = "[[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt = \"x\"\n";
+    for (defaults, part) in [
+        ("colour = 1", "line 4: unit \"a\": unknown field `colour`"),
+        (
+            "name = \"x\"",
+            "[defaults] cannot set `name`: it is per unit",
+        ),
+        (
+            "timeout = \"soon\"",
+            "unit \"a\": invalid type: string \"soon\"",
+        ),
+        ("cwd = \"missing\"", "unit \"a\": cwd"),
+    ] {
+        let out = orchestrate(&env, &format!("[defaults]\n{defaults}\n\n{unit}"));
+        assert_eq!(out.status.code(), Some(2), "{defaults}: {}", stderr(&out));
+        assert!(stderr(&out).contains(part), "{defaults}: {}", stderr(&out));
+        assert!(
+            !env.state().exists(),
+            "{defaults}: the state dir was written"
+        );
+    }
+    let out = orchestrate(&env, &format!("defaults = 3\n\n{unit}"));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// One generated unit: its own engine, timeout and prompt, each maybe unset.
+type GenUnit = (Option<&'static str>, Option<u32>, Option<bool>);
+
+/// `[[unit]]` tables: `explicit` writes every key (the default where the unit
+/// has none); otherwise a unit writes only its own keys under `[defaults]`.
+fn plan_text(units: &[GenUnit], explicit: bool) -> String {
+    let mut text = String::new();
+    if !explicit {
+        text.push_str("[defaults]\nengine = \"codex\"\ntimeout = 7\nprompt_file = \"p.md\"\n\n");
+    }
+    for (i, (engine, timeout, prompt)) in units.iter().enumerate() {
+        text.push_str(&format!("[[unit]]\nname = \"u{i}\"\n"));
+        match (engine, explicit) {
+            (Some(e), _) => text.push_str(&format!("engine = \"{e}\"\n")),
+            (None, true) => text.push_str("engine = \"codex\"\n"),
+            (None, false) => {}
+        }
+        match (timeout, explicit) {
+            (Some(t), _) => text.push_str(&format!("timeout = {t}\n")),
+            (None, true) => text.push_str("timeout = 7\n"),
+            (None, false) => {}
+        }
+        match (prompt, explicit) {
+            (Some(true), _) => text.push_str("prompt = \"own\"\n"),
+            (Some(false), _) => text.push_str("prompt_file = \"q.md\"\n"),
+            (None, true) => text.push_str("prompt_file = \"p.md\"\n"),
+            (None, false) => {}
+        }
+        if i > 0 {
+            text.push_str(&format!("depends_on = [\"u{}\"]\n", i - 1));
+        }
+    }
+    text
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// A plan with `[defaults]` parses to exactly the plan that writes every
+    /// key out in each unit.
+    #[test]
+    fn defaults_equal_writing_every_key_out(
+        units in proptest::collection::vec(
+            (
+                proptest::option::of(proptest::sample::select(&["codex", "claude", "copilot"][..])),
+                proptest::option::of(1u32..100),
+                proptest::option::of(proptest::bool::ANY),
+            ),
+            1..6,
+        )
+    ) {
+        let env = Env::new();
+        env.write("p.md", "the default prompt");
+        env.write("q.md", "a unit's own prompt file");
+        let with_defaults = vf::plan::parse(&plan_text(&units, false), env.path()).unwrap();
+        let written_out = vf::plan::parse(&plan_text(&units, true), env.path()).unwrap();
+        proptest::prop_assert_eq!(format!("{with_defaults:?}"), format!("{written_out:?}"));
+    }
+}

@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+mod auxiliary;
 pub mod cache;
+
+pub use auxiliary::{Auxiliary, VERIFIED_BUN, auxiliary};
 
 use crate::binary::{self, Captured, ResolveError, RunError, VersionError};
 use crate::engine::{Engine, EngineId, Spec};
@@ -422,23 +425,6 @@ pub fn notes(id: EngineId, host: &Host) -> Vec<String> {
     }]
 }
 
-/// An auxiliary runtime some engines can use (`bun`): reported, never required.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Auxiliary {
-    pub name: &'static str,
-    /// `None` when not on PATH.
-    pub found: Option<(PathBuf, Result<Version, VersionError>)>,
-}
-
-/// Looks `name` up on PATH and reads its `--version`.
-pub fn auxiliary(name: &'static str, opts: &Options) -> Auxiliary {
-    let found = binary::find_on_path(name, std::env::var_os("PATH").as_deref()).map(|p| {
-        let v = cache::read_version(&p, opts.timeout, opts.refresh);
-        (p, v)
-    });
-    Auxiliary { name, found }
-}
-
 /// True when `flag` appears in `text` as a whole option: not as part of a
 /// longer one (`--json` does not match `--json-schema`, `-p` not `--prompt`).
 pub fn mentions_flag(text: &str, flag: &str) -> bool {
@@ -590,11 +576,10 @@ mod tests {
         assert!(r.timed_out);
         assert_eq!(
             r.reasons,
-            [
-                "could not check exec resume --json, exec resume -m/--model, \
+            ["could not check exec resume --json, \
+                 exec resume SESSION_ID (positional, before PROMPT), exec resume -m/--model, \
                  exec resume --output-schema, exec resume -c/--config: \
-                 `codex exec resume --help` timed out after 3s"
-            ]
+                 `codex exec resume --help` timed out after 3s"]
         );
     }
 
@@ -630,7 +615,8 @@ mod tests {
                     "version 99.0.0 is newer than the newest verified version ({newest}); \
                      its output may have changed"
                 ),
-                "could not check exec resume --json, exec resume -m/--model, \
+                "could not check exec resume --json, \
+                 exec resume SESSION_ID (positional, before PROMPT), exec resume -m/--model, \
                  exec resume --output-schema, exec resume -c/--config: `codex exec resume \
                  --help` printed nothing (exit status 3)"
                     .into(),

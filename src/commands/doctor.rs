@@ -45,7 +45,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         return Ok(exit_code(&reports));
     }
     let (mut reports, aux) = std::thread::scope(|s| {
-        let aux = s.spawn(|| doctor::auxiliary(AUX_RUNTIME, &opts));
+        let aux = s.spawn(|| doctor::auxiliary(AUX_RUNTIME, doctor::VERIFIED_BUN, &opts));
         let reports = doctor::check(&ids, &opts);
         (
             reports,
@@ -311,27 +311,27 @@ fn print_report(out: &mut impl Write, r: &EngineReport) -> Result<()> {
     Ok(())
 }
 
-/// The auxiliary runtime's line (informational only).
+/// The auxiliary runtime's line: its verdict, version and path, and why it
+/// is degraded (it changes no engine's verdict, nor the exit status).
 fn print_aux(out: &mut impl Write, aux: &doctor::Auxiliary) -> Result<()> {
-    match &aux.found {
-        None => writeln!(
+    let name = aux.name;
+    let Some(((path, version), (verdict, why))) = aux.found.as_ref().zip(aux.verdict()) else {
+        writeln!(
             out,
-            "{} (auxiliary runtime): not found on PATH (optional)",
-            aux.name
-        )?,
-        Some((path, Ok(v))) => writeln!(
-            out,
-            "{} (auxiliary runtime): {v} at {}",
-            aux.name,
-            path.display()
-        )?,
-        Some((path, Err(e))) => writeln!(
-            out,
-            "{} (auxiliary runtime): at {}, but `{} --version` {e}",
-            aux.name,
-            path.display(),
-            aux.name
-        )?,
+            "{name} (auxiliary runtime): not found on PATH (optional)"
+        )?;
+        return Ok(());
+    };
+    let version = version.as_ref().map_or("?".to_string(), |v| v.to_string());
+    writeln!(
+        out,
+        "{name} (auxiliary runtime): {}, {version} at {} (verified: {})",
+        verdict.as_str(),
+        path.display(),
+        aux.verified
+    )?;
+    if let Some(why) = why {
+        writeln!(out, "          - {why}")?;
     }
     Ok(())
 }

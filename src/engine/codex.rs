@@ -42,6 +42,13 @@ static SPEC: Spec = Spec {
             "--json",
             "exec resume --json",
         ),
+        // The id is `exec resume`'s first positional, before the prompt
+        // (`-`): the usage line says `[SESSION_ID] [PROMPT]`.
+        FlagCheck::new(
+            &["exec", "resume", "--help"],
+            "[SESSION_ID] [PROMPT]",
+            "exec resume SESSION_ID (positional, before PROMPT)",
+        ),
         FlagCheck::new(&["exec", "--help"], "--model", "exec -m/--model"),
         FlagCheck::new(
             &["exec", "resume", "--help"],

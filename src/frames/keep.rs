@@ -148,12 +148,21 @@ impl Keep {
                 }
             }
             Rule::Status(s) => self.tpl(s.detail),
-            Rule::Truncated { detail } => self.tpl(detail),
+            Rule::Truncated { detail, .. } => self.tpl(detail),
+            Rule::When {
+                cond,
+                then,
+                otherwise,
+            } => {
+                self.cond(&Some(*cond));
+                self.rule(then);
+                self.rule(otherwise);
+            }
             Rule::Lifecycle(l) => {
                 self.cond(&l.failed_if);
                 self.cond(&l.cut_short_if);
                 self.tpl(l.failed_detail);
-                for p in l.error.iter().chain([&l.usage, &l.answer]) {
+                for p in l.error.iter().chain([&l.usage, &l.answer, &l.session]) {
                     self.add(p);
                 }
                 if let Some(u) = l.usage_figures {

@@ -205,6 +205,9 @@ pub struct LifecycleSpec {
     pub error: &'static [Path],
     /// The row shows the frame's session id (read at the manifest's `session`).
     pub shows_session: bool,
+    /// Where this kind of frame names the session when not at the manifest's
+    /// `session` (codex's older `session.created` says `session_id`).
+    pub session: Path,
     pub usage: Path,
     /// The normalised figures this row carries.
     pub usage_figures: Option<&'static UsageSpec>,
@@ -226,6 +229,7 @@ impl LifecycleSpec {
         failed_detail: "",
         error: &[],
         shows_session: false,
+        session: &[],
         usage: &[],
         usage_figures: None,
         answer: &[],
@@ -272,9 +276,20 @@ pub enum Rule {
     ToolResult(ToolResultSpec),
     Status(StatusSpec),
     Lifecycle(LifecycleSpec),
-    /// The visible output is incomplete.
+    /// The visible output is incomplete: a warning row "Output truncated".
     Truncated {
         detail: Tpl,
+        /// The detail explains a failure decided elsewhere (gemini's
+        /// truncation is followed by a failing `result`).
+        explains_failure: bool,
+    },
+    /// `then` when the condition holds, else `otherwise` (one frame kind
+    /// that means two things: gemini's `error` that says the model's
+    /// response was truncated).
+    When {
+        cond: Cond,
+        then: &'static Rule,
+        otherwise: &'static Rule,
     },
     Nested(Nested),
     /// Several rules on one frame, in order.
@@ -295,12 +310,15 @@ impl Rule {
             Rule::Lifecycle(_) => EventFamily::Lifecycle,
             Rule::Truncated { .. } => EventFamily::Truncation,
             Rule::Nested(_) => EventFamily::Nested,
+            Rule::When { then, .. } => then.family(),
             Rule::All(rules) => rules.first().map_or(EventFamily::Quiet, Rule::family),
         }
     }
 }
 
-/// One known kind (top-level `type`, `type/subtype`, or a nested kind).
+/// One known kind (top-level `type`, `type/subtype`, or a nested kind). A
+/// kind ending in `.*` is a family: it names every kind with that prefix that
+/// no entry before it names (codex's `session.*`), listed after them.
 #[derive(Debug)]
 pub struct Entry {
     pub kind: &'static str,
@@ -353,5 +371,9 @@ impl Manifest {
 }
 
 pub fn lookup<'a>(entries: &'a [Entry], kind: &str) -> Option<&'a Rule> {
-    entries.iter().find(|e| e.kind == kind).map(|e| &e.rule)
+    let named = |e: &&Entry| match e.kind.strip_suffix('*') {
+        Some(prefix) => prefix.ends_with('.') && kind.starts_with(prefix),
+        None => e.kind == kind,
+    };
+    entries.iter().find(named).map(|e| &e.rule)
 }

@@ -133,12 +133,29 @@ impl Projector {
                 out.push(ConversationEvent::status(s.level, s.label, detail, range));
             }
             Rule::Lifecycle(spec) => self.lifecycle(spec, root, range, out),
-            Rule::Truncated { detail } => out.push(ConversationEvent::status(
-                Level::Warning,
-                "Output truncated",
-                fill(detail, root),
-                range,
-            )),
+            Rule::Truncated {
+                detail,
+                explains_failure,
+            } => {
+                let detail = fill(detail, root);
+                if *explains_failure {
+                    self.tracker.note(detail.clone());
+                }
+                out.push(ConversationEvent::status(
+                    Level::Warning,
+                    "Output truncated",
+                    detail,
+                    range,
+                ));
+            }
+            Rule::When {
+                cond: c,
+                then,
+                otherwise,
+            } => {
+                let rule = if cond(c, root) { then } else { otherwise };
+                self.apply(rule, root, kind, range, out);
+            }
             Rule::Nested(n) => self.nested(n, root, kind, range, out),
             Rule::All(rules) => {
                 for r in rules.iter() {
@@ -322,6 +339,10 @@ impl Projector {
         range: RawRange,
         out: &mut Vec<ConversationEvent>,
     ) {
+        if let Some(id) = nonempty(field(root, spec.session)) {
+            self.frame_session = Some(id.to_string());
+            self.tracker.saw_session(id, false);
+        }
         let failed = spec.always_failed || spec.failed_if.is_some_and(|c| cond(&c, root));
         let answer = if spec.ends_turn {
             self.close_turn(spec, root, range, failed, out)

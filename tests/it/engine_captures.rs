@@ -148,6 +148,10 @@ fn cases() -> Vec<Case> {
         case("gemini", GM, "c_resume", Document, gemini_a, false, Some(C), sc()),
         case("gemini", GM, "c_resume_stream", Jsonl, gemini_a, false, Some(C), sc()),
         case("gemini", GM, "d_error500", Jsonl, Some("4b945cec-a522-4a40-b06d-477e3bb2726b"), true, None, None),
+        // The token limit ran out before any answer (LAB-MAXTOKENS): the runner's
+        // truncation frame, a failing result, exit 0.
+        case("gemini", GM, "d_max_tokens", Jsonl, Some("3b5366c2-9d2b-4069-9fc2-f824cd420655"), true, None, None),
+        case("gemini", GM, "d_max_tokens_json", Document, Some("f928eba4-35b4-43c2-b653-bc08a363fbca"), true, None, None),
         // opencode
         case("opencode", OC, "a_json", Jsonl, opencode_a, false, Some(A), sa()),
         case("opencode", OC, "b_tool", Jsonl, Some("ses_dd6038044ffeJjYH64fakXdqJQ"), false, Some(B), sb()),
@@ -313,6 +317,9 @@ fn failure_texts_come_from_the_engine() {
     );
     assert!(by("copilot", "d_error500").starts_with("Failed to get response from the AI model"));
     assert!(by("gemini", "d_error500").starts_with("[API Error:"));
+    let truncated = "Model response was truncated because it exceeded the token limit.";
+    assert!(by("gemini", "d_max_tokens").starts_with(truncated));
+    assert!(by("gemini", "d_max_tokens_json").starts_with(truncated));
     assert_eq!(by("opencode", "d_error500"), "lab: internal server error");
     assert!(by("opencode", "b_tool_ask").contains("rejected permission"));
 }

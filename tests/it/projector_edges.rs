@@ -294,13 +294,42 @@ fn unknown_versions_use_their_family_or_the_newest_with_a_warning() {
         }
         e => panic!("{e:?}"),
     }
-    // Both codex families accept the same kinds (checked against both binaries).
-    for v in ["0.146.0", "0.171.0"] {
+}
+
+/// Issue 25: `session.*` frames are codex's lifecycle family, not drift:
+/// `session.created` (before `thread.started`, it named the session with
+/// `session_id`) is a "Session started" row whose id the tracker takes, any
+/// other `session.*` a "Session" row; `turn.started` a compact status row.
+#[test]
+fn codex_session_frames_are_lifecycle_rows_and_turns_start_with_a_row() {
+    const OLD: &str = "01a229e6-b739-7472-9ac7-c8fe37200f9b";
+    for v in ["0.144.1", "0.146.0", "0.171.0"] {
         let v = Version::parse(v).unwrap();
         let mut p = Projector::new(EngineId::Codex, Some(&v), OutputTransport::Jsonl);
-        assert_eq!(p.push_line(START)[0].kind(), "system.status");
-        let ev = p.push_line(br#"{"type":"session.created","session_id":"x"}"#);
-        assert_eq!(ev[0].kind(), "system.unknownFrame");
+        let mut ev =
+            p.push_line(format!(r#"{{"type":"session.created","session_id":"{OLD}"}}"#).as_bytes());
+        ev.extend(p.push_line(br#"{"type":"session.configured","model":"m"}"#));
+        ev.extend(p.push_line(br#"{"type":"turn.started"}"#));
+        let rows: Vec<(String, Option<String>)> = ev
+            .iter()
+            .map(|e| match e {
+                ConversationEvent::Status {
+                    label, session_id, ..
+                } => (label.clone(), session_id.clone()),
+                other => panic!("{v}: {other:?}"),
+            })
+            .collect();
+        let want = [
+            ("Session started".to_string(), Some(OLD.to_string())),
+            ("Session".to_string(), None),
+            ("Turn started".to_string(), None),
+        ];
+        assert_eq!(rows, want, "{v}");
+        assert_eq!(p.tracker().session_id(), Some(OLD), "{v}");
+        assert_eq!(
+            p.push_line(br#"{"type":"sessions.x"}"#)[0].kind(),
+            "system.unknownFrame"
+        );
     }
 }
 

@@ -138,6 +138,10 @@ fn doctor_probe(sb: &Sandbox) {
         "--probe",
         "--probe-timeout",
         "180",
+        // node CLIs can take over the default 10 s for --version on a loaded
+        // 2-core CI machine; the verdict, not the speed, is under test here.
+        "--timeout",
+        "60",
         "-e",
         sb.engine,
     ]);

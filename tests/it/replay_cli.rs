@@ -32,6 +32,7 @@ fn jsonl_output_is_one_event_per_line() {
         kinds,
         [
             "system.status",
+            "system.status",
             "message.taskAgent",
             "toolBurst",
             "message.taskAgent",
@@ -39,13 +40,14 @@ fn jsonl_output_is_one_event_per_line() {
         ]
     );
     assert_eq!(ev[0]["sessionId"], "01a229fa-c37b-7e73-b0a3-717af64fe884");
-    assert_eq!(ev[2]["tools"][0]["exitCode"], 0);
-    assert_eq!(ev[2]["rawRange"]["start"], 4);
-    assert_eq!(ev[2]["rawRange"]["end"], 5);
+    assert_eq!(ev[1]["label"], "Turn started");
+    assert_eq!(ev[3]["tools"][0]["exitCode"], 0);
+    assert_eq!(ev[3]["rawRange"]["start"], 4);
+    assert_eq!(ev[3]["rawRange"]["end"], 5);
     // The last message was shown live; the row completing the turn names it.
-    assert!(ev[3].get("final").is_none());
-    assert_eq!(ev[4]["answer"], ev[3]["text"]);
-    assert!(ev[4]["usage"]["output_tokens"].is_number());
+    assert!(ev[4].get("final").is_none());
+    assert_eq!(ev[5]["answer"], ev[4]["text"]);
+    assert!(ev[5]["usage"]["output_tokens"].is_number());
 }
 
 #[test]

@@ -36,6 +36,7 @@ P_RESUME = "LAB-RESUME Continue the previous task and report again. (LAB-RECALL-
 P_THINK = "LAB-THINK Think first, then reply with a fenced json block."
 P_ERR = "LAB-ERR{code} trigger a server error"
 P_STREAMERR = "LAB-STREAMERR trigger an error inside the stream"
+P_MAXTOKENS = "LAB-MAXTOKENS Think until the token limit runs out."
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 UUID7 = r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -150,7 +151,12 @@ def cases_for(cli):
             # A stream that ends without a finish reason: an error, but exit 0.
             case("d_stream_error", s + ["-p", P_STREAMERR], 0, kind="error"),
             case("e_thinking", s + ["-p", P_THINK], kind="think"),
-        ]
+        ] + ([
+            # The token limit ran out before any answer text: the runner says
+            # "Model response was truncated", and exits 0 (seen with 0.61.0).
+            case("d_max_tokens", s + ["-p", P_MAXTOKENS], 0, kind="truncated"),
+            case("d_max_tokens_json", j + ["-p", P_MAXTOKENS], 0, kind="truncated", fmt="json"),
+        ] if v >= (0, 61, 0) else [])
     if cli == "opencode":
         r = ["opencode", "run", "--format", "json"]
         return [
@@ -287,6 +293,8 @@ def summarise(cli, c, frames, stdout, stderr):
                     except ValueError:
                         pass
             facts["tool_calls"] = (((doc.get("stats") or {}).get("tools") or {}).get("totalCalls"))
+            if doc.get("error"):
+                facts["error"] = doc["error"].get("message")
         else:
             parts = []
             for f in frames:
@@ -380,6 +388,12 @@ def check_case(cli, c, rc, stdout, stderr, frames, problems, first_session):
                   "resume lost the earlier turn (the model saw no LAB-MEMO-%s): %.120r"
                   % (MEMO_ID, final))
     kind = c["kind"]
+    if kind == "truncated":
+        ck.expect("truncated" in str(facts.get("error_frame") or facts.get("error")),
+                  "no truncation message: %r" % (facts,))
+        ck.expect(c["fmt"] == "json" or facts.get("status") == "error",
+                  "result.status is %r" % facts.get("status"))
+        return ck.failures, session
     if kind == "error":
         if cli == "codex":
             ck.expect("turn.failed" in types and facts.get("error"), "no turn.failed with a message")

@@ -203,12 +203,15 @@ def shell_call(api, body, command):
 
 
 def plan(api, body, default):
-    """Decides the answer: a dict with kind (answer|error|stream_error) and content."""
+    """Decides the answer: a dict with kind (answer|error|stream_error|max_tokens) and content."""
     name, code, step, prompt, tool_out, items, idx = analyse(api, body, default)
     if name == "error":
         return {"kind": "error", "code": code, "served": "err%d" % code}
     if name == "streamerr":
         return {"kind": "stream_error", "served": "streamerr"}
+    if name == "maxtokens":
+        # Only the model's thinking before the token limit: no answer text.
+        return {"kind": "max_tokens", "reasoning": REASONING, "served": "maxtokens"}
     if name in ("tool", "write"):
         if step == 0:
             if name == "tool":

@@ -24,6 +24,9 @@ The answer is chosen from a marker word in the latest user-written message
                   `NO-CONTINUITY` (fake_model_plan.py `continuity`)
   LAB-ERR<code>   HTTP error <code> (500, 429, 400, 529, ...) on every try
   LAB-STREAMERR   an error inside an HTTP 200 stream
+  LAB-MAXTOKENS   (Gemini) only a thought part, then finishReason MAX_TOKENS: the
+                  token limit ran out before any answer text (other APIs: the
+                  thinking alone, ended normally)
 Side requests are answered normally whatever the marker: requests without tools
 on Chat Completions (opencode's title agent) get a short title, and Gemini's
 routing classifier (a generateContent with a complexity_score schema) gets
@@ -520,6 +523,7 @@ class Handler(BaseHTTPRequestHandler):
         p = self.current_plan = plan("gemini", body, default)
         if p["kind"] == "error":
             return self.error_reply("gemini", p["code"], p["served"])
+        finish = "MAX_TOKENS" if p["kind"] == "max_tokens" else "STOP"
         parts = []
         if p.get("reasoning"):
             parts.append({"text": p["reasoning"], "thought": True})
@@ -533,7 +537,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.error_reply("gemini", 500, p["served"])
             self.record(body, "%s gemini json" % p["served"])
             return self.send_json(200, {"candidates": [{"content": {"role": "model", "parts": parts},
-                                                        "finishReason": "STOP", "index": 0}],
+                                                        "finishReason": finish, "index": 0}],
                                         "usageMetadata": usage, "modelVersion": model})
         self.record(body, "%s gemini %s" % (p["served"], "stream_error" if p["kind"] == "stream_error" else "sse"))
         self.start_sse()
@@ -558,7 +562,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 pieces.append(part)
         for i, part in enumerate(pieces):
-            send([part], "STOP" if i == len(pieces) - 1 else None)
+            send([part], finish if i == len(pieces) - 1 else None)
         return None
 
 

@@ -310,6 +310,14 @@ class FakeServerTest(unittest.TestCase):
         status, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse",
                                    {"contents": [{"role": "user", "parts": [{"text": "LAB-ERR429"}]}]})
         self.assertEqual((status, json.loads(raw)["error"]["status"]), (429, "RESOURCE_EXHAUSTED"))
+        # The token limit ran out while thinking: thought parts only, MAX_TOKENS.
+        body = {"contents": [{"role": "user", "parts": [{"text": "LAB-MAXTOKENS"}]}]}
+        _, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        chunks = [d["candidates"][0] for _, d in sse_events(raw)]
+        self.assertEqual(chunks[-1]["finishReason"], "MAX_TOKENS")
+        self.assertTrue(all(p.get("thought") for c in chunks for p in c["content"]["parts"]))
+        _, _, raw = self.post("/v1beta/models/flash:generateContent", body)
+        self.assertEqual(json.loads(raw)["candidates"][0]["finishReason"], "MAX_TOKENS")
 
     def test_shell_tool_falls_back_to_bash_when_none_offered(self):
         body = {"contents": [{"role": "user", "parts": [{"text": P_TOOL}]}],

@@ -148,6 +148,7 @@ const JSONL: &[Entry] = &[
         kind: "system/compact_boundary",
         rule: Rule::Truncated {
             detail: "context compacted",
+            explains_failure: false,
         },
     },
     Entry {

@@ -153,6 +153,28 @@ const THREAD_STARTED: Rule = lifecycle(LifecycleSpec {
     shows_session: true,
     ..LifecycleSpec::DEFAULT
 });
+/// A compact row for the start of each turn (the projector contract's
+/// lifecycle rows: started, completed, resumed).
+const TURN_STARTED: Rule = lifecycle(LifecycleSpec {
+    label: "Turn started",
+    ..LifecycleSpec::DEFAULT
+});
+/// Before `thread.*`, codex's exec stream named the session
+/// `session.created` with `session_id` (the seed's 0.146 baseline lists
+/// `session.*` with `thread.*` and `turn.*`): the same lifecycle row.
+const SESSION_CREATED: Rule = lifecycle(LifecycleSpec {
+    label: "Session started",
+    shows_session: true,
+    session: &["session_id"],
+    ..LifecycleSpec::DEFAULT
+});
+/// Any other `session.*` frame is session bookkeeping: a lifecycle row, not drift.
+const SESSION_OTHER: Rule = lifecycle(LifecycleSpec {
+    label: "Session",
+    shows_session: true,
+    session: &["session_id"],
+    ..LifecycleSpec::DEFAULT
+});
 const TURN_COMPLETED: Rule = lifecycle(LifecycleSpec {
     label: "Turn completed",
     usage: &["usage"],
@@ -170,10 +192,15 @@ const TURN_FAILED: Rule = lifecycle(LifecycleSpec {
     ..LifecycleSpec::DEFAULT
 });
 
+const TRUNCATED: Rule = Rule::Truncated {
+    detail: "",
+    explains_failure: false,
+};
+
 #[rustfmt::skip]
 const JSONL_0_171: &[Entry] = &[
     Entry { kind: "thread.started", rule: THREAD_STARTED },
-    Entry { kind: "turn.started", rule: Rule::Quiet },
+    Entry { kind: "turn.started", rule: TURN_STARTED },
     Entry { kind: "turn.completed", rule: TURN_COMPLETED },
     Entry { kind: "turn.failed", rule: TURN_FAILED },
     Entry { kind: "item.started", rule: item(ITEM_STARTED) },
@@ -182,8 +209,11 @@ const JSONL_0_171: &[Entry] = &[
     // Top-level errors are retries in progress until turn.failed says
     // otherwise; the last one explains a non-zero exit.
     Entry { kind: "error", rule: explains_failure(warn("Error", "{message}")) },
-    Entry { kind: "output.truncated", rule: Rule::Truncated { detail: "" } },
-    Entry { kind: "response.output_text.truncated", rule: Rule::Truncated { detail: "" } },
+    Entry { kind: "output.truncated", rule: TRUNCATED },
+    Entry { kind: "response.output_text.truncated", rule: TRUNCATED },
+    Entry { kind: "session.created", rule: SESSION_CREATED },
+    // Last: the family names only what no entry above does.
+    Entry { kind: "session.*", rule: SESSION_OTHER },
 ];
 
 /// The 0.146.0 binary names the same event and item kinds as 0.171.0

@@ -101,13 +101,32 @@ const DOCUMENT: Rule = lifecycle(LifecycleSpec {
     ..LifecycleSpec::DEFAULT
 });
 
+/// What gemini's runner prints (0.61.0, `d_max_tokens`) when the model's
+/// token limit ran out before any answer text (`MAX_TOKENS_EXCEEDED`): an
+/// `error` frame, then a failing `result` (exit 0); the json document says
+/// it in `error.message`.
+const TRUNCATION_TEXT: &str = "Model response was truncated";
+
+const ERROR: Rule = explains_failure(warn("Error", "{message}"));
+
+/// The runner's truncation frame is an "Output truncated" row; any other
+/// `error` frame a warning.
+const ERROR_OR_TRUNCATED: Rule = Rule::When {
+    cond: Cond::Contains(&["message"], TRUNCATION_TEXT),
+    then: &Rule::Truncated {
+        detail: "{message}",
+        explains_failure: true,
+    },
+    otherwise: &ERROR,
+};
+
 #[rustfmt::skip]
 const JSONL_0_61: &[Entry] = &[
     Entry { kind: "init", rule: INIT },
     Entry { kind: "message", rule: MESSAGE },
     Entry { kind: "tool_use", rule: TOOL_USE },
     Entry { kind: "tool_result", rule: TOOL_RESULT },
-    Entry { kind: "error", rule: explains_failure(warn("Error", "{message}")) },
+    Entry { kind: "error", rule: ERROR_OR_TRUNCATED },
     Entry { kind: "result", rule: RESULT },
 ];
 
@@ -119,14 +138,25 @@ const JSONL_0_49: &[Entry] = &[
     Entry { kind: "tool_call", rule: TOOL_USE },
     Entry { kind: "tool_use", rule: TOOL_USE },
     Entry { kind: "tool_result", rule: TOOL_RESULT },
-    Entry { kind: "error", rule: explains_failure(warn("Error", "{message}")) },
+    Entry { kind: "error", rule: ERROR_OR_TRUNCATED },
     Entry { kind: "result", rule: RESULT },
 ];
+
+/// The document's truncation says so on a row of its own, before the
+/// failing row.
+const DOCUMENT_TRUNCATED: Rule = Rule::When {
+    cond: Cond::Contains(&["error", "message"], TRUNCATION_TEXT),
+    then: &Rule::Truncated {
+        detail: "{error.message}",
+        explains_failure: false,
+    },
+    otherwise: &Rule::Quiet,
+};
 
 #[rustfmt::skip]
 const JSON: &[Entry] = &[Entry {
     kind: "(untyped)",
-    rule: DOCUMENT,
+    rule: Rule::All(&[DOCUMENT_TRUNCATED, DOCUMENT]),
 }];
 
 const TRANSPORTS_0_61: &[TransportTable] = &[

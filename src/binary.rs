@@ -104,29 +104,25 @@ fn check_override(
     }
 }
 
-/// The first executable file named `name` in the directories of `path_var`.
-/// Empty entries (which POSIX reads as the current directory) are skipped:
-/// vf never runs a binary just because it sits in the working directory.
-///
-/// The names tried in each directory are `sys::executable_names` (on Windows
-/// `codex` is found as `codex.cmd`, `codex.exe`, ..., in `PATHEXT` order).
+/// The first executable file named `name` on `path_var` (`sys::find_on_path`).
 pub fn find_on_path(name: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
-    if name.is_empty() || has_separator(OsStr::new(name)) {
-        return None;
-    }
-    let names = sys::executable_names(name);
-    std::env::split_paths(path_var?)
-        .filter(|dir| dir.is_absolute())
-        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
-        .find(|p| is_executable(p))
+    sys::find_on_path(name, path_var)
 }
 
-/// Whether `p` names a directory part (this OS's separators: `/`, and `\`
-/// on Windows): then it is a path, not a name to look up.
 fn has_separator(p: &OsStr) -> bool {
-    p.as_encoded_bytes()
-        .iter()
-        .any(|&b| b.is_ascii() && std::path::is_separator(b as char))
+    sys::has_separator(p)
+}
+
+/// The program a command engine's launch names (`/bin/sh`, `cmd.exe`, the
+/// command's first token): a path as it is, a name looked up on PATH as a
+/// binary is (never in the working directory).
+/// `Err` says why in words (`aider: not found on PATH`).
+pub fn resolve_program(program: &str) -> Result<PathBuf, String> {
+    let path_var = std::env::var_os("PATH");
+    check_override(String::new(), Path::new(program), path_var.as_deref()).map_err(|e| match e {
+        ResolveError::BadOverride { path, why, .. } => format!("{}: {why}", path.display()),
+        other => other.to_string(),
+    })
 }
 
 /// A regular file (after symlinks) that we may execute (`sys::is_executable`).

@@ -80,8 +80,8 @@ fn spawn(
     cwd: &Path,
     piped_stdin: bool,
 ) -> std::io::Result<(tokio::process::Child, Group)> {
-    let mut std_cmd = std::process::Command::new(program);
-    std_cmd.args(args).current_dir(cwd);
+    let mut std_cmd = crate::sys::command(program, args);
+    std_cmd.current_dir(cwd);
     crate::sys::contain(&mut std_cmd);
     let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.stdin(if piped_stdin {

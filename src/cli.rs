@@ -87,9 +87,19 @@ pub struct PromptArgs {
 
 #[derive(Debug, Args)]
 pub struct DispatchArgs {
-    /// The engine to run, or `auto` (chosen from the attachments and readiness).
+    /// The engine to run, or `auto` (chosen from the attachments and
+    /// readiness; never the bridge).
     #[arg(long, short = 'e')]
     pub engine: EngineChoice,
+    /// With `--engine bridge`: the agent's command (default: `VIBEFLOW_AI`).
+    /// The prompt goes on its stdin; POSIX runs it with `/bin/sh -c`, Windows
+    /// tokenized, without a shell (ENGINES.md, "The bridge").
+    #[arg(long, value_name = "CMD")]
+    pub bridge: Option<String>,
+    /// With `--engine bridge`: read its output as this engine's JSON frames
+    /// (its newest family) instead of plain text.
+    #[arg(long, value_name = "ENGINE")]
+    pub bridge_output: Option<EngineId>,
     /// The work unit's name (a safe file name); generated when omitted.
     #[arg(long)]
     pub unit: Option<String>,

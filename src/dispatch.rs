@@ -95,6 +95,8 @@ pub struct UnitSpec {
     /// Record the answer for a later replay (`crate::history`): dispatch,
     /// resume and plans do; conversations keep their own transcript.
     pub keep_answer: bool,
+    /// A command engine's command (the bridge's); `None` for the CLIs.
+    pub command: Option<crate::engine::EngineCommand>,
 }
 
 impl UnitSpec {
@@ -300,6 +302,7 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
     marker.finished_at = None;
     marker.summary = None;
     marker.summary_error = None;
+    marker.command = spec.command.clone();
     marker.model = spec.options.model.clone();
     marker.effort = spec.options.effort.clone();
     marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());

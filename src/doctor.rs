@@ -23,7 +23,7 @@ pub mod cache;
 pub use auxiliary::{Auxiliary, VERIFIED_BUN, auxiliary};
 
 use crate::binary::{self, Captured, ResolveError, RunError, VersionError};
-use crate::engine::{Engine, EngineId, Spec};
+use crate::engine::{Engine, EngineCommand, EngineId, Spec};
 use crate::text::strip_ansi;
 use crate::version::{self, Verification, Version};
 
@@ -366,6 +366,42 @@ fn shown(spec: &Spec, args: &[&str]) -> String {
     s
 }
 
+/// A command engine (the bridge) with its configured command (its variable,
+/// `VIBEFLOW_AI`): unverifiable, so the report says what can be known, the
+/// command's first token resolved to a path, or why not. No version check.
+pub fn command_report(id: EngineId, line: Option<String>) -> EngineReport {
+    let spec = id.engine().spec();
+    let mut r = missing_report(spec, &ResolveError::NotFound { engine: id, binary: "" });
+    let Some(src) = spec.command else {
+        return r;
+    };
+    let command = match line {
+        None => Err(format!("no {id} is configured: set {} to its command", src.env)),
+        Some(line) => EngineCommand::new(line, None, src.env).map_err(|e| e.to_string()),
+    };
+    let resolved = command.and_then(|c| {
+        let token = c.first_token();
+        binary::resolve_program(&token)
+            .map_err(|why| format!("the command's first token does not resolve: {why}"))
+            .map(|path| (token, path))
+    });
+    match resolved {
+        Err(why) => r.reasons = vec![why],
+        Ok((token, path)) => {
+            r.path = Some(path.to_string_lossy().into_owned());
+            r.verdict = Verdict::Ready;
+            r.reasons.clear();
+            r.install_hint = None;
+            r.warnings.push(format!(
+                "unverifiable: vf resolved the first token {} of {}; it checks no version or flags",
+                crate::text::shown(&token, 80),
+                src.env
+            ));
+        }
+    }
+    r
+}
+
 /// Gathers and judges each engine, concurrently; reports come back in `ids` order.
 pub fn check(ids: &[EngineId], opts: &Options) -> Vec<EngineReport> {
     let host = Host::current();
@@ -375,6 +411,9 @@ pub fn check(ids: &[EngineId], opts: &Options) -> Vec<EngineReport> {
             .map(|&id| {
                 let host = &host;
                 s.spawn(move || {
+                    if let Some(src) = id.engine().spec().command {
+                        return command_report(id, src.from_env());
+                    }
                     let mut r = judge(id.engine(), gather(id, opts));
                     if r.verdict != Verdict::Missing {
                         r.notes = notes(id, host);

@@ -66,6 +66,10 @@ pub struct Marker {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<String>,
+    /// A command engine's command (`--bridge`, its output family): `vf resume`
+    /// and `vf status` read it here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<crate::engine::EngineCommand>,
     /// `--summary-schema` of the latest attempt (absolute; `vf resume` keeps it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_schema: Option<PathBuf>,
@@ -118,6 +122,7 @@ impl Marker {
             unit: unit.to_string(),
             engine,
             engine_version: None,
+            command: None,
             model: None,
             effort: None,
             summary_schema: None,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::dispatch::MAX_PROMPT_BYTES;
-use crate::engine::RunOptions;
+use crate::engine::{EngineCommand, EngineId, RunOptions};
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::names;
@@ -74,6 +74,8 @@ struct RawUnit {
     commit: Option<bool>,
     setup: Option<String>,
     verify: Option<String>,
+    bridge: Option<String>,
+    bridge_output: Option<crate::engine::EngineId>,
 }
 
 /// One validated unit of a plan.
@@ -100,6 +102,8 @@ pub struct PlanUnit {
     pub worktree: Option<PlanWorktree>,
     pub setup: Option<String>,
     pub verify: Option<String>,
+    /// A command engine's command: the key `bridge` (else `VIBEFLOW_AI`).
+    pub command: Option<crate::engine::EngineCommand>,
 }
 
 impl PlanUnit {
@@ -292,6 +296,7 @@ fn raw_units(raw: RawPlan, text: &str) -> std::result::Result<Vec<RawUnit>, Stri
 /// One unit's own checks (the caller names the unit in the error).
 fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String> {
     let worktree = worktree_of(&u)?;
+    let command = command_of(&u)?;
     let prompt = match (u.prompt, u.prompt_file) {
         (Some(_), Some(_)) => return Err("has both `prompt` and `prompt_file`; give one".into()),
         (None, None) => return Err("has no `prompt` or `prompt_file`".into()),
@@ -328,8 +333,14 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         Some(p) => Some(Arc::new(SummarySchema::load(&dir.join(p))?)),
         None => None,
     };
+    if let Some(e) = u.fallback.iter().find(|e| EngineId::COMMANDS.contains(e)) {
+        return Err(format!(
+            "`fallback` cannot name {e}: it has no command of its own (name a CLI vf knows)"
+        ));
+    }
     let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     Ok(PlanUnit {
+        command,
         summary_schema,
         model: u.model,
         effort: u.effort,
@@ -347,6 +358,33 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         setup: u.setup,
         verify: u.verify,
     })
+}
+
+/// A bridge unit's command: its key `bridge`, else `VIBEFLOW_AI`; the keys
+/// are refused on a unit of another engine.
+fn command_of(u: &RawUnit) -> std::result::Result<Option<EngineCommand>, String> {
+    let engine = match u.engine {
+        EngineChoice::Engine(e) => e.engine().spec().command.map(|src| (e, src)),
+        EngineChoice::Auto => None,
+    };
+    let Some((engine, src)) = engine else {
+        if u.bridge.is_some() || u.bridge_output.is_some() {
+            return Err("`bridge` and `bridge_output` go with engine = \"bridge\"".into());
+        }
+        return Ok(None);
+    };
+    let (line, what) = match (&u.bridge, src.from_env()) {
+        (Some(line), _) => (line.clone(), format!("`{}`", src.plan_key)),
+        (None, Some(line)) => (line, src.env.to_string()),
+        (None, None) => {
+            return Err(format!(
+                "{engine} has no command: set `{}` or {}",
+                src.plan_key, src.env
+            ));
+        }
+    };
+    let cmd = EngineCommand::new(line, u.bridge_output, &what).map_err(|e| e.to_string())?;
+    Ok(Some(cmd))
 }
 
 /// Reads a regular file of at most [`MAX_PROMPT_BYTES`]. A FIFO, a device

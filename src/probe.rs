@@ -84,6 +84,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         read_only: false,
         budget_stop: None,
         keep_answer: false,
+        command: None,
     }
 }
 

@@ -618,6 +618,7 @@ impl Run {
             read_only: false,
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,
+            command: job.plan.command.clone(),
         })
     }
 

@@ -12,7 +12,8 @@ use crate::attach;
 use crate::cli::{DispatchArgs, OutputFormat};
 use crate::dispatch::UnitSpec;
 use crate::engine::choice::{EngineChoice, check_session_choice};
-use crate::engine::{AttachmentKind, Engine, Invocation, Request};
+use crate::engine::launch_plan::Launches;
+use crate::engine::{AttachmentKind, Engine, EngineCommand, EngineId, Invocation, Request};
 use crate::error::{Result, VfError};
 use crate::private::{self, PrivateRanges, RangeSpec};
 use crate::unit_lock::UnitLock;
@@ -36,6 +37,8 @@ pub struct Resolved {
     pub private_ranges: PrivateRanges,
     /// `--model`, `--effort`, `--summary-schema`.
     pub chosen: super::run_options::Chosen,
+    /// A command engine's command (`--bridge`, `VIBEFLOW_AI`).
+    pub command: Option<EngineCommand>,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -87,6 +90,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         None => default_unit_name(engine_id.as_str()),
     };
     names::check("unit name", &unit)?;
+    let command = command_of(args, engine_id)?;
     let prompt = super::prompt::read(&args.prompt)?;
     let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
@@ -102,7 +106,42 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         cwd,
         state_dir,
         skip_permissions: args.skip_permissions,
+        command,
     })
+}
+
+/// The command a command engine runs: its flag (`--bridge`), else its
+/// variable (`VIBEFLOW_AI`), checked. Refused for any other engine.
+fn command_of(args: &DispatchArgs, engine: EngineId) -> Result<Option<EngineCommand>> {
+    let given = match engine {
+        EngineId::Bridge => args.bridge.clone(),
+        _ => None,
+    };
+    let Some(src) = engine.engine().spec().command else {
+        if args.bridge.is_some() || args.bridge_output.is_some() {
+            return Err(VfError::usage(format!(
+                "--bridge and --bridge-output go with --engine bridge, not {engine}"
+            )));
+        }
+        return Ok(None);
+    };
+    if args.run.engine_bin.is_some() {
+        return Err(VfError::usage(format!(
+            "--engine-bin does not apply to {engine}: it runs its command ({})",
+            src.flag
+        )));
+    }
+    let (line, what) = match (given, src.from_env()) {
+        (Some(line), _) => (line, src.flag),
+        (None, Some(line)) => (line, src.env),
+        (None, None) => {
+            return Err(VfError::usage(format!(
+                "{engine}: no command to run: give {} \"CMD\" or set {}",
+                src.flag, src.env
+            )));
+        }
+    };
+    EngineCommand::new(line, args.bridge_output, what).map(Some)
 }
 
 /// `<engine>-<unix seconds>-<pid>`: unique enough for ad-hoc runs.
@@ -133,6 +172,7 @@ pub fn build_invocation(
         version,
         read_only: false,
         options: &r.chosen.options,
+        command: r.command.as_ref(),
     })
 }
 
@@ -147,6 +187,9 @@ struct DryRun<'a> {
     private_ranges: Vec<private::RangeSummary>,
     #[serde(flatten)]
     invocation: &'a Invocation,
+    /// A command engine's launch on each platform.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    launch: Option<Launches>,
 }
 
 #[derive(Serialize)]
@@ -233,6 +276,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         read_only: false,
         budget_stop: None,
         keep_answer: true,
+        command: r.command,
     };
     run_unit(spec, Some(lock), format, replay)
 }
@@ -328,6 +372,7 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
             attachments: dry_run_attachments(r),
             private_ranges: r.private_ranges.summaries(),
             invocation: &inv,
+            launch: r.command.as_ref().map(EngineCommand::launches),
         })?;
     } else {
         print_dry_run(r, &inv, ws)?;
@@ -351,6 +396,14 @@ fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
     }
     if let Some(p) = &inv.prompt_file {
         writeln!(out, "# prompt file: {}", p.display())?;
+    }
+    if let Some(l) = r.command.as_ref().map(EngineCommand::launches) {
+        let quoted = |argv: &[String]| argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>();
+        writeln!(out, "# launch on POSIX: {}", quoted(&l.posix).join(" "))?;
+        match (&l.windows, &l.windows_error) {
+            (Some(w), _) => writeln!(out, "# launch on Windows (argv): {}", quoted(w).join(" "))?,
+            (None, e) => writeln!(out, "# launch on Windows: refused: {}", e.as_deref().unwrap_or("?"))?,
+        }
     }
     writeln!(
         out,

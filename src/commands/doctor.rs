@@ -67,7 +67,11 @@ fn selected(given: &[EngineId]) -> Vec<EngineId> {
         }
     }
     if ids.is_empty() {
-        ids = EngineId::ALL.to_vec();
+        // Every CLI, and each command engine that is configured (`VIBEFLOW_AI`).
+        let configured = EngineId::COMMANDS
+            .into_iter()
+            .filter(|e| e.engine().spec().command.is_some_and(|s| s.from_env().is_some()));
+        ids = EngineId::ALL.into_iter().chain(configured).collect();
     }
     ids
 }
@@ -221,7 +225,8 @@ fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result
     let results = super::block_on(local.run_until(async {
         let mut set = tokio::task::JoinSet::new();
         for (i, r) in reports.iter().enumerate() {
-            if r.verdict != Verdict::Ready {
+            // A command engine has no canary: vf cannot know what it answers.
+            if r.verdict != Verdict::Ready || r.engine.engine().spec().command.is_some() {
                 continue;
             }
             let Some(path) = r.path.clone() else { continue };

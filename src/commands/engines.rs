@@ -5,7 +5,9 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::cli::EnginesArgs;
-use crate::engine::{AttachmentKind, Engine, EngineId, OutputTransport, PromptTransport};
+use crate::engine::{
+    AttachmentKind, CommandSource, Engine, EngineId, OutputTransport, PromptTransport,
+};
 use crate::error::Result;
 use crate::version::Version;
 
@@ -70,11 +72,13 @@ struct Row {
     attachment_flag: Option<&'static str>,
     skip_permissions_flag: Option<&'static str>,
     prompt_limit_bytes: Option<usize>,
+    /// A command engine: where its unit's command comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<CommandSource>,
 }
 
 fn rows() -> Vec<Row> {
-    EngineId::ALL
-        .iter()
+    EngineId::every()
         .map(|id| {
             let e = id.engine();
             let s = e.spec();
@@ -94,6 +98,7 @@ fn rows() -> Vec<Row> {
                 attachment_flag: s.attachment_flag,
                 skip_permissions_flag: s.skip_permissions_flag,
                 prompt_limit_bytes: s.prompt_limit_bytes,
+                command: s.command,
             }
         })
         .collect()
@@ -129,7 +134,10 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
             out,
             "{:<9} {:<9} {:<10} {:<7} {:<24} {}",
             r.name,
-            r.binary,
+            match r.command {
+                Some(c) => c.flag,
+                None => r.binary,
+            },
             r.verified_version.unwrap_or("none"),
             match r.prompt_transport {
                 PromptTransport::Stdin => "stdin",
@@ -179,6 +187,7 @@ mod tests {
             assert_eq!(resume_text(&row(name)), "exact");
         }
         assert_eq!(row("agy").resume, Resume::Replay);
+        assert_eq!(row("bridge").resume, Resume::Replay);
         assert!(row("agy").exact_resume_versions.is_empty());
     }
 }

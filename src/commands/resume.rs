@@ -95,6 +95,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         read_only: false,
         budget_stop: None,
         keep_answer: true,
+        command: marker.command.clone(),
     };
     Ok(Request {
         spec,

@@ -229,6 +229,10 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
                     (None, None) => String::new(),
                 };
                 // In the free-width last column: the fixed columns stay aligned.
+                let detail = match &m.command {
+                    Some(c) => format!("command: {} {detail}", crate::text::one_line(&c.line, 60)),
+                    None => detail,
+                };
                 let detail = match &m.workspace {
                     Some(w) => format!("{} {detail}", w.short()).trim_end().to_string(),
                     None => detail,

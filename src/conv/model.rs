@@ -128,13 +128,16 @@ pub fn parse_with(s: &str) -> Result<With> {
         Some((e, a)) => (e, a),
         None => (head, head),
     };
-    let id = EngineId::parse(engine).ok_or_else(|| {
-        VfError::usage(format!(
-            "--with {}: unknown engine {}",
-            crate::text::shown(s, 80),
-            crate::text::shown(engine, 40)
-        ))
-    })?;
+    let id = EngineId::parse(engine)
+        .filter(|e| e.engine().spec().command.is_none())
+        .ok_or_else(|| {
+            VfError::usage(format!(
+                "--with {}: unknown engine {} (a participant is one of: {})",
+                crate::text::shown(s, 80),
+                crate::text::shown(engine, 40),
+                crate::engine::engine_list(&EngineId::ALL)
+            ))
+        })?;
     names::check("participant alias", alias)?;
     if let Some(m) = model {
         let opts = crate::engine::RunOptions::new(Some(m.to_string()), None, None);

@@ -233,6 +233,7 @@ fn start(
         steps: Default::default(),
         budget_stop: None,
         keep_answer: false,
+        command: None,
     };
     Ok((spec, read_only))
 }

@@ -63,15 +63,23 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
     let fail = |marker: &mut Marker, reason, err| {
         super::fail_before_spawn(&store, marker, marker_is_new, reason, err)
     };
-    let program = match binary::resolve_binary(spec.engine, spec.engine_bin.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            let err = VfError::not_ready(format!("{}: {e}", spec.engine));
-            return Err(fail(&mut marker, Reason::Missing, err));
-        }
+    let is_command = spec.engine.engine().spec().command.is_some();
+    // A command engine runs what its launch names (resolved after the build):
+    // no binary of its own, no version to read.
+    let binary = match is_command {
+        true => None,
+        false => match binary::resolve_binary(spec.engine, spec.engine_bin.as_deref()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let err = VfError::not_ready(format!("{}: {e}", spec.engine));
+                return Err(fail(&mut marker, Reason::Missing, err));
+            }
+        },
     };
     let mut warnings = spec.warnings.clone();
-    let version = read_version(spec, &program, &mut warnings);
+    let version = binary
+        .as_ref()
+        .and_then(|p| read_version(spec, p, &mut warnings));
     marker.engine_version = version.as_ref().map(Version::to_string);
     let built = spec.engine.engine().build(&Request {
         prompt: &spec.prompt,
@@ -85,10 +93,21 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
         version: version.as_ref(),
         read_only: spec.read_only,
         options: &spec.options,
+        command: spec.command.as_ref(),
     });
     let mut inv = match built {
         Ok(inv) => inv,
         Err(e) => return Err(fail(&mut marker, Reason::Invalid, e)),
+    };
+    let program = match binary {
+        Some(p) => p,
+        None => match binary::resolve_program(&inv.program) {
+            Ok(p) => p,
+            Err(e) => {
+                let err = VfError::not_ready(format!("{}: {e}", spec.engine));
+                return Err(fail(&mut marker, Reason::Missing, err));
+            }
+        },
     };
     inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;

@@ -175,11 +175,11 @@ pub(super) async fn supervise(
 impl<'a> Supervisor<'a> {
     fn new(spec: &'a UnitSpec, sink: &'a mut dyn EventSink, l: &Launched) -> Self {
         let version = l.prepared.version.as_ref();
-        let transport = spec.engine.engine().output_transport(version);
+        let (family, transport) = spec.engine.engine().frames(spec.command.as_ref(), version);
         Supervisor {
             spec,
             sink,
-            projector: Projector::new(spec.engine, version, transport),
+            projector: Projector::for_unit(spec.engine, family, version, transport),
             stop: None,
             kill_at: None,
             exit_status: None,

@@ -28,6 +28,7 @@ static SPEC: Spec = Spec {
     resumable_after_answer: false,
     // No verified help: --model and --effort are refused; no native schema flag.
     options: OptionFlags::NONE,
+    command: None,
 };
 
 impl Engine for Agy {

@@ -18,9 +18,9 @@ pub enum EngineChoice {
 }
 
 impl EngineChoice {
-    /// `auto`, then every engine in support-matrix order.
+    /// `auto`, then every engine in support-matrix order, then the command engines.
     fn all() -> impl Iterator<Item = EngineChoice> {
-        std::iter::once(EngineChoice::Auto).chain(EngineId::ALL.map(EngineChoice::Engine))
+        std::iter::once(EngineChoice::Auto).chain(EngineId::every().map(EngineChoice::Engine))
     }
 
     pub fn as_str(self) -> &'static str {
@@ -34,6 +34,9 @@ impl EngineChoice {
         let v = clap::builder::PossibleValue::new(self.as_str());
         match self {
             EngineChoice::Auto => v.help("the first ready engine that accepts every attached kind"),
+            EngineChoice::Engine(e) if e.engine().spec().command.is_some() => {
+                v.help("any agent CLI: the command it runs comes with the unit")
+            }
             EngineChoice::Engine(_) => v,
         }
     }
@@ -45,17 +48,42 @@ impl fmt::Display for EngineChoice {
     }
 }
 
+/// Engine kinds that are named but not available in this vf: refused in
+/// words rather than as unknown (`acp`, `acp:NAME`: issue 26, ACP agents).
+const NOT_YET: &[&str] = &["acp"];
+
 /// The one parser of engine names: clap and plan files both go through it.
+/// A name is `KIND` or `KIND:PRESET`; no engine has presets yet.
 impl FromStr for EngineChoice {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        EngineChoice::all()
-            .find(|c| c.as_str() == s)
-            .ok_or_else(|| {
+        let (kind, preset) = match s.split_once(':') {
+            Some((k, p)) => (k, Some(p)),
+            None => (s, None),
+        };
+        if NOT_YET.contains(&kind) {
+            return Err(format!(
+                "engine {kind:?} is not available yet in this vf; to drive an agent vf does not \
+                 know, use --engine bridge --bridge \"CMD\""
+            ));
+        }
+        let found = EngineChoice::all().find(|c| c.as_str() == kind);
+        match (found, preset) {
+            (Some(c), None) => Ok(c),
+            (Some(c), Some(p)) => Err(format!(
+                "engine {c} has no preset {}: give it as plain {c}",
+                crate::text::shown(p, 40)
+            )),
+            (None, _) => {
                 let known: Vec<&str> = EngineChoice::all().map(|c| c.as_str()).collect();
-                format!("unknown engine {s:?} (one of: {})", known.join(", "))
-            })
+                Err(format!(
+                    "unknown engine {} (one of: {})",
+                    crate::text::shown(s, 60),
+                    known.join(", ")
+                ))
+            }
+        }
     }
 }
 
@@ -66,21 +94,38 @@ impl<'de> serde::Deserialize<'de> for EngineChoice {
     }
 }
 
-type ChoiceParser = clap::builder::TryMapValueParser<
-    clap::builder::PossibleValuesParser,
-    fn(String) -> std::result::Result<EngineChoice, String>,
->;
+/// clap's parser of `--engine`: lists the names (help, completions) and
+/// parses with [`FromStr`], so `KIND:PRESET` reaches the one parser.
+#[derive(Clone, Copy, Debug)]
+pub struct ChoiceParser;
 
-/// clap lists the names (help, completions) and parses with [`FromStr`].
+impl TypedValueParser for ChoiceParser {
+    type Value = EngineChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<EngineChoice, clap::Error> {
+        let parse = |s: &str| s.parse::<EngineChoice>();
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            EngineChoice::all().map(EngineChoice::possible_value),
+        ))
+    }
+}
+
 impl clap::builder::ValueParserFactory for EngineChoice {
     type Parser = ChoiceParser;
 
     fn value_parser() -> ChoiceParser {
-        let parse: fn(String) -> std::result::Result<EngineChoice, String> = |s| s.parse();
-        clap::builder::PossibleValuesParser::new(
-            EngineChoice::all().map(EngineChoice::possible_value),
-        )
-        .try_map(parse)
+        ChoiceParser
     }
 }
 
@@ -315,8 +360,17 @@ mod tests {
         let e = "gpt".parse::<EngineChoice>().unwrap_err();
         assert_eq!(
             e,
-            "unknown engine \"gpt\" (one of: auto, claude, codex, copilot, opencode, gemini, agy)"
+            "unknown engine \"gpt\" (one of: auto, claude, codex, copilot, opencode, gemini, agy, bridge)"
         );
+        let not_yet = "engine \"acp\" is not available yet in this vf; to drive an agent vf \
+            does not know, use --engine bridge --bridge \"CMD\"";
+        assert_eq!("acp".parse::<EngineChoice>(), Err(not_yet.to_string()));
+        assert_eq!("acp:gemini".parse::<EngineChoice>(), Err(not_yet.to_string()));
+        assert_eq!(
+            "bridge:aider".parse::<EngineChoice>(),
+            Err("engine bridge has no preset \"aider\": give it as plain bridge".to_string())
+        );
+        assert!("auto:x".parse::<EngineChoice>().is_err());
         assert!(serde_json::from_value::<EngineChoice>(serde_json::json!("Claude")).is_err());
     }
 }

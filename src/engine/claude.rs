@@ -47,6 +47,7 @@ static SPEC: Spec = Spec {
         effort_levels: &["low", "medium", "high", "xhigh", "max"],
         schema: Some(SchemaFlag::Inline("--json-schema")),
     },
+    command: None,
 };
 
 impl Engine for Claude {

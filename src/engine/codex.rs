@@ -88,6 +88,7 @@ static SPEC: Spec = Spec {
         model_needs_provider: false,
         schema: Some(SchemaFlag::File("--output-schema")),
     },
+    command: None,
 };
 
 impl Engine for Codex {

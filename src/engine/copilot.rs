@@ -65,6 +65,7 @@ static SPEC: Spec = Spec {
         effort_levels: &["none", "minimal", "low", "medium", "high", "xhigh", "max"],
         schema: None,
     },
+    command: None,
 };
 
 impl Copilot {

@@ -37,6 +37,7 @@ static SPEC: Spec = Spec {
         model: Some("--model"),
         ..OptionFlags::NONE
     },
+    command: None,
 };
 
 impl Engine for Gemini {

@@ -17,17 +17,23 @@ use crate::error::{Result, VfError};
 use crate::version::Version;
 
 pub mod agy;
+pub mod bridge;
 pub mod choice;
 pub mod claude;
 pub mod codex;
+pub mod command;
 pub mod copilot;
 pub mod gemini;
+pub mod launch_plan;
 pub mod opencode;
 pub mod options;
 
+pub use command::{CommandSource, EngineCommand};
 pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
 
-/// The six engines vf drives.
+/// The engines vf drives: the six CLIs it knows ([`EngineId::ALL`]) and the
+/// command engines, whose unit carries the command to run
+/// ([`EngineId::COMMANDS`], `Spec::command`).
 #[derive(
     Debug,
     Clone,
@@ -49,6 +55,7 @@ pub enum EngineId {
     Opencode,
     Gemini,
     Agy,
+    Bridge,
 }
 
 impl EngineId {
@@ -61,6 +68,15 @@ impl EngineId {
         EngineId::Agy,
     ];
 
+    /// The command engines: `--engine auto` never picks one, and a plan's
+    /// `fallback` cannot name one (it has no command of its own).
+    pub const COMMANDS: [EngineId; 1] = [EngineId::Bridge];
+
+    /// Every engine: the CLIs, then the command engines.
+    pub fn every() -> impl Iterator<Item = EngineId> {
+        EngineId::ALL.into_iter().chain(EngineId::COMMANDS)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             EngineId::Claude => "claude",
@@ -69,11 +85,12 @@ impl EngineId {
             EngineId::Opencode => "opencode",
             EngineId::Gemini => "gemini",
             EngineId::Agy => "agy",
+            EngineId::Bridge => "bridge",
         }
     }
 
     pub fn parse(s: &str) -> Option<EngineId> {
-        EngineId::ALL.into_iter().find(|e| e.as_str() == s)
+        EngineId::every().find(|e| e.as_str() == s)
     }
 
     /// The engine's implementation of the contract.
@@ -85,6 +102,7 @@ impl EngineId {
             EngineId::Opencode => &opencode::Opencode,
             EngineId::Gemini => &gemini::Gemini,
             EngineId::Agy => &agy::Agy,
+            EngineId::Bridge => &bridge::Bridge,
         }
     }
 
@@ -278,6 +296,9 @@ pub struct Spec {
     pub resumable_after_answer: bool,
     /// The verified flags for `--model`, `--effort` and the summary schema.
     pub options: OptionFlags,
+    /// A command engine: where its unit's command comes from (`None`: a CLI
+    /// found as `binary`).
+    pub command: Option<CommandSource>,
 }
 
 impl Spec {
@@ -329,6 +350,8 @@ pub struct Request<'a> {
     pub read_only: bool,
     /// Model, effort and summary schema (`RunOptions::NONE` for none).
     pub options: &'a RunOptions,
+    /// A command engine's command (`None` for the CLIs).
+    pub command: Option<&'a EngineCommand>,
 }
 
 impl Request<'_> {
@@ -453,6 +476,16 @@ pub trait Engine: Sync {
         self.spec().output_transport
     }
 
+    /// Whose frame manifest reads the output, and in which transport: the
+    /// engine's own, unless a command engine's unit names another family.
+    fn frames(
+        &self,
+        _command: Option<&EngineCommand>,
+        version: Option<&Version>,
+    ) -> (EngineId, OutputTransport) {
+        (self.spec().id, self.output_transport(version))
+    }
+
     /// A better failure reason for a known last line of the CLI's stderr
     /// (policy only this engine knows, e.g. claude's refusal as root).
     fn explain_stderr(&self, _line: &str) -> Option<&'static str> {
@@ -495,6 +528,12 @@ pub fn check_request(spec: &Spec, req: &Request<'_>) -> Result<()> {
             )));
         }
     }
+    if let (Some(src), None) = (spec.command, req.command) {
+        return Err(VfError::usage(format!(
+            "{}: no command to run: give {} \"CMD\", set {} or the plan key `{}`",
+            spec.id, src.flag, src.env, src.plan_key
+        )));
+    }
     let kinds: Vec<AttachmentKind> = req.attachments.iter().map(|a| a.kind).collect();
     check_attachment_kinds(spec.id, &kinds)?;
     options::check(spec, req.options)
@@ -526,7 +565,7 @@ mod tests {
 
     #[test]
     fn engine_ids_round_trip() {
-        for e in EngineId::ALL {
+        for e in EngineId::every() {
             assert_eq!(EngineId::parse(e.as_str()), Some(e));
             assert_eq!(e.engine().spec().id, e);
         }

@@ -45,6 +45,7 @@ static SPEC: Spec = Spec {
         model_needs_provider: true,
         ..OptionFlags::NONE
     },
+    command: None,
 };
 
 impl Engine for Opencode {

@@ -8,7 +8,7 @@ use super::keep::{self, Keep};
 use super::manifest::{Entry, Manifest};
 use super::manifests;
 use super::tracker::Tracker;
-use crate::engine::{EngineId, OutputTransport};
+use crate::engine::{EngineId, OutputTransport, SessionIds};
 use crate::text::cut;
 use crate::version::Version;
 
@@ -79,6 +79,8 @@ pub struct Projector {
     pub(super) tracker: Tracker,
     /// The session id the current frame names (at the manifest's `session`).
     pub(super) frame_session: Option<String>,
+    /// Events show session ids only for a unit whose engine has sessions.
+    pub(super) shows_sessions: bool,
     pub(super) cli: EngineId,
     pub(super) manifest: &'static Manifest,
     pub(super) table: Option<&'static [Entry]>,
@@ -99,7 +101,19 @@ pub struct Projector {
 
 impl Projector {
     pub fn new(engine: EngineId, version: Option<&Version>, transport: OutputTransport) -> Self {
-        let resolved = manifests::resolve(engine, version);
+        Projector::for_unit(engine, engine, version, transport)
+    }
+
+    /// A projector reading `family`'s frames for a unit of `engine` (the
+    /// bridge with `--bridge-output codex`): the manifest is the family's;
+    /// what a session id looks like, and whether it is one, is `engine`'s.
+    pub fn for_unit(
+        engine: EngineId,
+        family: EngineId,
+        version: Option<&Version>,
+        transport: OutputTransport,
+    ) -> Self {
+        let resolved = manifests::resolve(family, version);
         let none = RawRange { start: 0, end: 0 };
         let mut startup = Vec::new();
         if let Some(w) = resolved.warning {
@@ -116,7 +130,7 @@ impl Projector {
                 Level::Warning,
                 "No manifest for this transport",
                 Some(format!(
-                    "{engine} {} has no {} manifest: every frame will be reported as unknown",
+                    "{family} {} has no {} manifest: every frame will be reported as unknown",
                     resolved.manifest.family(),
                     transport.as_str()
                 )),
@@ -132,7 +146,8 @@ impl Projector {
                 &resolved.manifest.rate_limits,
             ),
             frame_session: None,
-            cli: engine,
+            shows_sessions: engine.engine().spec().session_ids != SessionIds::None,
+            cli: family,
             manifest: resolved.manifest,
             table,
             cli_version: resolved.cli_version,

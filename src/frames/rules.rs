@@ -386,7 +386,7 @@ impl Projector {
             }
             .to_string(),
             detail,
-            session_id: if spec.shows_session {
+            session_id: if spec.shows_session && self.shows_sessions {
                 self.frame_session.clone()
             } else {
                 None

@@ -284,6 +284,66 @@ pub fn shell(command: &str) -> std::process::Command {
     family::shell(command)
 }
 
+/// How a command string (the bridge's) is launched on this platform: handed
+/// to the POSIX shell, or tokenized and run directly (`engine::launch_plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandLaunch {
+    Shell,
+    Direct,
+}
+
+/// This platform's [`CommandLaunch`].
+pub const COMMAND_LAUNCH: CommandLaunch = if cfg!(windows) {
+    CommandLaunch::Direct
+} else {
+    CommandLaunch::Shell
+};
+
+/// `program` with `args`, as the spawn passes them: each argument one argv
+/// element. On Windows a `cmd.exe` program gets its arguments quoted for
+/// cmd.exe ([`cmd_arg`]) instead of the C runtime's rules, which cmd.exe does
+/// not read: `>` or `&&` reach the program literally.
+pub fn command(program: &Path, args: &[String]) -> std::process::Command {
+    family::command(program, args)
+}
+
+/// One argument on a `cmd.exe` command line: as is when it holds only
+/// characters cmd.exe passes on untouched, else in double quotes with each
+/// quote doubled. (cmd.exe still expands `%NAME%` inside quotes.)
+pub fn cmd_arg(a: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./\\:+@".contains(c);
+    if !a.is_empty() && a.chars().all(plain) {
+        a.to_string()
+    } else {
+        format!("\"{}\"", a.replace('"', "\"\""))
+    }
+}
+
+/// The first executable file named `name` in the directories of `path_var`.
+/// Empty entries (which POSIX reads as the current directory) are skipped:
+/// vf never runs a binary just because it sits in the working directory.
+///
+/// The names tried in each directory are [`executable_names`] (on Windows
+/// `codex` is found as `codex.cmd`, `codex.exe`, ..., in `PATHEXT` order).
+pub fn find_on_path(name: &str, path_var: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    if name.is_empty() || has_separator(std::ffi::OsStr::new(name)) {
+        return None;
+    }
+    let names = executable_names(name);
+    std::env::split_paths(path_var?)
+        .filter(|dir| dir.is_absolute())
+        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+        .find(|p| is_executable(p))
+}
+
+/// Whether `p` names a directory part (this OS's separators: `/`, and `\`
+/// on Windows): then it is a path, not a name to look up.
+pub fn has_separator(p: &std::ffi::OsStr) -> bool {
+    p.as_encoded_bytes()
+        .iter()
+        .any(|&b| b.is_ascii() && std::path::is_separator(b as char))
+}
+
 /// Whether an open failed because the last component is a link, which
 /// [`OpenExt::no_follow`] refuses.
 pub fn is_link_refusal(e: &std::io::Error) -> bool {
@@ -332,6 +392,23 @@ fn join_args(raw: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cmd_args_are_quoted_for_cmd_exe() {
+        let cases = [
+            ("agent.cmd", "agent.cmd"),
+            (r"C:\tools\a.cmd", r"C:\tools\a.cmd"),
+            (r"C:\Program Files\a.cmd", r#""C:\Program Files\a.cmd""#),
+            (">", r#"">""#),
+            ("&&", r#""&&""#),
+            ("", r#""""#),
+            (r#"say "hi""#, r#""say ""hi""""#),
+            ("a=b", r#""a=b""#),
+        ];
+        for (arg, want) in cases {
+            assert_eq!(cmd_arg(arg), want, "{arg:?}");
+        }
+    }
 
     #[test]
     fn signal_numbers_round_trip() {

@@ -199,6 +199,12 @@ pub fn executable_names(name: &str) -> Vec<String> {
     vec![name.to_string()]
 }
 
+pub fn command(program: &std::path::Path, args: &[String]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    cmd
+}
+
 pub fn shell(command: &str) -> std::process::Command {
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c").arg(command);

@@ -440,6 +440,22 @@ pub fn executable_names(name: &str) -> Vec<String> {
     exts.iter().map(|e| format!("{name}{e}")).collect()
 }
 
+/// `program` with `args`; a `cmd.exe` program's arguments quoted for cmd.exe.
+pub fn command(program: &Path, args: &[String]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
+    let is_cmd_exe = program
+        .file_name()
+        .is_some_and(|n| n.eq_ignore_ascii_case("cmd.exe"));
+    if is_cmd_exe {
+        for a in args {
+            cmd.raw_arg(super::cmd_arg(a));
+        }
+    } else {
+        cmd.args(args);
+    }
+    cmd
+}
+
 /// `cmd.exe /d /s /c "CMD"`: no AutoRun commands, and with `/s` cmd strips
 /// exactly the outer quotes and runs the rest as typed.
 pub fn shell(command: &str) -> std::process::Command {

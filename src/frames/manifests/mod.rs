@@ -2,6 +2,7 @@
 //! Each file's `FAMILIES` lists the families oldest first.
 
 pub mod agy;
+pub mod bridge;
 pub mod claude;
 pub mod codex;
 pub mod copilot;
@@ -49,6 +50,28 @@ pub(crate) const fn lifecycle(spec: LifecycleSpec) -> Rule {
     Rule::Lifecycle(spec)
 }
 
+/// The manifest of a CLI that prints plain text only: no frame kinds, every
+/// line the text path (agy; the bridge without `--bridge-output`).
+pub(crate) const fn text_only(cli: EngineId) -> Manifest {
+    use super::manifest::{RateLimits, TransportTable};
+    Manifest {
+        cli,
+        major: 0,
+        minor: 0,
+        verified: &[],
+        kind: &["type"],
+        session: &[],
+        closing: "",
+        subkinds: &[],
+        rate_limits: RateLimits::NONE,
+        budget_stops: &[],
+        transports: &[TransportTable {
+            transport: crate::engine::OutputTransport::Text,
+            entries: &[],
+        }],
+    }
+}
+
 /// All families of one CLI, oldest first.
 pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
     match cli {
@@ -58,6 +81,7 @@ pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
         EngineId::Opencode => opencode::FAMILIES,
         EngineId::Copilot => copilot::FAMILIES,
         EngineId::Agy => agy::FAMILIES,
+        EngineId::Bridge => bridge::FAMILIES,
     }
 }
 

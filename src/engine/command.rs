@@ -1,0 +1,118 @@
+//! Command engines: the unit carries the command vf runs (the bridge's
+//! `--bridge "CMD"`), instead of the engine naming a binary found on PATH.
+//! The command travels with the unit: the run request, the plan unit and the
+//! marker (so `vf resume`, `vf orchestrate --resume` and `vf status` see the
+//! same one). How the string is launched is [`super::launch_plan`].
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::launch_plan::{self, Launches};
+use super::{EngineId, OutputTransport};
+use crate::error::{Result, VfError};
+use crate::sys::{self, CommandLaunch};
+
+/// Where a command engine's command comes from, for messages and lookups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandSource {
+    /// The dispatch flag (`--bridge`).
+    pub flag: &'static str,
+    /// The environment variable read when the flag is absent (`VIBEFLOW_AI`).
+    pub env: &'static str,
+    /// The plan key (`bridge`).
+    pub plan_key: &'static str,
+}
+
+impl CommandSource {
+    /// The variable's value when it is set (empty included: refused later,
+    /// in words, rather than silently ignored).
+    pub fn from_env(&self) -> Option<String> {
+        std::env::var_os(self.env).map(|v| v.to_string_lossy().into_owned())
+    }
+}
+
+/// What a command engine's unit runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EngineCommand {
+    /// The command string, as given.
+    pub line: String,
+    /// The known engine whose JSON family the output is projected as
+    /// (`--bridge-output`); plain text when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<EngineId>,
+}
+
+impl EngineCommand {
+    /// A checked command: not blank, no NUL, not too long; `output` a known
+    /// CLI with a JSON transport. `what` names the source in errors.
+    pub fn new(line: String, output: Option<EngineId>, what: &str) -> Result<EngineCommand> {
+        launch_plan::check(&line, what).map_err(VfError::usage)?;
+        if let Some(e) = output {
+            check_output_family(e)?;
+        }
+        Ok(EngineCommand { line, output })
+    }
+
+    /// The argv this platform starts (`sys::COMMAND_LAUNCH`).
+    pub fn argv_here(&self) -> Result<Vec<String>> {
+        match sys::COMMAND_LAUNCH {
+            CommandLaunch::Shell => Ok(launch_plan::posix(&self.line)),
+            CommandLaunch::Direct => launch_plan::windows(&self.line, resolves_to_batch)
+                .map_err(|e| VfError::usage(format!("the command does not tokenize: {e}"))),
+        }
+    }
+
+    /// Both platforms' launches (`--dry-run`): the Windows one resolved as the
+    /// spawn would when vf runs there, else judged by the token's extension.
+    pub fn launches(&self) -> Launches {
+        match sys::COMMAND_LAUNCH {
+            CommandLaunch::Direct => launch_plan::both(&self.line, resolves_to_batch),
+            CommandLaunch::Shell => launch_plan::both(&self.line, launch_plan::names_batch_file),
+        }
+    }
+
+    /// The command's first token, as `vf doctor` resolves it: the Windows
+    /// tokenization, else the first whitespace-separated word.
+    pub fn first_token(&self) -> String {
+        match launch_plan::tokenize(&self.line) {
+            Ok(t) => t[0].text.clone(),
+            Err(_) => self
+                .line
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+}
+
+/// `--bridge-output`: a known CLI whose output is JSON frames.
+fn check_output_family(e: EngineId) -> Result<()> {
+    let spec = e.engine().spec();
+    if spec.command.is_some() || spec.output_transport == OutputTransport::Text {
+        let json: Vec<&str> = EngineId::ALL
+            .into_iter()
+            .filter(|e| e.engine().spec().output_transport != OutputTransport::Text)
+            .map(EngineId::as_str)
+            .collect();
+        return Err(VfError::usage(format!(
+            "the output of {e} is not a JSON family; name one of: {}",
+            json.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a program token resolves, as the spawn resolves it, to a `.cmd`
+/// or `.bat` file: a path by its own name, a bare name on PATH (PATHEXT).
+fn resolves_to_batch(token: &str) -> bool {
+    let found: Option<PathBuf> = if sys::has_separator(std::ffi::OsStr::new(token)) {
+        Some(PathBuf::from(token))
+    } else {
+        sys::find_on_path(token, std::env::var_os("PATH").as_deref())
+    };
+    found.is_some_and(|p| launch_plan::names_batch_file(&p.to_string_lossy()))
+}

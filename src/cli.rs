@@ -39,7 +39,7 @@ pub enum Command {
     /// Show the engine contract: binaries, verified versions, transports, resume support.
     Engines(EnginesArgs),
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
-    Dispatch(DispatchArgs),
+    Dispatch(Box<DispatchArgs>),
     /// Resume a unit's exact native session after a failure or crash.
     Resume(ResumeArgs),
     /// Show every unit's state, engine, session id, summary and last error.

@@ -371,12 +371,21 @@ fn shown(spec: &Spec, args: &[&str]) -> String {
 /// command's first token resolved to a path, or why not. No version check.
 pub fn command_report(id: EngineId, line: Option<String>) -> EngineReport {
     let spec = id.engine().spec();
-    let mut r = missing_report(spec, &ResolveError::NotFound { engine: id, binary: "" });
+    let mut r = missing_report(
+        spec,
+        &ResolveError::NotFound {
+            engine: id,
+            binary: "",
+        },
+    );
     let Some(src) = spec.command else {
         return r;
     };
     let command = match line {
-        None => Err(format!("no {id} is configured: set {} to its command", src.env)),
+        None => Err(format!(
+            "no {id} is configured: set {} to its command",
+            src.env
+        )),
         Some(line) => EngineCommand::new(line, None, src.env).map_err(|e| e.to_string()),
     };
     let resolved = command.and_then(|c| {

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::dispatch::MAX_PROMPT_BYTES;
-use crate::engine::{EngineCommand, EngineId, RunOptions};
 use crate::engine::choice::EngineChoice;
+use crate::engine::{EngineCommand, EngineId, RunOptions};
 use crate::error::{Result, VfError};
 use crate::names;
 use crate::summary::schema::SummarySchema;

@@ -402,7 +402,11 @@ fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
         writeln!(out, "# launch on POSIX: {}", quoted(&l.posix).join(" "))?;
         match (&l.windows, &l.windows_error) {
             (Some(w), _) => writeln!(out, "# launch on Windows (argv): {}", quoted(w).join(" "))?,
-            (None, e) => writeln!(out, "# launch on Windows: refused: {}", e.as_deref().unwrap_or("?"))?,
+            (None, e) => writeln!(
+                out,
+                "# launch on Windows: refused: {}",
+                e.as_deref().unwrap_or("?")
+            )?,
         }
     }
     writeln!(

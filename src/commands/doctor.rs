@@ -68,9 +68,12 @@ fn selected(given: &[EngineId]) -> Vec<EngineId> {
     }
     if ids.is_empty() {
         // Every CLI, and each command engine that is configured (`VIBEFLOW_AI`).
-        let configured = EngineId::COMMANDS
-            .into_iter()
-            .filter(|e| e.engine().spec().command.is_some_and(|s| s.from_env().is_some()));
+        let configured = EngineId::COMMANDS.into_iter().filter(|e| {
+            e.engine()
+                .spec()
+                .command
+                .is_some_and(|s| s.from_env().is_some())
+        });
         ids = EngineId::ALL.into_iter().chain(configured).collect();
     }
     ids

@@ -365,7 +365,10 @@ mod tests {
         let not_yet = "engine \"acp\" is not available yet in this vf; to drive an agent vf \
             does not know, use --engine bridge --bridge \"CMD\"";
         assert_eq!("acp".parse::<EngineChoice>(), Err(not_yet.to_string()));
-        assert_eq!("acp:gemini".parse::<EngineChoice>(), Err(not_yet.to_string()));
+        assert_eq!(
+            "acp:gemini".parse::<EngineChoice>(),
+            Err(not_yet.to_string())
+        );
         assert_eq!(
             "bridge:aider".parse::<EngineChoice>(),
             Err("engine bridge has no preset \"aider\": give it as plain bridge".to_string())

@@ -18,7 +18,7 @@ use serde::Serialize;
 pub const MAX_COMMAND_BYTES: usize = 32 * 1024 - 1;
 
 /// The POSIX shell that interprets a command string.
-pub const POSIX_SHELL: &str = "/bin/sh";
+pub use crate::sys::POSIX_SHELL;
 
 /// The Windows command interpreter a `.cmd`/`.bat` program runs under.
 pub const CMD_EXE: &str = "cmd.exe";
@@ -169,21 +169,51 @@ mod tests {
     #[test]
     fn tokenizer_table() {
         let cases: &[(&str, Result<Vec<Token>, &str>)] = &[
-            ("aider --yes", Ok(vec![tok("aider", false), tok("--yes", false)])),
+            (
+                "aider --yes",
+                Ok(vec![tok("aider", false), tok("--yes", false)]),
+            ),
             ("  a \t b  ", Ok(vec![tok("a", false), tok("b", false)])),
             (
                 r#""C:\Program Files\x\agent.cmd" -q"#,
-                Ok(vec![tok(r"C:\Program Files\x\agent.cmd", true), tok("-q", false)]),
+                Ok(vec![
+                    tok(r"C:\Program Files\x\agent.cmd", true),
+                    tok("-q", false),
+                ]),
             ),
-            (r#"a "" b"#, Ok(vec![tok("a", false), tok("", true), tok("b", false)])),
-            (r#"say "he said ""hi""""#, Ok(vec![tok("say", false), tok(r#"he said "hi""#, true)])),
+            (
+                r#"a "" b"#,
+                Ok(vec![tok("a", false), tok("", true), tok("b", false)]),
+            ),
+            (
+                r#"say "he said ""hi""""#,
+                Ok(vec![tok("say", false), tok(r#"he said "hi""#, true)]),
+            ),
             (r#"a"b c"d"#, Ok(vec![tok("ab cd", true)])),
-            ("x > out && y", Ok(vec![tok("x", false), tok(">", false), tok("out", false), tok("&&", false), tok("y", false)])),
-            (r"C:\tools\a.exe \\srv\share", Ok(vec![tok(r"C:\tools\a.exe", false), tok(r"\\srv\share", false)])),
+            (
+                "x > out && y",
+                Ok(vec![
+                    tok("x", false),
+                    tok(">", false),
+                    tok("out", false),
+                    tok("&&", false),
+                    tok("y", false),
+                ]),
+            ),
+            (
+                r"C:\tools\a.exe \\srv\share",
+                Ok(vec![
+                    tok(r"C:\tools\a.exe", false),
+                    tok(r"\\srv\share", false),
+                ]),
+            ),
             (r#"a "b"#, Err("a double quote is not closed")),
             ("   ", Err("no program to run")),
             ("", Err("no program to run")),
-            ("a\nb", Err("a line break outside quotes: give the command on one line")),
+            (
+                "a\nb",
+                Err("a line break outside quotes: give the command on one line"),
+            ),
         ];
         for (line, want) in cases {
             let got = tokenize(line);
@@ -196,24 +226,64 @@ mod tests {
     fn launch_plans_on_both_platforms() {
         let batch = names_batch_file;
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let cases: &[(&str, &[&str], Result<&[&str], &str>)] = &[
+        type Case<'a> = (&'a str, &'a [&'a str], Result<&'a [&'a str], &'a str>);
+        let cases: &[Case] = &[
             // A quoted shim path with spaces gains `call`.
             (
                 r#""C:\Program Files\Agent\agent.cmd" --fast"#,
-                &["/bin/sh", "-c", r#""C:\Program Files\Agent\agent.cmd" --fast"#],
-                Ok(&["cmd.exe", "/d", "/c", "call", r"C:\Program Files\Agent\agent.cmd", "--fast"]),
+                &[
+                    "/bin/sh",
+                    "-c",
+                    r#""C:\Program Files\Agent\agent.cmd" --fast"#,
+                ],
+                Ok(&[
+                    "cmd.exe",
+                    "/d",
+                    "/c",
+                    "call",
+                    r"C:\Program Files\Agent\agent.cmd",
+                    "--fast",
+                ]),
             ),
             // An unquoted .cmd does not.
-            ("agent.CMD -q", &["/bin/sh", "-c", "agent.CMD -q"], Ok(&["cmd.exe", "/d", "/c", "agent.CMD", "-q"])),
-            ("run.bat", &["/bin/sh", "-c", "run.bat"], Ok(&["cmd.exe", "/d", "/c", "run.bat"])),
+            (
+                "agent.CMD -q",
+                &["/bin/sh", "-c", "agent.CMD -q"],
+                Ok(&["cmd.exe", "/d", "/c", "agent.CMD", "-q"]),
+            ),
+            (
+                "run.bat",
+                &["/bin/sh", "-c", "run.bat"],
+                Ok(&["cmd.exe", "/d", "/c", "run.bat"]),
+            ),
             // `>` and `&&` stay literal on Windows; POSIX hands them to the shell.
-            ("aider > log && echo done", &["/bin/sh", "-c", "aider > log && echo done"], Ok(&["aider", ">", "log", "&&", "echo", "done"])),
+            (
+                "aider > log && echo done",
+                &["/bin/sh", "-c", "aider > log && echo done"],
+                Ok(&["aider", ">", "log", "&&", "echo", "done"]),
+            ),
             // Embedded quotes and empty tokens.
-            (r#"tool "a ""b"" c" """#, &["/bin/sh", "-c", r#"tool "a ""b"" c" """#], Ok(&["tool", r#"a "b" c"#, ""])),
+            (
+                r#"tool "a ""b"" c" """#,
+                &["/bin/sh", "-c", r#"tool "a ""b"" c" """#],
+                Ok(&["tool", r#"a "b" c"#, ""]),
+            ),
             // A quoted program that is not a batch file is run directly.
-            (r#""C:\A B\x.exe" 1"#, &["/bin/sh", "-c", r#""C:\A B\x.exe" 1"#], Ok(&[r"C:\A B\x.exe", "1"])),
-            (r#""" x"#, &["/bin/sh", "-c", r#""" x"#], Err("the program token is empty")),
-            (r#"x "y"#, &["/bin/sh", "-c", r#"x "y"#], Err("a double quote is not closed")),
+            (
+                r#""C:\A B\x.exe" 1"#,
+                &["/bin/sh", "-c", r#""C:\A B\x.exe" 1"#],
+                Ok(&[r"C:\A B\x.exe", "1"]),
+            ),
+            (
+                r#""" x"#,
+                &["/bin/sh", "-c", r#""" x"#],
+                Err("the program token is empty"),
+            ),
+            (
+                r#"x "y"#,
+                &["/bin/sh", "-c", r#"x "y"#],
+                Err("a double quote is not closed"),
+            ),
         ];
         for (line, posix_want, windows_want) in cases {
             assert_eq!(posix(line), s(posix_want), "{line:?}");
@@ -235,16 +305,27 @@ mod tests {
     #[test]
     fn hostile_strings_are_refused_in_words() {
         let what = "--bridge";
-        assert_eq!(check("", what), Err("--bridge: the command is empty".into()));
-        assert_eq!(check(" \t\n", what), Err("--bridge: the command is blank".into()));
+        assert_eq!(
+            check("", what),
+            Err("--bridge: the command is empty".into())
+        );
+        assert_eq!(
+            check(" \t\n", what),
+            Err("--bridge: the command is blank".into())
+        );
         assert_eq!(
             check("a\0b", what),
-            Err("--bridge: the command contains a NUL byte, which no command line can carry".into())
+            Err(
+                "--bridge: the command contains a NUL byte, which no command line can carry".into()
+            )
         );
         let huge = "x".repeat(MAX_COMMAND_BYTES + 1);
         assert_eq!(
             check(&huge, what),
-            Err(format!("--bridge: the command is {} bytes; at most {MAX_COMMAND_BYTES} are allowed", huge.len()))
+            Err(format!(
+                "--bridge: the command is {} bytes; at most {MAX_COMMAND_BYTES} are allowed",
+                huge.len()
+            ))
         );
         assert_eq!(check(&huge[1..], what), Ok(()));
         // A huge string that passes the check still tokenizes without trouble.

@@ -284,6 +284,10 @@ pub fn shell(command: &str) -> std::process::Command {
     family::shell(command)
 }
 
+/// The POSIX shell: what a command string is handed to on POSIX (the
+/// POSIX launch plan is shown on every platform, `engine::launch_plan`).
+pub const POSIX_SHELL: &str = "/bin/sh";
+
 /// How a command string (the bridge's) is launched on this platform: handed
 /// to the POSIX shell, or tokenized and run directly (`engine::launch_plan`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,6 +33,7 @@ fn req<'a>(prompt: &'a str) -> Request<'a> {
         version: None,
         read_only: false,
         options: &RunOptions::NONE,
+        command: None,
     }
 }
 

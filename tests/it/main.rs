@@ -34,6 +34,8 @@ mod summary_props;
 #[cfg(unix)]
 mod attach;
 #[cfg(unix)]
+mod bridge;
+#[cfg(unix)]
 mod budget_hard;
 #[cfg(unix)]
 mod claude_root;

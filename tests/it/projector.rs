@@ -334,7 +334,7 @@ fn probes(cli: EngineId) -> Vec<(String, &'static str)> {
             r#"{"type":"session.info","data":{"infoType":"future_info","message":"SECRET"}}"#,
             "session.info/future_info",
         )),
-        EngineId::Agy => None,
+        EngineId::Agy | EngineId::Bridge => None,
     };
     out.extend(nested.map(|(l, k)| (l.to_string(), k)));
     out

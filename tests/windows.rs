@@ -185,3 +185,41 @@ fn killing_vf_ends_the_engine_with_its_job() {
     }
     w.assert_grandchild_ended(5);
 }
+
+/// The bridge (issue 26): a quoted `.cmd` path with a space runs as
+/// `cmd.exe /d /c call "<path>" …`, and `>` and `&&` reach it as literal
+/// arguments (no file is redirected to, nothing is chained).
+#[test]
+fn a_quoted_cmd_bridge_runs_with_call_and_literal_operators() {
+    let w = Win::new();
+    let dir = w.path.join("my agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let agent = dir.join("agent.cmd");
+    let lines = [
+        "@echo off".to_string(),
+        format!("echo %*> \"{}\"", w.file("args.txt").display()),
+        "echo working".into(),
+        "echo ```json".into(),
+        "echo {\"ok\": true}".into(),
+        "echo ```".into(),
+    ];
+    std::fs::write(&agent, lines.join("\r\n") + "\r\n").unwrap();
+    let line = format!("\"{}\" one > two && three", agent.display());
+    let mut c = Command::new(vf());
+    c.args([
+        "dispatch", "--engine", "bridge", "--unit", "wb1", "--bridge", &line,
+    ])
+    .args(["--prompt", "do the thing", "--output", "json"])
+    .current_dir(&w.path)
+    .stdin(Stdio::null())
+    .env("VF_STATE_DIR", w.path.join("state"))
+    .env("VF_KILL_GRACE_MS", "500")
+    .env_remove("VIBEFLOW_AI");
+    let out = run_bounded(c, Duration::from_secs(120));
+    let r = last_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}\n{}", stderr(&out));
+    assert_eq!(r["summary"], serde_json::json!({"ok": true}), "{r}");
+    let args = std::fs::read_to_string(w.file("args.txt")).unwrap();
+    assert_eq!(args.trim_end(), r#"one ">" two "&&" three"#);
+    assert!(!w.file("two").exists(), "`>` was interpreted");
+}

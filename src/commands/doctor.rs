@@ -283,6 +283,8 @@ fn print_report(out: &mut impl Write, r: &EngineReport) -> Result<()> {
     let version = match (&r.version, r.verdict) {
         (Some(v), _) => v.to_string(),
         (None, Verdict::Missing) => "-".into(),
+        // A command engine has no version to read.
+        (None, _) if r.engine.engine().spec().command.is_some() => "-".into(),
         (None, _) => "?".into(),
     };
     writeln!(

@@ -68,13 +68,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
     // no binary of its own, no version to read.
     let binary = match is_command {
         true => None,
-        false => match binary::resolve_binary(spec.engine, spec.engine_bin.as_deref()) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let err = VfError::not_ready(format!("{}: {e}", spec.engine));
-                return Err(fail(&mut marker, Reason::Missing, err));
-            }
-        },
+        false => Some(find_program(spec, None).map_err(|e| fail(&mut marker, Reason::Missing, e))?),
     };
     let mut warnings = spec.warnings.clone();
     let version = binary
@@ -101,13 +95,8 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
     };
     let program = match binary {
         Some(p) => p,
-        None => match binary::resolve_program(&inv.program) {
-            Ok(p) => p,
-            Err(e) => {
-                let err = VfError::not_ready(format!("{}: {e}", spec.engine));
-                return Err(fail(&mut marker, Reason::Missing, err));
-            }
-        },
+        None => find_program(spec, Some(&inv.program))
+            .map_err(|e| fail(&mut marker, Reason::Missing, e))?,
     };
     inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;
@@ -123,6 +112,17 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
         inv,
         warnings,
     })
+}
+
+/// What runs: a CLI's binary (`launch` is `None`), or the program a command
+/// engine's launch names (`/bin/sh`, `cmd.exe`, the command's first token).
+fn find_program(spec: &UnitSpec, launch: Option<&str>) -> Result<PathBuf> {
+    let found = match launch {
+        None => binary::resolve_binary(spec.engine, spec.engine_bin.as_deref())
+            .map_err(|e| e.to_string()),
+        Some(program) => binary::resolve_program(program),
+    };
+    found.map_err(|e| VfError::not_ready(format!("{}: {e}", spec.engine)))
 }
 
 /// Never a second engine on the unit: an engine a killed vf left running is

@@ -399,7 +399,9 @@ fn a_plan_unit_carries_its_bridge() {
         "plan.toml",
         "[[unit]]\nname = \"pb\"\nengine = \"bridge\"\nbridge = \"./agent.sh --plan\"\nprompt = \"from the plan\"\n",
     );
-    let out = run(env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "json"]));
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "json"]);
+    c.env("VIBEFLOW_AI", "./not-this-one");
+    let out = run(c);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let m = env.marker("pb");
     assert_eq!(
@@ -408,6 +410,19 @@ fn a_plan_unit_carries_its_bridge() {
             "summary": {"confidence": 0.9, "files": []}})
     );
     assert_eq!(read_text(&env.path().join("prompt.seen")), "from the plan");
+    // Without the key, VIBEFLOW_AI supplies the command.
+    let plan = env.write(
+        "env.toml",
+        "[[unit]]\nname = \"pe\"\nengine = \"bridge\"\nprompt = \"p\"\n",
+    );
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "json"]);
+    c.env("VIBEFLOW_AI", "./agent.sh --env");
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        env.marker("pe")["command"],
+        json!({"line": "./agent.sh --env"})
+    );
     // The keys are refused where they do not belong, and a fallback cannot name it.
     let bad = [
         (
@@ -423,6 +438,10 @@ fn a_plan_unit_carries_its_bridge() {
             "`fallback` cannot name bridge",
         ),
         ("engine = \"acp:gemini\"", "is not available yet"),
+        (
+            "engine = \"bridge\"",
+            "bridge has no command: set `bridge` or VIBEFLOW_AI",
+        ),
     ];
     for (keys, words) in bad {
         let p = env.write(

@@ -47,11 +47,16 @@ pub fn vf_cli() -> assert_cmd::Command {
 }
 
 /// The variables of the test's own environment that would change what vf or
-/// the fake engine does: `VF_*`, `FAKE_*` and `IS_SANDBOX`.
+/// the fake engine does: `VF_*`, `FAKE_*`, `IS_SANDBOX` and `VIBEFLOW_AI`.
 pub fn callers_settings() -> Vec<String> {
     std::env::vars_os()
         .map(|(k, _)| k.to_string_lossy().into_owned())
-        .filter(|k| k.starts_with("FAKE_") || k.starts_with("VF_") || k == "IS_SANDBOX")
+        .filter(|k| {
+            k.starts_with("FAKE_")
+                || k.starts_with("VF_")
+                || k == "IS_SANDBOX"
+                || k == "VIBEFLOW_AI"
+        })
         .collect()
 }
 

@@ -391,6 +391,14 @@ fn bridge_output_projects_a_known_json_family_without_claiming_its_session() {
     );
 }
 
+/// `vf orchestrate PLAN` with `VIBEFLOW_AI` set, which must succeed.
+fn orchestrate(env: &Env, plan: &std::path::Path, vibeflow_ai: &str) {
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "json"]);
+    c.env("VIBEFLOW_AI", vibeflow_ai);
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 #[test]
 fn a_plan_unit_carries_its_bridge() {
     let env = Env::new();
@@ -399,10 +407,7 @@ fn a_plan_unit_carries_its_bridge() {
         "plan.toml",
         "[[unit]]\nname = \"pb\"\nengine = \"bridge\"\nbridge = \"./agent.sh --plan\"\nprompt = \"from the plan\"\n",
     );
-    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "json"]);
-    c.env("VIBEFLOW_AI", "./not-this-one");
-    let out = run(c);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    orchestrate(&env, &plan, "./not-this-one");
     let m = env.marker("pb");
     assert_eq!(
         json!({"state": m["state"], "command": m["command"], "summary": m["summary"]}),
@@ -415,10 +420,7 @@ fn a_plan_unit_carries_its_bridge() {
         "env.toml",
         "[[unit]]\nname = \"pe\"\nengine = \"bridge\"\nprompt = \"p\"\n",
     );
-    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "json"]);
-    c.env("VIBEFLOW_AI", "./agent.sh --env");
-    let out = run(c);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    orchestrate(&env, &plan, "./agent.sh --env");
     assert_eq!(
         env.marker("pe")["command"],
         json!({"line": "./agent.sh --env"})

@@ -90,7 +90,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         None => default_unit_name(engine_id.as_str()),
     };
     names::check("unit name", &unit)?;
-    let command = command_of(args, engine_id)?;
+    let command = command_of(args, engine_id, &unit, &state_dir)?;
     let prompt = super::prompt::read(&args.prompt)?;
     let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
@@ -111,8 +111,14 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
 }
 
 /// The command a command engine runs: its flag (`--bridge`), else its
-/// variable (`VIBEFLOW_AI`), checked. Refused for any other engine.
-fn command_of(args: &DispatchArgs, engine: EngineId) -> Result<Option<EngineCommand>> {
+/// variable (`VIBEFLOW_AI`), else (a re-run) the one the unit's marker
+/// records; checked. Refused for any other engine.
+fn command_of(
+    args: &DispatchArgs,
+    engine: EngineId,
+    unit: &str,
+    state_dir: &std::path::Path,
+) -> Result<Option<EngineCommand>> {
     let given = match engine {
         EngineId::Bridge => args.bridge.clone(),
         _ => None,
@@ -134,14 +140,32 @@ fn command_of(args: &DispatchArgs, engine: EngineId) -> Result<Option<EngineComm
     let (line, what) = match (given, src.from_env()) {
         (Some(line), _) => (line, src.flag),
         (None, Some(line)) => (line, src.env),
-        (None, None) => {
-            return Err(VfError::usage(format!(
-                "{engine}: no command to run: give {} \"CMD\" or set {}",
-                src.flag, src.env
-            )));
-        }
+        (None, None) => return recorded_command(engine, unit, state_dir).map(Some),
     };
     EngineCommand::new(line, args.bridge_output, what).map(Some)
+}
+
+/// A re-run of a unit of `engine` without its command given: the one its
+/// marker records (read again under the unit's lock by the run itself).
+fn recorded_command(
+    engine: EngineId,
+    unit: &str,
+    state_dir: &std::path::Path,
+) -> Result<EngineCommand> {
+    let marker = crate::marker::MarkerStore::new(state_dir).load(unit)?;
+    match marker
+        .filter(|m| m.engine == engine)
+        .and_then(|m| m.command)
+    {
+        Some(c) => Ok(c),
+        None => {
+            let src = engine.engine().spec().command;
+            let (flag, env) = src.map_or(("", ""), |s| (s.flag, s.env));
+            Err(VfError::usage(format!(
+                "{engine}: no command to run: give {flag} \"CMD\" or set {env}"
+            )))
+        }
+    }
 }
 
 /// `<engine>-<unix seconds>-<pid>`: unique enough for ad-hoc runs.

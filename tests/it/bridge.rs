@@ -321,8 +321,12 @@ exit 0
     let out = run(bridge(&env, "rr", "./agent.sh", &["--output", "json"]));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(last_json(&out)["start"], Value::Null);
-    // A re-run of the failed unit: a fresh start primed with its answer.
-    let out = run(bridge(&env, "rr", "./agent.sh", &["--output", "json"]));
+    // A re-run of the failed unit (its command from the marker): a fresh
+    // start primed with its answer.
+    let rerun = [
+        "dispatch", "-e", "bridge", "--unit", "rr", "--prompt", "again", "--output", "json",
+    ];
+    let out = run(env.cmd(&rerun));
     let r = last_json(&out);
     assert_eq!(
         json!({"start": r["start"], "replay": r["replay"], "attempt": r["attempt"]}),

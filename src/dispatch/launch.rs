@@ -33,6 +33,9 @@ pub(super) struct Launched {
     pub stderr_log: PathBuf,
     pub rx: mpsc::Receiver<Msg>,
     pub pumps: [JoinHandle<()>; 2],
+    /// vf's own signals, listened for from before the spawn: one that comes
+    /// once the `running` marker is out is forwarded, never vf's death.
+    pub signals: Option<child::Signals>,
 }
 
 pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
@@ -41,6 +44,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
+    let signals = child::Signals::new().ok();
     let (mut child, group) = spawn_engine(spec, &mut p).await?;
     // The prompt goes in from a task, so the engine starts up while the record,
     // the logs and the marker are made below. Its output waits in the pipe:
@@ -91,6 +95,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         stderr_log,
         rx,
         pumps,
+        signals,
     })
 }
 

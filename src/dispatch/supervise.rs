@@ -11,6 +11,7 @@ use super::launch::Launched;
 use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
 use crate::child::{Group, Signals};
+
 use crate::frames::{ConversationEvent, Level, Projector, RawRange};
 use crate::sys::Sig;
 
@@ -109,8 +110,8 @@ pub(super) async fn supervise(
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Ended {
+    let mut signals = l.signals.take();
     let mut s = Supervisor::new(spec, sink, &l);
-    let mut signals = Signals::new().ok();
     if signals.is_none() {
         s.sink
             .warning("cannot listen for signals; a signal to vf will not reach the engine");

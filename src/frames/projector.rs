@@ -176,7 +176,13 @@ impl Projector {
         let mut out = std::mem::take(&mut self.startup);
         if self.transport == OutputTransport::Text {
             self.tracker.text_line(&String::from_utf8_lossy(raw));
-            self.text_line(raw, n, &mut out);
+            // One row per line, at once: a text engine (agy, the bridge) may
+            // run for minutes, and its lines are what a live view shows.
+            // Blank lines stay in the answer and the raw log, not as rows.
+            if !raw.trim_ascii().is_empty() {
+                self.text_line(raw, n, &mut out);
+                self.close_run(&mut out);
+            }
             return out;
         }
         if self.doc.is_some() {
@@ -400,11 +406,7 @@ impl Projector {
     fn close_run(&mut self, out: &mut Vec<ConversationEvent>) {
         if let Some(mut run) = self.run.take() {
             let lines = run.range.end - run.range.start + 1;
-            let label = if self.transport == OutputTransport::Text {
-                "Text output"
-            } else {
-                "Non-JSON output"
-            };
+            let text = self.transport == OutputTransport::Text;
             let trimmed = run.text.trim_end_matches('\n').len();
             run.text.truncate(trimmed);
             if run.clipped {
@@ -415,12 +417,14 @@ impl Projector {
             } else {
                 Some(run.text)
             };
+            let label = match (text, lines) {
+                (true, _) => "Text output".to_string(),
+                (false, 1) => "Non-JSON output (1 line)".to_string(),
+                (false, _) => format!("Non-JSON output ({lines} lines)"),
+            };
             out.push(ConversationEvent::status(
                 Level::Info,
-                &format!(
-                    "{label} ({lines} line{})",
-                    if lines == 1 { "" } else { "s" }
-                ),
+                &label,
                 detail,
                 run.range,
             ));

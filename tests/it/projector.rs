@@ -158,11 +158,45 @@ fn fenced_json(md: &str) -> Vec<Value> {
     out
 }
 
+/// The text transport's rows (one per non-blank line) joined back into one
+/// row per contiguous run, blank lines restored from the raw ranges: the
+/// content a text run carries, whatever its row granularity.
+fn merge_text_rows(events: &[ConversationEvent]) -> Vec<ConversationEvent> {
+    let mut out: Vec<ConversationEvent> = Vec::new();
+    for e in events {
+        if let (
+            ConversationEvent::Status {
+                label,
+                detail: Some(d),
+                raw_range,
+                ..
+            },
+            Some(ConversationEvent::Status {
+                label: prev,
+                detail: Some(pd),
+                raw_range: pr,
+                ..
+            }),
+        ) = (e, out.last_mut())
+            && label == "Text output"
+            && prev == "Text output"
+        {
+            let gap = raw_range.start - pr.end;
+            pd.push_str(&"\n".repeat(gap as usize));
+            pd.push_str(d);
+            pr.end = raw_range.end;
+            continue;
+        }
+        out.push(e.clone());
+    }
+    out
+}
+
 #[test]
 fn tier1_content_payload_snapshots() {
     let _snapshots = snapshot_settings();
     for c in captures() {
-        let content: Vec<Value> = project(&c)
+        let content: Vec<Value> = merge_text_rows(&project(&c))
             .iter()
             .filter_map(|e| match e {
                 ConversationEvent::TaskAgent { text, is_final, .. } => Some(json!({

@@ -134,19 +134,26 @@ fn text_transport_keeps_json_inside_the_answer_as_content() {
         OutputTransport::Text,
         &[b"Done.", b"```json", br#"{"confidence":1.0}"#, b"```"],
     );
-    assert_eq!(ev.len(), 1, "{ev:?}");
-    match &ev[0] {
-        ConversationEvent::Status {
-            detail, raw_range, ..
-        } => {
-            assert_eq!(*raw_range, range(1, 4));
-            assert_eq!(
-                detail.as_deref(),
-                Some("Done.\n```json\n{\"confidence\":1.0}\n```")
-            );
-        }
-        e => panic!("{e:?}"),
-    }
+    // One row per line, each pointing at its own line: the text is content
+    // (never a frame, never chat), whatever it looks like.
+    let rows: Vec<(String, Option<String>, RawRange)> = ev
+        .iter()
+        .map(|e| match e {
+            ConversationEvent::Status {
+                label,
+                detail,
+                raw_range,
+                ..
+            } => (label.clone(), detail.clone(), *raw_range),
+            e => panic!("{e:?}"),
+        })
+        .collect();
+    let want = ["Done.", "```json", r#"{"confidence":1.0}"#, "```"];
+    let want: Vec<_> = (1..)
+        .zip(want)
+        .map(|(n, d)| ("Text output".to_string(), Some(d.to_string()), range(n, n)))
+        .collect();
+    assert_eq!(rows, want);
     assert_eq!(p.unknown_frames(), 0);
     // observe_text saw every line.
     assert!(

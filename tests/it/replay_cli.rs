@@ -139,9 +139,17 @@ fn json_transport_and_text_transport() {
         ])
         .output()
         .unwrap();
-    let ev = jsonl(&out.stdout);
-    assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0]["kind"], "system.status");
+    // One row per non-blank line (lines 1, 3, 4, 5), each at its own line.
+    let rows: Vec<(String, String, u64)> = jsonl(&out.stdout)
+        .iter()
+        .map(|e| {
+            let kind = e["kind"].as_str().unwrap_or_default().to_string();
+            let label = e["label"].as_str().unwrap_or_default().to_string();
+            (kind, label, e["rawRange"]["start"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    let row = |n| ("system.status".to_string(), "Text output".to_string(), n);
+    assert_eq!(rows, vec![row(1), row(3), row(4), row(5)]);
 }
 
 #[test]

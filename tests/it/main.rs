@@ -32,6 +32,8 @@ mod summary_props;
 
 // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md).
 #[cfg(unix)]
+mod acp;
+#[cfg(unix)]
 mod attach;
 #[cfg(unix)]
 mod budget_hard;

@@ -46,6 +46,6 @@ esac
 
 "$ROOT/scripts/install-engines.sh" "$cli@$version"
 mkdir -p "$out"
-"$ROOT/scripts/engine-sandbox.sh" "$cli" --version "$version" -- \
+"$ROOT/scripts/engine-sandbox.sh" "$cli" --version "$version" --timeout 900 -- \
   python3 "$ROOT/tests/real-engines/acp_capture.py" --out "$out" "${extra[@]}" "${cases[@]}" -- "${agent[@]}"
 echo "capture-acp: $cli $version recorded in ${out#"$ROOT"/}"

@@ -60,6 +60,10 @@ pub struct Projector {
     prompting: bool,
     /// The agent's text since the turn's last tool call.
     answer: String,
+    /// History `session/load` replays after its own response (gemini does,
+    /// against the spec): a `user_message_chunk` during the turn starts it,
+    /// the next frame that is no chunk ends it; its agent text is no answer.
+    replaying: bool,
     pub(super) outcome: Outcome,
 }
 
@@ -94,6 +98,7 @@ impl Projector {
             burst: None,
             prompting: false,
             answer: String::new(),
+            replaying: false,
             outcome: Outcome::default(),
         }
     }
@@ -194,6 +199,8 @@ impl Projector {
         };
         self.flush_text(out, false);
         if asked.method == "session/request_permission" {
+            // A tool was asked for: what came before is no answer.
+            self.answer.clear();
             out.push(permission_row(&asked.params, v.get("result"), line));
             return;
         }
@@ -241,14 +248,23 @@ impl Projector {
             "agent_message_chunk" => self.chunk(Role::Agent, u, line, out),
             "user_message_chunk" => self.chunk(Role::User, u, line, out),
             "agent_thought_chunk" => self.chunk(Role::Thought, u, line, out),
-            "tool_call" | "tool_call_update" => self.tool(u, line, out),
+            "tool_call" | "tool_call_update" => {
+                self.replaying = false;
+                self.tool(u, line, out);
+            }
             "plan" => {
+                self.replaying = false;
                 self.flush(out, false);
                 let rows =
                     ConversationEvent::status(Level::Info, "Plan", plan_text(u), range(line));
                 out.push(rows);
             }
-            k if QUIET_UPDATES.contains(&k) => {}
+            // Known bookkeeping ends a run of chunks (the contract merges
+            // deltas until the next frame that is no delta).
+            k if QUIET_UPDATES.contains(&k) => {
+                self.replaying = false;
+                self.flush_text(out, false);
+            }
             k => out.push(self.unknown(&format!("session/update/{k}"), line)),
         }
     }
@@ -261,7 +277,11 @@ impl Projector {
         if self.pending.as_ref().is_some_and(|p| p.role != role) {
             self.flush_text(out, false);
         }
-        if role == Role::Agent && self.prompting {
+        if role == Role::User && self.prompting {
+            self.replaying = true;
+            self.answer.clear();
+        }
+        if role == Role::Agent && self.prompting && !self.replaying {
             self.answer.push_str(&text);
         }
         let p = self.pending.get_or_insert_with(|| Pending {

@@ -422,3 +422,69 @@ fn a_session_id_of_a_refused_shape_is_never_surfaced() {
         &status("error", "Invalid session id", Some("bad id/../x"), 4),
     );
 }
+
+// ---- doctor's handshake -----------------------------------------------------
+
+fn handshake(
+    argv: &[&str],
+    timeout: Duration,
+) -> Result<vf::acp::AgentFacts, vf::acp::HandshakeError> {
+    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    vf::doctor::acp::gather_acp(&argv, &common::root(), timeout)
+}
+
+#[test]
+fn the_handshake_names_the_agent_and_judges_it_ready() {
+    let script = agent_script();
+    let facts = handshake(
+        &["python3", script.to_str().unwrap(), "json"],
+        Duration::from_secs(20),
+    );
+    assert_json_eq(
+        &serde_json::to_value(facts.as_ref().unwrap()).unwrap(),
+        &agent_facts(),
+    );
+    let argv = vec!["python3".to_string()];
+    let report = vf::doctor::acp::judge_acp(&argv, facts);
+    assert_json_eq(
+        &serde_json::to_value(&report).unwrap(),
+        &json!({"command": ["python3"], "agent": agent_facts(), "verdict": "ready",
+                "reasons": [], "warnings": []}),
+    );
+}
+
+#[test]
+fn the_handshake_says_what_is_wrong_with_a_command() {
+    use vf::acp::HandshakeError as E;
+    let script = agent_script();
+    let script = script.to_str().unwrap();
+    let short = Duration::from_millis(1500);
+    assert_eq!(handshake(&[], short), Err(E::Empty));
+    assert_eq!(
+        handshake(&["no-such-acp-agent-here"], short),
+        Err(E::Missing("no-such-acp-agent-here".to_string()))
+    );
+    assert_eq!(
+        handshake(&["sleep", "30"], short),
+        Err(E::Hung("sleep".to_string(), 1.5, String::new()))
+    );
+    assert_eq!(
+        handshake(&["python3", script, "garbage"], Duration::from_secs(4)),
+        Err(E::Hung(
+            "python3".to_string(),
+            4.0,
+            " (it wrote: Welcome to the agent!)".to_string()
+        ))
+    );
+    assert_eq!(
+        handshake(&["sh", "-c", "echo hello; exit 0"], Duration::from_secs(10)),
+        Err(E::Garbage("sh".to_string(), "hello".to_string()))
+    );
+    assert_eq!(
+        handshake(&["sh", "-c", "exit 0"], Duration::from_secs(10)),
+        Err(E::Garbage(
+            "sh".to_string(),
+            "it ended without answering initialize".to_string()
+        ))
+    );
+}

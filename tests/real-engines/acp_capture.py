@@ -200,6 +200,7 @@ def main():
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="extra environment of the agent (e.g. opencode's OPENCODE_PERMISSION)")
     ap.add_argument("--cases", default="a_json,b_tool,b_write_rejected,c_resume,d_error500,e_cancel")
+    ap.add_argument("--load", default=None, help="c_resume loads this session id")
     ap.add_argument("agent", nargs="+")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -213,6 +214,7 @@ def main():
         run_case(args, "b_write_rejected", P_WRITE, "reject")
         written = os.path.exists(os.environ.get("VF_SANDBOX_HOME", "") + "/project/lab-written.txt")
         print("b_write_rejected: file written: %s" % written, file=sys.stderr)
+    sid = args.load or sid
     if "c_resume" in cases and sid:
         run_case(args, "c_resume", P_RESUME, "reject", load=sid)
     if "d_error500" in cases:

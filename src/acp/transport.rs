@@ -123,6 +123,7 @@ impl LineSink for Collected {
 
 struct Incoming<R> {
     reader: R,
+    buf: Vec<u8>,
     split: Splitter,
     found: Collected,
     tee: SharedTee,
@@ -137,6 +138,7 @@ pub fn incoming<R: AsyncRead + Unpin + Send + 'static>(
 ) -> impl Stream<Item = std::io::Result<String>> + Send + 'static {
     let state = Incoming {
         reader,
+        buf: vec![0u8; 64 << 10],
         split: Splitter::new(MAX_LINE_BYTES),
         found: Collected::default(),
         tee,
@@ -149,7 +151,6 @@ pub fn incoming<R: AsyncRead + Unpin + Send + 'static>(
 }
 
 async fn next_line<R: AsyncRead + Unpin>(s: &mut Incoming<R>) -> Option<std::io::Result<String>> {
-    let mut buf = vec![0u8; 64 << 10];
     loop {
         while let Some(l) = s.found.lines.pop_front() {
             let (text, entry) = match l {
@@ -171,7 +172,7 @@ async fn next_line<R: AsyncRead + Unpin>(s: &mut Incoming<R>) -> Option<std::io:
             lock(&s.tee).eof = true;
             return None;
         }
-        match s.reader.read(&mut buf).await {
+        match s.reader.read(&mut s.buf).await {
             Ok(0) => {
                 s.eof = true;
                 match s.split.finish() {
@@ -183,7 +184,7 @@ async fn next_line<R: AsyncRead + Unpin>(s: &mut Incoming<R>) -> Option<std::io:
                     _ => {}
                 }
             }
-            Ok(n) => s.split.feed(&buf[..n], &mut s.found),
+            Ok(n) => s.split.feed(&s.buf[..n], &mut s.found),
             Err(e) => return Some(Err(e)),
         }
     }

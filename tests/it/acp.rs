@@ -488,3 +488,16 @@ fn the_handshake_says_what_is_wrong_with_a_command() {
         ))
     );
 }
+
+#[test]
+fn a_line_over_the_cap_is_skipped_with_a_warning_and_the_run_goes_on() {
+    let (r, rec) = run(&["huge"], request("hi"), false);
+    assert_eq!(r.unwrap().stop_reason.as_deref(), Some("end_turn"));
+    let n = (9 << 20) + 63;
+    assert_eq!(rec.raw[5], format!(r#"{{"dir":"in","oversized":{n}}}"#));
+    let detail = format!("{n} bytes skipped (over the line cap)");
+    assert_json_eq(
+        &events(&rec)[2],
+        &status("warning", "Oversized line from the agent", Some(&detail), 6),
+    );
+}

@@ -22,6 +22,7 @@ image + embeddedContext (image off with --no-image). `session/new` answers
   exit       session/prompt: one chunk, then exits with status 3
   error      session/prompt answered with JSON-RPC error -32603
   badid      session/new answers a session id vf must refuse
+  huge       session/prompt: a 9 MiB line (over vf's 8 MiB cap), then as json
 """
 
 import json
@@ -90,7 +91,11 @@ def tool_turn(sid):
 
 
 def prompt(msg, sid):
-    if MODE == "json":
+    if MODE == "huge":
+        OUT.write(b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"'
+                  + b"x" * (9 << 20) + b'"}}\n')
+        OUT.flush()
+    if MODE in ("json", "huge"):
         chunk(sid, "agent_message_chunk", "Done.\n\n```json\n{\"conf")
         chunk(sid, "agent_message_chunk", "idence\":1}\n```\n")
         return {"stopReason": "end_turn",

@@ -178,3 +178,70 @@ pub fn valid_session_id(id: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn session_ids_of_a_safe_shape_only() {
+        for ok in [
+            "sess-1",
+            "73f07582-12ff-4a11-a706-bf95ed7f6348",
+            "ses_dcca1d353ffewD5Wg5e9rQ413d",
+            "a:b.c_d",
+        ] {
+            assert!(valid_session_id(ok), "{ok}");
+        }
+        let long = "a".repeat(129);
+        for bad in [
+            "",
+            "-rf",
+            "a b",
+            "../x",
+            "a/b",
+            "a\\b",
+            "é",
+            "a\n",
+            long.as_str(),
+        ] {
+            assert!(!valid_session_id(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn usage_from_known_shapes_only() {
+        let own = usage_of(
+            &json!({"usage": {"inputTokens": 5, "outputTokens": 2, "thoughtTokens": 1, "cachedReadTokens": 3}}),
+        );
+        let want = Usage {
+            input_tokens: Some(5),
+            cached_input_tokens: Some(3),
+            output_tokens: Some(2),
+            reasoning_tokens: Some(1),
+            total_tokens: Some(7),
+            cost_usd: None,
+            source: "session/prompt.usage".to_string(),
+        };
+        assert_eq!(own, Some(want));
+        let quota = usage_of(
+            &json!({"_meta": {"quota": {"token_count": {"input_tokens": 100, "output_tokens": 20}}}}),
+        );
+        assert_eq!(
+            quota.map(|u| (u.total_tokens, u.source)),
+            Some((
+                Some(120),
+                "session/prompt._meta.quota.token_count".to_string()
+            ))
+        );
+        for unknown in [
+            json!({}),
+            json!({"usage": {}}),
+            json!({"usage": 3}),
+            json!({"_meta": {"tokens": 9}}),
+        ] {
+            assert_eq!(usage_of(&unknown), None, "{unknown}");
+        }
+    }
+}

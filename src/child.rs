@@ -73,8 +73,9 @@ pub async fn spawn_off_thread(
 }
 
 /// The engine, contained: the leader of its own process group, or inside
-/// its own kill-on-close job; stdin piped or `/dev/null`.
-fn spawn(
+/// its own kill-on-close job; stdin piped or `/dev/null`. (Also the ACP
+/// handshake's spawn, `acp::handshake`.)
+pub fn spawn(
     program: &Path,
     args: &[String],
     cwd: &Path,

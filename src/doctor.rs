@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub mod acp;
 mod auxiliary;
 pub mod cache;
 

@@ -181,10 +181,20 @@ pub enum Reason {
     Workspace,
     /// vf failed itself (a bug), not the engine.
     Internal,
+    /// An ACP agent stopped the turn at its token limit (`stopReason: max_tokens`).
+    MaxTokens,
+    /// An ACP agent stopped the turn at its limit of model requests
+    /// (`stopReason: max_turn_requests`).
+    MaxTurnRequests,
+    /// An ACP agent refused to go on (`stopReason: refusal`).
+    Refusal,
+    /// An ACP agent cancelled the turn (`stopReason: cancelled`) without vf
+    /// being signalled (a signal to vf is `interrupted`).
+    Cancelled,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 18] = [
+    pub const ALL: [Reason; 22] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -203,6 +213,10 @@ impl Reason {
         Reason::MergeConflict,
         Reason::Workspace,
         Reason::Internal,
+        Reason::MaxTokens,
+        Reason::MaxTurnRequests,
+        Reason::Refusal,
+        Reason::Cancelled,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -225,6 +239,10 @@ impl Reason {
             Reason::MergeConflict => "merge-conflict",
             Reason::Workspace => "workspace",
             Reason::Internal => "internal",
+            Reason::MaxTokens => "max-tokens",
+            Reason::MaxTurnRequests => "max-turn-requests",
+            Reason::Refusal => "refusal",
+            Reason::Cancelled => "cancelled",
         }
     }
 
@@ -249,7 +267,11 @@ impl Reason {
             | Reason::Setup
             | Reason::Verify
             | Reason::MergeConflict
-            | Reason::Workspace => exit::ENGINE_FAILED,
+            | Reason::Workspace
+            | Reason::MaxTokens
+            | Reason::MaxTurnRequests
+            | Reason::Refusal
+            | Reason::Cancelled => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
             Reason::Internal => exit::INTERNAL,
         }
@@ -307,7 +329,11 @@ mod tests {
                 "\"verify\"",
                 "\"merge-conflict\"",
                 "\"workspace\"",
-                "\"internal\""
+                "\"internal\"",
+                "\"max-tokens\"",
+                "\"max-turn-requests\"",
+                "\"refusal\"",
+                "\"cancelled\""
             ]
         );
         for r in Reason::ALL {

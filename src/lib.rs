@@ -5,6 +5,7 @@
 //! (`error`, `fsutil`, `names`, `procinfo`, `summary`, `text`, `version`).
 //! docs/ARCHITECTURE.md says who owns what and the path of one dispatch.
 
+pub mod acp;
 pub mod attach;
 pub mod binary;
 pub mod canonical_json;

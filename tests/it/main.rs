@@ -16,6 +16,7 @@ mod fuzz_support;
 mod sandbox;
 
 // Everywhere vf runs.
+mod acp_captures;
 mod architecture;
 mod cli;
 mod engine_argv;
@@ -31,6 +32,8 @@ mod replay_cli;
 mod summary_props;
 
 // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md).
+#[cfg(unix)]
+mod acp;
 #[cfg(unix)]
 mod attach;
 #[cfg(unix)]
@@ -74,6 +77,8 @@ mod binary_shape;
 
 // The real-engine tier (VF_REAL_ENGINES=1, tests/real-engines/README.md):
 // Linux only, its sandbox is a network namespace (`unshare -n`).
+#[cfg(target_os = "linux")]
+mod real_acp;
 #[cfg(target_os = "linux")]
 mod real_conv;
 #[cfg(target_os = "linux")]

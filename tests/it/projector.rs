@@ -104,20 +104,11 @@ fn project(c: &Capture) -> Vec<ConversationEvent> {
     project_lines(c.cli, &c.version, c.transport, &split(&c.bytes))
 }
 
-/// Binds, for the calling scope, where the snapshots live: tests/snapshots,
-/// named `projector__<name>.snap` as when this file was its own test crate.
-fn snapshot_settings() -> insta::internals::SettingsBindDropGuard {
-    let mut s = insta::Settings::clone_current();
-    s.set_snapshot_path("../snapshots");
-    s.set_prepend_module_to_snapshot(false);
-    s.bind_to_scope()
-}
-
 // ---- tier 2: full protocol event snapshots --------------------------------
 
 #[test]
 fn tier2_event_snapshots_and_no_drift_on_genuine_captures() {
-    let _snapshots = snapshot_settings();
+    let _snapshots = common::snapshot_settings();
     for c in captures() {
         let events = project(&c);
         let unknown: Vec<_> = events
@@ -194,7 +185,7 @@ fn merge_text_rows(events: &[ConversationEvent]) -> Vec<ConversationEvent> {
 
 #[test]
 fn tier1_content_payload_snapshots() {
-    let _snapshots = snapshot_settings();
+    let _snapshots = common::snapshot_settings();
     for c in captures() {
         let content: Vec<Value> = merge_text_rows(&project(&c))
             .iter()

@@ -264,3 +264,13 @@ pub fn leaderless_group() -> (i32, u32) {
     );
     (pgid, child)
 }
+
+/// Binds, for the calling scope, where the snapshots live: tests/snapshots,
+/// named by the test (`projector__<name>.snap` kept the names they had when
+/// tests/it/projector.rs was a test crate of its own; `acp__<name>.snap`).
+pub fn snapshot_settings() -> insta::internals::SettingsBindDropGuard {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path("../snapshots");
+    s.set_prepend_module_to_snapshot(false);
+    s.bind_to_scope()
+}

@@ -1,0 +1,99 @@
+//! The ACP client core: vf drives any agent that speaks the Agent Client
+//! Protocol (JSON-RPC 2.0 over stdio; gemini `--acp`, `opencode acp`) with
+//! the official SDK (`agent-client-protocol`), and makes its output what the
+//! native engines' is: typed events with `rawRange`s into a raw log of every
+//! line of both directions, a validated session id, an outcome, usage, the
+//! fenced json summary. docs/ACP.md has the mapping tables and the facts of
+//! the captures (`fixtures/acp/`).
+//!
+//! - `wire`: the raw-log format (`{"dir":"in"|"out","msg":…}`);
+//! - `transport`: the SDK's line transport on the agent's stdio, teed;
+//! - `project`: wire lines to events (pure: live, replay and captures);
+//! - `outcome`: stop reason, usage, session-id rule, failure reasons;
+//! - `policy`: the answer to `session/request_permission` (pure);
+//! - `driver`: one session (`run_session`);
+//! - `handshake`: `initialize` only, for `vf doctor`.
+
+mod driver;
+mod handshake;
+mod outcome;
+mod policy;
+mod project;
+mod transport;
+mod wire;
+
+use std::time::Duration;
+
+pub use driver::{PromptPart, SessionRequest, run_session};
+pub use handshake::{HandshakeError, handshake};
+pub use outcome::{AgentFacts, Outcome, stop_failure, usage_of, valid_session_id};
+pub use policy::{Decision, Offered, Policy, allows, decide};
+pub use project::Projector;
+pub use transport::SessionSink;
+pub use wire::{Dir, Entry, entry_of, log_line, parse_log_line};
+
+use crate::error::Reason;
+use crate::frames::ConversationEvent;
+
+/// Why a session did not get as far as an answer to its prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AcpError {
+    #[error("the agent did not finish within {}{}", secs(*.0), garbage(.1))]
+    Timeout(Duration, Option<String>),
+    #[error("the agent answered with an error: {0}")]
+    Rejected(String),
+    #[error("the agent closed its output before answering the prompt{}", garbage(.0))]
+    Closed(Option<String>),
+    #[error("the prompt has an {0} block, which {1} does not accept (promptCapabilities)")]
+    Unsupported(&'static str, String),
+    #[error("{0} does not advertise loadSession: no exact resume")]
+    NoLoad(String),
+    #[error("the agent named a session id vf refuses: {0}")]
+    BadSessionId(String),
+    #[error("cancelled before the prompt was sent")]
+    Cancelled,
+    #[error("{0}")]
+    Log(String),
+    #[error("ACP protocol error: {0}")]
+    Protocol(String),
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+fn garbage(g: &Option<String>) -> String {
+    g.as_ref()
+        .map(|g| format!(" (it wrote a line that is not JSON-RPC: {g})"))
+        .unwrap_or_default()
+}
+
+impl AcpError {
+    /// The unit's failure reason for this error.
+    pub fn reason(&self) -> Reason {
+        match self {
+            AcpError::Timeout(..) => Reason::Timeout,
+            AcpError::Unsupported(..) | AcpError::NoLoad(_) => Reason::Invalid,
+            AcpError::Cancelled => Reason::Interrupted(None),
+            AcpError::Log(_) => Reason::State,
+            AcpError::Rejected(_)
+            | AcpError::Closed(_)
+            | AcpError::BadSessionId(_)
+            | AcpError::Protocol(_) => Reason::Engine,
+        }
+    }
+}
+
+/// Projects a whole raw log (or capture): its events and outcome. Lines that
+/// are not raw-log lines are skipped.
+pub fn project_log(text: &str) -> (Vec<ConversationEvent>, Outcome) {
+    let mut p = Projector::new();
+    let mut events = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if let Some((dir, entry)) = parse_log_line(line) {
+            events.extend(p.push(dir, &entry, n as u64 + 1));
+        }
+    }
+    events.extend(p.finish());
+    (events, p.outcome().clone())
+}

@@ -1,0 +1,219 @@
+//! The agent's stdio as the SDK's line transport, with every line of both
+//! directions teed, in wire order, to the raw log and the projector.
+//!
+//! Incoming bytes are split by the one capped splitter (`frames::reader`,
+//! `MAX_LINE_BYTES`): a line over the cap is logged as skipped, invalid UTF-8
+//! is replaced, and a line that is not JSON is logged and shown as a warning
+//! but not handed to the SDK (an ACP agent's stdout is JSON-RPC only).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use futures::{Sink, Stream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::project::Projector;
+use super::wire::{self, Dir, Entry};
+use crate::frames::ConversationEvent;
+use crate::frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
+
+/// Where a session's lines and events go (the dispatch runtime: the raw log,
+/// the marker, the event sink; a test: memory).
+pub trait SessionSink: Send {
+    /// One raw-log line (no newline). An error ends the session.
+    fn raw_line(&mut self, line: &str) -> std::io::Result<()>;
+    /// A validated session id, before any event shows it: the runtime makes
+    /// it durable here. An error ends the session.
+    fn session_id(&mut self, id: &str) -> std::io::Result<()>;
+    /// One projected event.
+    fn event(&mut self, event: ConversationEvent);
+}
+
+/// The shared end of the tee: numbers lines, logs them, projects them.
+pub struct Tee {
+    sink: Box<dyn SessionSink>,
+    projector: Projector,
+    lines: u64,
+    session_shown: Option<String>,
+    /// The agent's stdout ended.
+    eof: bool,
+    /// The raw log or the marker failed: the session ends.
+    pub(super) failed: Option<String>,
+}
+
+pub type SharedTee = Arc<Mutex<Tee>>;
+
+impl Tee {
+    pub fn new(sink: Box<dyn SessionSink>) -> SharedTee {
+        Arc::new(Mutex::new(Tee {
+            sink,
+            projector: Projector::new(),
+            lines: 0,
+            session_shown: None,
+            eof: false,
+            failed: None,
+        }))
+    }
+
+    /// Logs and projects one wire line.
+    pub fn wire(&mut self, dir: Dir, text: &str, entry: &Entry) -> std::io::Result<()> {
+        if let Some(f) = &self.failed {
+            return Err(std::io::Error::other(f.clone()));
+        }
+        let logged = wire::log_line(dir, text, entry);
+        if let Err(e) = self.sink.raw_line(&logged) {
+            self.failed = Some(format!("the raw log could not be written: {e}"));
+            return Err(e);
+        }
+        self.lines += 1;
+        let events = self.projector.push(dir, entry, self.lines);
+        self.emit(events)
+    }
+
+    fn emit(&mut self, events: Vec<ConversationEvent>) -> std::io::Result<()> {
+        for ev in events {
+            if let ConversationEvent::Status {
+                session_id: Some(id),
+                ..
+            } = &ev
+                && self.session_shown.as_deref() != Some(id)
+            {
+                if let Err(e) = self.sink.session_id(id) {
+                    self.failed = Some(format!("the session id could not be saved: {e}"));
+                    return Err(e);
+                }
+                self.session_shown = Some(id.clone());
+            }
+            self.sink.event(ev);
+        }
+        Ok(())
+    }
+
+    /// Flushes the projection at the end of the session.
+    pub fn finish(&mut self) -> super::Outcome {
+        let events = self.projector.finish();
+        let _ = self.emit(events);
+        self.projector.outcome().clone()
+    }
+}
+
+fn lock(tee: &SharedTee) -> std::sync::MutexGuard<'_, Tee> {
+    tee.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Collects what one chunk of stdout holds.
+#[derive(Default)]
+struct Collected {
+    lines: VecDeque<Raw>,
+}
+
+enum Raw {
+    Text(String),
+    Oversized(u64),
+}
+
+impl LineSink for Collected {
+    fn line(&mut self, line: Line<'_>) {
+        self.lines.push_back(match line {
+            Line::Text(b) => Raw::Text(String::from_utf8_lossy(b).into_owned()),
+            Line::Oversized(n) => Raw::Oversized(n),
+        });
+    }
+}
+
+struct Incoming<R> {
+    reader: R,
+    buf: Vec<u8>,
+    split: Splitter,
+    found: Collected,
+    tee: SharedTee,
+    eof: bool,
+}
+
+/// The agent's stdout as the SDK's incoming line stream: only JSON lines go
+/// on; every line is logged and projected first.
+pub fn incoming<R: AsyncRead + Unpin + Send + 'static>(
+    reader: R,
+    tee: SharedTee,
+) -> impl Stream<Item = std::io::Result<String>> + Send + 'static {
+    let state = Incoming {
+        reader,
+        buf: vec![0u8; 64 << 10],
+        split: Splitter::new(MAX_LINE_BYTES),
+        found: Collected::default(),
+        tee,
+        eof: false,
+    };
+    futures::stream::unfold(state, |mut s| async move {
+        let item = next_line(&mut s).await?;
+        Some((item, s))
+    })
+}
+
+async fn next_line<R: AsyncRead + Unpin>(s: &mut Incoming<R>) -> Option<std::io::Result<String>> {
+    loop {
+        while let Some(l) = s.found.lines.pop_front() {
+            let (text, entry) = match l {
+                Raw::Text(t) if t.trim().is_empty() => continue,
+                Raw::Text(t) => {
+                    let e = wire::entry_of(&t);
+                    (t, e)
+                }
+                Raw::Oversized(n) => (String::new(), Entry::Oversized(n)),
+            };
+            if let Err(e) = lock(&s.tee).wire(Dir::In, &text, &entry) {
+                return Some(Err(e));
+            }
+            if matches!(entry, Entry::Msg(_)) {
+                return Some(Ok(text));
+            }
+        }
+        if s.eof {
+            lock(&s.tee).eof = true;
+            return None;
+        }
+        match s.reader.read(&mut s.buf).await {
+            Ok(0) => {
+                s.eof = true;
+                match s.split.finish() {
+                    Found::Buffered => {
+                        let t = String::from_utf8_lossy(s.split.line()).into_owned();
+                        s.found.lines.push_back(Raw::Text(t));
+                    }
+                    Found::Oversized(n) => s.found.lines.push_back(Raw::Oversized(n)),
+                    _ => {}
+                }
+            }
+            Ok(n) => s.split.feed(&s.buf[..n], &mut s.found),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+}
+
+/// The agent's stdin as the SDK's outgoing line sink: each line is logged
+/// and projected, then written with its newline and flushed.
+pub fn outgoing<W: AsyncWrite + Unpin + Send + 'static>(
+    writer: W,
+    tee: SharedTee,
+) -> impl Sink<String, Error = std::io::Error> + Send + 'static {
+    futures::sink::unfold((writer, tee), |(mut w, tee), line: String| async move {
+        let entry = wire::entry_of(&line);
+        lock(&tee).wire(Dir::Out, &line, &entry)?;
+        w.write_all(line.as_bytes()).await?;
+        w.write_all(b"\n").await?;
+        w.flush().await?;
+        Ok((w, tee))
+    })
+}
+
+pub(super) fn finish(tee: &SharedTee) -> super::Outcome {
+    lock(tee).finish()
+}
+
+pub(super) fn failure(tee: &SharedTee) -> Option<String> {
+    lock(tee).failed.clone()
+}
+
+pub(super) fn ended(tee: &SharedTee) -> bool {
+    lock(tee).eof
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""A small ACP agent with canned behaviour, for the ACP driver tests (tests/it/acp.rs).
+
+    fake_acp_agent.py <mode> [--no-load] [--no-image]
+
+It speaks JSON-RPC 2.0 over stdio, one message per line. `initialize` names it
+`fake-acp 1.0.0`, protocol 1, loadSession (unless --no-load), promptCapabilities
+image + embeddedContext (image off with --no-image). `session/new` answers
+`sess-1`; `session/load` replays one user and one agent chunk and answers. What
+`session/prompt` does depends on <mode>:
+
+  json       two agent_message_chunks (a fenced json summary), then end_turn with
+             usage {inputTokens: 11, outputTokens: 7, totalTokens: 18}
+  tool       a tool_call (kind execute), session/request_permission (reject_once /
+             allow_once), a tool_call_update completed or failed by the answer,
+             a plan, a thought chunk, an unknown sessionUpdate kind, an fs/read_text_file
+             request (expects an error back), then the answer and end_turn
+  cancel     one chunk, then waits for session/cancel and answers stopReason cancelled
+  refusal    stopReason refusal
+  hang       answers initialize, then nothing ever
+  garbage    writes a non-JSON line and a line of invalid UTF-8 instead of answering
+  exit       session/prompt: one chunk, then exits with status 3
+  error      session/prompt answered with JSON-RPC error -32603
+  badid      session/new answers a session id vf must refuse
+  huge       session/prompt: a 9 MiB line (over vf's 8 MiB cap), then as json
+"""
+
+import json
+import sys
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "json"
+FLAGS = set(sys.argv[2:])
+OUT = sys.stdout.buffer
+NEXT_ID = [100]
+
+
+def send(msg):
+    OUT.write(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
+    OUT.flush()
+
+
+def update(sid, upd):
+    send({"jsonrpc": "2.0", "method": "session/update",
+          "params": {"sessionId": sid, "update": upd}})
+
+
+def chunk(sid, kind, text):
+    update(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+
+
+def read():
+    line = sys.stdin.buffer.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+
+
+def ask(method, params):
+    """A request to the client; returns its response (other lines are ignored)."""
+    NEXT_ID[0] += 1
+    rid = NEXT_ID[0]
+    send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    while True:
+        msg = read()
+        if msg.get("id") == rid and "method" not in msg:
+            return msg
+
+
+def tool_turn(sid):
+    update(sid, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "touch x.txt",
+                 "kind": "execute", "status": "pending", "rawInput": {"command": "touch x.txt"}})
+    r = ask("session/request_permission", {
+        "sessionId": sid,
+        "toolCall": {"toolCallId": "t1", "title": "touch x.txt", "kind": "execute"},
+        "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
+    chosen = r.get("result", {}).get("outcome", {}).get("optionId")
+    status = "completed" if chosen == "yes" else "failed"
+    update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": status,
+                 "content": [{"type": "content",
+                              "content": {"type": "text", "text": "chosen: %s" % chosen}}]})
+    update(sid, {"sessionUpdate": "plan", "entries": [
+        {"content": "look", "priority": "high", "status": "completed"},
+        {"content": "answer", "priority": "low", "status": "pending"}]})
+    chunk(sid, "agent_thought_chunk", "thinking")
+    update(sid, {"sessionUpdate": "future_kind", "secret": "payload-must-not-show"})
+    ask("fs/read_text_file", {"sessionId": sid, "path": "/etc/hostname"})
+    chunk(sid, "agent_message_chunk", "Tool %s.\n\n```json\n{\"ok\":%s}\n```\n"
+          % (status, "true" if chosen == "yes" else "false"))
+    return {"stopReason": "end_turn"}
+
+
+def prompt(msg, sid):
+    if MODE == "huge":
+        OUT.write(b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"'
+                  + b"x" * (9 << 20) + b'"}}\n')
+        OUT.flush()
+    if MODE in ("json", "huge"):
+        chunk(sid, "agent_message_chunk", "Done.\n\n```json\n{\"conf")
+        chunk(sid, "agent_message_chunk", "idence\":1}\n```\n")
+        return {"stopReason": "end_turn",
+                "usage": {"inputTokens": 11, "outputTokens": 7, "totalTokens": 18}}
+    if MODE == "tool":
+        return tool_turn(sid)
+    if MODE == "cancel":
+        chunk(sid, "agent_message_chunk", "working")
+        while True:
+            m = read()
+            if m.get("method") == "session/cancel":
+                return {"stopReason": "cancelled"}
+    if MODE == "refusal":
+        return {"stopReason": "refusal"}
+    if MODE == "exit":
+        chunk(sid, "agent_message_chunk", "bye")
+        sys.exit(3)
+    if MODE == "error":
+        send({"jsonrpc": "2.0", "id": msg["id"],
+              "error": {"code": -32603, "message": "model exploded"}})
+        return None
+    return {"stopReason": "end_turn"}
+
+
+def main():
+    while True:
+        msg = read()
+        method, rid = msg.get("method"), msg.get("id")
+        if method == "initialize":
+            if MODE == "garbage":
+                OUT.write(b"Welcome to the agent!\n\xff\xfe not utf-8\n")
+                OUT.flush()
+                continue
+            caps = {"loadSession": "--no-load" not in FLAGS,
+                    "promptCapabilities": {"image": "--no-image" not in FLAGS,
+                                           "embeddedContext": True}}
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": 1, "agentCapabilities": caps,
+                "agentInfo": {"name": "fake-acp", "version": "1.0.0"}}})
+        elif MODE == "hang":
+            continue
+        elif method == "session/new":
+            sid = "bad id/../x" if MODE == "badid" else "sess-1"
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
+        elif method == "session/load":
+            sid = msg["params"]["sessionId"]
+            chunk(sid, "user_message_chunk", "earlier prompt")
+            chunk(sid, "agent_message_chunk", "earlier answer")
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "session/prompt":
+            result = prompt(msg, msg["params"]["sessionId"])
+            if result is not None:
+                send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif rid is not None:
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": -32601, "message": "method not found"}})
+
+
+if __name__ == "__main__":
+    main()

@@ -62,9 +62,11 @@ pub async fn spawn_off_thread(
 ) -> std::io::Result<(tokio::process::Child, Group)> {
     let program = program.to_path_buf();
     let (args, cwd, piped) = (inv.args.clone(), inv.cwd.clone(), inv.stdin.is_some());
+    let env = inv.env.clone();
     let (tx, rx) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {
-        if let Err(Ok((mut child, group))) = tx.send(spawn(&program, &args, &cwd, piped)) {
+        let spawned = spawn(&program, &args, &cwd, piped, &env);
+        if let Err(Ok((mut child, group))) = tx.send(spawned) {
             group.kill();
             let _ = child.start_kill();
         }
@@ -80,9 +82,11 @@ pub fn spawn(
     args: &[String],
     cwd: &Path,
     piped_stdin: bool,
+    env: &[(String, String)],
 ) -> std::io::Result<(tokio::process::Child, Group)> {
     let mut std_cmd = crate::sys::command(program, args);
     std_cmd.current_dir(cwd);
+    std_cmd.envs(env.iter().map(|(k, v)| (k, v)));
     crate::sys::contain(&mut std_cmd);
     let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.stdin(if piped_stdin {

@@ -100,6 +100,10 @@ pub struct DispatchArgs {
     /// (its newest family) instead of plain text.
     #[arg(long, value_name = "ENGINE")]
     pub bridge_output: Option<EngineId>,
+    /// With `--engine acp`: the ACP agent's command (default: the preset of
+    /// `acp:NAME`, else `VF_ACP_CMD`). vf drives the protocol on its stdio.
+    #[arg(long, value_name = "CMD")]
+    pub acp: Option<String>,
     /// The work unit's name (a safe file name); generated when omitted.
     #[arg(long)]
     pub unit: Option<String>,

@@ -76,6 +76,7 @@ struct RawUnit {
     verify: Option<String>,
     bridge: Option<String>,
     bridge_output: Option<crate::engine::EngineId>,
+    acp: Option<String>,
 }
 
 /// One validated unit of a plan.
@@ -363,20 +364,25 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
 /// A bridge unit's command: its key `bridge`, else `VIBEFLOW_AI`; the keys
 /// are refused on a unit of another engine.
 fn command_of(u: &RawUnit) -> std::result::Result<Option<EngineCommand>, String> {
-    let engine = match u.engine {
-        EngineChoice::Engine(e) => e.engine().spec().command.map(|src| (e, src)),
-        EngineChoice::Auto => None,
-    };
-    let Some((engine, src)) = engine else {
-        if u.bridge.is_some() || u.bridge_output.is_some() {
-            return Err("`bridge` and `bridge_output` go with engine = \"bridge\"".into());
-        }
+    let id = u.engine.engine();
+    if id != Some(EngineId::Bridge) && (u.bridge.is_some() || u.bridge_output.is_some()) {
+        return Err("`bridge` and `bridge_output` go with engine = \"bridge\"".into());
+    }
+    if id != Some(EngineId::Acp) && u.acp.is_some() {
+        return Err("`acp` goes with engine = \"acp\"".into());
+    }
+    let Some((engine, src)) = id.and_then(|e| e.engine().spec().command.map(|src| (e, src))) else {
         return Ok(None);
     };
-    let (line, what) = match (&u.bridge, src.from_env()) {
-        (Some(line), _) => (line.clone(), format!("`{}`", src.plan_key)),
-        (None, Some(line)) => (line, src.env.to_string()),
-        (None, None) => {
+    let given = match engine {
+        EngineId::Acp => &u.acp,
+        _ => &u.bridge,
+    };
+    let (line, what) = match (given, u.engine.preset(), src.from_env()) {
+        (Some(line), _, _) => (line.clone(), format!("`{}`", src.plan_key)),
+        (None, Some(preset), _) => return preset.command().map(Some).map_err(|e| e.to_string()),
+        (None, None, Some(line)) => (line, src.env.to_string()),
+        (None, None, None) => {
             return Err(format!(
                 "{engine} has no command: set `{}` or {}",
                 src.plan_key, src.env

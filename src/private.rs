@@ -485,6 +485,7 @@ mod tests {
             cwd: PathBuf::from("/"),
             prompt_file: None,
             prompt_file_contents: Some(prompt),
+            env: vec![],
             warnings: vec![],
         };
         redact_invocation(&mut inv, &r);

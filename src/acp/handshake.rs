@@ -62,12 +62,13 @@ pub async fn handshake(
         return Err(HandshakeError::Empty);
     };
     let program = resolve(name).ok_or_else(|| HandshakeError::Missing(name.clone()))?;
-    let (mut child, group) = crate::child::spawn(&program, &argv[1..], cwd, true).map_err(|e| {
-        HandshakeError::Spawn(
-            name.clone(),
-            crate::child::explain_spawn_error(&program, &e),
-        )
-    })?;
+    let (mut child, group) =
+        crate::child::spawn(&program, &argv[1..], cwd, true, &[]).map_err(|e| {
+            HandshakeError::Spawn(
+                name.clone(),
+                crate::child::explain_spawn_error(&program, &e),
+            )
+        })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         group.kill();
         return Err(HandshakeError::Spawn(name.clone(), "no pipes".to_string()));

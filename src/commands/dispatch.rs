@@ -121,14 +121,20 @@ fn command_of(
 ) -> Result<Option<EngineCommand>> {
     let given = match engine {
         EngineId::Bridge => args.bridge.clone(),
+        EngineId::Acp => args.acp.clone(),
         _ => None,
     };
+    if engine != EngineId::Bridge && (args.bridge.is_some() || args.bridge_output.is_some()) {
+        return Err(VfError::usage(format!(
+            "--bridge and --bridge-output go with --engine bridge, not {engine}"
+        )));
+    }
+    if engine != EngineId::Acp && args.acp.is_some() {
+        return Err(VfError::usage(format!(
+            "--acp goes with --engine acp, not {engine}"
+        )));
+    }
     let Some(src) = engine.engine().spec().command else {
-        if args.bridge.is_some() || args.bridge_output.is_some() {
-            return Err(VfError::usage(format!(
-                "--bridge and --bridge-output go with --engine bridge, not {engine}"
-            )));
-        }
         return Ok(None);
     };
     if args.run.engine_bin.is_some() {
@@ -137,10 +143,11 @@ fn command_of(
             src.flag
         )));
     }
-    let (line, what) = match (given, src.from_env()) {
-        (Some(line), _) => (line, src.flag),
-        (None, Some(line)) => (line, src.env),
-        (None, None) => return recorded_command(engine, unit, state_dir).map(Some),
+    let (line, what) = match (given, args.engine.preset(), src.from_env()) {
+        (Some(line), _, _) => (line, src.flag),
+        (None, Some(preset), _) => return preset.command().map(Some),
+        (None, None, Some(line)) => (line, src.env),
+        (None, None, None) => return recorded_command(engine, unit, state_dir).map(Some),
     };
     EngineCommand::new(line, args.bridge_output, what).map(Some)
 }

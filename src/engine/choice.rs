@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use clap::builder::TypedValueParser;
 
-use super::{AttachmentKind, EngineId, check_attachment_kinds, engine_list};
+use super::{AttachmentKind, EngineId, Preset, check_attachment_kinds, engine_list};
 use crate::error::{Result, VfError};
 
 /// `--engine` (and a plan unit's `engine`): one engine, or `auto`.
@@ -15,6 +15,8 @@ use crate::error::{Result, VfError};
 pub enum EngineChoice {
     Auto,
     Engine(EngineId),
+    /// `KIND:NAME`: a command engine with one of its presets.
+    Preset(EngineId, &'static Preset),
 }
 
 impl EngineChoice {
@@ -26,7 +28,23 @@ impl EngineChoice {
     pub fn as_str(self) -> &'static str {
         match self {
             EngineChoice::Auto => "auto",
-            EngineChoice::Engine(e) => e.as_str(),
+            EngineChoice::Engine(e) | EngineChoice::Preset(e, _) => e.as_str(),
+        }
+    }
+
+    /// The engine named, if one is (`auto`: none).
+    pub fn engine(self) -> Option<EngineId> {
+        match self {
+            EngineChoice::Auto => None,
+            EngineChoice::Engine(e) | EngineChoice::Preset(e, _) => Some(e),
+        }
+    }
+
+    /// The preset named with `KIND:NAME`.
+    pub fn preset(self) -> Option<&'static Preset> {
+        match self {
+            EngineChoice::Preset(_, p) => Some(p),
+            _ => None,
         }
     }
 
@@ -34,26 +52,28 @@ impl EngineChoice {
         let v = clap::builder::PossibleValue::new(self.as_str());
         match self {
             EngineChoice::Auto => v.help("the first ready engine that accepts every attached kind"),
+            EngineChoice::Engine(e) if e.engine().speaks_acp() => {
+                v.help("any ACP agent (acp:gemini, acp:opencode): vf drives the protocol")
+            }
             EngineChoice::Engine(e) if e.engine().spec().command.is_some() => {
                 v.help("any agent CLI: the command it runs comes with the unit")
             }
-            EngineChoice::Engine(_) => v,
+            EngineChoice::Engine(_) | EngineChoice::Preset(..) => v,
         }
     }
 }
 
 impl fmt::Display for EngineChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            EngineChoice::Preset(e, p) => write!(f, "{e}:{}", p.name),
+            _ => f.write_str(self.as_str()),
+        }
     }
 }
 
-/// Engine kinds that are named but not available in this vf: refused in
-/// words rather than as unknown (`acp`, `acp:NAME`: issue 26, ACP agents).
-const NOT_YET: &[&str] = &["acp"];
-
 /// The one parser of engine names: clap and plan files both go through it.
-/// A name is `KIND` or `KIND:PRESET`; no engine has presets yet.
+/// A name is `KIND` or `KIND:PRESET` (a command engine's `Engine::presets`).
 impl FromStr for EngineChoice {
     type Err = String;
 
@@ -62,15 +82,26 @@ impl FromStr for EngineChoice {
             Some((k, p)) => (k, Some(p)),
             None => (s, None),
         };
-        if NOT_YET.contains(&kind) {
-            return Err(format!(
-                "engine {kind:?} is not available yet in this vf; to drive an agent vf does not \
-                 know, use --engine bridge --bridge \"CMD\""
-            ));
-        }
         let found = EngineChoice::all().find(|c| c.as_str() == kind);
+        let presets = found
+            .and_then(EngineChoice::engine)
+            .map(|e| e.engine().presets());
+        let named = preset.and_then(|p| presets?.iter().find(|x| x.name == p));
         match (found, preset) {
             (Some(c), None) => Ok(c),
+            (Some(EngineChoice::Engine(e)), Some(_)) if named.is_some() => {
+                Ok(EngineChoice::Preset(e, named.expect("found")))
+            }
+            (Some(c), Some(p)) if presets.is_some_and(|ps| !ps.is_empty()) => Err(format!(
+                "engine {c} has no preset {} (one of: {})",
+                crate::text::shown(p, 40),
+                presets
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|x| x.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
             (Some(c), Some(p)) => Err(format!(
                 "engine {c} has no preset {}: give it as plain {c}",
                 crate::text::shown(p, 40)
@@ -172,7 +203,7 @@ pub fn choose_engine(
     kinds: &[AttachmentKind],
     is_ready: Readiness<'_>,
 ) -> Result<Pick> {
-    if let EngineChoice::Engine(e) = choice {
+    if let Some(e) = choice.engine() {
         check_attachment_kinds(e, kinds)?;
         return Ok(Pick {
             engine: e,
@@ -360,14 +391,15 @@ mod tests {
         let e = "gpt".parse::<EngineChoice>().unwrap_err();
         assert_eq!(
             e,
-            "unknown engine \"gpt\" (one of: auto, claude, codex, copilot, opencode, gemini, agy, bridge)"
+            "unknown engine \"gpt\" (one of: auto, claude, codex, copilot, opencode, gemini, agy, bridge, acp)"
         );
-        let not_yet = "engine \"acp\" is not available yet in this vf; to drive an agent vf \
-            does not know, use --engine bridge --bridge \"CMD\"";
-        assert_eq!("acp".parse::<EngineChoice>(), Err(not_yet.to_string()));
+        let g = "acp:gemini".parse::<EngineChoice>().unwrap();
+        assert_eq!(g.engine(), Some(Acp));
+        assert_eq!(g.preset().map(|p| p.command), Some("gemini --acp"));
+        assert_eq!(g.to_string(), "acp:gemini");
         assert_eq!(
-            "acp:gemini".parse::<EngineChoice>(),
-            Err(not_yet.to_string())
+            "acp:nope".parse::<EngineChoice>(),
+            Err("engine acp has no preset \"nope\" (one of: gemini, opencode)".to_string())
         );
         assert_eq!(
             "bridge:aider".parse::<EngineChoice>(),

@@ -33,6 +33,31 @@ impl CommandSource {
     }
 }
 
+/// A known agent of a command engine: `--engine KIND:NAME` runs `command`
+/// with `env` added (a static table keeps `EngineChoice` `Copy`).
+#[derive(Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preset {
+    pub name: &'static str,
+    pub command: &'static str,
+    pub env: &'static [(&'static str, &'static str)],
+    /// What vf knows of it, for `vf engines`.
+    pub note: &'static str,
+}
+
+impl Preset {
+    /// Its command, checked, with its environment.
+    pub fn command(&self) -> Result<EngineCommand> {
+        let mut cmd = EngineCommand::new(self.command.to_string(), None, "the preset")?;
+        cmd.env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Ok(cmd)
+    }
+}
+
 /// What a command engine's unit runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -43,6 +68,9 @@ pub struct EngineCommand {
     /// (`--bridge-output`); plain text when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<EngineId>,
+    /// Variables added to its environment (an ACP preset's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
 }
 
 impl EngineCommand {
@@ -53,7 +81,11 @@ impl EngineCommand {
         if let Some(e) = output {
             check_output_family(e)?;
         }
-        Ok(EngineCommand { line, output })
+        Ok(EngineCommand {
+            line,
+            output,
+            env: Vec::new(),
+        })
     }
 
     /// The argv this platform starts (`sys::COMMAND_LAUNCH`).

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::error::{Result, VfError};
 use crate::version::Version;
 
+pub mod acp;
 pub mod agy;
 pub mod bridge;
 pub mod choice;
@@ -28,7 +29,7 @@ pub mod launch_plan;
 pub mod opencode;
 pub mod options;
 
-pub use command::{CommandSource, EngineCommand};
+pub use command::{CommandSource, EngineCommand, Preset};
 pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
 
 /// The engines vf drives: the six CLIs it knows ([`EngineId::ALL`]) and the
@@ -56,6 +57,7 @@ pub enum EngineId {
     Gemini,
     Agy,
     Bridge,
+    Acp,
 }
 
 impl EngineId {
@@ -70,7 +72,7 @@ impl EngineId {
 
     /// The command engines: `--engine auto` never picks one, and a plan's
     /// `fallback` cannot name one (it has no command of its own).
-    pub const COMMANDS: [EngineId; 1] = [EngineId::Bridge];
+    pub const COMMANDS: [EngineId; 2] = [EngineId::Bridge, EngineId::Acp];
 
     /// Every engine: the CLIs, then the command engines.
     pub fn every() -> impl Iterator<Item = EngineId> {
@@ -86,6 +88,7 @@ impl EngineId {
             EngineId::Gemini => "gemini",
             EngineId::Agy => "agy",
             EngineId::Bridge => "bridge",
+            EngineId::Acp => "acp",
         }
     }
 
@@ -103,6 +106,7 @@ impl EngineId {
             EngineId::Gemini => &gemini::Gemini,
             EngineId::Agy => &agy::Agy,
             EngineId::Bridge => &bridge::Bridge,
+            EngineId::Acp => &acp::Acp,
         }
     }
 
@@ -250,6 +254,9 @@ pub enum SessionIds {
     Uuid,
     /// `prefix` followed by exactly `len` ASCII alphanumerics (opencode `ses_…`).
     Prefixed { prefix: &'static str, len: usize },
+    /// An ACP agent's own ids: 1 to 128 ASCII letters, digits and `-_.:`,
+    /// not starting with `-` (the rule of `acp::valid_session_id`).
+    Acp,
 }
 
 impl SessionIds {
@@ -260,6 +267,13 @@ impl SessionIds {
             SessionIds::Prefixed { prefix, len } => id.strip_prefix(prefix).is_some_and(|rest| {
                 rest.len() == len && rest.bytes().all(|b| b.is_ascii_alphanumeric())
             }),
+            SessionIds::Acp => {
+                (1..=128).contains(&id.len())
+                    && !id.starts_with('-')
+                    && id.bytes().all(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':')
+                    })
+            }
         }
     }
 }
@@ -377,6 +391,9 @@ pub struct Invocation {
     pub prompt_file: Option<PathBuf>,
     #[serde(skip)]
     pub prompt_file_contents: Option<String>,
+    /// Variables added to the engine's environment (an ACP preset's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
     /// Things the user should know (e.g. a dropped unsupported option).
     pub warnings: Vec<String>,
 }
@@ -399,6 +416,7 @@ impl Invocation {
             cwd: req.cwd.to_path_buf(),
             prompt_file: None,
             prompt_file_contents: None,
+            env: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -496,6 +514,17 @@ pub trait Engine: Sync {
     /// `--max-budget-usd`); `None`: the engine has none, vf refuses the flag.
     fn max_cost_args(&self, _usd: f64) -> Option<Vec<String>> {
         None
+    }
+
+    /// The engine is an ACP agent: vf runs a protocol session on its stdio
+    /// (`crate::acp`) instead of reading its output as frames.
+    fn speaks_acp(&self) -> bool {
+        false
+    }
+
+    /// The known agents of a command engine (`--engine KIND:NAME`).
+    fn presets(&self) -> &'static [Preset] {
+        &[]
     }
 }
 

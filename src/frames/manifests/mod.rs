@@ -82,6 +82,9 @@ pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
         EngineId::Copilot => copilot::FAMILIES,
         EngineId::Agy => agy::FAMILIES,
         EngineId::Bridge => bridge::FAMILIES,
+        // An ACP agent's lines are projected by `acp::Projector`, never by a
+        // manifest; the plain-text family stands in for the unused one.
+        EngineId::Acp => bridge::FAMILIES,
     }
 }
 

@@ -10,6 +10,7 @@
 //!   session id durable, forward signals, enforce stall/timeout, never hang.
 //! - settle: the outcome, the final marker, release of the process record.
 
+mod acp_session;
 mod budget_watch;
 mod launch;
 mod prepare;

@@ -11,6 +11,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::acp_session::{self, AcpRun};
 use super::prepare::Prepared;
 use super::pump::{self, Msg, Stream};
 use super::redact::Redactor;
@@ -36,6 +37,8 @@ pub(super) struct Launched {
     /// vf's own signals, listened for from before the spawn: one that comes
     /// once the `running` marker is out is forwarded, never vf's death.
     pub signals: Option<child::Signals>,
+    /// The session of an engine that speaks ACP (its task is `pumps[0]`).
+    pub acp: Option<AcpRun>,
 }
 
 pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
@@ -49,7 +52,11 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     // The prompt goes in from a task, so the engine starts up while the record,
     // the logs and the marker are made below. Its output waits in the pipe:
     // the pumps that handle it start only once the `running` marker is durable.
-    feed_stdin(&mut child, p.inv.stdin.clone());
+    // An ACP agent's stdin stays open: the session's JSON-RPC goes there.
+    let speaks_acp = spec.engine.engine().speaks_acp();
+    if !speaks_acp {
+        feed_stdin(&mut child, p.inv.stdin.clone());
+    }
     let pid = child.id().unwrap_or(0);
     // The owned-process record exists before anything else happens with the child.
     let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
@@ -84,7 +91,8 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         // Not awaited: whatever it does not reach is left to a later run's.
         drop(tokio::task::spawn_blocking(move || scan.run()));
     }
-    let (rx, pumps) = start_pumps(spec, &mut child, &paths, files);
+    let session = speaks_acp.then(|| (p.marker.clone(), p.inv.stdin.clone().unwrap_or_default()));
+    let (rx, pumps, acp) = start_pumps(spec, &mut child, &paths, files, session);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {
         prepared: p,
@@ -96,6 +104,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         rx,
         pumps,
         signals,
+        acp,
     })
 }
 
@@ -153,28 +162,51 @@ async fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::proce
     })
 }
 
-/// One reader per stream, both feeding the supervisor's channel.
+/// The session's marker (as saved `running`) and prompt, for an ACP agent.
+type Session = Option<(crate::marker::Marker, String)>;
+
+/// One reader per stream, both feeding the supervisor's channel; for an ACP
+/// agent, its session in place of the stdout reader.
 fn start_pumps(
     spec: &UnitSpec,
     child: &mut tokio::process::Child,
     paths: &[PathBuf; 2],
     files: [std::fs::File; 2],
-) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2]) {
+    session: Session,
+) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2], Option<AcpRun>) {
     let redactor = Arc::new(Redactor::new(&spec.redact));
     let (tx, rx) = mpsc::channel::<Msg>(256);
-    let out = child.stdout.take().expect("stdout is piped");
     let err = child.stderr.take().expect("stderr is piped");
     let [out_file, err_file] = files;
     let name = |i: usize| paths[i].display().to_string();
+    let (out_task, acp) = match session {
+        Some((marker, prompt)) => {
+            let (run, task) = acp_session::start(
+                spec,
+                child,
+                out_file,
+                redactor.clone(),
+                &marker,
+                prompt,
+                tx.clone(),
+            );
+            (task, Some(run))
+        }
+        None => {
+            let out = child.stdout.take().expect("stdout is piped");
+            let task = tokio::spawn(pump::pump(
+                out,
+                out_file,
+                name(0),
+                redactor.clone(),
+                Stream::Stdout,
+                tx.clone(),
+            ));
+            (task, None)
+        }
+    };
     let pumps = [
-        tokio::spawn(pump::pump(
-            out,
-            out_file,
-            name(0),
-            redactor.clone(),
-            Stream::Stdout,
-            tx.clone(),
-        )),
+        out_task,
         tokio::spawn(pump::pump(
             err,
             err_file,
@@ -184,7 +216,7 @@ fn start_pumps(
             tx,
         )),
     ];
-    (rx, pumps)
+    (rx, pumps, acp)
 }
 
 fn claim_running(p: &mut Prepared, pid: u32, group: &Group) {

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use super::supervise::{Ended, Stop};
-use super::{DispatchResult, EventSink, UnitSpec};
+use super::{DispatchResult, EventSink, UnitSpec, acp_session};
 use crate::engine::{EngineId, Outcome};
 use crate::error::{Reason, Result};
 use crate::fsutil::now_rfc3339;
@@ -22,7 +22,15 @@ pub(super) async fn settle(
         e.hold.emit(sink, &ev);
     }
     let exit_code = e.exit_status.and_then(|s| s.code());
-    let outcome = e.projector.tracker().finish(exit_code);
+    let acp = e
+        .launched
+        .acp
+        .as_ref()
+        .map(|run| acp_session::outcome(&run.done));
+    let (outcome, acp) = match acp {
+        Some((outcome, verdict)) => (outcome, Some(verdict)),
+        None => (e.projector.tracker().finish(exit_code), None),
+    };
     let (mut summary_value, mut summary_error) =
         match outcome.answer.as_deref().map(summary::extract) {
             Some(Summary::Valid { value }) => (Some(value), None),
@@ -30,6 +38,10 @@ pub(super) async fn settle(
             _ => (None, None),
         };
     let (mut reason, mut error) = judge(spec, &e, &outcome, exit_code);
+    // An ACP session's own failure has its own reason (its stop reason).
+    if let (None, Some(Some((r, msg)))) = (&e.stop, acp.as_ref().map(|v| v.failure.clone())) {
+        (reason, error) = (Some(r), Some(msg));
+    }
     // Only a run that otherwise succeeded is judged by the schema.
     if let (Some(schema), None) = (&spec.summary_schema, reason) {
         match schema.check(outcome.answer.as_deref()) {
@@ -49,7 +61,10 @@ pub(super) async fn settle(
         .flatten();
     let l = &mut e.launched;
     let marker = &mut l.prepared.marker;
-    let (reported, running) = tracker.usage();
+    let (reported, running) = match &acp {
+        Some(v) => (v.usage.as_ref(), crate::usage::Running::None),
+        None => tracker.usage(),
+    };
     // The session's running total is kept only where it is not `usage` itself.
     let previous = marker.thread_usage.as_ref().or(marker.usage.as_ref());
     let previous = spec.session.as_ref().and(previous);

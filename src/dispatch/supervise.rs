@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio::time::Instant as TokioInstant;
 
+use super::acp_session::{AcpRun, SessionMsg};
 use super::launch::Launched;
 use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
@@ -132,7 +133,8 @@ pub(super) async fn supervise(
             biased;
             msg = l.rx.recv(), if s.stdout_open || s.stderr_open => s.on_msg(msg, &mut l).await,
             status = l.child.wait(), if running => s.on_exit(status.ok(), &group),
-            sig = recv_signal(&mut signals) => s.on_signal(sig, &group),
+            m = recv_session(&mut l.acp) => s.on_session(m, &mut l, &group),
+            sig = recv_signal(&mut signals) => s.on_signal(sig, &group, l.acp.as_ref()),
             _ = sleep_until_opt(stall_at), if running && s.stop.is_none() => {
                 let secs = spec.stall_timeout.unwrap_or_default().as_secs_f64();
                 s.end(Stop::Stalled, "stalled", format!("no output for {secs}s; ending the engine"), &group);
@@ -282,13 +284,46 @@ impl<'a> Supervisor<'a> {
         self.exited_at = Some(TokioInstant::now());
     }
 
-    /// Forwarded to the group; a second signal means SIGKILL now.
-    fn on_signal(&mut self, sig: Sig, group: &Group) {
+    /// What an ACP session says: events (its id already durable), its end.
+    /// Once it has ended the agent has nothing more to do: its group is
+    /// ended, with the usual grace.
+    fn on_session(&mut self, m: Option<SessionMsg>, l: &mut Launched, group: &Group) {
+        self.last_activity = TokioInstant::now();
+        let Some(acp) = l.acp.as_mut() else { return };
+        match m {
+            Some(SessionMsg::Event(ev)) => {
+                self.lines_seen = self.lines_seen.max(ev.raw_range().end);
+                self.hold.emit(self.sink, &ev);
+            }
+            Some(SessionMsg::Session(id)) => l.prepared.marker.engine_session_id = Some(id),
+            Some(SessionMsg::Done(ended)) => {
+                acp.done = Some(*ended);
+                if self.exit_status.is_none() {
+                    group.signal(Sig::Terminate);
+                    self.kill_at
+                        .get_or_insert(TokioInstant::now() + self.spec.kill_grace);
+                }
+            }
+            None => {
+                acp.done
+                    .get_or_insert(Err(crate::acp::AcpError::Closed(None)));
+            }
+        }
+    }
+
+    /// Forwarded to the group (an ACP session: `session/cancel`, the group
+    /// ended after the grace); a second signal means SIGKILL now.
+    fn on_signal(&mut self, sig: Sig, group: &Group, acp: Option<&AcpRun>) {
         if self.stop.is_some() {
             group.kill();
         }
         self.stop.get_or_insert(Stop::Signal(sig));
-        group.signal(sig);
+        match acp {
+            Some(run) if run.done.is_none() => {
+                let _ = run.cancel.send(true);
+            }
+            _ => group.signal(sig),
+        }
         self.kill_at
             .get_or_insert(TokioInstant::now() + self.spec.kill_grace);
     }
@@ -300,6 +335,14 @@ impl<'a> Supervisor<'a> {
         self.hold.emit(self.sink, &row);
         group.signal(Sig::Terminate);
         self.kill_at = Some(TokioInstant::now() + self.spec.kill_grace);
+    }
+}
+
+/// The session's next message; never, without a session or once it ended.
+async fn recv_session(acp: &mut Option<AcpRun>) -> Option<SessionMsg> {
+    match acp {
+        Some(run) if run.done.is_none() => run.rx.recv().await,
+        _ => std::future::pending().await,
     }
 }
 

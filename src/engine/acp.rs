@@ -66,18 +66,19 @@ impl Engine for Acp {
         &SPEC
     }
 
-    /// The agent's argv; stdin is piped and stays open (the session's
-    /// JSON-RPC goes there: `Invocation::stdin` is empty, never fed).
+    /// The agent's argv. stdin is piped and stays open for the session's
+    /// JSON-RPC: `Invocation::stdin` holds the prompt, which goes as
+    /// `session/prompt`, never written raw.
     fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
         let command = req
             .command
             .ok_or_else(|| VfError::usage("acp: no command to run"))?;
         let mut argv = command.argv_here()?;
         let args = argv.split_off(1);
-        let mut inv = Invocation::over_argv(&argv[0], args, req);
-        inv.stdin = Some(String::new());
-        inv.env = command.env.clone();
-        Ok(inv)
+        Ok(Invocation {
+            env: command.env.clone(),
+            ..Invocation::over_stdin(&argv[0], args, req)
+        })
     }
 
     /// vf answers `session/request_permission` itself: a read-only run
@@ -88,6 +89,16 @@ impl Engine for Acp {
 
     fn speaks_acp(&self) -> bool {
         true
+    }
+
+    /// No frame manifest reads an ACP agent (`acp::Projector` does): the
+    /// frames projector the supervisor keeps sees no line, in plain text.
+    fn frames(
+        &self,
+        _command: Option<&super::EngineCommand>,
+        _version: Option<&crate::version::Version>,
+    ) -> (EngineId, OutputTransport) {
+        (EngineId::Acp, OutputTransport::Text)
     }
 
     fn presets(&self) -> &'static [Preset] {

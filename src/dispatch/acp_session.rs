@@ -1,0 +1,157 @@
+//! The session path of an engine that speaks ACP (`Engine::speaks_acp`):
+//! instead of a stdout pump, one `acp::run_session` on the child's stdio,
+//! its stdin left open. Its sink writes the tagged JSON-RPC lines of both
+//! directions to the stdout raw log (redacted as the pumps redact), makes a
+//! session id durable in the marker before any event shows it, and hands
+//! events to the supervisor. The supervisor's signals turn into
+//! `session/cancel` ([`AcpRun::cancel`]); its stall and wall timeouts end the
+//! group as for any engine.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::UnitSpec;
+use super::pump::Msg;
+use super::redact::Redactor;
+use crate::acp::{self, AcpError, Policy, PromptPart, SessionRequest, SessionSink};
+use crate::engine::Outcome;
+use crate::error::Reason;
+use crate::frames::ConversationEvent;
+use crate::marker::{Marker, MarkerStore};
+
+/// What the session tells the supervisor, in order.
+pub(super) enum SessionMsg {
+    Event(ConversationEvent),
+    /// A validated id, already durable in the marker.
+    Session(String),
+    Done(Box<Result<acp::Outcome, AcpError>>),
+}
+
+/// A running session, as the supervisor holds it.
+pub(super) struct AcpRun {
+    pub rx: mpsc::UnboundedReceiver<SessionMsg>,
+    /// `true`: send `session/cancel`.
+    pub cancel: watch::Sender<bool>,
+    /// How it ended, once it did.
+    pub done: Option<Result<acp::Outcome, AcpError>>,
+}
+
+/// Where the session's lines, ids and events go.
+struct Sink {
+    log: File,
+    redactor: Arc<Redactor>,
+    marker: Marker,
+    state_dir: PathBuf,
+    tx: mpsc::UnboundedSender<SessionMsg>,
+}
+
+impl SessionSink for Sink {
+    fn raw_line(&mut self, line: &str) -> std::io::Result<()> {
+        let redacted = self.redactor.line(line.as_bytes());
+        let bytes = redacted.as_deref().unwrap_or(line.as_bytes());
+        self.log.write_all(bytes)?;
+        self.log.write_all(b"\n")
+    }
+
+    fn session_id(&mut self, id: &str) -> std::io::Result<()> {
+        self.marker.engine_session_id = Some(id.to_string());
+        MarkerStore::new(&self.state_dir)
+            .save(&mut self.marker)
+            .map_err(std::io::Error::other)?;
+        let _ = self.tx.send(SessionMsg::Session(id.to_string()));
+        Ok(())
+    }
+
+    fn event(&mut self, event: ConversationEvent) {
+        let _ = self.tx.send(SessionMsg::Event(event));
+    }
+}
+
+/// The unit's answer to permission requests.
+fn policy(spec: &UnitSpec) -> Policy {
+    if spec.read_only {
+        Policy::ReadOnly
+    } else if spec.skip_permissions {
+        Policy::SkipPermissions
+    } else {
+        Policy::Default
+    }
+}
+
+/// Starts the session on the child's stdio. The returned task stands in for
+/// the stdout pump: it sends `StdoutEof` on `pump_tx` when the session ends.
+pub(super) fn start(
+    spec: &UnitSpec,
+    child: &mut tokio::process::Child,
+    log: File,
+    redactor: Arc<Redactor>,
+    marker: &Marker,
+    prompt: String,
+    pump_tx: mpsc::Sender<Msg>,
+) -> (AcpRun, JoinHandle<()>) {
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let stdin = child.stdin.take().expect("stdin is piped");
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (cancel, cancel_rx) = watch::channel(false);
+    let sink = Sink {
+        log,
+        redactor,
+        marker: marker.clone(),
+        state_dir: spec.state_dir.clone(),
+        tx: tx.clone(),
+    };
+    let req = SessionRequest {
+        cwd: spec.cwd.clone(),
+        prompt: vec![PromptPart::Text(prompt)],
+        resume: spec.session.clone(),
+        policy: policy(spec),
+        deadline: None,
+    };
+    let task = tokio::spawn(async move {
+        let ended = acp::run_session(stdout, stdin, req, Box::new(sink), cancel_rx).await;
+        let _ = tx.send(SessionMsg::Done(Box::new(ended)));
+        let _ = pump_tx.send(Msg::StdoutEof).await;
+    });
+    let run = AcpRun {
+        rx,
+        cancel,
+        done: None,
+    };
+    (run, task)
+}
+
+/// The run's outcome as settle reads it, and the failure the session means
+/// (its stop reason, the agent's error, or why it never got an answer).
+pub(super) fn outcome(done: &Option<Result<acp::Outcome, AcpError>>) -> (Outcome, AcpVerdict) {
+    let (o, failure) = match done {
+        Some(Ok(o)) => (o.clone(), o.failure()),
+        Some(Err(e)) => (acp::Outcome::default(), Some((e.reason(), e.to_string()))),
+        None => (
+            acp::Outcome::default(),
+            Some((Reason::Engine, "the session did not end".to_string())),
+        ),
+    };
+    let outcome = Outcome {
+        session_id: o.session_id.clone(),
+        answer: o.answer.clone(),
+        failed: failure.is_some(),
+        error: failure.as_ref().map(|(_, m)| m.clone()),
+        usage: None,
+    };
+    let verdict = AcpVerdict {
+        failure,
+        usage: o.usage,
+    };
+    (outcome, verdict)
+}
+
+/// What settle takes from an ACP session besides the [`Outcome`].
+pub(super) struct AcpVerdict {
+    pub failure: Option<(Reason, String)>,
+    pub usage: Option<crate::usage::Usage>,
+}

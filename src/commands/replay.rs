@@ -35,8 +35,11 @@ pub fn run(a: &ReplayArgs) -> Result<i32> {
         }
         Box::new(BufReader::with_capacity(256 << 10, f))
     };
-    let mut lines = LineReader::new(input, MAX_LINE_BYTES);
     let mut out = BufWriter::with_capacity(256 << 10, super::stdio::out());
+    if a.cli.engine().speaks_acp() {
+        return replay_acp(input, &mut out, a.output);
+    }
+    let mut lines = LineReader::new(input, MAX_LINE_BYTES);
     let mut p = Projector::new(a.cli, version.as_ref(), transport);
     while let Some(line) = lines.next_line().map_err(anyhow::Error::from)? {
         let events = match line {
@@ -46,6 +49,21 @@ pub fn run(a: &ReplayArgs) -> Result<i32> {
         emit(&mut out, &events, a.output)?;
     }
     emit(&mut out, &p.finish(), a.output)?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// An ACP unit's raw log (tagged JSON-RPC lines, both directions),
+/// projected as the live run projected it (`acp::project_log`).
+fn replay_acp(
+    mut input: Box<dyn BufRead>,
+    out: &mut impl Write,
+    mode: ReplayOutput,
+) -> Result<i32> {
+    let mut bytes = Vec::new();
+    input.read_to_end(&mut bytes)?;
+    let (events, _) = crate::acp::project_log(&String::from_utf8_lossy(&bytes));
+    emit(out, &events, mode)?;
     out.flush()?;
     Ok(0)
 }

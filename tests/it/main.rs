@@ -35,6 +35,8 @@ mod summary_props;
 #[cfg(unix)]
 mod acp;
 #[cfg(unix)]
+mod acp_dispatch;
+#[cfg(unix)]
 mod attach;
 #[cfg(unix)]
 mod bridge;

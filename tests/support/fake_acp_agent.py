@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """A small ACP agent with canned behaviour, for the ACP driver tests (tests/it/acp.rs).
 
-    fake_acp_agent.py <mode> [--no-load] [--no-image]
+    fake_acp_agent.py <mode> [--no-load] [--no-image] [--write]
 
 It speaks JSON-RPC 2.0 over stdio, one message per line. `initialize` names it
 `fake-acp 1.0.0`, protocol 1, loadSession (unless --no-load), promptCapabilities
-image + embeddedContext (image off with --no-image). `session/new` answers
+image + embeddedContext (image off with --no-image). With --write, an allowed
+tool call of mode `tool` really creates x.txt in the session's cwd. `session/new` answers
 `sess-1`; `session/load` replays one user and one agent chunk and answers. What
 `session/prompt` does depends on <mode>:
 
@@ -32,6 +33,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "json"
 FLAGS = set(sys.argv[2:])
 OUT = sys.stdout.buffer
 NEXT_ID = [100]
+CWD = ["."]
 
 
 def send(msg):
@@ -76,6 +78,8 @@ def tool_turn(sid):
                     {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
     chosen = r.get("result", {}).get("outcome", {}).get("optionId")
     status = "completed" if chosen == "yes" else "failed"
+    if chosen == "yes" and "--write" in FLAGS:
+        open(CWD[0] + "/x.txt", "w").close()
     update(sid, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": status,
                  "content": [{"type": "content",
                               "content": {"type": "text", "text": "chosen: %s" % chosen}}]})
@@ -138,6 +142,7 @@ def main():
         elif MODE == "hang":
             continue
         elif method == "session/new":
+            CWD[0] = msg["params"].get("cwd", ".")
             sid = "bad id/../x" if MODE == "badid" else "sess-1"
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
         elif method == "session/load":

@@ -1,0 +1,260 @@
+//! The ACP engine through the whole runtime (issue 26): `vf dispatch
+//! --engine acp` against the fake agent (`tests/support/fake_acp_agent.py`):
+//! events with rawRanges, the result, the marker, `vf status`, `vf replay`
+//! of the raw log, the permission policy, resume by `session/load`, SIGTERM
+//! as `session/cancel`, presets, `VF_ACP_CMD`, the plan key.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common;
+use common::*;
+
+/// The fake agent's command line in `mode`, with `flags`.
+fn agent(mode: &str, flags: &str) -> String {
+    let script = root().join("tests/support/fake_acp_agent.py");
+    format!("python3 {} {mode} {flags}", script.display())
+}
+
+/// `vf dispatch --engine acp --acp LINE --unit UNIT --prompt P`, then `extra`.
+fn acp(env: &Env, unit: &str, line: &str, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "dispatch", "--engine", "acp", "--acp", line, "--unit", unit, "--prompt", "the task",
+    ];
+    args.extend_from_slice(extra);
+    env.cmd(&args)
+}
+
+fn run(c: Command) -> Output {
+    run_bounded(c, Duration::from_secs(60))
+}
+
+fn log_of(env: &Env, unit: &str, attempt: u32) -> String {
+    read_text(
+        &env.state()
+            .join(format!("units/{unit}/attempt-{attempt}.stdout.log")),
+    )
+}
+
+#[test]
+fn an_acp_run_yields_events_result_marker_status_and_replay() {
+    let env = Env::new();
+    let out = run(acp(&env, "a1", &agent("json", ""), &["--output", "jsonl"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = jsonl(&out.stdout);
+    let r = rows.last().unwrap().clone();
+    assert_eq!(r["kind"], "dispatch.result", "{r}");
+    assert_eq!(
+        (&r["engine"], &r["state"], &r["sessionId"], &r["reason"]),
+        (
+            &json!("acp"),
+            &json!("done"),
+            &json!("sess-1"),
+            &Value::Null
+        )
+    );
+    assert_eq!(r["summary"], json!({"confidence": 1}));
+    assert_eq!(r["usage"]["totalTokens"], 18);
+    assert_eq!(r["usage"]["source"], "session/prompt.usage");
+    let events: Vec<&Value> = rows
+        .iter()
+        .filter(|e| e["kind"] != "dispatch.result")
+        .collect();
+    assert!(
+        events
+            .iter()
+            .all(|e| e["rawRange"]["start"].as_u64() >= Some(1)),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| e["kind"] == "message.taskAgent"),
+        "{events:?}"
+    );
+    // The raw log: the tagged JSON-RPC lines of both directions.
+    let log = log_of(&env, "a1", 1);
+    let dirs: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["dir"].to_string())
+        .collect();
+    assert!(
+        dirs.contains(&"\"out\"".into()) && dirs.contains(&"\"in\"".into()),
+        "{log}"
+    );
+    for e in &events {
+        let end = e["rawRange"]["end"].as_u64().unwrap() as usize;
+        assert!(end <= log.lines().count(), "{e} past the log");
+    }
+    // The marker, `vf status`, `vf replay` of the log: the same events.
+    let m = env.marker("a1");
+    assert_eq!(
+        (&m["state"], &m["engineSessionId"], &m["command"]["line"]),
+        (&json!("done"), &json!("sess-1"), &json!(agent("json", "")))
+    );
+    let status = env.run(&["status", "a1"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("acp") && text.contains("sess-1"), "{text}");
+    let path = env.state().join("units/a1/attempt-1.stdout.log");
+    let replay = env.run(&[
+        "replay",
+        "--cli",
+        "acp",
+        "--output",
+        "jsonl",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+    let replayed = jsonl(&replay.stdout);
+    let live: Vec<Value> = events.into_iter().cloned().collect();
+    assert_eq!(replayed, live);
+}
+
+#[test]
+fn a_refusal_is_the_units_failure_reason() {
+    let env = Env::new();
+    let out = run(acp(
+        &env,
+        "r1",
+        &agent("refusal", ""),
+        &["--output", "json"],
+    ));
+    let r = last_json(&out);
+    assert_eq!(r["state"], "failed", "{r}");
+    assert_ne!(r["reason"], Value::Null, "{r}");
+    assert_ne!(out.status.code(), Some(0));
+}
+
+#[test]
+fn the_default_policy_rejects_a_write_and_skip_permissions_allows_it() {
+    let env = Env::new();
+    let line = agent("tool", "--write");
+    let out = run(acp(&env, "p1", &line, &["--output", "jsonl"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("failed"),
+        "the rejected tool call is an event: {text}"
+    );
+    assert!(
+        !env.path().join("x.txt").exists(),
+        "written despite the policy"
+    );
+    let r = last_json(&out);
+    assert_eq!(r["summary"], json!({"ok": false}), "{r}");
+    let out = run(acp(
+        &env,
+        "p2",
+        &line,
+        &["--output", "json", "--skip-permissions"],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(last_json(&out)["summary"], json!({"ok": true}));
+    assert!(env.path().join("x.txt").exists(), "allowed but not written");
+}
+
+#[test]
+fn sigterm_sends_session_cancel_then_ends_the_group() {
+    let env = Env::new();
+    let mut c = acp(&env, "sig", &agent("cancel", ""), &["--output", "jsonl"]);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let pgid = env.wait_running("sig", true);
+    wait_for("the prompt", Duration::from_secs(10), || {
+        log_of(&env, "sig", 1).contains("agent_message_chunk")
+    });
+    assert!(signal(child.id() as i32, libc::SIGTERM));
+    let status = wait_exit(&mut child);
+    assert_eq!(status.code(), Some(143));
+    wait_for("the agent's group to end", Duration::from_secs(5), || {
+        !group_alive(pgid)
+    });
+    assert!(log_of(&env, "sig", 1).contains("\"session/cancel\""));
+    let m = env.marker("sig");
+    assert_eq!(
+        (m["state"].clone(), m["reason"].clone()),
+        (json!("failed"), json!("interrupted"))
+    );
+}
+
+#[test]
+fn presets_env_and_plan_key_give_the_command() {
+    let env = Env::new();
+    for (preset, program, args) in [
+        ("acp:gemini", "gemini", json!(["--acp"])),
+        ("acp:opencode", "opencode", json!(["acp"])),
+    ] {
+        let out = run(env.cmd(&[
+            "dispatch",
+            "--engine",
+            preset,
+            "--unit",
+            "d",
+            "--prompt",
+            "p",
+            "--dry-run",
+            "--json",
+        ]));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let d = stdout_json(&out);
+        assert_eq!(
+            d["launch"]["posix"][2],
+            format!("{program} {}", args[0].as_str().unwrap())
+        );
+        if preset == "acp:opencode" {
+            let env_vars = d["env"].to_string();
+            assert!(env_vars.contains("OPENCODE_PERMISSION"), "{d}");
+        }
+    }
+    let mut c = env.cmd(&[
+        "dispatch", "--engine", "acp", "--unit", "e1", "--prompt", "p", "--output", "json",
+    ]);
+    c.env("VF_ACP_CMD", agent("json", ""));
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(last_json(&out)["sessionId"], "sess-1");
+    let out = run(env.cmd(&[
+        "dispatch", "--engine", "acp:nope", "--unit", "x", "--prompt", "p",
+    ]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let plan = env.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[[unit]]\nname = \"pk\"\nengine = \"acp\"\nacp = {:?}\nprompt = \"p\"\n",
+            agent("json", "")
+        ),
+    )
+    .unwrap();
+    let out = run(env.cmd(&["orchestrate", plan.to_str().unwrap()]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.marker("pk")["engineSessionId"], "sess-1");
+}
+
+#[test]
+fn resume_uses_session_load_when_advertised() {
+    let env = Env::new();
+    // A unit that failed after its session began: `vf resume` loads it.
+    let out = run(acp(
+        &env,
+        "rs",
+        &agent("refusal", ""),
+        &["--output", "json"],
+    ));
+    assert_eq!(last_json(&out)["sessionId"], "sess-1", "{}", stderr(&out));
+    let out = run(env.cmd(&["resume", "rs", "--prompt", "more", "--output", "json"]));
+    let log = log_of(&env, "rs", 2);
+    assert!(log.contains("\"session/load\""), "{log}");
+    assert!(!log.contains("\"session/new\""), "{log}");
+    assert_eq!(last_json(&out)["attempt"], 2);
+    // An exact resume by id, on a new unit.
+    let extra = ["--session", "sess-9", "--output", "json"];
+    let out = run(acp(&env, "rx", &agent("json", ""), &extra));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = log_of(&env, "rx", 1);
+    assert!(
+        log.contains("\"session/load\"") && log.contains("sess-9"),
+        "{log}"
+    );
+    assert_eq!(last_json(&out)["sessionId"], "sess-9");
+}

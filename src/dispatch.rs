@@ -222,6 +222,50 @@ pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchRes
 /// [`run`] with the unit's lock already held by the caller (`vf resume`
 /// checks the marker under it), or `None` to take it here.
 pub async fn run_locked(
+    spec: UnitSpec,
+    lock: Option<UnitLock>,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
+    let again = spec.clone();
+    let res = run_attempt(spec, lock, sink).await?;
+    match load_refused(&again, &res) {
+        Some((prompt, counts)) => {
+            let msg = format!(
+                "{}; a fresh session starts, primed with the unit's earlier answers",
+                res.error
+                    .as_deref()
+                    .unwrap_or("the session could not be loaded")
+            );
+            sink.warning(&msg);
+            let fresh = UnitSpec {
+                session: None,
+                prompt,
+                ..again
+            };
+            let mut res = Box::pin(run_attempt(fresh, None, sink)).await?;
+            res.warnings.push(msg);
+            res.start = Some("replay");
+            res.replay = Some(counts);
+            Ok(res)
+        }
+        None => Ok(res),
+    }
+}
+
+/// An ACP agent that could not load the session a resume asked for (no
+/// `loadSession`, or `session/load` refused): the bounded replay of the
+/// unit's recorded answers, when there are any, for a fresh session.
+fn load_refused(spec: &UnitSpec, res: &DispatchResult) -> Option<(String, crate::history::Counts)> {
+    let refused = spec.session.is_some()
+        && spec.engine.engine().speaks_acp()
+        && res.reason == Some(Reason::SessionMismatch);
+    refused.then_some(())?;
+    let recorded = crate::history::load(&spec.state_dir, &spec.unit);
+    crate::history::prepend(&spec.unit, &recorded, &spec.prompt)
+}
+
+/// One attempt: prepare, launch, supervise, settle.
+async fn run_attempt(
     mut spec: UnitSpec,
     lock: Option<UnitLock>,
     sink: &mut dyn EventSink,

@@ -126,10 +126,23 @@ pub(super) fn start(
 }
 
 /// The run's outcome as settle reads it, and the failure the session means
-/// (its stop reason, the agent's error, or why it never got an answer).
-pub(super) fn outcome(done: &Option<Result<acp::Outcome, AcpError>>) -> (Outcome, AcpVerdict) {
+/// (its stop reason, the agent's error, or why it never got an answer). A
+/// resume the agent cannot load (no `loadSession`, or `session/load`
+/// answered with an error) is a session mismatch: [`super::run_locked`]
+/// then starts a fresh session primed with the bounded replay.
+pub(super) fn outcome(
+    done: &Option<Result<acp::Outcome, AcpError>>,
+    resumed: bool,
+) -> (Outcome, AcpVerdict) {
     let (o, failure) = match done {
         Some(Ok(o)) => (o.clone(), o.failure()),
+        Some(Err(e @ (AcpError::NoLoad(_) | AcpError::Rejected(_)))) if resumed => (
+            acp::Outcome::default(),
+            Some((
+                Reason::SessionMismatch,
+                format!("cannot load the session: {e}"),
+            )),
+        ),
         Some(Err(e)) => (acp::Outcome::default(), Some((e.reason(), e.to_string()))),
         None => (
             acp::Outcome::default(),

@@ -26,7 +26,7 @@ pub(super) async fn settle(
         .launched
         .acp
         .as_ref()
-        .map(|run| acp_session::outcome(&run.done));
+        .map(|run| acp_session::outcome(&run.done, spec.session.is_some()));
     let (outcome, acp) = match acp {
         Some((outcome, verdict)) => (outcome, Some(verdict)),
         None => (e.projector.tracker().finish(exit_code), None),

@@ -258,3 +258,30 @@ fn resume_uses_session_load_when_advertised() {
     );
     assert_eq!(last_json(&out)["sessionId"], "sess-9");
 }
+
+#[test]
+fn an_agent_without_load_session_gets_the_bounded_replay() {
+    let env = Env::new();
+    let line = agent("json", "--no-load");
+    let out = run(acp(&env, "nl", &line, &["--output", "json"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let extra = ["--session", "sess-1", "--output", "json"];
+    let out = run(acp(&env, "nl", &line, &extra));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = last_json(&out);
+    assert_eq!(
+        (&r["start"], &r["attempt"], &r["state"]),
+        (&json!("replay"), &json!(3), &json!("done")),
+        "{r}"
+    );
+    assert_eq!(r["replay"]["replayed"], 1, "{r}");
+    // Attempt 2 asked nothing of the agent it could not do; 3 starts afresh,
+    // its prompt primed with attempt 1's answer.
+    assert!(!log_of(&env, "nl", 2).contains("\"session/load\""));
+    let log = log_of(&env, "nl", 3);
+    assert!(
+        log.contains("\"session/new\"") && log.contains("Done."),
+        "{log}"
+    );
+    assert_eq!(env.marker("nl")["reason"], Value::Null);
+}

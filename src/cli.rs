@@ -383,7 +383,7 @@ pub struct AttachRmArgs {
 pub struct DoctorArgs {
     /// Check only this engine (repeatable; default: all).
     #[arg(long, short = 'e', value_name = "ENGINE")]
-    pub engine: Vec<EngineId>,
+    pub engine: Vec<EngineChoice>,
     /// Print a JSON array (one object per engine) instead of a table.
     #[arg(long)]
     pub json: bool,

@@ -37,6 +37,8 @@ pub struct Options {
     pub timeout: Duration,
     /// Run every CLI again instead of using what `doctor::cache` remembers.
     pub refresh: bool,
+    /// `-e KIND:PRESET`: that command engine's command is the preset's.
+    pub preset: Option<(EngineId, &'static crate::engine::Preset)>,
 }
 
 impl Default for Options {
@@ -44,6 +46,7 @@ impl Default for Options {
         Options {
             timeout: DEFAULT_TIMEOUT,
             refresh: false,
+            preset: None,
         }
     }
 }
@@ -86,7 +89,7 @@ pub enum ProbeVerdict {
 }
 
 /// One engine's readiness, as printed by `vf doctor --json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EngineReport {
     pub engine: EngineId,
@@ -111,6 +114,9 @@ pub struct EngineReport {
     /// The live canary's result (only with `--probe`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeResult>,
+    /// An ACP agent's handshake (`initialize`): who answered, and how.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acp: Option<acp::AcpReport>,
     /// A call was cut off by the timeout (a busy machine can cause that, too).
     #[serde(skip)]
     pub timed_out: bool,
@@ -225,6 +231,7 @@ pub fn judge(engine: &dyn Engine, facts: Facts) -> EngineReport {
         notes: Vec::new(),
         install_hint: None,
         probe: None,
+        acp: None,
         timed_out,
     }
 }
@@ -243,6 +250,7 @@ fn missing_report(spec: &Spec, e: &ResolveError) -> EngineReport {
         notes: Vec::new(),
         install_hint: Some(spec.install_hint),
         probe: None,
+        acp: None,
         timed_out: false,
     }
 }
@@ -422,7 +430,11 @@ pub fn check(ids: &[EngineId], opts: &Options) -> Vec<EngineReport> {
                 let host = &host;
                 s.spawn(move || {
                     if let Some(src) = id.engine().spec().command {
-                        return command_report(id, src.from_env());
+                        let preset = opts.preset.filter(|(e, _)| *e == id);
+                        let line = preset.map(|(_, p)| p.command.to_string());
+                        let line = line.or_else(|| src.from_env());
+                        let r = command_report(id, line.clone());
+                        return acp::with_handshake(r, line, opts.timeout);
                     }
                     let mut r = judge(id.engine(), gather(id, opts));
                     if r.verdict != Verdict::Missing {
@@ -677,6 +689,7 @@ mod tests {
             notes: Vec::new(),
             install_hint: None,
             probe: None,
+            acp: None,
             timed_out: false,
         };
         assert_eq!(r, want);
@@ -725,6 +738,7 @@ mod tests {
             notes: Vec::new(),
             install_hint: Some("npm install -g @google/gemini-cli"),
             probe: None,
+            acp: None,
             timed_out: false,
         };
         assert_eq!(r, want);

@@ -17,10 +17,13 @@ use crate::orphans::{self, Class, Finding};
 const AUX_RUNTIME: &str = "bun";
 
 pub fn run(args: &DoctorArgs) -> Result<i32> {
-    let ids = selected(&args.engine);
+    let given: Vec<EngineId> = args.engine.iter().filter_map(|c| c.engine()).collect();
+    let ids = selected(&given);
+    let preset = args.engine.iter().find_map(|c| c.engine().zip(c.preset()));
     let opts = Options {
         timeout: Duration::from_secs(args.timeout),
         refresh: args.refresh,
+        preset,
     };
     let state_dir = crate::state::resolve_state_dir(
         args.state.state_dir.as_deref(),

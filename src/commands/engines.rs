@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::cli::EnginesArgs;
 use crate::engine::{
-    AttachmentKind, CommandSource, Engine, EngineId, OutputTransport, PromptTransport,
+    AttachmentKind, CommandSource, Engine, EngineId, OutputTransport, Preset, PromptTransport,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -75,6 +75,13 @@ struct Row {
     /// A command engine: where its unit's command comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
     command: Option<CommandSource>,
+    /// Its known agents (`--engine KIND:NAME`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    presets: &'static [Preset],
+    /// Who enforces read-only runs and permissions: the engine's own flags,
+    /// or vf (an ACP agent's permission requests are answered by vf).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enforced_by: Option<&'static str>,
 }
 
 fn rows() -> Vec<Row> {
@@ -99,6 +106,8 @@ fn rows() -> Vec<Row> {
                 skip_permissions_flag: s.skip_permissions_flag,
                 prompt_limit_bytes: s.prompt_limit_bytes,
                 command: s.command,
+                presets: e.presets(),
+                enforced_by: e.speaks_acp().then_some("vf"),
             }
         })
         .collect()
@@ -150,6 +159,19 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
             },
             resume_text(&r),
         )?;
+    }
+    for r in self::rows().iter().filter(|r| !r.presets.is_empty()) {
+        writeln!(out, "\n{} presets (--engine {}:NAME):", r.name, r.name)?;
+        for p in r.presets {
+            writeln!(out, "  {:<9} {:<14} {}", p.name, p.command, p.note)?;
+        }
+        if r.enforced_by == Some("vf") {
+            writeln!(
+                out,
+                "  read-only and permissions are enforced by vf: it answers the agent's \
+                 session/request_permission by the unit's policy"
+            )?;
+        }
     }
     writeln!(
         out,

@@ -85,6 +85,36 @@ pub fn judge_acp(argv: &[String], facts: Result<AgentFacts, HandshakeError>) -> 
     report
 }
 
+/// A command engine's report, completed for an agent that speaks ACP (its
+/// command resolved): the handshake's facts and verdict.
+pub fn with_handshake(
+    mut r: super::EngineReport,
+    line: Option<String>,
+    timeout: Duration,
+) -> super::EngineReport {
+    let argv = line
+        .and_then(|l| crate::engine::EngineCommand::new(l, None, "the command").ok())
+        .and_then(|c| c.argv_here().ok());
+    let Some(argv) = argv.filter(|_| r.verdict == Verdict::Ready && r.engine.engine().speaks_acp())
+    else {
+        return r;
+    };
+    let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    let report = judge_acp(&argv, gather_acp(&argv, &cwd, timeout));
+    r.verdict = report.verdict;
+    r.reasons.extend(report.reasons.iter().cloned());
+    r.warnings = report.warnings.clone();
+    if let Some(agent) = &report.agent {
+        r.notes.push(format!("agent: {}", agent.describe()));
+    }
+    r.notes.push(
+        "read-only and permissions are enforced by vf: it answers the agent's permission requests"
+            .to_string(),
+    );
+    r.acp = Some(report);
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

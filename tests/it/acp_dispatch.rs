@@ -285,3 +285,45 @@ fn an_agent_without_load_session_gets_the_bounded_replay() {
     );
     assert_eq!(env.marker("nl")["reason"], Value::Null);
 }
+
+#[test]
+fn doctor_runs_the_handshake_and_engines_lists_the_presets() {
+    let env = Env::new();
+    let mut c = env.cmd(&["doctor", "-e", "acp", "--json"]);
+    c.env("VF_ACP_CMD", agent("json", ""));
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &stdout_json(&out)[0];
+    assert_eq!(r["verdict"], "ready", "{r}");
+    let a = &r["acp"]["agent"];
+    assert_eq!(
+        (
+            &a["name"],
+            &a["version"],
+            &a["protocolVersion"],
+            &a["loadSession"]
+        ),
+        (&json!("fake-acp"), &json!("1.0.0"), &json!(1), &json!(true)),
+        "{r}"
+    );
+    assert_eq!(a["capabilities"]["promptCapabilities"]["image"], true);
+    // A preset names its command; here it is not installed.
+    let mut c = env.cmd(&["doctor", "-e", "acp:gemini", "--json"]);
+    c.env("PATH", env.path());
+    let r = &stdout_json(&run(c))[0];
+    assert_eq!(r["verdict"], "missing", "{r}");
+    assert!(r["reasons"][0].as_str().unwrap().contains("gemini"), "{r}");
+    let out = run(env.cmd(&["engines", "--json"]));
+    let rows = stdout_json(&out);
+    let acp = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "acp")
+        .unwrap();
+    assert_eq!(acp["presets"][0]["command"], "gemini --acp", "{acp}");
+    assert_eq!(acp["presets"][1]["command"], "opencode acp", "{acp}");
+    assert_eq!(acp["enforcedBy"], "vf", "{acp}");
+    let text = String::from_utf8_lossy(&env.run(&["engines"]).stdout).into_owned();
+    assert!(text.contains("enforced by vf"), "{text}");
+}

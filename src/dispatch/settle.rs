@@ -3,8 +3,9 @@
 
 use std::time::Instant;
 
+use super::acp_session::{self, AcpVerdict};
 use super::supervise::{Ended, Stop};
-use super::{DispatchResult, EventSink, UnitSpec, acp_session};
+use super::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::{EngineId, Outcome};
 use crate::error::{Reason, Result};
 use crate::fsutil::now_rfc3339;
@@ -22,26 +23,13 @@ pub(super) async fn settle(
         e.hold.emit(sink, &ev);
     }
     let exit_code = e.exit_status.and_then(|s| s.code());
-    let acp = e
-        .launched
-        .acp
-        .as_ref()
-        .map(|run| acp_session::outcome(&run.done, spec.session.is_some()));
-    let (outcome, acp) = match acp {
-        Some((outcome, verdict)) => (outcome, Some(verdict)),
-        None => (e.projector.tracker().finish(exit_code), None),
-    };
+    let (outcome, acp, mut reason, mut error) = verdict(spec, &e, exit_code);
     let (mut summary_value, mut summary_error) =
         match outcome.answer.as_deref().map(summary::extract) {
             Some(Summary::Valid { value }) => (Some(value), None),
             Some(Summary::Invalid { error }) => (None, Some(error)),
             _ => (None, None),
         };
-    let (mut reason, mut error) = judge(spec, &e, &outcome, exit_code);
-    // An ACP session's own failure has its own reason (its stop reason).
-    if let (None, Some(Some((r, msg)))) = (&e.stop, acp.as_ref().map(|v| v.failure.clone())) {
-        (reason, error) = (Some(r), Some(msg));
-    }
     // Only a run that otherwise succeeded is judged by the schema.
     if let (Some(schema), None) = (&spec.summary_schema, reason) {
         match schema.check(outcome.answer.as_deref()) {
@@ -137,6 +125,26 @@ pub(super) async fn settle(
         stderr_log: Some(l.stderr_log.clone()),
         ..DispatchResult::from_marker(spec, &l.prepared.store, marker, started)
     })
+}
+
+/// The run's outcome (the tracker's, or an ACP session's) and its failure.
+fn verdict(
+    spec: &UnitSpec,
+    e: &Ended,
+    exit_code: Option<i32>,
+) -> (Outcome, Option<AcpVerdict>, Option<Reason>, Option<String>) {
+    let resumed = spec.session.is_some();
+    let acp = e.launched.acp.as_ref();
+    let (outcome, acp) = match acp.map(|run| acp_session::outcome(&run.done, resumed)) {
+        Some((outcome, verdict)) => (outcome, Some(verdict)),
+        None => (e.projector.tracker().finish(exit_code), None),
+    };
+    let (mut reason, mut error) = judge(spec, e, &outcome, exit_code);
+    // An ACP session's own failure has its own reason (its stop reason).
+    if let (None, Some(Some((r, msg)))) = (&e.stop, acp.as_ref().map(|v| v.failure.clone())) {
+        (reason, error) = (Some(r), Some(msg));
+    }
+    (outcome, acp, reason, error)
 }
 
 /// Records the attempt's public answer for a later replay (never the

@@ -277,12 +277,18 @@ fn hostile_commands_and_wrong_flags_are_usage_errors_that_write_nothing() {
         "--engine-bin does not apply",
     );
     refused(&run(bridge(&env, "h", "x", &["--model", "m"])), "bridge");
-    for e in ["acp", "acp:gemini"] {
-        refused(
-            &run(env.cmd(&["dispatch", "-e", e, "--prompt", "p"])),
-            "engine \"acp\" is not available yet in this vf",
-        );
-    }
+    refused(
+        &run(env.cmd(&["dispatch", "-e", "acp", "--unit", "h", "--prompt", "p"])),
+        "acp: no command to run: give --acp \"CMD\" or set VF_ACP_CMD",
+    );
+    refused(
+        &run(env.cmd(&["dispatch", "-e", "acp:nope", "--prompt", "p"])),
+        "engine acp has no preset \"nope\" (one of: gemini, opencode)",
+    );
+    refused(
+        &run(env.cmd(&["dispatch", "-e", "codex", "--acp", "x", "--prompt", "p"])),
+        "--acp goes with --engine acp, not codex",
+    );
     refused(
         &run(env.cmd(&["dispatch", "-e", "bridge:x", "--prompt", "p"])),
         "has no preset",
@@ -443,7 +449,15 @@ fn a_plan_unit_carries_its_bridge() {
             "engine = \"codex\"\nfallback = [\"bridge\"]",
             "`fallback` cannot name bridge",
         ),
-        ("engine = \"acp:gemini\"", "is not available yet"),
+        ("engine = \"acp:nope\"", "has no preset"),
+        (
+            "engine = \"acp\"",
+            "acp has no command: set `acp` or VF_ACP_CMD",
+        ),
+        (
+            "engine = \"bridge\"\nbridge = \"x\"\nacp = \"y\"",
+            "`acp` goes with engine = \"acp\"",
+        ),
         (
             "engine = \"bridge\"",
             "bridge has no command: set `bridge` or VIBEFLOW_AI",

@@ -39,6 +39,8 @@ pub(super) struct AcpRun {
     pub cancel: watch::Sender<bool>,
     /// How it ended, once it did.
     pub done: Option<Result<acp::Outcome, AcpError>>,
+    /// `system.unknownFrame` rows shown (the result's `unknownFrames`).
+    pub unknown: u64,
 }
 
 /// Where the session's lines, ids and events go.
@@ -121,6 +123,7 @@ pub(super) fn start(
         rx,
         cancel,
         done: None,
+        unknown: 0,
     };
     (run, task)
 }

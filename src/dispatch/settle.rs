@@ -115,7 +115,10 @@ pub(super) async fn settle(
         summary: summary_value,
         summary_error,
         answer: outcome.answer,
-        unknown_frames: e.projector.unknown_frames(),
+        unknown_frames: match &l.acp {
+            Some(run) => run.unknown,
+            None => e.projector.unknown_frames(),
+        },
         warnings,
         error,
         reason,

@@ -293,6 +293,9 @@ impl<'a> Supervisor<'a> {
         match m {
             Some(SessionMsg::Event(ev)) => {
                 self.lines_seen = self.lines_seen.max(ev.raw_range().end);
+                if matches!(ev, ConversationEvent::UnknownFrame { .. }) {
+                    acp.unknown += 1;
+                }
                 self.hold.emit(self.sink, &ev);
             }
             Some(SessionMsg::Session(id)) => l.prepared.marker.engine_session_id = Some(id),

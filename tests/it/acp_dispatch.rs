@@ -131,24 +131,24 @@ fn the_default_policy_rejects_a_write_and_skip_permissions_allows_it() {
     let line = agent("tool", "--write");
     let out = run(acp(&env, "p1", &line, &["--output", "jsonl"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("failed"),
-        "the rejected tool call is an event: {text}"
-    );
+    let rows = jsonl(&out.stdout);
+    let decision = rows.iter().find(|e| e["label"] == "Permission rejected");
+    let decision = decision.expect("the rejection is an event");
+    assert_eq!(decision["detail"], "execute touch x.txt: reject_once (no)");
+    let tools = rows.iter().find(|e| e["kind"] == "toolBurst").unwrap();
+    assert_eq!(tools["tools"][0]["status"], "failed", "{tools}");
     assert!(
         !env.path().join("x.txt").exists(),
         "written despite the policy"
     );
     let r = last_json(&out);
     assert_eq!(r["summary"], json!({"ok": false}), "{r}");
-    let out = run(acp(
-        &env,
-        "p2",
-        &line,
-        &["--output", "json", "--skip-permissions"],
-    ));
+    assert_eq!(r["unknownFrames"], 1, "{r}");
+    let extra = ["--output", "jsonl", "--skip-permissions"];
+    let out = run(acp(&env, "p2", &line, &extra));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("Permission rejected"), "{text}");
     assert_eq!(last_json(&out)["summary"], json!({"ok": true}));
     assert!(env.path().join("x.txt").exists(), "allowed but not written");
 }

@@ -21,6 +21,9 @@ enum Resume {
     Replay,
     /// Exact on the versions in `exactResumeVersions` only, replay on the others.
     ByVersion,
+    /// An ACP agent: exact (`session/load`) when it advertises `loadSession`,
+    /// else the replay.
+    LoadSession,
 }
 
 /// The resume mode across versions, found by asking the engine about each verified
@@ -90,7 +93,10 @@ fn rows() -> Vec<Row> {
             let e = id.engine();
             let s = e.spec();
             let newest = s.verified_versions.first().and_then(|v| Version::parse(v));
-            let (resume, exact_resume_versions) = resume_support(e);
+            let (mut resume, exact_resume_versions) = resume_support(e);
+            if e.speaks_acp() {
+                resume = Resume::LoadSession;
+            }
             Row {
                 name: id.as_str(),
                 binary: s.binary,
@@ -118,6 +124,7 @@ fn resume_text(r: &Row) -> String {
     match r.resume {
         Resume::Exact => "exact".into(),
         Resume::Replay => "replay".into(),
+        Resume::LoadSession => "exact if the agent has loadSession, else replay".into(),
         Resume::ByVersion => format!(
             "exact on {} (other versions: replay)",
             r.exact_resume_versions.join(", ")

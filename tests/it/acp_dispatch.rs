@@ -324,6 +324,7 @@ fn doctor_runs_the_handshake_and_engines_lists_the_presets() {
     assert_eq!(acp["presets"][0]["command"], "gemini --acp", "{acp}");
     assert_eq!(acp["presets"][1]["command"], "opencode acp", "{acp}");
     assert_eq!(acp["enforcedBy"], "vf", "{acp}");
+    assert_eq!(acp["resume"], "loadSession", "{acp}");
     let text = String::from_utf8_lossy(&env.run(&["engines"]).stdout).into_owned();
     assert!(text.contains("enforced by vf"), "{text}");
 }

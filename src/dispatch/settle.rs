@@ -144,8 +144,22 @@ fn verdict(
     };
     let (mut reason, mut error) = judge(spec, e, &outcome, exit_code);
     // An ACP session's own failure has its own reason (its stop reason).
+    // A session that never ended because the agent exited with a failure
+    // (not found, a crash) is told by that exit: its status and stderr.
+    let unended = e
+        .launched
+        .acp
+        .as_ref()
+        .is_some_and(|r| matches!(r.done, None | Some(Err(crate::acp::AcpError::Closed(_)))));
     if let (None, Some(Some((r, msg)))) = (&e.stop, acp.as_ref().map(|v| v.failure.clone())) {
-        (reason, error) = (Some(r), Some(msg));
+        (reason, error) = if unended && exit_code.is_some_and(|c| c != 0) {
+            let exit = crate::engine::exit_text(spec.engine, exit_code);
+            let tail = &e.stderr_tail;
+            let why = with_stderr_reason(exit, spec.engine, exit_code, tail);
+            (Some(Reason::Engine), Some(why))
+        } else {
+            (Some(r), Some(msg))
+        };
     }
     (outcome, acp, reason, error)
 }

@@ -125,6 +125,39 @@ fn a_refusal_is_the_units_failure_reason() {
     assert_ne!(out.status.code(), Some(0));
 }
 
+/// An agent that is not there (the shell's 127), or one that dies before it
+/// answers: the failure is its exit status and its stderr, not a session
+/// that "did not end".
+#[test]
+fn a_missing_or_dying_agent_is_told_by_its_exit_and_stderr() {
+    let env = Env::new();
+    let cases = [
+        (
+            "m1",
+            "no-such-agent-vf-test",
+            127,
+            "no-such-agent-vf-test: not found",
+        ),
+        ("m2", "echo oops >&2; exit 3", 3, "oops"),
+    ];
+    for (unit, line, code, stderr) in cases {
+        let r = last_json(&run(acp(&env, unit, line, &["--output", "json"])));
+        let want = json!({
+            "state": "failed",
+            "reason": "engine",
+            "exitCode": code,
+            "error": format!("acp exited with status {code}: {stderr}"),
+        });
+        let got = json!({
+            "state": r["state"],
+            "reason": r["reason"],
+            "exitCode": r["exitCode"],
+            "error": r["error"].as_str().map(|e| e.replace("/bin/sh: 1: ", "")),
+        });
+        assert_eq!(got, want, "{r}");
+    }
+}
+
 #[test]
 fn the_default_policy_rejects_a_write_and_skip_permissions_allows_it() {
     let env = Env::new();

@@ -22,6 +22,13 @@ use crate::frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
 pub trait SessionSink: Send {
     /// One raw-log line (no newline). An error ends the session.
     fn raw_line(&mut self, line: &str) -> std::io::Result<()>;
+    /// The raw-log line with the unit's private text removed, `None` when it
+    /// holds none. What is logged and projected is this line, so no event,
+    /// answer or record can carry what the log does not (the agent itself
+    /// still gets every message whole).
+    fn redact(&self, _line: &str) -> Option<String> {
+        None
+    }
     /// A validated session id, before any event shows it: the runtime makes
     /// it durable here. An error ends the session.
     fn session_id(&mut self, id: &str) -> std::io::Result<()>;
@@ -60,13 +67,21 @@ impl Tee {
         if let Some(f) = &self.failed {
             return Err(std::io::Error::other(f.clone()));
         }
-        let logged = wire::log_line(dir, text, entry);
+        let mut logged = wire::log_line(dir, text, entry);
+        let mut cleaned = None;
+        if let Some(r) = self.sink.redact(&logged) {
+            let entry = wire::parse_log_line(&r).map(|(_, e)| e);
+            cleaned = Some(entry.unwrap_or_else(|| Entry::Text(r.clone())));
+            logged = r;
+        }
         if let Err(e) = self.sink.raw_line(&logged) {
             self.failed = Some(format!("the raw log could not be written: {e}"));
             return Err(e);
         }
         self.lines += 1;
-        let events = self.projector.push(dir, entry, self.lines);
+        let events = self
+            .projector
+            .push(dir, cleaned.as_ref().unwrap_or(entry), self.lines);
         self.emit(events)
     }
 

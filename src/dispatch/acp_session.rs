@@ -53,11 +53,15 @@ struct Sink {
 }
 
 impl SessionSink for Sink {
+    /// The line is already redacted ([`SessionSink::redact`]).
     fn raw_line(&mut self, line: &str) -> std::io::Result<()> {
-        let redacted = self.redactor.line(line.as_bytes());
-        let bytes = redacted.as_deref().unwrap_or(line.as_bytes());
-        self.log.write_all(bytes)?;
+        self.log.write_all(line.as_bytes())?;
         self.log.write_all(b"\n")
+    }
+
+    fn redact(&self, line: &str) -> Option<String> {
+        let redacted = self.redactor.line(line.as_bytes())?;
+        Some(String::from_utf8_lossy(&redacted).into_owned())
     }
 
     fn session_id(&mut self, id: &str) -> std::io::Result<()> {

@@ -158,6 +158,39 @@ fn a_missing_or_dying_agent_is_told_by_its_exit_and_stderr() {
     }
 }
 
+/// An agent that echoes the prompt: the private range it was sent is in no
+/// event on stdout, not in the result, the raw log or the recorded answer,
+/// and nowhere else under the state dir.
+#[test]
+fn private_text_echoed_by_an_agent_is_redacted_everywhere() {
+    let env = Env::new();
+    let secret = "SECRET-TOKEN-vf-12345678";
+    env.write("sec.txt", format!("one\n{secret}\nthree\n"));
+    let script = root().join("tests/support/echo_acp_agent.py");
+    let line = format!("python3 {}", script.display());
+    let range = ["--private-range", "sec.txt:2-2", "--output", "jsonl"];
+    let out = run(acp(&env, "p1", &line, &range));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(last_json(&out)["state"], "done", "{stdout}");
+    assert!(stdout.contains("You said: "), "{stdout}");
+    assert!(!stdout.contains(secret), "{stdout}");
+    assert!(stdout.contains(vf::dispatch::REDACTED), "{stdout}");
+    let mut leaked = Vec::new();
+    let mut stack = vec![env.state()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read(&p).is_ok_and(|b| String::from_utf8_lossy(&b).contains(secret))
+            {
+                leaked.push(p);
+            }
+        }
+    }
+    assert_eq!(leaked, Vec::<std::path::PathBuf>::new());
+}
+
 #[test]
 fn the_default_policy_rejects_a_write_and_skip_permissions_allows_it() {
     let env = Env::new();

@@ -46,6 +46,8 @@ pub enum AcpError {
     Closed(Option<String>),
     #[error("the prompt has an {0} block, which {1} does not accept (promptCapabilities)")]
     Unsupported(&'static str, String),
+    #[error("an attachment cannot be sent: {0}")]
+    Attachment(String),
     #[error("{0} does not advertise loadSession: no exact resume")]
     NoLoad(String),
     #[error("the agent named a session id vf refuses: {0}")]
@@ -73,7 +75,9 @@ impl AcpError {
     pub fn reason(&self) -> Reason {
         match self {
             AcpError::Timeout(..) => Reason::Timeout,
-            AcpError::Unsupported(..) | AcpError::NoLoad(_) => Reason::Invalid,
+            AcpError::Unsupported(..) | AcpError::Attachment(_) | AcpError::NoLoad(_) => {
+                Reason::Invalid
+            }
             AcpError::Cancelled => Reason::Interrupted(None),
             AcpError::Log(_) => Reason::State,
             AcpError::Rejected(_)

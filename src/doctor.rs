@@ -432,9 +432,11 @@ pub fn check(ids: &[EngineId], opts: &Options) -> Vec<EngineReport> {
                     if let Some(src) = id.engine().spec().command {
                         let preset = opts.preset.filter(|(e, _)| *e == id);
                         let line = preset.map(|(_, p)| p.command.to_string());
+                        let env = preset.and_then(|(_, p)| p.command().ok());
+                        let env = env.map(|c| c.env).unwrap_or_default();
                         let line = line.or_else(|| src.from_env());
                         let r = command_report(id, line.clone());
-                        return acp::with_handshake(r, line, opts.timeout);
+                        return acp::with_handshake(r, line, &env, opts.timeout);
                     }
                     let mut r = judge(id.engine(), gather(id, opts));
                     if r.verdict != Verdict::Missing {

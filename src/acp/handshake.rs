@@ -51,10 +51,12 @@ fn resolve(program: &str) -> Option<PathBuf> {
 }
 
 /// Runs `initialize` against `argv` (the agent command, already split by
-/// the launch rules) in `cwd`, bounded by `timeout`; the agent's process
-/// group is ended afterwards, whatever happened.
+/// the launch rules, with `env` added as a dispatch adds it) in `cwd`,
+/// bounded by `timeout`; the agent's process group is ended afterwards,
+/// whatever happened.
 pub async fn handshake(
     argv: &[String],
+    env: &[(String, String)],
     cwd: &Path,
     timeout: Duration,
 ) -> Result<AgentFacts, HandshakeError> {
@@ -63,7 +65,7 @@ pub async fn handshake(
     };
     let program = resolve(name).ok_or_else(|| HandshakeError::Missing(name.clone()))?;
     let (mut child, group) =
-        crate::child::spawn(&program, &argv[1..], cwd, true, &[]).map_err(|e| {
+        crate::child::spawn(&program, &argv[1..], cwd, true, env).map_err(|e| {
             HandshakeError::Spawn(
                 name.clone(),
                 crate::child::explain_spawn_error(&program, &e),

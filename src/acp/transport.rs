@@ -34,6 +34,9 @@ pub trait SessionSink: Send {
     fn session_id(&mut self, id: &str) -> std::io::Result<()>;
     /// One projected event.
     fn event(&mut self, event: ConversationEvent);
+    /// The agent wrote a line (an event or not: a permission request, a
+    /// response): it is alive, as the stall timer counts it.
+    fn heard(&mut self) {}
 }
 
 /// The shared end of the tee: numbers lines, logs them, projects them.
@@ -79,6 +82,9 @@ impl Tee {
             return Err(e);
         }
         self.lines += 1;
+        if dir == Dir::In {
+            self.sink.heard();
+        }
         let events = self
             .projector
             .push(dir, cleaned.as_ref().unwrap_or(entry), self.lines);

@@ -19,7 +19,7 @@ use super::UnitSpec;
 use super::pump::Msg;
 use super::redact::Redactor;
 use crate::acp::{self, AcpError, Policy, PromptPart, SessionRequest, SessionSink};
-use crate::engine::Outcome;
+use crate::engine::{AttachmentKind, Outcome};
 use crate::error::Reason;
 use crate::frames::ConversationEvent;
 use crate::marker::{Marker, MarkerStore};
@@ -29,6 +29,8 @@ pub(super) enum SessionMsg {
     Event(ConversationEvent),
     /// A validated id, already durable in the marker.
     Session(String),
+    /// The agent wrote a line: it is not stalled.
+    Heard,
     Done(Box<Result<acp::Outcome, AcpError>>),
 }
 
@@ -76,6 +78,10 @@ impl SessionSink for Sink {
     fn event(&mut self, event: ConversationEvent) {
         let _ = self.tx.send(SessionMsg::Event(event));
     }
+
+    fn heard(&mut self) {
+        let _ = self.tx.send(SessionMsg::Heard);
+    }
 }
 
 /// The unit's answer to permission requests.
@@ -86,6 +92,54 @@ fn policy(spec: &UnitSpec) -> Policy {
         Policy::SkipPermissions
     } else {
         Policy::Default
+    }
+}
+
+/// The prompt, then each attachment: an image as base64 data, a text file
+/// as an embedded resource. The driver refuses a kind the agent's
+/// `promptCapabilities` do not take, before any session starts; a file that
+/// can no longer be read fails the unit the same way.
+fn prompt_parts(spec: &UnitSpec, prompt: String) -> Result<Vec<PromptPart>, AcpError> {
+    use base64::Engine as _;
+    let mut parts = vec![PromptPart::Text(prompt)];
+    for a in &spec.attachments {
+        let path = spec.cwd.join(&a.path);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            AcpError::Attachment(format!("{} could not be read: {e}", a.path.display()))
+        })?;
+        parts.push(match a.kind {
+            AttachmentKind::Image => PromptPart::Image {
+                mime_type: image_mime(&path).to_string(),
+                data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            },
+            AttachmentKind::Text | AttachmentKind::Document => PromptPart::Resource {
+                uri: file_uri(&path),
+                mime_type: Some("text/plain".to_string()),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+            },
+        });
+    }
+    Ok(parts)
+}
+
+/// The image type by its extension (`attach::IMAGE_EXTENSIONS`).
+fn image_mime(path: &std::path::Path) -> &'static str {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext.to_ascii_lowercase().as_str() {
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        _ => "image/png",
+    }
+}
+
+/// A `file://` URI of an absolute path (`/` separators on every OS).
+fn file_uri(path: &std::path::Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let text = abs.to_string_lossy().replace('\\', "/");
+    match text.starts_with('/') {
+        true => format!("file://{text}"),
+        false => format!("file:///{text}"),
     }
 }
 
@@ -111,15 +165,18 @@ pub(super) fn start(
         state_dir: spec.state_dir.clone(),
         tx: tx.clone(),
     };
-    let req = SessionRequest {
+    let req = prompt_parts(spec, prompt).map(|prompt| SessionRequest {
         cwd: spec.cwd.clone(),
-        prompt: vec![PromptPart::Text(prompt)],
+        prompt,
         resume: spec.session.clone(),
         policy: policy(spec),
         deadline: None,
-    };
+    });
     let task = tokio::spawn(async move {
-        let ended = acp::run_session(stdout, stdin, req, Box::new(sink), cancel_rx).await;
+        let ended = match req {
+            Ok(req) => acp::run_session(stdout, stdin, req, Box::new(sink), cancel_rx).await,
+            Err(e) => Err(e),
+        };
         let _ = tx.send(SessionMsg::Done(Box::new(ended)));
         let _ = pump_tx.send(Msg::StdoutEof).await;
     });
@@ -166,6 +223,11 @@ pub(super) fn outcome(
     let verdict = AcpVerdict {
         failure,
         usage: o.usage,
+        agent_version: o
+            .agent
+            .as_ref()
+            .and_then(|a| crate::version::Version::parse(&a.version))
+            .map(|v| v.to_string()),
     };
     (outcome, verdict)
 }
@@ -174,4 +236,7 @@ pub(super) fn outcome(
 pub(super) struct AcpVerdict {
     pub failure: Option<(Reason, String)>,
     pub usage: Option<crate::usage::Usage>,
+    /// `agentInfo.version` from `initialize`, when it reads as a version:
+    /// the result's `engineVersion` (an agent command has no `--version`).
+    pub agent_version: Option<String>,
 }

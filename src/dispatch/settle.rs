@@ -60,6 +60,9 @@ pub(super) async fn settle(
     marker.thread_usage = thread_usage.filter(|t| Some(t) != usage.as_ref());
     marker.usage = usage.clone();
     marker.retry_at = retry_at.clone();
+    if let Some(v) = acp.as_ref().and_then(|v| v.agent_version.clone()) {
+        marker.engine_version = Some(v);
+    }
     let session = outcome
         .session_id
         .clone()

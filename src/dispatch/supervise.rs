@@ -299,6 +299,7 @@ impl<'a> Supervisor<'a> {
                 self.hold.emit(self.sink, &ev);
             }
             Some(SessionMsg::Session(id)) => l.prepared.marker.engine_session_id = Some(id),
+            Some(SessionMsg::Heard) => {}
             Some(SessionMsg::Done(ended)) => {
                 acp.done = Some(*ended);
                 if self.exit_status.is_none() {

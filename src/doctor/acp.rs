@@ -31,6 +31,7 @@ pub const PROTOCOL: u64 = 1;
 /// (as [`super::check`] runs each engine), never from async code.
 pub fn gather_acp(
     argv: &[String],
+    env: &[(String, String)],
     cwd: &Path,
     timeout: Duration,
 ) -> Result<AgentFacts, HandshakeError> {
@@ -38,7 +39,7 @@ pub fn gather_acp(
         .enable_all()
         .build()
         .map_err(|e| HandshakeError::Spawn("tokio".to_string(), e.to_string()))?;
-    rt.block_on(crate::acp::handshake(argv, cwd, timeout))
+    rt.block_on(crate::acp::handshake(argv, env, cwd, timeout))
 }
 
 /// What the handshake's result means.
@@ -86,10 +87,12 @@ pub fn judge_acp(argv: &[String], facts: Result<AgentFacts, HandshakeError>) -> 
 }
 
 /// A command engine's report, completed for an agent that speaks ACP (its
-/// command resolved): the handshake's facts and verdict.
+/// command resolved, run with the variables a dispatch adds: a preset's):
+/// the handshake's facts and verdict.
 pub fn with_handshake(
     mut r: super::EngineReport,
     line: Option<String>,
+    env: &[(String, String)],
     timeout: Duration,
 ) -> super::EngineReport {
     let argv = line
@@ -100,11 +103,14 @@ pub fn with_handshake(
         return r;
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let report = judge_acp(&argv, gather_acp(&argv, &cwd, timeout));
+    let report = judge_acp(&argv, gather_acp(&argv, env, &cwd, timeout));
     r.verdict = report.verdict;
     r.reasons.extend(report.reasons.iter().cloned());
     r.warnings = report.warnings.clone();
     if let Some(agent) = &report.agent {
+        // The agent's own version stands for the command's (it has no
+        // `--version` vf could read).
+        r.version = crate::version::Version::parse(&agent.version);
         r.notes.push(format!("agent: {}", agent.describe()));
     }
     r.notes.push(

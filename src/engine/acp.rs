@@ -7,8 +7,8 @@
 //! directions (docs/ACP.md).
 
 use super::{
-    CommandSource, Engine, EngineId, Invocation, OptionFlags, OutputTransport, Preset,
-    PromptTransport, Request, SessionIds, Spec,
+    AttachmentKind, CommandSource, Engine, EngineId, Invocation, OptionFlags, OutputTransport,
+    Preset, PromptTransport, Request, SessionIds, Spec,
 };
 use crate::error::{Result, VfError};
 
@@ -48,7 +48,9 @@ static SPEC: Spec = Spec {
     verified_versions: &[],
     prompt_transport: PromptTransport::Stdin,
     output_transport: OutputTransport::Jsonl,
-    attachment_kinds: &[],
+    // Sent as prompt blocks (`image`, `resource`); an agent whose
+    // promptCapabilities lack one refuses the unit before any session.
+    attachment_kinds: &[AttachmentKind::Text, AttachmentKind::Image],
     attachment_flag: None,
     skip_permissions_flag: None,
     prompt_limit_bytes: None,

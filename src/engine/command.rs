@@ -106,19 +106,31 @@ impl EngineCommand {
         }
     }
 
-    /// The command's first token, as `vf doctor` resolves it: the Windows
-    /// tokenization, else the first whitespace-separated word.
+    /// The program the command runs, as `vf doctor` resolves it: its first
+    /// token by the Windows tokenization, else its first whitespace-separated
+    /// word; where a shell runs the line, leading `NAME=value` assignments
+    /// and `exec` are passed over (`FOO=1 exec agent --yes` runs `agent`).
     pub fn first_token(&self) -> String {
-        match launch_plan::tokenize(&self.line) {
-            Ok(t) => t[0].text.clone(),
-            Err(_) => self
-                .line
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-        }
+        let words: Vec<String> = match launch_plan::tokenize(&self.line) {
+            Ok(t) => t.into_iter().map(|t| t.text).collect(),
+            Err(_) => self.line.split_whitespace().map(str::to_string).collect(),
+        };
+        let shell = matches!(sys::COMMAND_LAUNCH, sys::CommandLaunch::Shell);
+        let program = words
+            .iter()
+            .find(|w| !(shell && (is_assignment(w) || w.as_str() == "exec")));
+        program.or(words.first()).cloned().unwrap_or_default()
     }
+}
+
+/// A POSIX shell's `NAME=value` prefix word.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        let mut c = name.chars();
+        c.next()
+            .is_some_and(|f| f == '_' || f.is_ascii_alphabetic())
+            && c.all(|c| c == '_' || c.is_ascii_alphanumeric())
+    })
 }
 
 /// `--bridge-output`: a known CLI whose output is JSON frames.
@@ -147,4 +159,35 @@ fn resolves_to_batch(token: &str) -> bool {
         sys::find_on_path(token, std::env::var_os("PATH").as_deref())
     };
     found.is_some_and(|p| launch_plan::names_batch_file(&p.to_string_lossy()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(line: &str) -> String {
+        EngineCommand::new(line.to_string(), None, "test")
+            .unwrap()
+            .first_token()
+    }
+
+    #[test]
+    fn doctor_resolves_the_program_a_line_runs() {
+        let shell = matches!(sys::COMMAND_LAUNCH, sys::CommandLaunch::Shell);
+        let cases = [
+            ("agent --yes", "agent", "agent"),
+            ("FOO=1 _B2=x agent --yes", "agent", "FOO=1"),
+            ("FOO=1 exec agent", "agent", "FOO=1"),
+            ("\"my agent\" -p", "my agent", "my agent"),
+            // Not assignments: a word that starts with `=` or a digit.
+            ("=x agent", "=x", "=x"),
+            ("1A=2 agent", "1A=2", "1A=2"),
+            // Nothing but assignments: the first word is what there is.
+            ("A=1", "A=1", "A=1"),
+        ];
+        for (line, posix, windows) in cases {
+            let want = if shell { posix } else { windows };
+            assert_eq!(program(line), want, "{line}");
+        }
+    }
 }

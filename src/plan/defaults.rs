@@ -6,6 +6,8 @@
 
 use toml::{Table, Value};
 
+use crate::engine::EngineId;
+
 /// Keys that make no sense for every unit at once.
 const NOT_DEFAULTABLE: &[&str] = &["name"];
 
@@ -21,14 +23,39 @@ pub fn check(defaults: &Table) -> Result<(), String> {
     }
 }
 
-/// `unit` with every key of `defaults` it does not set itself.
+/// `unit` with every key of `defaults` it does not set itself, and of a
+/// command engine's keys only those of its own engine.
 pub fn apply(defaults: &Table, unit: &mut Table) {
+    let engine = unit.get("engine").or(defaults.get("engine"));
+    let kind = engine
+        .and_then(Value::as_str)
+        .map(|e| e.split(':').next().unwrap_or(e));
+    let kind = kind.map(str::to_string);
     for (key, value) in defaults {
         if unit.contains_key(key) || sets_alternative(unit, key) {
             continue;
         }
+        if owner(key).is_some_and(|e| Some(e.as_str()) != kind.as_deref()) {
+            continue;
+        }
         unit.insert(key.clone(), value.clone());
     }
+}
+
+/// The command engine a key belongs to: its plan key (`bridge`, `acp`) and
+/// the keys named after it (`bridge_output`). A default for such a key is
+/// for that engine's units: `[defaults] bridge` beside codex units is not
+/// their error, as the same key in a codex unit itself is.
+fn owner(key: &str) -> Option<EngineId> {
+    EngineId::COMMANDS.into_iter().find(|e| {
+        e.engine().spec().command.is_some_and(|src| {
+            let k = src.plan_key;
+            key == k
+                || key
+                    .strip_prefix(k)
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })
+    })
 }
 
 /// Whether `unit` sets another key of `key`'s one-choice group.
@@ -47,6 +74,31 @@ pub fn unit_name(unit: &Table) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn merged(defaults: &str, unit: &str) -> Table {
+        let (d, mut u): (Table, Table) = (defaults.parse().unwrap(), unit.parse().unwrap());
+        apply(&d, &mut u);
+        u
+    }
+
+    #[test]
+    fn a_command_engines_default_reaches_only_its_own_units() {
+        let d = "bridge = \"my-agent\"\nbridge_output = \"codex\"\nacp = \"a --acp\"\nretries = 1";
+        let keys = |u: &Table| u.keys().cloned().collect::<Vec<_>>();
+        let codex = merged(d, "engine = \"codex\"");
+        assert_eq!(keys(&codex), ["engine", "retries"]);
+        let bridge = merged(d, "engine = \"bridge\"");
+        assert_eq!(
+            keys(&bridge),
+            ["bridge", "bridge_output", "engine", "retries"]
+        );
+        let acp = merged(d, "engine = \"acp:gemini\"");
+        assert_eq!(keys(&acp), ["acp", "engine", "retries"]);
+        // The unit's engine may itself come from [defaults].
+        let by_default = merged(&format!("{d}\nengine = \"bridge\""), "x = 1");
+        assert!(by_default.contains_key("bridge"), "{by_default:?}");
+        assert_eq!(owner("bridgework"), None);
+    }
 
     fn table(text: &str) -> Table {
         toml::from_str(text).unwrap()

@@ -56,6 +56,8 @@ fn an_acp_run_yields_events_result_marker_status_and_replay() {
         )
     );
     assert_eq!(r["summary"], json!({"confidence": 1}));
+    // An agent command has no --version: its `agentInfo.version` is the one.
+    assert_eq!(r["engineVersion"], "1.0.0");
     assert_eq!(r["usage"]["totalTokens"], 18);
     assert_eq!(r["usage"]["source"], "session/prompt.usage");
     let events: Vec<&Value> = rows
@@ -108,6 +110,68 @@ fn an_acp_run_yields_events_result_marker_status_and_replay() {
     let replayed = jsonl(&replay.stdout);
     let live: Vec<Value> = events.into_iter().cloned().collect();
     assert_eq!(replayed, live);
+}
+
+/// The stall timer counts the agent's lines, not only the events they make:
+/// a message streamed in chunks shows as one row at its end, yet the agent
+/// was writing all along (2.4 s of chunks, a 1 s stall timeout).
+#[test]
+fn an_agent_streaming_one_long_message_is_not_stalled() {
+    let env = Env::new();
+    let slow = agent("slow", "");
+    let out = run(acp(
+        &env,
+        "s1",
+        &slow,
+        &["--stall-timeout", "1", "--output", "json"],
+    ));
+    let r = last_json(&out);
+    assert_eq!(
+        (&r["state"], &r["reason"]),
+        (&json!("done"), &Value::Null),
+        "{r}"
+    );
+    assert_eq!(r["summary"], json!({"ok": 1}));
+}
+
+/// Attachments go as prompt blocks: an image as base64 data, a text file as
+/// an embedded resource; an agent whose promptCapabilities lack images
+/// refuses the unit before any session starts.
+#[test]
+fn attachments_are_prompt_blocks_or_refused_by_capability() {
+    let env = Env::new();
+    let add = |name: &str, bytes: &[u8]| {
+        let p = env.write(&format!("src/{name}"), bytes);
+        let out = run(env.cmd(&["attach", "add", p.to_str().unwrap()]));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    };
+    add("shot.png", b"\x89PNG-not-really");
+    add("notes.md", b"the notes");
+    let files = [
+        "--attach", "shot.png", "--attach", "notes.md", "--output", "json",
+    ];
+    let out = run(acp(&env, "at", &agent("blocks", ""), &files));
+    let r = last_json(&out);
+    assert_eq!(r["state"], "done", "{r}\n{}", stderr(&out));
+    let answer = r["answer"].as_str().unwrap().lines().next().unwrap();
+    assert_eq!(
+        answer,
+        "text; image image/png iVBORy1ub3QtcmVhbGx5; resource notes.md the notes"
+    );
+    // No image capability: refused before session/new, and says why.
+    let out = run(acp(&env, "at2", &agent("blocks", "--no-image"), &files));
+    let r = last_json(&out);
+    assert_eq!(
+        (&r["state"], &r["reason"]),
+        (&json!("failed"), &json!("invalid")),
+        "{r}"
+    );
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("image block") && error.contains("fake-acp"),
+        "{r}"
+    );
+    assert!(!log_of(&env, "at2", 1).contains("\"session/new\""));
 }
 
 #[test]
@@ -361,6 +425,8 @@ fn doctor_runs_the_handshake_and_engines_lists_the_presets() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = &stdout_json(&out)[0];
     assert_eq!(r["verdict"], "ready", "{r}");
+    // The agent's version is the report's: the VERSION column.
+    assert_eq!(r["version"], "1.0.0", "{r}");
     let a = &r["acp"]["agent"];
     assert_eq!(
         (

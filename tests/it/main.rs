@@ -82,6 +82,8 @@ mod binary_shape;
 #[cfg(target_os = "linux")]
 mod real_acp;
 #[cfg(target_os = "linux")]
+mod real_acp_dispatch;
+#[cfg(target_os = "linux")]
 mod real_conv;
 #[cfg(target_os = "linux")]
 mod real_engines;

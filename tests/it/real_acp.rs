@@ -151,7 +151,7 @@ fn failed(sb: &Sandbox, what: &str, e: AcpError) -> Outcome {
 /// `session/load` starts a recording of the loaded id: in the minute the
 /// session began, that recording replaces the session's own file, and the load
 /// finds "No previous sessions found for this project." (docs/ACP.md).
-fn next_minute() {
+pub(crate) fn next_minute() {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap();

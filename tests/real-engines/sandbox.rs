@@ -120,6 +120,14 @@ impl Sandbox {
 
     /// Runs `vf <args>` inside the sandbox with extra variables (passed through).
     pub fn vf_env(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
+        let mut c = self.command(super::common::vf().as_os_str());
+        c.args(args);
+        self.output(c, envs)
+    }
+
+    /// `program` inside the sandbox (its arguments still to add), with
+    /// `VF_STATE_DIR` set to [`Sandbox::state_dir`].
+    pub fn command(&self, program: &std::ffi::OsStr) -> Command {
         let mut c = Command::new(root().join("scripts/engine-sandbox.sh"));
         c.arg(self.engine)
             .args(["--version", &self.version, "--timeout", "240"])
@@ -128,10 +136,14 @@ impl Sandbox {
             .arg("--workdir")
             .arg(self.workdir())
             .arg("--")
-            .arg(super::common::vf())
-            .args(args)
+            .arg(program)
             .env("VF_STATE_DIR", self.state_dir())
             .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs a [`Sandbox::command`] with extra variables (passed through).
+    pub fn output(&self, mut c: Command, envs: &[(&str, &str)]) -> Output {
         let names: Vec<&str> = envs.iter().map(|(k, _)| *k).collect();
         c.env("VF_SANDBOX_PASS", names.join(" "));
         for (k, v) in envs {

@@ -23,10 +23,12 @@ tool call of mode `tool` really creates x.txt in the session's cwd. `session/new
   exit       session/prompt: one chunk, then exits with status 3
   error      session/prompt answered with JSON-RPC error -32603
   badid      session/new answers a session id vf must refuse
+  blocks     session/prompt: answers with what each prompt block held
   huge       session/prompt: a 9 MiB line (over vf's 8 MiB cap), then as json
 """
 
 import json
+import os
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "json"
@@ -106,6 +108,27 @@ def prompt(msg, sid):
                 "usage": {"inputTokens": 11, "outputTokens": 7, "totalTokens": 18}}
     if MODE == "tool":
         return tool_turn(sid)
+    if MODE == "blocks":
+        # Says what the prompt held: each block's type and what it carried.
+        seen = []
+        for b in msg["params"]["prompt"]:
+            if b["type"] == "image":
+                seen.append("image %s %s" % (b["mimeType"], b["data"]))
+            elif b["type"] == "resource":
+                r = b["resource"]
+                seen.append("resource %s %s" % (r["uri"].rsplit("/", 1)[-1], r["text"]))
+            else:
+                seen.append(b["type"])
+        chunk(sid, "agent_message_chunk", "; ".join(seen) + "\n\n```json\n{}\n```\n")
+        return {"stopReason": "end_turn"}
+    if MODE == "slow":
+        # One message in chunks 0.4 s apart: they merge into one row, so no
+        # event shows until the end, though the agent writes all along.
+        import time
+        for word in ["Slow", " but", " steady", ".\n\n```json\n", "{\"ok\":1}", "\n```\n"]:
+            chunk(sid, "agent_message_chunk", word)
+            time.sleep(0.4)
+        return {"stopReason": "end_turn"}
     if MODE == "cancel":
         chunk(sid, "agent_message_chunk", "working")
         while True:
@@ -138,7 +161,8 @@ def main():
                                            "embeddedContext": True}}
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": 1, "agentCapabilities": caps,
-                "agentInfo": {"name": "fake-acp", "version": "1.0.0"}}})
+                "agentInfo": {"name": os.environ.get("FAKE_ACP_NAME", "fake-acp"),
+                              "version": "1.0.0"}}})
         elif MODE == "hang":
             continue
         elif method == "session/new":

@@ -15,7 +15,10 @@
 //!   allow or deny list: tools are unenforced.
 //! - gemini (0.47.0, 0.61.0): `--approval-mode plan` ("plan (read-only
 //!   mode)"), `--allowed-tools=NAME` (an array: the `=` form again). No deny
-//!   flag (its policy engine is unverified): a deny list is unenforced.
+//!   flag (its policy engine is unverified): a deny list is unenforced. An
+//!   allowed tool runs even in plan mode (the real-engine tier saw
+//!   `run_shell_command` write under `--approval-mode plan`): with read-only,
+//!   the allow list is not sent (a warning; tools unenforced).
 //! - copilot: no read-only mode. 1.0.102 (and an unreadable version, run as
 //!   the newest): `--allow-tool=NAME`, `--deny-tool=NAME`. 1.0.83 up to
 //!   1.0.102: `--available-tools=NAME`, `--excluded-tools=NAME`, which take
@@ -215,6 +218,8 @@ fn tool_flags(engine: EngineId, version: Option<&Version>) -> (Option<&str>, Opt
 
 fn tool_args(engine: EngineId, version: Option<&Version>, p: &ToolPolicy, out: &mut Applied) {
     let (allow, deny) = tool_flags(engine, version);
+    // gemini runs an allowed tool even in plan mode: read-only wins.
+    let allow_breaks_read_only = engine == EngineId::Gemini && p.read_only;
     let mcp_only = engine == EngineId::Copilot && allow == Some("--available-tools");
     let mut unenforced = Vec::new();
     for (flag, names, what) in [
@@ -224,9 +229,19 @@ fn tool_args(engine: EngineId, version: Option<&Version>, p: &ToolPolicy, out: &
         if names.is_empty() {
             continue;
         }
-        let Some(flag) = flag else {
-            unenforced.push(format!("{engine} has no verified {what}-tool flag"));
-            continue;
+        let flag = match flag {
+            Some(_) if what == "allow" && allow_breaks_read_only => {
+                unenforced.push(
+                    "its allowed tools run even in plan mode, so under read-only the allow list is not sent"
+                        .to_string(),
+                );
+                continue;
+            }
+            Some(f) => f,
+            None => {
+                unenforced.push(format!("{engine} has no verified {what}-tool flag"));
+                continue;
+            }
         };
         for name in names {
             if mcp_only && is_copilot_intent(name) {

@@ -17,14 +17,21 @@ const WRITE: &str = "LAB-WRITE Create the file lab-written.txt with a shell comm
 const FILE: &str = "lab-written.txt";
 
 /// The flags of a run that may write, and of one that is read-only, per
-/// engine: claude's allow list (`Bash`) lets it write without the root
-/// refusal of `--dangerously-skip-permissions`, and its read-only run keeps
-/// that allow list, so plan mode alone stops the write.
+/// engine: claude's and gemini's allow list (their shell tool) lets them
+/// write (claude without the root refusal of `--dangerously-skip-permissions`),
+/// and the read-only run keeps that allow list, so read-only alone stops
+/// the write. claude's plan mode holds against `Bash` allowed; gemini's does
+/// not (this tier saw it write), so vf does not send gemini's allow list
+/// under read-only and says `tools: unenforced`.
 fn flags(engine: &str) -> (&'static [&'static str], &'static [&'static str]) {
     match engine {
         "claude" => (
             &["--allow-tool", "Bash"],
             &["--read-only", "--allow-tool", "Bash"],
+        ),
+        "gemini" => (
+            &["--allow-tool", "run_shell_command"],
+            &["--read-only", "--allow-tool", "run_shell_command"],
         ),
         _ => (&["--skip-permissions"], &["--read-only"]),
     }
@@ -56,17 +63,23 @@ fn read_only_holds(sb: &Sandbox) {
         "{what}: written under {read_only:?}: {}",
         ro.result
     );
-    let tools = if read_only.contains(&"--allow-tool") {
-        "enforced"
-    } else {
-        "off"
+    let tools = match sb.engine {
+        "claude" => "enforced",
+        "gemini" => "unenforced",
+        _ => "off",
     };
     assert_eq!(
         ro.result["policy"],
         json!({"readOnly": "enforced", "tools": tools}),
         "{what}"
     );
-    assert_eq!(ro.result["warnings"], json!([]), "{what}");
+    let warned = ro.result["warnings"].as_array().unwrap().len();
+    assert_eq!(
+        warned,
+        usize::from(tools == "unenforced"),
+        "{what}: {}",
+        ro.result
+    );
 }
 
 fn tier(engine: &'static str) {

@@ -101,15 +101,38 @@ fn gemini_both_families_plan_mode_and_allowed_tools_but_no_deny() {
     for ver in ["0.61.0", "0.47.0"] {
         let ver = v(ver);
         assert_eq!(
+            run(EngineId::Gemini, Some(&ver), None, &pol(true, &[], &[])),
+            json!({
+                "args": ["--approval-mode", "plan", "--output-format", "stream-json"],
+                "policy": status(E, OFF),
+                "warnings": []
+            })
+        );
+        // An allowed tool runs even in plan mode (real_policy.rs saw
+        // run_shell_command write): read-only wins, the list is not sent.
+        assert_eq!(
             run(
                 EngineId::Gemini,
                 Some(&ver),
                 None,
-                &pol(true, &["read_file"], &[])
+                &pol(true, &["run_shell_command"], &[])
             ),
             json!({
-                "args": ["--approval-mode", "plan", "--allowed-tools=read_file", "--output-format", "stream-json"],
-                "policy": status(E, E),
+                "args": ["--approval-mode", "plan", "--output-format", "stream-json"],
+                "policy": status(E, U),
+                "warnings": ["gemini: tools unenforced: its allowed tools run even in plan mode, so under read-only the allow list is not sent"]
+            })
+        );
+        assert_eq!(
+            run(
+                EngineId::Gemini,
+                Some(&ver),
+                None,
+                &pol(false, &["read_file"], &[])
+            ),
+            json!({
+                "args": ["--allowed-tools=read_file", "--output-format", "stream-json"],
+                "policy": status(OFF, E),
                 "warnings": []
             })
         );
@@ -235,7 +258,7 @@ fn acp_holds_read_only_itself_and_the_bridge_nothing() {
 /// and is followed by a flag, never by a word it could swallow.
 #[test]
 fn variadic_tool_flags_never_swallow_what_follows() {
-    let p = pol(true, &["Read", "LAB-TOOL prompt words"], &["Edit"]);
+    let p = pol(false, &["Read", "LAB-TOOL prompt words"], &["Edit"]);
     let v83 = v("1.0.83");
     for (e, ver) in [
         (EngineId::Claude, None),

@@ -136,7 +136,34 @@ pub struct DispatchArgs {
     #[command(flatten)]
     pub steps: StepArgs,
     #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// Read-only and tool policy, held by each engine's verified mechanism
+/// (ENGINES.md, "Read-only and tool policy"); what it cannot hold is a warning.
+#[derive(Debug, Args, Clone)]
+pub struct PolicyArgs {
+    /// Run read-only where the engine can enforce it (the result's `policy` says).
+    #[arg(long)]
+    pub read_only: bool,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}
+
+/// `--allow-tool`, `--deny-tool`, `--require-enforced`.
+#[derive(Debug, Args, Clone)]
+pub struct ToolArgs {
+    /// Allow this tool, in the engine's own naming (repeatable).
+    #[arg(long = "allow-tool", value_name = "NAME")]
+    pub allow_tool: Vec<String>,
+    /// Deny this tool, in the engine's own naming (repeatable).
+    #[arg(long = "deny-tool", value_name = "NAME")]
+    pub deny_tool: Vec<String>,
+    /// Refuse (exit 2, nothing written) when any part of the policy would be unenforced.
+    #[arg(long)]
+    pub require_enforced: bool,
 }
 
 /// The worktree, setup and verify steps around a dispatch (docs/WORKSPACES.md).
@@ -257,6 +284,8 @@ pub struct ResumeArgs {
     /// Let the engine act without asking for permission.
     #[arg(long)]
     pub skip_permissions: bool,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -520,6 +549,8 @@ pub struct ConvSayArgs {
     /// where the engine can enforce it, reported per turn).
     #[arg(long)]
     pub write: bool,
+    #[command(flatten)]
+    pub tools: ToolArgs,
     /// Working directory for the engines (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

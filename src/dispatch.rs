@@ -88,8 +88,8 @@ pub struct UnitSpec {
     pub summary_schema: Option<std::sync::Arc<crate::summary::schema::SummarySchema>>,
     /// The worktree, setup and verify around the engine (see [`Steps`]).
     pub steps: Steps,
-    /// Run with the engine's read-only flags where it has them (`vf conv`).
-    pub read_only: bool,
+    /// Read-only and tool allow/deny (`engine::policy`).
+    pub policy: crate::engine::policy::ToolPolicy,
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,
@@ -156,6 +156,10 @@ pub struct DispatchResult {
     pub stderr_log: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::Workspace>,
+    /// `{readOnly, tools}`, each `enforced | unenforced | off` (absent when
+    /// no invocation was built).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::engine::policy::PolicyStatus>,
     /// `"replay"` when the run was a fresh session primed with a bounded
     /// replay of the unit's earlier answers (see [`crate::rerun`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,6 +210,7 @@ impl DispatchResult {
             stdout_log: None,
             stderr_log: None,
             workspace: marker.workspace.clone(),
+            policy: marker.policy,
             start: None,
             replay: None,
         }
@@ -351,6 +356,7 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
     marker.model = spec.options.model.clone();
     marker.effort = spec.options.effort.clone();
     marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());
+    marker.policy = None;
     if let Some(id) = &spec.session {
         marker.engine_session_id = Some(id.clone());
     }

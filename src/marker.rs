@@ -112,6 +112,10 @@ pub struct Marker {
     /// The unit's git worktree (`--worktree`); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::Workspace>,
+    /// How the latest attempt's read-only and tool policy was held
+    /// (`engine::policy`); absent in markers of an older vf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::engine::policy::PolicyStatus>,
 }
 
 impl Marker {
@@ -147,6 +151,7 @@ impl Marker {
             stdout_log: None,
             stderr_log: None,
             workspace: None,
+            policy: None,
         }
     }
 

@@ -77,6 +77,14 @@ struct RawUnit {
     bridge: Option<String>,
     bridge_output: Option<crate::engine::EngineId>,
     acp: Option<String>,
+    #[serde(default)]
+    read_only: bool,
+    #[serde(default)]
+    allow_tools: Vec<String>,
+    #[serde(default)]
+    deny_tools: Vec<String>,
+    #[serde(default)]
+    require_enforced: bool,
 }
 
 /// One validated unit of a plan.
@@ -105,6 +113,8 @@ pub struct PlanUnit {
     pub verify: Option<String>,
     /// A command engine's command: the key `bridge` (else `VIBEFLOW_AI`).
     pub command: Option<crate::engine::EngineCommand>,
+    /// `read_only`, `allow_tools`, `deny_tools`, `require_enforced`.
+    pub policy: crate::engine::policy::ToolPolicy,
 }
 
 impl PlanUnit {
@@ -340,7 +350,15 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         ));
     }
     let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
+    let policy = crate::engine::policy::ToolPolicy {
+        read_only: u.read_only,
+        allow_tools: u.allow_tools,
+        deny_tools: u.deny_tools,
+        require_enforced: u.require_enforced,
+    };
+    crate::engine::policy::check(&policy, u.skip_permissions).map_err(|e| e.to_string())?;
     Ok(PlanUnit {
+        policy,
         command,
         summary_schema,
         model: u.model,

@@ -487,6 +487,7 @@ mod tests {
             prompt_file_contents: Some(prompt),
             env: vec![],
             warnings: vec![],
+            policy: crate::engine::policy::PolicyStatus::OFF,
         };
         redact_invocation(&mut inv, &r);
         let all = format!(

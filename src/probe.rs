@@ -81,7 +81,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         options: Default::default(),
         summary_schema: None,
         steps: Default::default(),
-        read_only: false,
+        policy: Default::default(),
         budget_stop: None,
         keep_answer: false,
         command: None,

@@ -615,7 +615,7 @@ impl Run {
             options: job.plan.run_options(),
             summary_schema: job.plan.summary_schema.clone(),
             steps: self.steps_of(i),
-            read_only: false,
+            policy: job.plan.policy.clone(),
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,
             command: job.plan.command.clone(),

@@ -71,6 +71,14 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     let mut conv = store.load(&a.name)?;
     let targets = targets(&conv, a)?;
     let prompt = super::prompt::read(&a.prompt)?;
+    // Checked (and `--require-enforced` refused) for every participant
+    // before anything of the turn is saved.
+    let mut tools = Default::default();
+    for t in &targets {
+        let p = conv.participant(t)?;
+        let resume = !a.fresh && p.binding.is_some();
+        tools = super::run_options::policy(!a.write, &a.tools, false, p.engine, None, resume)?;
+    }
     let ctx = SayContext {
         private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,
         stall_timeout: super::dispatch::seconds("--stall-timeout", a.stall_timeout)?,
@@ -78,6 +86,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         kill_grace: crate::child::kill_grace_from_env()?,
         fresh: a.fresh,
         write: a.write,
+        tools,
         state_dir,
         cwd,
     };

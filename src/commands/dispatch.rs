@@ -39,6 +39,8 @@ pub struct Resolved {
     pub chosen: super::run_options::Chosen,
     /// A command engine's command (`--bridge`, `VIBEFLOW_AI`).
     pub command: Option<EngineCommand>,
+    /// `--read-only`, `--allow-tool`, `--deny-tool`, `--require-enforced`.
+    pub policy: crate::engine::policy::ToolPolicy,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -93,6 +95,14 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let command = command_of(args, engine_id, &unit, &state_dir)?;
     let prompt = super::prompt::read(&args.prompt)?;
     let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
+    let policy = super::run_options::policy(
+        args.policy.read_only,
+        &args.policy.tools,
+        args.skip_permissions,
+        engine_id,
+        args.run.engine_bin.as_deref(),
+        args.session.is_some(),
+    )?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
         chosen,
@@ -107,6 +117,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         state_dir,
         skip_permissions: args.skip_permissions,
         command,
+        policy,
     })
 }
 
@@ -201,7 +212,7 @@ pub fn build_invocation(
         unit: &r.unit,
         state_dir: &r.state_dir,
         version,
-        read_only: false,
+        policy: &r.policy,
         options: &r.chosen.options,
         command: r.command.as_ref(),
     })
@@ -304,7 +315,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         options: r.chosen.options,
         summary_schema: r.chosen.schema,
         steps,
-        read_only: false,
+        policy: r.policy,
         budget_stop: None,
         keep_answer: true,
         command: r.command,

@@ -85,6 +85,58 @@ struct Row {
     /// or vf (an ACP agent's permission requests are answered by vf).
     #[serde(skip_serializing_if = "Option::is_none")]
     enforced_by: Option<&'static str>,
+    /// How `--read-only` and `--allow-tool`/`--deny-tool` are held (`engine::policy`).
+    policy: PolicySupport,
+}
+
+/// `readOnly`: `enforced`, `freshRunsOnly` or `unenforced`; `tools`:
+/// `allowAndDeny`, `allowOnly`, `unenforced`, or `byVersion` (ENGINES.md).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PolicySupport {
+    read_only: &'static str,
+    tools: &'static str,
+}
+
+/// Read off `engine::policy` for each verified version (or none known).
+fn policy_support(id: EngineId) -> PolicySupport {
+    use crate::engine::policy::{Enforcement, ToolPolicy, apply};
+    let ro = ToolPolicy {
+        read_only: true,
+        ..ToolPolicy::default()
+    };
+    let held = |resume| apply(id, None, resume, &ro).status.read_only == Enforcement::Enforced;
+    let read_only = match (held(false), held(true)) {
+        (true, true) => "enforced",
+        (true, false) => "freshRunsOnly",
+        _ => "unenforced",
+    };
+    let one = |allow: &str, deny: &str, v: Option<&Version>| {
+        let p = ToolPolicy {
+            allow_tools: vec![allow.into()],
+            deny_tools: vec![deny.into()],
+            ..ToolPolicy::default()
+        };
+        let args = apply(id, v, false, &p).args;
+        match (args.len(), args.iter().any(|a| a.contains("=mcp_allow"))) {
+            (2, _) => "allowAndDeny",
+            (1, true) => "allowOnly",
+            _ => "unenforced",
+        }
+    };
+    let versions: Vec<Option<Version>> = match id.engine().spec().verified_versions {
+        [] => vec![None],
+        vs => vs.iter().map(|v| Version::parse(v)).collect(),
+    };
+    let each: Vec<&str> = versions
+        .iter()
+        .map(|v| one("mcp_allow", "mcp_deny", v.as_ref()))
+        .collect();
+    let tools = match each.iter().all(|t| *t == each[0]) {
+        true => each[0],
+        false => "byVersion",
+    };
+    PolicySupport { read_only, tools }
 }
 
 fn rows() -> Vec<Row> {
@@ -114,6 +166,7 @@ fn rows() -> Vec<Row> {
                 command: s.command,
                 presets: e.presets(),
                 enforced_by: e.speaks_acp().then_some("vf"),
+                policy: policy_support(id),
             }
         })
         .collect()
@@ -218,5 +271,26 @@ mod tests {
         assert_eq!(row("agy").resume, Resume::Replay);
         assert_eq!(row("bridge").resume, Resume::Replay);
         assert!(row("agy").exact_resume_versions.is_empty());
+    }
+
+    #[test]
+    fn policy_support_per_engine() {
+        let table: Vec<(&str, &str, &str)> = rows()
+            .iter()
+            .map(|r| (r.name, r.policy.read_only, r.policy.tools))
+            .collect();
+        assert_eq!(
+            table,
+            [
+                ("claude", "enforced", "allowAndDeny"),
+                ("codex", "freshRunsOnly", "unenforced"),
+                ("copilot", "unenforced", "allowAndDeny"),
+                ("opencode", "unenforced", "unenforced"),
+                ("gemini", "enforced", "allowOnly"),
+                ("agy", "unenforced", "unenforced"),
+                ("bridge", "unenforced", "unenforced"),
+                ("acp", "enforced", "unenforced"),
+            ]
+        );
     }
 }

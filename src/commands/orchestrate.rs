@@ -48,6 +48,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
         // `model` / `effort` the engine cannot take: refused before anything starts.
         crate::engine::options::check(p.pick.engine.engine().spec(), &u.run_options())
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
+        require_enforced(&u, p.pick.engine)?;
         jobs.push(Job {
             steps: super::dispatch::plan_steps(&u)?,
             engine: p.pick.engine,
@@ -85,6 +86,26 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
         ))),
     };
     Ok(run.execute(reporter)?.exit_code())
+}
+
+/// `require_enforced = true`: refused (exit 2) before anything of the plan
+/// starts when its engine, or any engine of its `fallback`, would leave a
+/// part of its policy unenforced.
+fn require_enforced(u: &plan::PlanUnit, engine: EngineId) -> Result<()> {
+    if !u.policy.require_enforced {
+        return Ok(());
+    }
+    use crate::engine::policy;
+    for e in std::iter::once(engine).chain(u.rate_limit.fallback.iter().copied()) {
+        let version = crate::dispatch::installed_version(e, None);
+        policy::require(
+            e,
+            &u.policy,
+            &policy::apply(e, version.as_ref(), false, &u.policy),
+        )
+        .map_err(|err| VfError::usage(format!("unit {:?}: {err}", u.name)))?;
+    }
+    Ok(())
 }
 
 /// vf's own notices about a unit go to stderr in every format.

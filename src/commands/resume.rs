@@ -63,6 +63,14 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
             }
         },
     };
+    let policy = super::run_options::policy(
+        args.policy.read_only,
+        &args.policy.tools,
+        args.skip_permissions,
+        marker.engine,
+        engine_bin,
+        id.is_some(),
+    )?;
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
     // A unit that ran in a worktree resumes in it, as it was.
@@ -92,7 +100,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         options: chosen.options,
         summary_schema: chosen.schema,
         steps,
-        read_only: false,
+        policy,
         budget_stop: None,
         keep_answer: true,
         command: marker.command.clone(),

@@ -44,3 +44,34 @@ pub fn load_schema(path: &Path) -> Result<SummarySchema> {
     let abs = crate::state::absolute(path)?;
     SummarySchema::load(&abs).map_err(VfError::usage)
 }
+
+/// `--read-only`, `--allow-tool`, `--deny-tool`, `--require-enforced`,
+/// checked (exit 2) and, with `--require-enforced`, refused when `engine`
+/// at its installed version (read as a dispatch reads it) would leave a part
+/// unenforced: all before anything is written.
+pub fn policy(
+    read_only: bool,
+    tools: &crate::cli::ToolArgs,
+    skip_permissions: bool,
+    engine: EngineId,
+    engine_bin: Option<&Path>,
+    resume: bool,
+) -> Result<crate::engine::policy::ToolPolicy> {
+    use crate::engine::policy;
+    let p = policy::ToolPolicy {
+        read_only,
+        allow_tools: tools.allow_tool.clone(),
+        deny_tools: tools.deny_tool.clone(),
+        require_enforced: tools.require_enforced,
+    };
+    policy::check(&p, skip_permissions)?;
+    if p.require_enforced {
+        let version = crate::dispatch::installed_version(engine, engine_bin);
+        policy::require(
+            engine,
+            &p,
+            &policy::apply(engine, version.as_ref(), resume, &p),
+        )?;
+    }
+    Ok(p)
+}

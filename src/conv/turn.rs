@@ -12,6 +12,7 @@ use super::model::{Binding, Conversation, PendingTurn, turn_unit};
 use super::store::ConvStore;
 use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::EngineId;
+use crate::engine::policy::{Enforcement, ToolPolicy};
 use crate::error::Result;
 use crate::history::Counts;
 use crate::marker::{MarkerStore, UnitState};
@@ -24,6 +25,9 @@ pub struct SayContext {
     pub fresh: bool,
     /// `--write`: no read-only flags.
     pub write: bool,
+    /// `--allow-tool`, `--deny-tool`, `--require-enforced` (its `read_only`
+    /// is ignored: `write` decides).
+    pub tools: ToolPolicy,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
@@ -40,49 +44,31 @@ pub struct TurnReport {
     pub delivery_mode: DeliveryMode,
     pub cursor: CursorRange,
     pub replay: Option<Counts>,
-    pub read_only: ReadOnly,
+    pub read_only: Enforcement,
     /// Whether the answer entered the transcript (a failed or interrupted
     /// turn's partial answer never does).
     pub recorded: bool,
     pub result: DispatchResult,
 }
 
-/// Whether the turn ran read-only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ReadOnly {
-    /// The engine's verified read-only flags were passed.
-    Enforced,
-    /// Asked for, but the engine has no such mode for this run: nothing sent.
-    Unenforced,
-    /// `--write`.
-    Off,
-}
-
-/// How `engine` runs a turn read-only, and the warning when it cannot.
-pub fn read_only(engine: EngineId, write: bool, resume: bool) -> (ReadOnly, Option<String>) {
-    if write {
-        return (ReadOnly::Off, None);
-    }
-    match engine.engine().read_only_args(resume) {
-        Some(_) => (ReadOnly::Enforced, None),
-        None => (
-            ReadOnly::Unenforced,
-            Some(format!(
-                "{engine} cannot be held read-only for this turn (no verified read-only mode): it may edit files"
-            )),
-        ),
+/// A turn's policy: read-only unless `--write`, with the say's tool lists.
+pub fn turn_policy(ctx: &SayContext) -> ToolPolicy {
+    ToolPolicy {
+        read_only: !ctx.write,
+        ..ctx.tools.clone()
     }
 }
 
-impl ReadOnly {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReadOnly::Enforced => "enforced",
-            ReadOnly::Unenforced => "unenforced",
-            ReadOnly::Off => "off",
-        }
-    }
+/// Whether `engine` holds a turn read-only (`engine::policy`; its warning
+/// comes with the run's other policy warnings).
+pub fn read_only(engine: EngineId, write: bool, resume: bool) -> Enforcement {
+    let p = ToolPolicy {
+        read_only: !write,
+        ..ToolPolicy::default()
+    };
+    crate::engine::policy::apply(engine, None, resume, &p)
+        .status
+        .read_only
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -196,13 +182,13 @@ fn start(
     store: &ConvStore,
     conv: &mut Conversation,
     turn: &Turn,
-) -> Result<(UnitSpec, ReadOnly)> {
+) -> Result<(UnitSpec, Enforcement)> {
     let p = conv.participant(&turn.participant)?;
     let (engine, model) = (p.engine, p.model.clone());
     let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
     store.save(conv)?;
-    let (read_only, warning) = read_only(engine, ctx.write, turn.session.is_some());
+    let read_only = read_only(engine, ctx.write, turn.session.is_some());
     let spec = UnitSpec {
         engine,
         unit,
@@ -216,8 +202,8 @@ fn start(
         stall_timeout: ctx.stall_timeout,
         timeout: ctx.timeout,
         kill_grace: ctx.kill_grace,
-        warnings: warning.into_iter().collect(),
-        read_only: read_only != ReadOnly::Off,
+        warnings: Vec::new(),
+        policy: turn_policy(ctx),
         engine_reason: Some(format!(
             "conversation {} participant {}",
             conv.name, turn.participant
@@ -241,7 +227,7 @@ fn start(
 fn finish(
     conv: &mut Conversation,
     turn: &Turn,
-    read_only: ReadOnly,
+    read_only: Enforcement,
     result: DispatchResult,
 ) -> Result<TurnReport> {
     let recorded = settle(conv, turn, &result)?;

@@ -86,7 +86,7 @@ impl SessionSink for Sink {
 
 /// The unit's answer to permission requests.
 fn policy(spec: &UnitSpec) -> Policy {
-    if spec.read_only {
+    if spec.policy.read_only {
         Policy::ReadOnly
     } else if spec.skip_permissions {
         Policy::SkipPermissions

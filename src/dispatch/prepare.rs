@@ -85,7 +85,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
         unit: &spec.unit,
         state_dir: &spec.state_dir,
         version: version.as_ref(),
-        read_only: spec.read_only,
+        policy: &spec.policy,
         options: &spec.options,
         command: spec.command.as_ref(),
     });
@@ -98,6 +98,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
         None => find_program(spec, Some(&inv.program))
             .map_err(|e| fail(&mut marker, Reason::Missing, e))?,
     };
+    marker.policy = Some(inv.policy);
     inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;
     warnings.extend(inv.warnings.iter().cloned());

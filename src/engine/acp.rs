@@ -83,12 +83,6 @@ impl Engine for Acp {
         })
     }
 
-    /// vf answers `session/request_permission` itself: a read-only run
-    /// rejects every edit, delete, move and execute.
-    fn read_only_args(&self, _resume: bool) -> Option<&'static [&'static str]> {
-        Some(&[])
-    }
-
     fn speaks_acp(&self) -> bool {
         true
     }

@@ -59,20 +59,17 @@ impl Engine for Claude {
         // `-r` only works together with `-p`.
         let mut args: Vec<String> = vec!["-p".into()];
         args.extend(req.resume_args("-r"));
+        // Read-only and the variadic tool flags (`engine::policy`, `=` form),
+        // always followed by `--output-format`: nothing after them is a value.
+        args.extend(req.policy_args(SPEC.id));
         args.extend(["--output-format", "stream-json", "--verbose"].map(String::from));
         args.extend(SPEC.permission_arg(req));
-        args.extend(self.read_only_arg(req));
         args.extend(SPEC.attachment_args(req));
         args.extend(options::args(&SPEC, req.options));
         Ok(Invocation {
             warnings: options::warnings(&SPEC, req.options),
             ..Invocation::over_stdin(SPEC.binary, args, req)
         })
-    }
-
-    /// `--permission-mode plan` (in the verified help, choices include `plan`).
-    fn read_only_args(&self, _resume: bool) -> Option<&'static [&'static str]> {
-        Some(&["--permission-mode", "plan"])
     }
 
     fn explain_stderr(&self, line: &str) -> Option<&'static str> {

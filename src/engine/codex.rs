@@ -104,16 +104,10 @@ impl Engine for Codex {
             args.push("--skip-git-repo-check".into());
         }
         args.extend(SPEC.permission_arg(req));
-        args.extend(self.read_only_arg(req));
+        args.extend(req.policy_args(SPEC.id));
         args.extend(SPEC.attachment_args(req));
         args.extend(options::args(&SPEC, req.options));
         args.push("-".into());
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
-    }
-
-    /// `exec --sandbox read-only`; `exec resume` has no `--sandbox` in its
-    /// verified help, so a resumed turn is unenforced.
-    fn read_only_args(&self, resume: bool) -> Option<&'static [&'static str]> {
-        (!resume).then_some(&["--sandbox", "read-only"][..])
     }
 }

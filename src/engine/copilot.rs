@@ -98,11 +98,8 @@ impl Engine for Copilot {
             args.push("--disable-client-telemetry".into());
         }
         args.extend(SPEC.attachment_args(req));
-        if req.read_only {
-            // Copilot has no read-only mode; an invented flag would be a hard error.
-            warnings
-                .push("copilot has no read-only mode: the read-only request was dropped".into());
-        }
+        // Tool flags by version family; read-only is unenforced (`engine::policy`).
+        args.extend(req.policy_args(SPEC.id));
         args.extend(SPEC.permission_arg(req));
         args.extend(options::args(&SPEC, req.options));
         if let Some(id) = req.session {

@@ -46,16 +46,13 @@ impl Engine for Gemini {
     }
 
     fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
-        let mut args: Vec<String> = vec!["--output-format".into(), "stream-json".into()];
+        // Read-only and the array flag `--allowed-tools` (`engine::policy`,
+        // `=` form), followed by `--output-format`: nothing after is a value.
+        let mut args: Vec<String> = req.policy_args(SPEC.id);
+        args.extend(["--output-format", "stream-json"].map(String::from));
         args.extend(req.resume_args("-r"));
         args.extend(SPEC.permission_arg(req));
         args.extend(options::args(&SPEC, req.options));
-        args.extend(self.read_only_arg(req));
         Ok(Invocation::over_stdin(SPEC.binary, args, req))
-    }
-
-    /// `--approval-mode plan` ("plan (read-only mode)" in the verified help).
-    fn read_only_args(&self, _resume: bool) -> Option<&'static [&'static str]> {
-        Some(&["--approval-mode", "plan"])
     }
 }

@@ -28,6 +28,7 @@ pub mod gemini;
 pub mod launch_plan;
 pub mod opencode;
 pub mod options;
+pub mod policy;
 
 pub use command::{CommandSource, EngineCommand, Preset};
 pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
@@ -360,8 +361,8 @@ pub struct Request<'a> {
     pub state_dir: &'a Path,
     /// The installed CLI's version when known.
     pub version: Option<&'a Version>,
-    /// The caller asked for a read-only run.
-    pub read_only: bool,
+    /// Read-only and tool allow/deny (`policy::apply` maps it per engine).
+    pub policy: &'a policy::ToolPolicy,
     /// Model, effort and summary schema (`RunOptions::NONE` for none).
     pub options: &'a RunOptions,
     /// A command engine's command (`None` for the CLIs).
@@ -374,6 +375,16 @@ impl Request<'_> {
         self.session
             .map(|id| vec![flag.to_string(), id.to_string()])
             .unwrap_or_default()
+    }
+
+    /// How `engine` holds this request's read-only and tool policy.
+    pub fn applied_policy(&self, engine: EngineId) -> policy::Applied {
+        policy::apply(engine, self.version, self.session.is_some(), self.policy)
+    }
+
+    /// The argv part of the policy, for the builder to place.
+    pub fn policy_args(&self, engine: EngineId) -> Vec<String> {
+        self.applied_policy(engine).args
     }
 }
 
@@ -396,6 +407,8 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
     /// Things the user should know (e.g. a dropped unsupported option).
     pub warnings: Vec<String>,
+    /// How the read-only and tool policy is held (`engine::policy`).
+    pub policy: policy::PolicyStatus,
 }
 
 impl Invocation {
@@ -418,6 +431,7 @@ impl Invocation {
             prompt_file_contents: None,
             env: Vec::new(),
             warnings: Vec::new(),
+            policy: policy::PolicyStatus::OFF,
         }
     }
 }
@@ -449,9 +463,16 @@ pub trait Engine: Sync {
 
     /// Builds the exact argv/stdin for a fresh run or an exact resume, after
     /// the checks every engine shares ([`check_request`]).
+    /// The read-only and tool policy's status and warnings are added here
+    /// (the argv part is placed by each builder: [`Request::policy_args`]).
     fn build(&self, req: &Request<'_>) -> Result<Invocation> {
         check_request(self.spec(), req)?;
-        self.invocation(req)
+        let applied = req.applied_policy(self.spec().id);
+        policy::require(self.spec().id, req.policy, &applied)?;
+        let mut inv = self.invocation(req)?;
+        inv.policy = applied.status;
+        inv.warnings.extend(applied.warnings);
+        Ok(inv)
     }
 
     /// The engine's own argv builder (the request is already checked).
@@ -460,21 +481,6 @@ pub trait Engine: Sync {
     /// True when `id` has the shape of this engine's native session ids.
     fn valid_session_id(&self, id: &str) -> bool {
         self.spec().session_ids.matches(id)
-    }
-
-    /// The verified flags that make a run read-only (`vf conv` without
-    /// `--write`), or `None` where the CLI has no such mode for this kind of
-    /// run: the caller then reports read-only as unenforced.
-    fn read_only_args(&self, _resume: bool) -> Option<&'static [&'static str]> {
-        None
-    }
-
-    /// `read_only_args` when the request asks for read-only.
-    fn read_only_arg(&self, req: &Request<'_>) -> Vec<String> {
-        match self.read_only_args(req.session.is_some()) {
-            Some(a) if req.read_only => a.iter().map(|s| s.to_string()).collect(),
-            _ => Vec::new(),
-        }
     }
 
     /// Whether `--session ID` can resume exactly that native session.
@@ -563,6 +569,7 @@ pub fn check_request(spec: &Spec, req: &Request<'_>) -> Result<()> {
             spec.id, src.flag, src.env, src.plan_key
         )));
     }
+    policy::check(req.policy, req.skip_permissions)?;
     let kinds: Vec<AttachmentKind> = req.attachments.iter().map(|a| a.kind).collect();
     check_attachment_kinds(spec.id, &kinds)?;
     options::check(spec, req.options)

@@ -203,6 +203,7 @@ fn the_dry_run_shows_the_launch_on_both_platforms() {
         "cwd": "<tmp>",
         "promptFile": null,
         "warnings": [],
+        "policy": {"readOnly": "off", "tools": "off"},
         "launch": {
             "posix": ["/bin/sh", "-c", line],
             "windows": ["cmd.exe", "/d", "/c", "call", r"C:\Program Files\Agent\agent.cmd",

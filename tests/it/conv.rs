@@ -48,3 +48,38 @@ fn handoff_errors_name_the_handoff_file() {
     let conv = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
     assert_eq!(conv["handoff"], serde_json::Value::Null, "{conv}");
 }
+
+/// `say --require-enforced` with a tool list a participant's engine cannot
+/// hold (codex has none; its turn is read-only by default) is refused
+/// (exit 2) before the message enters the transcript; contradictory lists too.
+#[test]
+fn say_require_enforced_is_refused_and_nothing_is_saved() {
+    let env = Env::new();
+    assert!(
+        env.run(&["conv", "new", "d", "--with", "codex"])
+            .status
+            .success()
+    );
+    let before = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
+    let files = common::files_under(&env.state());
+    for (extra, why) in [
+        (
+            &["--deny-tool", "shell", "--require-enforced"][..],
+            "require-enforced: codex cannot enforce this policy: codex: tools unenforced",
+        ),
+        (
+            &["--allow-tool", "x", "--deny-tool", "x"][..],
+            "tool \"x\" is both allowed and denied",
+        ),
+    ] {
+        let mut args = vec!["conv", "say", "d", "--all", "--prompt", "hello"];
+        args.extend_from_slice(extra);
+        let out = env.run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(why), "{extra:?}: {err}");
+    }
+    let after = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
+    assert_eq!(after, before);
+    assert_eq!(common::files_under(&env.state()), files);
+}

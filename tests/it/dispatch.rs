@@ -16,6 +16,8 @@ use common::*;
 mod ending;
 #[path = "dispatch/hardening.rs"]
 mod hardening;
+#[path = "dispatch/policy.rs"]
+mod policy;
 #[path = "dispatch/private.rs"]
 mod private;
 

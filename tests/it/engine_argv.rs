@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use vf::engine::policy::ToolPolicy;
 use vf::engine::{Attachment, AttachmentKind, EngineId, Invocation, Request, RunOptions};
 use vf::error::exit;
 use vf::version::Version;
@@ -20,6 +21,13 @@ const COPILOT_ID: &str = "23a3694b-6367-494d-aa02-ae5d5602995f";
 const GEMINI_ID: &str = "d40ec370-b510-4397-9950-47c6add9e2ec";
 const OPENCODE_ID: &str = "ses_dd6038aa0ffepDEX7skMCMq13N";
 
+static NO_POLICY: ToolPolicy = ToolPolicy {
+    read_only: false,
+    allow_tools: Vec::new(),
+    deny_tools: Vec::new(),
+    require_enforced: false,
+};
+
 fn req<'a>(prompt: &'a str) -> Request<'a> {
     Request {
         prompt,
@@ -31,7 +39,7 @@ fn req<'a>(prompt: &'a str) -> Request<'a> {
         unit: "u1",
         state_dir: Path::new(STATE),
         version: None,
-        read_only: false,
+        policy: &NO_POLICY,
         options: &RunOptions::NONE,
         command: None,
     }
@@ -378,19 +386,6 @@ fn copilot_prompt_file_switch_at_32_kib() {
 }
 
 #[test]
-fn copilot_read_only_is_dropped_with_a_warning() {
-    let ver = v("1.0.102");
-    let r = Request {
-        version: Some(&ver),
-        read_only: true,
-        ..req("look")
-    };
-    let inv = build(EngineId::Copilot, &r);
-    assert!(inv.warnings.iter().any(|w| w.contains("read-only")));
-    assert!(args(&inv).iter().all(|a| !a.contains("read")));
-}
-
-#[test]
 fn copilot_refuses_text_attachments() {
     let atts = [att(AttachmentKind::Text, "a.md")];
     let ver = v("1.0.102");
@@ -650,6 +645,11 @@ mod binary;
 
 #[path = "engine_argv/options.rs"]
 mod options;
+
+// ---------- --read-only, --allow-tool, --deny-tool ----------
+
+#[path = "engine_argv/policy.rs"]
+mod policy;
 
 // ---------- the flags vf relies on are in the saved help texts ----------
 

@@ -90,6 +90,8 @@ mod real_engines;
 #[cfg(target_os = "linux")]
 mod real_options;
 #[cfg(target_os = "linux")]
+mod real_policy;
+#[cfg(target_os = "linux")]
 mod real_usage;
 #[cfg(target_os = "linux")]
 mod real_workspace;

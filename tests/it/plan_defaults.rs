@@ -126,6 +126,107 @@ fn bad_defaults_are_usage_errors_and_nothing_is_written() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
+/// The argv the fake got in the working dir named `dir` (its run log).
+fn args_seen(env: &Env, dir: &str) -> Vec<String> {
+    let runs = env.path().join("runs");
+    let log = files_under(&runs)
+        .into_iter()
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!("{dir}."))
+        })
+        .unwrap_or_else(|| panic!("no run in {dir}"));
+    let text = read_text(&log);
+    let argv = text.split("--stdin--").next().unwrap();
+    argv.lines().map(String::from).collect()
+}
+
+/// `read_only`, `allow_tools`, `deny_tools` as unit keys and in
+/// `[defaults]`: the engine's argv, the marker's `policy`.
+#[test]
+fn policy_keys_and_their_defaults_reach_the_engine_and_the_marker() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path().join("runs")).unwrap();
+    let claude_env = format!(
+        "FAKE_STDOUT={}\nFAKE_VERSION=2.1.332\n",
+        fixture(CLAUDE).display()
+    );
+    env.write("ro/fake.env", &claude_env);
+    env.write("own/fake.env", &claude_env);
+    env.write(
+        "cx/fake.env",
+        format!("FAKE_STDOUT={}\n", fixture(CODEX).display()),
+    );
+    let out = orchestrate(
+        &env,
+        r#"
+[defaults]
+engine = "claude"
+prompt = "look"
+read_only = true
+deny_tools = ["Edit"]
+
+[[unit]]
+name = "ro"
+cwd = "ro"
+
+[[unit]]
+name = "own"
+cwd = "own"
+read_only = false
+allow_tools = ["Read"]
+deny_tools = []
+
+[[unit]]
+name = "cx"
+engine = "codex"
+cwd = "cx"
+"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let seen: Vec<Value> = ["ro", "own", "cx"]
+        .iter()
+        .map(|u| json!({"args": args_seen(&env, u), "policy": env.marker(u)["policy"]}))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            json!({"args": ["-p", "--permission-mode", "plan", "--disallowedTools=Edit",
+                            "--output-format", "stream-json", "--verbose"],
+                   "policy": {"readOnly": "enforced", "tools": "enforced"}}),
+            json!({"args": ["-p", "--allowedTools=Read", "--output-format", "stream-json", "--verbose"],
+                   "policy": {"readOnly": "off", "tools": "enforced"}}),
+            json!({"args": ["exec", "--json", "--skip-git-repo-check", "--sandbox", "read-only", "-"],
+                   "policy": {"readOnly": "enforced", "tools": "unenforced"}}),
+        ]
+    );
+}
+
+/// `require_enforced = true` on a unit whose engine cannot hold its policy,
+/// and contradictory keys: exit 2 before anything of the plan is written.
+#[test]
+fn require_enforced_and_contradictions_refuse_the_plan() {
+    let env = Env::new();
+    for (keys, part) in [
+        (
+            "engine = \"codex\"\ndeny_tools = [\"shell\"]\nrequire_enforced = true",
+            "unit \"a\": require-enforced: codex cannot enforce this policy: codex: tools unenforced",
+        ),
+        (
+            "engine = \"claude\"\nread_only = true\nskip_permissions = true",
+            "read-only contradicts skip-permissions",
+        ),
+    ] {
+        let plan = format!("[defaults]\n{keys}\n\n[[unit]]\nname = \"a\"\nprompt = \"x\"\n");
+        let out = orchestrate(&env, &plan);
+        assert_eq!(out.status.code(), Some(2), "{keys}: {}", stderr(&out));
+        assert!(stderr(&out).contains(part), "{keys}: {}", stderr(&out));
+        assert!(!env.state().exists(), "{keys}: the state dir was written");
+    }
+}
+
 /// One generated unit: its own engine, timeout and prompt, each maybe unset.
 type GenUnit = (Option<&'static str>, Option<u32>, Option<bool>);
 

@@ -32,6 +32,7 @@ pub fn finished_result(
         "usage": null,
         "unknownFrames": 0,
         "warnings": [],
+        "policy": {"readOnly": "off", "tools": "off"},
         "durationMs": "<ms>",
         "marker": format!("<tmp>/state/units/{unit}/marker.json"),
         "stdoutLog": format!("<tmp>/state/units/{unit}/attempt-{attempt}.stdout.log"),
@@ -63,6 +64,7 @@ pub fn finished_marker(result: &Value, attempts: u64) -> Value {
         "error": result["error"],
         "reason": result["reason"],
         "usage": result["usage"],
+        "policy": result["policy"],
         // Relative to the state dir, so a moved state dir keeps its markers.
         "stdoutLog": format!("units/{}/attempt-{attempts}.stdout.log", result["unit"].as_str().unwrap()),
         "stderrLog": format!("units/{}/attempt-{attempts}.stderr.log", result["unit"].as_str().unwrap()),

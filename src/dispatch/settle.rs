@@ -74,7 +74,9 @@ pub(super) async fn settle(
         }
         e.hold.release(sink);
     }
-    let after = super::steps::after_engine(spec, store, marker, ok, session.as_deref(), sink);
+    let guard = l.prepared.guard.as_ref();
+    let after =
+        super::steps::after_engine(spec, (store, guard), marker, ok, session.as_deref(), sink);
     let after = after.await?;
     if let Some((r, msg)) = after.failure {
         (reason, error) = (Some(r), Some(msg));
@@ -97,6 +99,7 @@ pub(super) async fn settle(
     e.hold.release(sink);
     let mut warnings = l.prepared.warnings.clone();
     warnings.extend(after.warnings);
+    let path_violations = after.violations;
     if let Some(Err(err)) = answer_kept.await {
         let msg = format!("cannot record its answer for a later replay: {err}");
         sink.warning(&msg);
@@ -126,6 +129,7 @@ pub(super) async fn settle(
         retry_at,
         stdout_log: Some(l.stdout_log.clone()),
         stderr_log: Some(l.stderr_log.clone()),
+        path_violations,
         ..DispatchResult::from_marker(spec, &l.prepared.store, marker, started)
     })
 }

@@ -14,6 +14,22 @@ fn plain(r: &Repo, unit: &str, extra: &[&str]) -> Output {
     r.run(&args)
 }
 
+/// What a unit refused for one changed path says.
+fn refused(path: &str) -> Value {
+    json!({
+        "state": "failed",
+        "reason": "policy",
+        "error": format!("the run changed 1 path(s) its path guards refuse: \"{path}\""),
+        "pathViolations": [path],
+    })
+}
+
+/// Shell lines for the fake's env file that run only when it runs as the
+/// engine (vf also runs it for `--version`, before the run starts).
+fn engine_only(lines: &str) -> String {
+    format!("case \"$*\" in *--version*) ;; *) {lines} ;; esac")
+}
+
 fn outcome(res: &Value) -> Value {
     json!({
         "state": res["state"],
@@ -30,15 +46,7 @@ fn a_denied_path_fails_the_worktree_unit_and_nothing_is_committed() {
     let out = r.dispatch("w1", &["--deny-path", "secrets/**", "--deny-path", "*.txt"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let res = stdout_json(&out);
-    assert_json_eq(
-        &outcome(&res),
-        &json!({
-            "state": "failed",
-            "reason": "policy",
-            "error": "the run changed 1 path(s) its path guards refuse: \"w1.txt\"",
-            "pathViolations": ["w1.txt"],
-        }),
-    );
+    assert_json_eq(&outcome(&res), &refused("w1.txt"));
     // No `vf: w1` commit: the branch is still at its base, the change waits
     // in the worktree for inspection.
     assert_eq!(r.git(&["rev-parse", "vf/w1"]), base);
@@ -73,7 +81,7 @@ fn an_allowed_change_passes_and_is_committed_and_allow_is_the_inverse() {
 #[test]
 fn a_rename_in_a_plain_repository_counts_as_both_paths() {
     let r = Repo::new();
-    r.fake_env("FAKE_WRITE=\nmv README.md MOVED.md");
+    r.fake_env(&engine_only("FAKE_WRITE=; mv README.md MOVED.md"));
     let out = plain(&r, "p1", &["--allow-path", "docs/**"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let res = stdout_json(&out);
@@ -85,7 +93,7 @@ fn a_rename_in_a_plain_repository_counts_as_both_paths() {
     // A staged rename (`git mv`) too.
     r.git(&["checkout", "--", "README.md"]);
     std::fs::remove_file(r.repo().join("MOVED.md")).unwrap();
-    r.fake_env("FAKE_WRITE=\ngit mv README.md STAGED.md");
+    r.fake_env(&engine_only("FAKE_WRITE=; git mv README.md STAGED.md"));
     let out = plain(&r, "p2", &["--deny-path", "README.md"]);
     assert_eq!(stdout_json(&out)["pathViolations"], json!(["README.md"]));
 }
@@ -98,19 +106,11 @@ fn files_dirty_before_the_run_are_not_blamed_unless_the_run_changes_them() {
     r.env.write("repo/odd\nname.md", "hostile\n");
     let before = r.checkout().0;
     // The engine writes repo.txt and appends to notes.md.
-    r.fake_env("echo more >> notes.md");
+    r.fake_env(&engine_only("echo more >> notes.md"));
     let out = plain(&r, "d1", &["--deny-path", "*.md"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let res = stdout_json(&out);
-    assert_json_eq(
-        &outcome(&res),
-        &json!({
-            "state": "failed",
-            "reason": "policy",
-            "error": "the run changed 1 path(s) its path guards refuse: \"notes.md\"",
-            "pathViolations": ["notes.md"],
-        }),
-    );
+    assert_json_eq(&outcome(&res), &refused("notes.md"));
     // Without the append, the same dirty tree passes.
     r.fake_env("");
     let out = plain(&r, "d2", &["--deny-path", "*.md"]);
@@ -161,16 +161,13 @@ fn a_violating_plan_unit_blocks_its_dependent_and_the_hooks_run() {
     let r = Repo::new();
     let hooks = r.env.path().join("hooks");
     std::fs::create_dir_all(&hooks).unwrap();
+    let h = hooks.display();
+    let c_keys = format!("allow_paths = [\"*.txt\"]\non_finish = \"cat > {h}/finish-c.json\"");
     let plan = format!(
         "on_plan_finish = \"cat > {h}/plan.json\"\n[defaults]\non_fail = \"cat > {h}/fail-$VF_UNIT.json\"\n{}{}{}",
         unit_toml("a", &[], "deny_paths = [\"a.txt\"]"),
         unit_toml("b", &["a"], ""),
-        unit_toml(
-            "c",
-            &[],
-            "allow_paths = [\"*.txt\"]\non_finish = \"cat > {h}/finish-c.json\""
-        ),
-        h = hooks.display()
+        unit_toml("c", &[], &c_keys),
     );
     let out = r.plan(&plan);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));

@@ -56,6 +56,14 @@ fn a_denied_path_fails_the_worktree_unit_and_nothing_is_committed() {
         (&m["state"], &m["reason"]),
         (&json!("failed"), &json!("policy"))
     );
+    // A resume is checked the same way: the leftover would go into its commit.
+    let out = r.run(&["resume", "w1", "--json", "--deny-path", "*.txt"]);
+    assert_json_eq(&outcome(&stdout_json(&out)), &refused("w1.txt"));
+    assert_eq!(r.git(&["rev-parse", "vf/w1"]), base);
+    // Resumed without guards, the unit finishes and its change is committed.
+    let out = r.run(&["resume", "w1", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(r.files_of("vf/w1"), ["README.md", "w1.txt"]);
 }
 
 #[test]
@@ -96,6 +104,28 @@ fn a_rename_in_a_plain_repository_counts_as_both_paths() {
     r.fake_env(&engine_only("FAKE_WRITE=; git mv README.md STAGED.md"));
     let out = plain(&r, "p2", &["--deny-path", "README.md"]);
     assert_eq!(stdout_json(&out)["pathViolations"], json!(["README.md"]));
+}
+
+#[test]
+fn hostile_file_names_are_checked_as_they_are() {
+    let r = Repo::new();
+    // A newline, a leading space, dots; on Linux also a name that is not UTF-8.
+    let mut names = vec!["evil\\nname.txt", " lead.txt", "..dots"];
+    if cfg!(target_os = "linux") {
+        names.push("\\377.txt");
+    }
+    let make: Vec<String> = names
+        .iter()
+        .map(|n| format!("printf x > \"$(printf '{n}')\""))
+        .collect();
+    r.fake_env(&engine_only(&format!("FAKE_WRITE=; {}", make.join("; "))));
+    let out = plain(&r, "n1", &["--allow-path", "docs/**"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let mut want = vec![" lead.txt", "..dots", "evil\nname.txt"];
+    if cfg!(target_os = "linux") {
+        want.push("\u{FFFD}.txt");
+    }
+    assert_eq!(stdout_json(&out)["pathViolations"], json!(want));
 }
 
 #[test]

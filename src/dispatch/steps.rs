@@ -188,11 +188,27 @@ pub(super) struct After {
 async fn check_guards(
     spec: &UnitSpec,
     baseline: Option<&crate::workspace::guard::Baseline>,
+    ws: Option<&Workspace>,
 ) -> Result<Option<(Vec<String>, String)>> {
     let (Some(guards), Some(b)) = (spec.steps.guards.clone(), baseline.cloned()) else {
         return Ok(None);
     };
-    let changed = blocking(move || b.changed_by_run()).await?;
+    // No git runs in a worktree that is not vf's any more (`finish` says so).
+    let git_dir = spec
+        .steps
+        .workspace
+        .as_ref()
+        .and_then(|w| w.git_dir.clone());
+    let proof = ws.map(|w| (w.path.clone(), w.branch.clone(), git_dir));
+    let changed = blocking(move || {
+        if let Some((root, branch, git_dir)) = &proof
+            && workspace::prove(root, Some(branch), git_dir.as_deref()).is_err()
+        {
+            return Ok(Vec::new());
+        }
+        b.changed_by_run()
+    })
+    .await?;
     Ok(match changed {
         Err(e) => Some((
             Vec::new(),
@@ -221,7 +237,7 @@ pub(super) async fn after_engine(
     sink: &mut dyn EventSink,
 ) -> Result<After> {
     let mut after = After::default();
-    if let Some((bad, msg)) = check_guards(spec, baseline).await? {
+    if let Some((bad, msg)) = check_guards(spec, baseline, marker.workspace.as_ref()).await? {
         after.failure = Some((Reason::Policy, msg));
         after.violations = bad;
     }

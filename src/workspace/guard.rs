@@ -149,7 +149,10 @@ impl Baseline {
     /// Every path that differs from the start (raw and as text), minus vf's own.
     fn changed(&self) -> Result<Vec<(Vec<u8>, String)>, String> {
         let err = |e: git::GitError| e.message;
+        // No fsmonitor command runs for vf's own look.
         let diff = [
+            "-c",
+            "core.fsmonitor=false",
             "diff",
             "--name-only",
             "-z",
@@ -158,7 +161,14 @@ impl Baseline {
             "--",
         ];
         let mut out = git::run_bytes(&self.root, &diff).map_err(err)?;
-        let others = ["ls-files", "-z", "--others", "--exclude-standard"];
+        let others = [
+            "-c",
+            "core.fsmonitor=false",
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+        ];
         out.extend(git::run_bytes(&self.root, &others).map_err(err)?);
         let mut names: Vec<(Vec<u8>, String)> = out
             .split(|b| *b == 0)

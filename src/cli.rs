@@ -138,6 +138,8 @@ pub struct DispatchArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
     #[command(flatten)]
+    pub after: AfterRunArgs,
+    #[command(flatten)]
     pub run: RunArgs,
 }
 
@@ -164,6 +166,28 @@ pub struct ToolArgs {
     /// Refuse (exit 2, nothing written) when any part of the policy would be unenforced.
     #[arg(long)]
     pub require_enforced: bool,
+}
+
+/// Path guards and notification hooks, checked and run after the engine
+/// (README, "Path guards" and "Notifications").
+#[derive(Debug, Args, Clone)]
+pub struct AfterRunArgs {
+    /// Fail the unit (reason `policy`, nothing committed) when the run changed
+    /// a path matching this glob, relative to the repository root (repeatable).
+    #[arg(long = "deny-path", value_name = "GLOB")]
+    pub deny_path: Vec<String>,
+    /// Only paths matching these globs may change; any other fails the unit
+    /// (reason `policy`; repeatable).
+    #[arg(long = "allow-path", value_name = "GLOB")]
+    pub allow_path: Vec<String>,
+    /// Run this shell command when the unit has ended, its result JSON on stdin
+    /// (a failure or timeout is only a warning).
+    #[arg(long, value_name = "CMD")]
+    pub on_finish: Option<String>,
+    /// Run this shell command when the unit failed or was interrupted, its
+    /// result JSON on stdin.
+    #[arg(long, value_name = "CMD")]
+    pub on_fail: Option<String>,
 }
 
 /// The worktree, setup and verify steps around a dispatch (docs/WORKSPACES.md).
@@ -286,6 +310,8 @@ pub struct ResumeArgs {
     pub skip_permissions: bool,
     #[command(flatten)]
     pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub after: AfterRunArgs,
     #[command(flatten)]
     pub run: RunArgs,
 }

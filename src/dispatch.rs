@@ -166,6 +166,9 @@ pub struct DispatchResult {
     pub start: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::history::Counts>,
+    /// The changed paths its path guards refuse (reason `policy`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_violations: Vec<String>,
 }
 
 impl DispatchResult {
@@ -213,6 +216,7 @@ impl DispatchResult {
             policy: marker.policy,
             start: None,
             replay: None,
+            path_violations: Vec::new(),
         }
     }
 }
@@ -286,6 +290,9 @@ async fn run_attempt(
         sink.warning(w);
     }
     if let Some(res) = steps::setup(&spec, &mut prepared, started).await? {
+        return Ok(res);
+    }
+    if let Some(res) = steps::guard_baseline(&spec, &mut prepared, started).await? {
         return Ok(res);
     }
     let launched = launch::launch(&spec, prepared).await?;

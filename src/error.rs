@@ -191,10 +191,13 @@ pub enum Reason {
     /// An ACP agent cancelled the turn (`stopReason: cancelled`) without vf
     /// being signalled (a signal to vf is `interrupted`).
     Cancelled,
+    /// The run changed a path its guards refuse (`--deny-path`, `--allow-path`),
+    /// or they could not be checked: nothing was committed.
+    Policy,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 22] = [
+    pub const ALL: [Reason; 23] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -217,6 +220,7 @@ impl Reason {
         Reason::MaxTurnRequests,
         Reason::Refusal,
         Reason::Cancelled,
+        Reason::Policy,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -243,6 +247,7 @@ impl Reason {
             Reason::MaxTurnRequests => "max-turn-requests",
             Reason::Refusal => "refusal",
             Reason::Cancelled => "cancelled",
+            Reason::Policy => "policy",
         }
     }
 
@@ -271,7 +276,8 @@ impl Reason {
             | Reason::MaxTokens
             | Reason::MaxTurnRequests
             | Reason::Refusal
-            | Reason::Cancelled => exit::ENGINE_FAILED,
+            | Reason::Cancelled
+            | Reason::Policy => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
             Reason::Internal => exit::INTERNAL,
         }
@@ -333,7 +339,8 @@ mod tests {
                 "\"max-tokens\"",
                 "\"max-turn-requests\"",
                 "\"refusal\"",
-                "\"cancelled\""
+                "\"cancelled\"",
+                "\"policy\""
             ]
         );
         for r in Reason::ALL {
@@ -351,10 +358,11 @@ mod tests {
             Reason::Engine,
             Reason::RateLimited,
             Reason::Workspace,
+            Reason::Policy,
         ]
         .map(Reason::exit_code)
         .into();
-        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75, 1]);
+        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75, 1, 1]);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod error;
 pub mod frames;
 pub mod fsutil;
 pub mod history;
+pub mod hooks;
 pub mod layout;
 pub mod marker;
 pub mod names;

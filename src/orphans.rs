@@ -90,11 +90,7 @@ pub struct Member {
 impl Finding {
     /// What its record's process is: `engine`, or the `setup` / `verify` command.
     pub fn what(&self) -> &'static str {
-        match self.step {
-            None => "engine",
-            Some(StepKind::Setup) => "setup command",
-            Some(StepKind::Verify) => "verify command",
-        }
+        self.step.map_or("engine", StepKind::what)
     }
 
     /// What a take-over that ended it says.

@@ -50,10 +50,14 @@ pub struct ProcRecord {
 
 /// A command vf runs around a unit's engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum StepKind {
     Setup,
     Verify,
+    /// The notification hooks (`crate::hooks`).
+    OnFinish,
+    OnFail,
+    OnPlanFinish,
 }
 
 impl StepKind {
@@ -61,14 +65,32 @@ impl StepKind {
         match self {
             StepKind::Setup => "setup",
             StepKind::Verify => "verify",
+            StepKind::OnFinish => "on-finish",
+            StepKind::OnFail => "on-fail",
+            StepKind::OnPlanFinish => "on-plan-finish",
         }
     }
 
-    /// The step a record file name's tail (`setup`, `verify`) names.
+    /// What it is, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            StepKind::Setup => "setup command",
+            StepKind::Verify => "verify command",
+            StepKind::OnFinish | StepKind::OnFail | StepKind::OnPlanFinish => "notification hook",
+        }
+    }
+
+    /// The step a record file name's tail (`setup`, `verify`, a hook's) names.
     pub fn parse(s: &str) -> Option<StepKind> {
-        [StepKind::Setup, StepKind::Verify]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [
+            StepKind::Setup,
+            StepKind::Verify,
+            StepKind::OnFinish,
+            StepKind::OnFail,
+            StepKind::OnPlanFinish,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
     }
 }
 
@@ -142,11 +164,7 @@ impl ProcRecord {
 
     /// What the recorded process is, in words: the engine's `CLI` or the step's command.
     pub fn what(&self) -> &'static str {
-        match self.step {
-            None => "CLI",
-            Some(StepKind::Setup) => "setup command",
-            Some(StepKind::Verify) => "verify command",
-        }
+        self.step.map_or("CLI", StepKind::what)
     }
 
     pub fn save(&mut self, path: &Path) -> std::io::Result<()> {

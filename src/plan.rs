@@ -43,6 +43,8 @@ struct RawPlan {
     unit: Vec<toml::Spanned<toml::Table>>,
     #[serde(default)]
     budget: crate::usage::Budget,
+    /// Run after the plan, its result JSON on stdin (`crate::hooks`).
+    on_plan_finish: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +76,12 @@ struct RawUnit {
     commit: Option<bool>,
     setup: Option<String>,
     verify: Option<String>,
+    #[serde(default)]
+    deny_paths: Vec<String>,
+    #[serde(default)]
+    allow_paths: Vec<String>,
+    on_finish: Option<String>,
+    on_fail: Option<String>,
     bridge: Option<String>,
     bridge_output: Option<crate::engine::EngineId>,
     acp: Option<String>,
@@ -111,6 +119,11 @@ pub struct PlanUnit {
     pub worktree: Option<PlanWorktree>,
     pub setup: Option<String>,
     pub verify: Option<String>,
+    /// Path guards checked after the run (globs compiled once at parse).
+    pub deny_paths: Vec<String>,
+    pub allow_paths: Vec<String>,
+    /// Notification hooks (`on_finish`, `on_fail`).
+    pub hooks: crate::hooks::Hooks,
     /// A command engine's command: the key `bridge` (else `VIBEFLOW_AI`).
     pub command: Option<crate::engine::EngineCommand>,
     /// `read_only`, `allow_tools`, `deny_tools`, `require_enforced`.
@@ -174,6 +187,8 @@ pub struct Plan {
     pub units: Vec<PlanUnit>,
     /// `[budget]`: `cost_usd`, `tokens`.
     pub budget: crate::usage::Budget,
+    /// `on_plan_finish`: run after the plan, its result JSON on stdin.
+    pub on_plan_finish: Option<String>,
 }
 
 impl Plan {
@@ -201,10 +216,11 @@ pub fn load(path: &Path) -> Result<Plan> {
         .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
     match parse_with_budget(&text, &dir) {
-        Ok((units, budget)) => Ok(Plan {
+        Ok((units, budget, on_plan_finish)) => Ok(Plan {
             path,
             units,
             budget,
+            on_plan_finish,
         }),
         Err(e) => Err(VfError::usage(format!("plan {shown}: {e}"))),
     }
@@ -213,14 +229,14 @@ pub fn load(path: &Path) -> Result<Plan> {
 /// Parses and validates plan text; relative paths are taken from `dir`.
 /// Errors are plain messages (the caller names the file).
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
-    parse_with_budget(text, dir).map(|(units, _)| units)
+    parse_with_budget(text, dir).map(|(units, _, _)| units)
 }
 
-/// [`parse`], and the plan's `[budget]`.
-fn parse_with_budget(
-    text: &str,
-    dir: &Path,
-) -> std::result::Result<(Vec<PlanUnit>, crate::usage::Budget), String> {
+/// What a plan file holds besides its units: `[budget]`, `on_plan_finish`.
+type PlanParts = (Vec<PlanUnit>, crate::usage::Budget, Option<String>);
+
+/// [`parse`], and the plan's `[budget]` and `on_plan_finish`.
+fn parse_with_budget(text: &str, dir: &Path) -> std::result::Result<PlanParts, String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
     let mut raw: RawPlan = toml::from_str(text).map_err(|e| {
         let msg = toml_message(&e);
@@ -236,6 +252,7 @@ fn parse_with_budget(
         return Err("no units: add at least one [[unit]] table".into());
     }
     let raw_budget = std::mem::take(&mut raw.budget);
+    let on_plan_finish = raw.on_plan_finish.take();
     let raw_units = raw_units(raw, text)?;
     let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -273,6 +290,7 @@ fn parse_with_budget(
     Ok((
         order.into_iter().filter_map(|i| slots[i].take()).collect(),
         budget,
+        on_plan_finish,
     ))
 }
 
@@ -357,6 +375,8 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         require_enforced: u.require_enforced,
     };
     crate::engine::policy::check(&policy, u.skip_permissions).map_err(|e| e.to_string())?;
+    crate::workspace::guard::PathGuards::new(&u.deny_paths, &u.allow_paths)
+        .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
         policy,
         command,
@@ -376,6 +396,12 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         worktree,
         setup: u.setup,
         verify: u.verify,
+        deny_paths: u.deny_paths,
+        allow_paths: u.allow_paths,
+        hooks: crate::hooks::Hooks {
+            on_finish: u.on_finish,
+            on_fail: u.on_fail,
+        },
     })
 }
 

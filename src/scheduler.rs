@@ -30,6 +30,7 @@ use crate::version::Version;
 use crate::{history, orphans};
 
 mod budget;
+mod hooks;
 mod markers;
 mod retry;
 mod rows;
@@ -380,8 +381,8 @@ enum Ended {
     /// Its dispatch's result, once its attempts (if kept) are in its marker;
     /// a warning when they could not be.
     Ran(Box<Result<DispatchResult>>, Option<String>),
-    /// Its `blocked` marker is written (or could not be).
-    Blocked(Result<()>),
+    /// Its `blocked` marker is written (or could not be); its hooks' warnings.
+    Blocked(Result<()>, Vec<String>),
 }
 
 impl Run {
@@ -513,7 +514,25 @@ impl Run {
             cwd: job.plan.cwd.clone(),
             why,
         };
-        set.spawn_local(async move { (i, Ended::Blocked(write.write().await)) });
+        let (hooks, report) = (self.hooks_of(i), self.units[i].report.clone());
+        set.spawn_local(async move {
+            let written = write.write().await;
+            let warnings = hooks.run(&report, 0, true).await;
+            (i, Ended::Blocked(written, warnings))
+        });
+    }
+
+    /// Unit `i`'s notification hooks, as its task runs them.
+    fn hooks_of(&self, i: usize) -> hooks::UnitHooks {
+        let job = &self.jobs[i];
+        hooks::UnitHooks {
+            hooks: job.plan.hooks.clone(),
+            state_dir: self.req.state_dir.clone(),
+            cwd: job.plan.cwd.clone(),
+            unit: job.plan.name.clone(),
+            engine: job.engine,
+            kill_grace: self.req.kill_grace,
+        }
     }
 
     /// Starts unit `i`'s dispatch; its attempts, when kept, go into its
@@ -532,12 +551,19 @@ impl Run {
         };
         let attempts = self.keeps_attempts(i);
         self.running += 1;
+        let hooks = self.hooks_of(i);
         set.spawn_local(async move {
             let r = dispatch::run(spec, &mut sink).await;
             let warning = match (&r, attempts) {
                 (Ok(res), Some(a)) => a.keep(res).await,
                 _ => None,
             };
+            if let Ok(res) = &r {
+                let failed = res.state != UnitState::Done;
+                for w in hooks.run(res, res.attempt, failed).await {
+                    sink.warning(&w);
+                }
+            }
             (i, Ended::Ran(Box::new(r), warning))
         });
         Ok(())
@@ -553,8 +579,11 @@ impl Run {
                 }
                 self.finish(i, *r, reporter);
             }
-            Ended::Blocked(written) => {
+            Ended::Blocked(written, warnings) => {
                 written?;
+                for w in warnings {
+                    reporter.borrow_mut().warning(i, &w);
+                }
                 reporter.borrow_mut().blocked(i, &self.units[i].report);
             }
         }

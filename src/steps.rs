@@ -25,6 +25,8 @@ pub struct Step<'a> {
     /// Created (truncated) for this attempt; never followed if a symlink.
     pub log: &'a Path,
     pub env: Vec<(&'static str, String)>,
+    /// Written to its stdin (then closed); `None`: no stdin.
+    pub stdin: Option<&'a [u8]>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
     pub owner: StepOwner<'a>,
@@ -73,7 +75,10 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
     std_cmd
         .current_dir(step.cwd)
         .envs(step.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .stdin(match step.stdin {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(log)
         .stderr(err);
     sys::contain(&mut std_cmd);
@@ -91,6 +96,7 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
             return StepEnd::NotStarted(format!("cannot contain {shell}: {e}"));
         }
     };
+    feed_stdin(&mut child, step.stdin);
     let o = &step.owner;
     let record = owned::step_record_path(o.state_dir, o.unit, o.attempt, o.kind);
     let pid = child.id().unwrap_or(0);
@@ -110,6 +116,18 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
     match end {
         Some(end) => end,
         None => StepEnd::NotStarted("the step's process could not be waited for".into()),
+    }
+}
+
+/// Writes `input` to the child's stdin on a task of its own, then closes it:
+/// a command that never reads it does not hold vf up (its end breaks the pipe).
+fn feed_stdin(child: &mut tokio::process::Child, input: Option<&[u8]>) {
+    use tokio::io::AsyncWriteExt;
+    if let (Some(mut pipe), Some(input)) = (child.stdin.take(), input) {
+        let input = input.to_vec();
+        tokio::spawn(async move {
+            let _ = pipe.write_all(&input).await;
+        });
     }
 }
 

@@ -8,6 +8,7 @@
 //! nothing is ever left half-merged. See docs/WORKSPACES.md.
 
 mod git;
+pub mod guard;
 mod identity;
 mod open;
 mod remove;

@@ -15,6 +15,7 @@ use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::launch_plan::Launches;
 use crate::engine::{AttachmentKind, Engine, EngineCommand, EngineId, Invocation, Request};
 use crate::error::{Result, VfError};
+use crate::hooks::Hooks;
 use crate::private::{self, PrivateRanges, RangeSpec};
 use crate::unit_lock::UnitLock;
 use crate::workspace::WorkspaceSpec;
@@ -267,7 +268,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     };
     let r = resolve(args, &ranges)?;
     let budget_args = max_cost_args(r.engine, args.max_cost)?;
-    let steps = steps_of(&args.steps, &r.cwd, &r.unit)?;
+    let steps = steps_of(&args.steps, &args.after, &r.cwd, &r.unit)?;
+    let hooks = hooks_of(&args.after)?;
     if args.dry_run {
         return dry_run(args, &r, steps.workspace.as_ref());
     }
@@ -320,7 +322,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         keep_answer: true,
         command: r.command,
     };
-    run_unit(spec, Some(lock), format, replay)
+    run_unit(spec, Some(lock), (format, &hooks), replay)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
@@ -360,20 +362,46 @@ pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
         }
         None => None,
     };
+    let what = format!("unit {:?}: deny_paths / allow_paths", u.name);
+    let guards = path_guards(&u.deny_paths, &u.allow_paths, &u.cwd, &what)?;
     Ok(crate::dispatch::Steps {
         workspace,
         setup: u.setup.clone(),
         verify: u.verify.clone(),
+        guards,
     })
+}
+
+/// The path guards, refused (exit 2) for a bad glob or where they cannot be
+/// checked: outside a git work tree.
+pub fn path_guards(
+    deny: &[String],
+    allow: &[String],
+    cwd: &std::path::Path,
+    what: &str,
+) -> Result<Option<crate::workspace::guard::PathGuards>> {
+    let guards = crate::workspace::guard::PathGuards::new(deny, allow)
+        .map_err(|e| VfError::usage(format!("{what}: {e}")))?;
+    if guards.is_some() {
+        crate::workspace::guard::require_repo(cwd, what)?;
+    }
+    Ok(guards)
 }
 
 /// `--worktree`, `--base`, `--no-commit`, `--setup`, `--verify`: the base is
 /// resolved to a commit here, once (exit 2 outside a git repository).
 fn steps_of(
     a: &crate::cli::StepArgs,
+    g: &crate::cli::AfterRunArgs,
     cwd: &std::path::Path,
     unit: &str,
 ) -> Result<crate::dispatch::Steps> {
+    let guards = path_guards(
+        &g.deny_path,
+        &g.allow_path,
+        cwd,
+        "--deny-path / --allow-path",
+    )?;
     let workspace = match a.worktree {
         true => {
             let mut w =
@@ -387,6 +415,7 @@ fn steps_of(
         workspace,
         setup: a.setup.clone(),
         verify: a.verify.clone(),
+        guards,
     })
 }
 
@@ -483,10 +512,11 @@ fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
 pub fn run_unit(
     spec: UnitSpec,
     lock: Option<UnitLock>,
-    format: OutputFormat,
+    (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
 ) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
+    let (state_dir, cwd, grace) = (spec.state_dir.clone(), spec.cwd.clone(), spec.kill_grace);
     let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
     crate::rerun::mark(&mut result, replay);
     sink.result(&result);
@@ -495,7 +525,32 @@ pub fn run_unit(
     {
         eprint_line(format_args!("vf: {}: {e}", result.unit));
     }
+    // After the result is out and the marker final: a hook changes neither.
+    let mut json = serde_json::to_vec(&result).map_err(anyhow::Error::from)?;
+    json.push(b'\n');
+    let ended = crate::hooks::Ended {
+        state_dir: &state_dir,
+        cwd: &cwd,
+        unit: &result.unit,
+        engine: result.engine.as_str(),
+        attempt: result.attempt,
+        failed: result.state != crate::marker::UnitState::Done,
+        json: &json,
+        kill_grace: grace,
+    };
+    for w in super::block_on(crate::hooks::after_unit(hooks, &ended))? {
+        eprint_line(format_args!("vf: warning: {}: {w}", result.unit));
+    }
     Ok(result.vf_exit())
+}
+
+/// `--on-finish` / `--on-fail` (`VF_HOOK_TIMEOUT_MS` checked: exit 2).
+pub fn hooks_of(a: &crate::cli::AfterRunArgs) -> Result<Hooks> {
+    crate::hooks::timeout_from_env()?;
+    Ok(Hooks {
+        on_finish: a.on_finish.clone(),
+        on_fail: a.on_fail.clone(),
+    })
 }
 
 /// A positive, finite number of seconds.

@@ -21,11 +21,12 @@ use crate::{plan, state};
 
 /// Everything is checked before anything starts; `auto` units ask the doctor
 /// which engines are ready (once for the whole plan).
-fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
+fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>)> {
     if args.jobs == 0 {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
     let mut plan = plan::load(&args.plan)?;
+    crate::hooks::timeout_from_env()?;
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,
@@ -56,7 +57,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
             plan: u,
         });
     }
-    Ok(scheduler::Request {
+    let request = scheduler::Request {
         plan: plan.path,
         state_dir,
         jobs,
@@ -68,11 +69,13 @@ fn resolve(args: &OrchestrateArgs) -> Result<scheduler::Request> {
             .checked_hard()
             .map_err(VfError::usage)?,
         kill_grace: crate::child::kill_grace_from_env()?,
-    })
+    };
+    Ok((request, plan.on_plan_finish))
 }
 
 pub fn run(args: &OrchestrateArgs) -> Result<i32> {
-    let req = resolve(args)?;
+    let (req, on_plan_finish) = resolve(args)?;
+    let (state_dir, grace) = (req.state_dir.clone(), req.kill_grace);
     let run = scheduler::open(req)?;
     for n in &run.notices {
         eprint_line(format_args!("vf: {n}"));
@@ -85,7 +88,38 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
             format == OutputFormat::Jsonl,
         ))),
     };
-    Ok(run.execute(reporter)?.exit_code())
+    let result = run.execute(reporter)?;
+    if let Some(cmd) = on_plan_finish {
+        plan_hook(&cmd, &result, &state_dir, grace)?;
+    }
+    Ok(result.exit_code())
+}
+
+/// `on_plan_finish`, the plan's result on stdin (the text `--json` prints);
+/// a failure is a warning on stderr, never another exit code.
+fn plan_hook(
+    cmd: &str,
+    result: &PlanResult,
+    state_dir: &std::path::Path,
+    kill_grace: std::time::Duration,
+) -> Result<()> {
+    let mut json = serde_json::to_vec(result).map_err(anyhow::Error::from)?;
+    json.push(b'\n');
+    let cwd = result.plan.parent().unwrap_or(state_dir).to_path_buf();
+    let ended = crate::hooks::Ended {
+        state_dir,
+        cwd: &cwd,
+        unit: crate::hooks::PLAN_OWNER,
+        engine: "",
+        attempt: 0,
+        failed: !result.ok,
+        json: &json,
+        kill_grace,
+    };
+    if let Some(w) = super::block_on(crate::hooks::after_plan(cmd, &ended))? {
+        eprint_line(format_args!("vf: warning: on_plan_finish: {w}"));
+    }
+    Ok(())
 }
 
 /// `require_enforced = true`: refused (exit 2) before anything of the plan

@@ -17,6 +17,7 @@ struct Request {
     lock: crate::unit_lock::UnitLock,
     format: OutputFormat,
     replay: Option<crate::history::Counts>,
+    hooks: crate::hooks::Hooks,
 }
 
 /// The unit's name is the one asked for (checked, and the marker's own
@@ -26,6 +27,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
+    let hooks = super::dispatch::hooks_of(&args.after)?;
     let store = MarkerStore::new(&state_dir);
     let no_unit = || {
         VfError::usage(format!(
@@ -74,10 +76,13 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
     // A unit that ran in a worktree resumes in it, as it was.
+    let (deny, allow) = (&args.after.deny_path, &args.after.allow_path);
+    let what = "--deny-path / --allow-path";
     let steps = crate::dispatch::Steps {
         workspace: marker.workspace.as_ref().map(|w| {
             crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd, &state_dir, &args.unit)
         }),
+        guards: super::dispatch::path_guards(deny, allow, &marker.cwd, what)?,
         ..Default::default()
     };
     let spec = UnitSpec {
@@ -110,6 +115,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         lock,
         format: args.run.output.format(),
         replay,
+        hooks,
     })
 }
 
@@ -119,8 +125,9 @@ pub fn run(args: &ResumeArgs) -> Result<i32> {
         lock,
         format,
         replay,
+        hooks,
     } = resolve(args)?;
     // The run's prepare phase ends a proven orphan of the unit first (or
     // refuses), under the lock held since the marker was read.
-    super::dispatch::run_unit(spec, Some(lock), format, replay)
+    super::dispatch::run_unit(spec, Some(lock), (format, &hooks), replay)
 }

@@ -25,6 +25,8 @@ pub(super) struct Prepared {
     pub version: Option<Version>,
     pub inv: Invocation,
     pub warnings: Vec<String>,
+    /// The repository as the run found it, when the unit has path guards.
+    pub guard: Option<crate::workspace::guard::Baseline>,
 }
 
 /// [`prepare`] on tokio's blocking pool: the unit's lock, its marker, the
@@ -112,6 +114,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
         version,
         inv,
         warnings,
+        guard: None,
     })
 }
 

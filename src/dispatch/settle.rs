@@ -67,18 +67,9 @@ pub(super) async fn settle(
         .session_id
         .clone()
         .or(marker.engine_session_id.clone());
-    let (ok, store) = (reason.is_none(), &l.prepared.store);
-    // Steps after the engine take time (git, verify): the held id is made
-    // durable first, not at the very end.
-    if e.hold.active() && (marker.workspace.is_some() || spec.steps.verify.is_some()) {
-        let saved = super::launch::save_off_thread(&spec.state_dir, marker).await;
-        if let Err(err) = saved {
-            sink.warning(&err.to_string());
-        }
-        e.hold.release(sink);
-    }
-    let after = super::steps::after_engine(spec, store, marker, ok, session.as_deref(), sink);
-    let after = after.await?;
+    let after = steps_after(spec, &mut e, reason.is_none(), session.as_deref(), sink).await?;
+    let l = &mut e.launched;
+    let marker = &mut l.prepared.marker;
     if let Some((r, msg)) = after.failure {
         (reason, error) = (Some(r), Some(msg));
     }
@@ -129,8 +120,32 @@ pub(super) async fn settle(
         retry_at,
         stdout_log: Some(l.stdout_log.clone()),
         stderr_log: Some(l.stderr_log.clone()),
+        path_violations: after.violations,
         ..DispatchResult::from_marker(spec, &l.prepared.store, marker, started)
     })
+}
+
+/// The steps after the engine (guards, commit, verify); they take time
+/// (git, verify), so a held session id is made durable first.
+async fn steps_after(
+    spec: &UnitSpec,
+    e: &mut Ended,
+    ok: bool,
+    session: Option<&str>,
+    sink: &mut dyn EventSink,
+) -> Result<super::steps::After> {
+    let (l, steps) = (&mut e.launched, &spec.steps);
+    let marker = &mut l.prepared.marker;
+    let pending = marker.workspace.is_some() || steps.verify.is_some() || steps.guards.is_some();
+    if e.hold.active() && pending {
+        let saved = super::launch::save_off_thread(&spec.state_dir, marker).await;
+        if let Err(err) = saved {
+            sink.warning(&err.to_string());
+        }
+        e.hold.release(sink);
+    }
+    let at = (&l.prepared.store, l.prepared.guard.as_ref());
+    super::steps::after_engine(spec, at, marker, ok, session, sink).await
 }
 
 /// The run's outcome (the tracker's, or an ACP session's) and its failure.

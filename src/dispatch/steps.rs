@@ -23,6 +23,8 @@ pub struct Steps {
     pub setup: Option<String>,
     /// `/bin/sh -c` after a successful engine run.
     pub verify: Option<String>,
+    /// `--deny-path` / `--allow-path`, checked after the engine's run.
+    pub guards: Option<crate::workspace::guard::PathGuards>,
 }
 
 /// The lock to run under, or the finished result of a unit whose worktree
@@ -146,29 +148,101 @@ pub(super) async fn setup(
     Ok(Some(res))
 }
 
+/// With path guards, reads the repository before the engine runs (in a
+/// plain one, what is dirty already is exempt). A repository that cannot
+/// be read fails the unit (reason `policy`): an unguarded run never starts.
+pub(super) async fn guard_baseline(
+    spec: &UnitSpec,
+    p: &mut Prepared,
+    started: Instant,
+) -> Result<Option<DispatchResult>> {
+    if spec.steps.guards.is_none() {
+        return Ok(None);
+    }
+    let (cwd, state_dir) = (spec.cwd.clone(), spec.state_dir.clone());
+    let plain = p.marker.workspace.is_none();
+    let read = blocking(move || workspace::guard::baseline(&cwd, &state_dir, plain)).await?;
+    let error = match read {
+        Ok(b) => {
+            p.guard = Some(b);
+            return Ok(None);
+        }
+        Err(e) => format!("cannot read the repository for the path guards: {e}"),
+    };
+    let (state, reason) = (UnitState::Failed, Reason::Policy);
+    let res = end_early(spec, &p.store, &mut p.marker, state, reason, error, started).await?;
+    Ok(Some(res))
+}
+
 /// What the steps after the engine change of its result.
 #[derive(Default)]
 pub(super) struct After {
     /// The failure that overrides the engine's outcome, if any.
     pub failure: Option<(Reason, String)>,
     pub warnings: Vec<String>,
+    /// The changed paths the guards refuse.
+    pub violations: Vec<String>,
 }
 
-/// After the engine: when it succeeded, commit its leftovers on the branch and
-/// run `verify`. A worktree that is not the one vf made fails the unit
-/// whatever the engine did (nothing is committed, verify does not run); the
-/// marker gets the workspace's head and changed files otherwise.
+/// The paths the run changed that the guards refuse, or the failure to tell.
+async fn check_guards(
+    spec: &UnitSpec,
+    baseline: Option<&crate::workspace::guard::Baseline>,
+    ws: Option<&Workspace>,
+) -> Result<Option<(Vec<String>, String)>> {
+    let (Some(guards), Some(b)) = (spec.steps.guards.clone(), baseline.cloned()) else {
+        return Ok(None);
+    };
+    // No git runs in a worktree that is not vf's any more (`finish` says so).
+    let git_dir = spec
+        .steps
+        .workspace
+        .as_ref()
+        .and_then(|w| w.git_dir.clone());
+    let proof = ws.map(|w| (w.path.clone(), w.branch.clone(), git_dir));
+    let changed = blocking(move || {
+        if let Some((root, branch, git_dir)) = &proof
+            && workspace::prove(root, Some(branch), git_dir.as_deref()).is_err()
+        {
+            return Ok(Vec::new());
+        }
+        b.changed_by_run()
+    })
+    .await?;
+    Ok(match changed {
+        Err(e) => Some((
+            Vec::new(),
+            format!("cannot check the path guards, so nothing is committed: {e}"),
+        )),
+        Ok(changed) => {
+            let bad: Vec<String> = guards.violations(&changed).into_iter().cloned().collect();
+            let msg = workspace::guard::violation_message(&bad);
+            (!bad.is_empty()).then_some((bad, msg))
+        }
+    })
+}
+
+/// After the engine: check the path guards (whatever the engine did: a
+/// violation fails the unit, reason `policy`); when it succeeded and they
+/// passed, commit its leftovers on the branch and run `verify`. A worktree
+/// that is not the one vf made fails the unit whatever the engine did
+/// (nothing is committed, verify does not run); the marker gets the
+/// workspace's head and changed files otherwise.
 pub(super) async fn after_engine(
     spec: &UnitSpec,
-    store: &MarkerStore,
+    (store, baseline): (&MarkerStore, Option<&crate::workspace::guard::Baseline>),
     marker: &mut Marker,
     succeeded: bool,
     session: Option<&str>,
     sink: &mut dyn EventSink,
 ) -> Result<After> {
     let mut after = After::default();
+    if let Some((bad, msg)) = check_guards(spec, baseline, marker.workspace.as_ref()).await? {
+        after.failure = Some((Reason::Policy, msg));
+        after.violations = bad;
+    }
     if let Some(ws) = marker.workspace.clone() {
-        let commit = succeeded && ws.commit;
+        let commit = succeeded && ws.commit && after.failure.is_none();
         let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
         let session = session.map(str::to_string);
         let git_dir = spec
@@ -186,7 +260,7 @@ pub(super) async fn after_engine(
             workspace::finish(&ws, git_dir.as_deref(), &info, commit)
         })
         .await?;
-        after.failure = match sealed.error {
+        let sealed_failure = match sealed.error {
             Some(SealError::Broken(msg)) => Some((Reason::Workspace, msg)),
             Some(SealError::Git(e)) => Some((
                 Reason::State,
@@ -194,6 +268,7 @@ pub(super) async fn after_engine(
             )),
             None => None,
         };
+        after.failure = after.failure.or(sealed_failure);
         for w in &sealed.warnings {
             sink.warning(w);
         }
@@ -235,6 +310,7 @@ async fn run_step(
             ("VF_SESSION_ID", session.unwrap_or_default().to_string()),
             ("VF_WORKTREE", worktree.unwrap_or_default()),
         ],
+        stdin: None,
         timeout: spec.timeout,
         kill_grace: spec.kill_grace,
         owner: StepOwner {
@@ -247,7 +323,7 @@ async fn run_step(
     };
     let reason = match which {
         StepKind::Setup => Reason::Setup,
-        StepKind::Verify => Reason::Verify,
+        _ => Reason::Verify,
     };
     Ok(match crate::steps::run(&step).await {
         StepEnd::Ok => None,

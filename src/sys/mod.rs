@@ -279,6 +279,12 @@ pub fn is_executable(path: &Path) -> bool {
     family::is_executable(path)
 }
 
+/// A path as git prints it (`-z` output: raw bytes on Unix, where a name
+/// need not be UTF-8; UTF-8 on Windows, read lossily).
+pub fn path_from_bytes(bytes: &[u8]) -> std::path::PathBuf {
+    family::path_from_bytes(bytes)
+}
+
 /// `CMD` run by the system shell (`/bin/sh -c`, `cmd.exe /d /c`).
 pub fn shell(command: &str) -> std::process::Command {
     family::shell(command)

@@ -185,6 +185,11 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A regular file (after links) with an execute bit that we may execute.
+pub fn path_from_bytes(bytes: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
 pub fn is_executable(p: &Path) -> bool {
     let Ok(m) = std::fs::metadata(p) else {
         return false;

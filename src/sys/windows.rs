@@ -419,6 +419,10 @@ fn exts_of(pathext: &str) -> Vec<String> {
 }
 
 /// A regular file (after links) whose extension is an executable one.
+pub fn path_from_bytes(bytes: &[u8]) -> std::path::PathBuf {
+    std::path::PathBuf::from(String::from_utf8_lossy(bytes).into_owned())
+}
+
 pub fn is_executable(p: &Path) -> bool {
     let Ok(m) = std::fs::metadata(p) else {
         return false;

@@ -38,11 +38,17 @@ fn command(dir: &Path, args: &[&str]) -> Command {
 /// Runs git; its trimmed stdout, or its last stderr line as the error (not
 /// one of the `hint:` lines git adds after the reason).
 pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = run_bytes(dir, args)?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
+/// [`run`], its stdout as git wrote it (`-z` lists: names may hold any byte).
+pub fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
     let out = command(dir, args).output().map_err(|e| GitError {
         message: format!("cannot run git: {e}"),
     })?;
     if out.status.success() {
-        return Ok(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        return Ok(out.stdout);
     }
     let err = String::from_utf8_lossy(&out.stderr);
     let line = err

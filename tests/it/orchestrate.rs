@@ -255,6 +255,19 @@ fn plan_validation_errors_start_nothing() {
         ),
         ("not toml at all [".into(), "plan"),
         (String::new(), "no units"),
+        (
+            format!("{ok}deny_paths = [\"a/[\"]\n"),
+            "unit \"a\": deny_paths / allow_paths: bad path glob",
+        ),
+        // Guards that could not be checked after the run: refused up front.
+        (
+            format!("{ok}allow_paths = [\"src/**\"]\n"),
+            "is not in a git work tree",
+        ),
+        (
+            format!("on_plan_finish = 3\n{ok}"),
+            "line 1: invalid type: integer `3`, expected a string",
+        ),
     ];
     for (text, want) in cases {
         env.plan(&text);

@@ -14,6 +14,10 @@ use common::*;
 
 #[path = "workspace/clean.rs"]
 mod clean;
+#[path = "workspace/guards.rs"]
+mod guards;
+#[path = "workspace/hooks.rs"]
+mod hooks;
 #[path = "workspace/identity.rs"]
 mod identity;
 #[path = "workspace/resume.rs"]

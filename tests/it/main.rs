@@ -17,6 +17,7 @@ mod sandbox;
 
 // Everywhere vf runs.
 mod acp_captures;
+mod agy_workspace;
 mod architecture;
 mod cli;
 mod engine_argv;

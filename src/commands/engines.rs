@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use crate::cli::EnginesArgs;
 use crate::engine::{
-    AttachmentKind, CommandSource, Engine, EngineId, OutputTransport, Preset, PromptTransport,
+    AttachmentKind, CommandSource, Engine, EngineId, Guardrails, OutputTransport, Preset,
+    PromptTransport,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -85,6 +86,8 @@ struct Row {
     /// or vf (an ACP agent's permission requests are answered by vf).
     #[serde(skip_serializing_if = "Option::is_none")]
     enforced_by: Option<&'static str>,
+    /// What holds the engine to a unit's policy while it runs (from its `Spec`).
+    guardrails: Guardrails,
 }
 
 fn rows() -> Vec<Row> {
@@ -114,6 +117,7 @@ fn rows() -> Vec<Row> {
                 command: s.command,
                 presets: e.presets(),
                 enforced_by: e.speaks_acp().then_some("vf"),
+                guardrails: s.guardrails,
             }
         })
         .collect()
@@ -141,14 +145,14 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
     let mut out = super::stdio::out();
     writeln!(
         out,
-        "{:<9} {:<9} {:<10} {:<7} {:<24} RESUME",
-        "ENGINE", "BINARY", "VERIFIED", "PROMPT", "ATTACHMENTS"
+        "{:<9} {:<9} {:<10} {:<7} {:<24} {:<19} RESUME",
+        "ENGINE", "BINARY", "VERIFIED", "PROMPT", "ATTACHMENTS", "GUARDRAILS"
     )?;
     for r in rows {
         let kinds: Vec<&str> = r.attachment_kinds.iter().map(|k| k.as_str()).collect();
         writeln!(
             out,
-            "{:<9} {:<9} {:<10} {:<7} {:<24} {}",
+            "{:<9} {:<9} {:<10} {:<7} {:<24} {:<19} {}",
             r.name,
             match r.command {
                 Some(c) => c.flag,
@@ -164,6 +168,7 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
             } else {
                 kinds.join(",")
             },
+            r.guardrails.as_str(),
             resume_text(&r),
         )?;
     }
@@ -218,5 +223,27 @@ mod tests {
         assert_eq!(row("agy").resume, Resume::Replay);
         assert_eq!(row("bridge").resume, Resume::Replay);
         assert!(row("agy").exact_resume_versions.is_empty());
+    }
+
+    #[test]
+    fn guardrails_advertise_nothing_native_for_agy() {
+        let all: Vec<(&str, Guardrails)> = rows().iter().map(|r| (r.name, r.guardrails)).collect();
+        assert_eq!(
+            all,
+            [
+                ("claude", Guardrails::Native),
+                ("codex", Guardrails::Native),
+                ("copilot", Guardrails::NativeToolsOnly),
+                ("opencode", Guardrails::PostHoc),
+                ("gemini", Guardrails::Native),
+                ("agy", Guardrails::PostHoc),
+                ("bridge", Guardrails::PostHoc),
+                ("acp", Guardrails::VfEnforced),
+            ]
+        );
+        assert_eq!(
+            serde_json::to_value(row("agy")).unwrap()["guardrails"],
+            "post-hoc"
+        );
     }
 }

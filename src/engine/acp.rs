@@ -7,7 +7,7 @@
 //! directions (docs/ACP.md).
 
 use super::{
-    CommandSource, Engine, EngineId, Invocation, OptionFlags, OutputTransport, Preset,
+    CommandSource, Engine, EngineId, Guardrails, Invocation, OptionFlags, OutputTransport, Preset,
     PromptTransport, Request, SessionIds, Spec,
 };
 use crate::error::{Result, VfError};
@@ -59,6 +59,7 @@ static SPEC: Spec = Spec {
     resumable_after_answer: false,
     options: OptionFlags::NONE,
     command: Some(SOURCE),
+    guardrails: Guardrails::VfEnforced,
 };
 
 impl Engine for Acp {

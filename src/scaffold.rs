@@ -95,11 +95,11 @@ pub fn apply(dir: &Path, items: &[Item], force: bool) -> Result<Vec<Written>> {
         let current = read_current(&path)?;
         let (bytes, action, why) =
             plan_one(item, current.as_deref(), ledger.files.get(&item.key()))?;
-        if let Some(why) = why {
-            if !force {
-                refused.push(format!("{} ({why})", item.rel()));
-                continue;
-            }
+        if let Some(why) = why
+            && !force
+        {
+            refused.push(format!("{} ({why})", item.rel()));
+            continue;
         }
         planned.push((item, path, bytes, action));
     }

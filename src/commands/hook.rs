@@ -26,13 +26,13 @@ pub fn run(a: &HookArgs) -> Result<i32> {
         .and_then(|_| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .filter(serde_json::Value::is_object);
     let d = hook::decide(event, payload.as_ref(), &a.deny_tools);
-    if let Some(path) = &a.log {
-        if let Err(e) = hook::log(path, &d) {
-            super::stdio::eprint_line(format_args!(
-                "vf: warning: cannot log to {}: {e}",
-                path.display()
-            ));
-        }
+    if let Some(path) = &a.log
+        && let Err(e) = hook::log(path, &d)
+    {
+        super::stdio::eprint_line(format_args!(
+            "vf: warning: cannot log to {}: {e}",
+            path.display()
+        ));
     }
     match &d.reason {
         None => Ok(exit::OK),

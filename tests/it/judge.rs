@@ -19,6 +19,8 @@ enum Reply {
     Body(u16, String),
     /// Reads the request and never answers.
     Hang,
+    /// Sends the head and half the body, then nothing more.
+    HangInBody,
 }
 
 /// A one-request endpoint; the request (head and body) comes back on the channel.
@@ -45,6 +47,14 @@ fn endpoint(reply: Reply) -> (String, mpsc::Receiver<(String, String)>) {
                 );
             }
             Reply::Hang => std::thread::sleep(Duration::from_secs(30)),
+            Reply::HangInBody => {
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{{\"choices\""
+                );
+                let _ = stream.flush();
+                std::thread::sleep(Duration::from_secs(30));
+            }
         }
     });
     (url, rx)
@@ -243,6 +253,32 @@ fn a_hanging_endpoint_ends_within_the_timeout() {
     );
     assert!(
         stderr(&out).contains("did not answer within 1s"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_body_that_stops_halfway_ends_within_the_timeout_and_a_closed_port_is_unreachable() {
+    let t = tempdir();
+    unit(t.path());
+    let (url, _rx) = endpoint(Reply::HangInBody);
+    let start = Instant::now();
+    let out = judge(t.path(), &url, &["--timeout", "1"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/", l.local_addr().unwrap())
+    };
+    let out = judge(t.path(), &closed, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with("vf: judge: the judge endpoint could not be reached: "),
         "{}",
         stderr(&out)
     );

@@ -60,6 +60,16 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
     Man,
+    /// Ask the configured judge for a verdict on a unit's recorded answers
+    /// (off unless VF_JUDGE_ENDPOINT, VF_JUDGE_MODEL, VF_JUDGE_API_KEY; docs/JUDGE.md).
+    Judge(JudgeArgs),
+    /// Write the vf skill: files that teach an agent to use vf (install).
+    Skill(SkillArgs),
+    /// Write an engine's workspace files (init; agy: AGENTS.md and `.agents/`).
+    Workspace(WorkspaceArgs),
+    /// Answer one agent hook call: the payload JSON on stdin, logged; a denied
+    /// tool is refused (exit 2). agy's hooks are unverified: no guardrail.
+    Hook(HookArgs),
 }
 
 /// The whole command tree: what completions and the man page describe.
@@ -621,4 +631,118 @@ pub struct ConvHandoffArgs {
     pub file: PathBuf,
     #[command(flatten)]
     pub state: StateDirArg,
+}
+
+/// `vf judge --timeout`: seconds the whole call to the judge may take.
+pub const JUDGE_TIMEOUT_SECS: u64 = 60;
+
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    /// The unit whose recorded answers and summary are judged.
+    pub unit: String,
+    /// Seconds the whole call may take (connect, send, answer).
+    #[arg(long, value_name = "SECS", default_value_t = JUDGE_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+    /// Print the verdict as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(Debug, Args)]
+pub struct SkillArgs {
+    #[command(subcommand)]
+    pub command: SkillCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// Write the skill for one engine (default: claude, agy and AGENTS.md);
+    /// idempotent, never over a file you edited without --force.
+    Install(SkillInstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SkillInstallArgs {
+    /// claude (.claude/skills/vf/SKILL.md), agy (.agents/skills/vf/SKILL.md),
+    /// codex or opencode (vf's section of AGENTS.md).
+    #[arg(long, short = 'e')]
+    pub engine: Option<EngineId>,
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Replace files (or vf's AGENTS.md section) edited since vf wrote them.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what was written as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceArgs {
+    #[command(subcommand)]
+    pub command: WorkspaceCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkspaceCommand {
+    /// Write the workspace files (idempotent; never over a file you edited
+    /// without --force; every check before anything is written).
+    Init(WorkspaceInitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceInitArgs {
+    /// The engine whose files to write (only agy has workspace files).
+    #[arg(long, short = 'e')]
+    pub engine: EngineId,
+    /// An agent: `.agents/agents/NAME/agent.md` (with --instructions).
+    #[arg(long, value_name = "NAME", requires = "instructions")]
+    pub agent: Option<String>,
+    /// The agent's instructions (a UTF-8 file).
+    #[arg(long, value_name = "FILE", requires = "agent")]
+    pub instructions: Option<PathBuf>,
+    /// Copy this skill directory (with a SKILL.md) to `.agents/skills/` (repeatable).
+    #[arg(long = "skill", value_name = "DIR")]
+    pub skills: Vec<PathBuf>,
+    /// MCP servers (`{"mcpServers": ...}` JSON) for `.agents/mcp_config.json`.
+    #[arg(long, value_name = "FILE")]
+    pub mcp: Option<PathBuf>,
+    /// Write `.agents/hooks.json`: PreToolUse/PostToolUse call `vf hook`.
+    #[arg(long)]
+    pub hooks: bool,
+    /// With --hooks: the tool `vf hook` refuses (repeatable).
+    #[arg(long = "deny-tool", value_name = "NAME", requires = "hooks")]
+    pub deny_tools: Vec<String>,
+    /// Replace files edited since vf wrote them.
+    #[arg(long)]
+    pub force: bool,
+    /// The workspace directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print what was written as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookEvent {
+    PreToolUse,
+    PostToolUse,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The hook event this call is for.
+    #[arg(value_enum)]
+    pub event: HookEvent,
+    /// Refuse this tool at pre-tool-use (repeatable).
+    #[arg(long = "deny-tool", value_name = "NAME")]
+    pub deny_tools: Vec<String>,
+    /// Append one JSON line per call to this file.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 }

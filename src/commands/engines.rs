@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use crate::cli::EnginesArgs;
 use crate::engine::{
-    AttachmentKind, CommandSource, Engine, EngineId, OutputTransport, Preset, PromptTransport,
+    AttachmentKind, CommandSource, Engine, EngineId, Guardrails, OutputTransport, Preset,
+    PromptTransport,
 };
 use crate::error::Result;
 use crate::version::Version;
@@ -87,6 +88,8 @@ struct Row {
     enforced_by: Option<&'static str>,
     /// How `--read-only` and `--allow-tool`/`--deny-tool` are held (`engine::policy`).
     policy: PolicySupport,
+    /// What holds the engine to a unit's policy while it runs (from its `Spec`).
+    guardrails: Guardrails,
 }
 
 /// `readOnly`: `enforced`, `freshRunsOnly` or `unenforced`; `tools`:
@@ -167,6 +170,7 @@ fn rows() -> Vec<Row> {
                 presets: e.presets(),
                 enforced_by: e.speaks_acp().then_some("vf"),
                 policy: policy_support(id),
+                guardrails: s.guardrails,
             }
         })
         .collect()
@@ -194,14 +198,14 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
     let mut out = super::stdio::out();
     writeln!(
         out,
-        "{:<9} {:<9} {:<10} {:<7} {:<24} RESUME",
-        "ENGINE", "BINARY", "VERIFIED", "PROMPT", "ATTACHMENTS"
+        "{:<9} {:<9} {:<10} {:<7} {:<24} {:<19} RESUME",
+        "ENGINE", "BINARY", "VERIFIED", "PROMPT", "ATTACHMENTS", "GUARDRAILS"
     )?;
     for r in rows {
         let kinds: Vec<&str> = r.attachment_kinds.iter().map(|k| k.as_str()).collect();
         writeln!(
             out,
-            "{:<9} {:<9} {:<10} {:<7} {:<24} {}",
+            "{:<9} {:<9} {:<10} {:<7} {:<24} {:<19} {}",
             r.name,
             match r.command {
                 Some(c) => c.flag,
@@ -217,6 +221,7 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
             } else {
                 kinds.join(",")
             },
+            r.guardrails.as_str(),
             resume_text(&r),
         )?;
     }
@@ -291,6 +296,28 @@ mod tests {
                 ("bridge", "unenforced", "unenforced"),
                 ("acp", "enforced", "unenforced"),
             ]
+        );
+    }
+
+    #[test]
+    fn guardrails_advertise_nothing_native_for_agy() {
+        let all: Vec<(&str, Guardrails)> = rows().iter().map(|r| (r.name, r.guardrails)).collect();
+        assert_eq!(
+            all,
+            [
+                ("claude", Guardrails::Native),
+                ("codex", Guardrails::Native),
+                ("copilot", Guardrails::NativeToolsOnly),
+                ("opencode", Guardrails::PostHoc),
+                ("gemini", Guardrails::Native),
+                ("agy", Guardrails::PostHoc),
+                ("bridge", Guardrails::PostHoc),
+                ("acp", Guardrails::VfEnforced),
+            ]
+        );
+        assert_eq!(
+            serde_json::to_value(row("agy")).unwrap()["guardrails"],
+            "post-hoc"
         );
     }
 }

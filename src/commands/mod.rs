@@ -10,14 +10,18 @@ pub mod conv;
 pub mod dispatch;
 pub mod doctor;
 pub mod engines;
+pub mod hook;
+pub mod judge;
 pub mod orchestrate;
 pub mod output;
 pub mod prompt;
 pub mod replay;
 pub mod resume;
 pub mod run_options;
+pub mod skill;
 pub mod status;
 pub mod stdio;
+pub mod workspace;
 
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
@@ -33,6 +37,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Conv(a) => conv::run(a),
         Command::Completions(a) => completions::run(&a),
         Command::Man => completions::man(),
+        Command::Judge(a) => judge::run(&a),
+        Command::Skill(a) => skill::run(&a),
+        Command::Workspace(a) => workspace::run(&a),
+        Command::Hook(a) => hook::run(&a),
     }
 }
 

@@ -7,8 +7,8 @@
 //! directions (docs/ACP.md).
 
 use super::{
-    AttachmentKind, CommandSource, Engine, EngineId, Invocation, OptionFlags, OutputTransport,
-    Preset, PromptTransport, Request, SessionIds, Spec,
+    AttachmentKind, CommandSource, Engine, EngineId, Guardrails, Invocation, OptionFlags,
+    OutputTransport, Preset, PromptTransport, Request, SessionIds, Spec,
 };
 use crate::error::{Result, VfError};
 
@@ -61,6 +61,7 @@ static SPEC: Spec = Spec {
     resumable_after_answer: false,
     options: OptionFlags::NONE,
     command: Some(SOURCE),
+    guardrails: Guardrails::VfEnforced,
 };
 
 impl Engine for Acp {

@@ -5,8 +5,8 @@
 //! before spawn.
 
 use super::{
-    Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec,
+    Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
+    PromptTransport, Request, SessionIds, Spec,
 };
 use crate::error::Result;
 
@@ -29,6 +29,7 @@ static SPEC: Spec = Spec {
     // No verified help: --model and --effort are refused; no native schema flag.
     options: OptionFlags::NONE,
     command: None,
+    guardrails: Guardrails::PostHoc,
 };
 
 impl Engine for Agy {

@@ -9,8 +9,8 @@
 //! bounded replay. Usage is never invented: unknown.
 
 use super::{
-    CommandSource, Engine, EngineCommand, EngineId, Invocation, OptionFlags, OutputTransport,
-    PromptTransport, Request, SessionIds, Spec,
+    CommandSource, Engine, EngineCommand, EngineId, Guardrails, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SessionIds, Spec,
 };
 use crate::error::{Result, VfError};
 use crate::version::Version;
@@ -41,6 +41,7 @@ static SPEC: Spec = Spec {
     // An unknown CLI: no flag of it is known, so --model and --effort are refused.
     options: OptionFlags::NONE,
     command: Some(SOURCE),
+    guardrails: Guardrails::PostHoc,
 };
 
 impl Engine for Bridge {

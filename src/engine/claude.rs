@@ -6,7 +6,7 @@
 //! following positional prompt, so vf never puts a positional in argv at all.
 
 use super::{
-    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
@@ -48,6 +48,7 @@ static SPEC: Spec = Spec {
         schema: Some(SchemaFlag::Inline("--json-schema")),
     },
     command: None,
+    guardrails: Guardrails::Native,
 };
 
 impl Engine for Claude {

@@ -7,7 +7,7 @@
 //! stdin pipe codex waits for EOF forever.
 
 use super::{
-    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
 use crate::error::Result;
@@ -89,6 +89,7 @@ static SPEC: Spec = Spec {
         schema: Some(SchemaFlag::File("--output-schema")),
     },
     command: None,
+    guardrails: Guardrails::Native,
 };
 
 impl Engine for Codex {

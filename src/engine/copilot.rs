@@ -7,7 +7,7 @@
 //! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
 use super::{
-    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Invocation, OptionFlags,
+    AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
@@ -66,6 +66,7 @@ static SPEC: Spec = Spec {
         schema: None,
     },
     command: None,
+    guardrails: Guardrails::NativeToolsOnly,
 };
 
 impl Copilot {

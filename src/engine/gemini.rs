@@ -6,8 +6,8 @@
 //! errors, and an in-stream failure exits 0 with `result.status: "error"`.
 
 use super::{
-    Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport, PromptTransport,
-    Request, SessionIds, Spec, options,
+    Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
+    PromptTransport, Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -38,6 +38,7 @@ static SPEC: Spec = Spec {
         ..OptionFlags::NONE
     },
     command: None,
+    guardrails: Guardrails::Native,
 };
 
 impl Engine for Gemini {

@@ -123,6 +123,33 @@ impl fmt::Display for EngineId {
     }
 }
 
+/// What can stop an engine, while it runs, from doing what a unit's policy
+/// forbids (`vf engines`' GUARDRAILS). Conservative: only what ENGINES.md verifies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Guardrails {
+    /// The CLI's own verified flags (read-only, tool allow/deny).
+    Native,
+    /// The CLI's own flags for tools only; no read-only mode (copilot).
+    NativeToolsOnly,
+    /// vf answers the agent's permission requests (ACP).
+    VfEnforced,
+    /// Nothing during the run: only what vf checks afterwards (agy's hooks
+    /// are unverified).
+    PostHoc,
+}
+
+impl Guardrails {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Guardrails::Native => "native",
+            Guardrails::NativeToolsOnly => "native (tools only)",
+            Guardrails::VfEnforced => "vf-enforced",
+            Guardrails::PostHoc => "post-hoc",
+        }
+    }
+}
+
 /// How the prompt reaches the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -314,6 +341,8 @@ pub struct Spec {
     /// A command engine: where its unit's command comes from (`None`: a CLI
     /// found as `binary`).
     pub command: Option<CommandSource>,
+    /// What can hold the engine to a unit's policy while it runs (`vf engines`).
+    pub guardrails: Guardrails,
 }
 
 impl Spec {

@@ -5,8 +5,8 @@
 //! The prompt goes on stdin (no positional message: `run` then reads stdin).
 
 use super::{
-    AttachmentKind, Engine, EngineId, FlagCheck, Invocation, OptionFlags, OutputTransport,
-    PromptTransport, Request, SessionIds, Spec, options,
+    AttachmentKind, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
+    OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
 };
 use crate::error::Result;
 
@@ -46,6 +46,7 @@ static SPEC: Spec = Spec {
         ..OptionFlags::NONE
     },
     command: None,
+    guardrails: Guardrails::PostHoc,
 };
 
 impl Engine for Opencode {

@@ -17,6 +17,7 @@ mod sandbox;
 
 // Everywhere vf runs.
 mod acp_captures;
+mod agy_workspace;
 mod architecture;
 mod cli;
 mod engine_argv;
@@ -25,10 +26,12 @@ mod fuzz_marker;
 mod fuzz_plan;
 mod fuzz_projector;
 mod fuzz_replay;
+mod judge;
 mod projector;
 mod projector_edges;
 mod readers;
 mod replay_cli;
+mod skill;
 mod summary_props;
 
 // POSIX sh fakes, signals or process groups (docs/PLATFORMS.md).

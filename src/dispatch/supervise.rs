@@ -122,7 +122,12 @@ pub(super) async fn supervise(
     let mut ticker = tokio::time::interval(Duration::from_millis(125));
     let group = l.group.clone();
     let mut budget_stop = spec.budget_stop.as_ref().map(|w| w.stop.clone());
-    while s.exit_status.is_none() || s.stdout_open || s.stderr_open {
+    // An ACP session's end is waited for too: its task sends `Done` before
+    // it closes the stdout side, but the biased select may see the streams
+    // close and the agent exit first (found under load: a done session
+    // judged "did not end"). Its channel always ends: `Done`, or closed.
+    let session_open = |l: &Launched| l.acp.as_ref().is_some_and(|a| a.done.is_none());
+    while s.exit_status.is_none() || s.stdout_open || s.stderr_open || session_open(&l) {
         let stall_at = spec.stall_timeout.map(|t| s.last_activity + t);
         let drain_until = s
             .exited_at

@@ -483,10 +483,10 @@ fn the_handshake_says_what_is_wrong_with_a_command() {
         Err(E::Hung("sleep".to_string(), 1.5, String::new()))
     );
     assert_eq!(
-        handshake(&["python3", script, "garbage"], Duration::from_secs(4)),
+        handshake(&["python3", script, "garbage"], Duration::from_secs(8)),
         Err(E::Hung(
             "python3".to_string(),
-            4.0,
+            8.0,
             " (it wrote: Welcome to the agent!)".to_string()
         ))
     );

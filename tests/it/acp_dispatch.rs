@@ -42,7 +42,8 @@ fn log_of(env: &Env, unit: &str, attempt: u32) -> String {
 fn an_acp_run_yields_events_result_marker_status_and_replay() {
     let env = Env::new();
     let out = run(acp(&env, "a1", &agent("json", ""), &["--output", "jsonl"]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr(&out));
     let rows = jsonl(&out.stdout);
     let r = rows.last().unwrap().clone();
     assert_eq!(r["kind"], "dispatch.result", "{r}");
@@ -114,7 +115,7 @@ fn an_acp_run_yields_events_result_marker_status_and_replay() {
 
 /// The stall timer counts the agent's lines, not only the events they make:
 /// a message streamed in chunks shows as one row at its end, yet the agent
-/// was writing all along (2.4 s of chunks, a 1 s stall timeout).
+/// was writing all along (3.2 s of chunks 0.4 s apart, a 2 s stall timeout).
 #[test]
 fn an_agent_streaming_one_long_message_is_not_stalled() {
     let env = Env::new();
@@ -123,7 +124,7 @@ fn an_agent_streaming_one_long_message_is_not_stalled() {
         &env,
         "s1",
         &slow,
-        &["--stall-timeout", "1", "--output", "json"],
+        &["--stall-timeout", "2", "--output", "json"],
     ));
     let r = last_json(&out);
     assert_eq!(

@@ -125,7 +125,7 @@ def prompt(msg, sid):
         # One message in chunks 0.4 s apart: they merge into one row, so no
         # event shows until the end, though the agent writes all along.
         import time
-        for word in ["Slow", " but", " steady", ".\n\n```json\n", "{\"ok\":1}", "\n```\n"]:
+        for word in ["Slow", " but", " steady", " and", " on", ".\n\n```json\n", "{\"ok\":1}", "\n```\n"]:
             chunk(sid, "agent_message_chunk", word)
             time.sleep(0.4)
         return {"stopReason": "end_turn"}

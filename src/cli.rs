@@ -163,7 +163,7 @@ pub struct PolicyArgs {
     #[command(flatten)]
     pub tools: ToolArgs,
     /// Drop this part of the unit's recorded request on a resume or re-run
-    /// (repeatable; README, "Resume"); flags given still apply.
+    /// (repeatable; README, "Resume keeps what a unit asked for"); flags given still apply.
     #[arg(long, value_name = "PART")]
     pub clear: Vec<ClearPart>,
 }

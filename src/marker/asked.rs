@@ -2,7 +2,8 @@
 //! and tool policy, the path guards and the notification hooks. The
 //! marker keeps it so that `vf resume` (and a `vf dispatch` re-run) keeps
 //! the unit's restrictions unless they are given again or dropped on
-//! purpose (README, "Resume"). A marker of an older vf has none: nothing asked.
+//! purpose (README, "Resume keeps what a unit
+//! asked for"). A marker of an older vf has none: nothing asked.
 
 use serde::{Deserialize, Serialize};
 

@@ -162,6 +162,21 @@ pub struct PolicyArgs {
     pub read_only: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// Drop this part of the unit's recorded request on a resume or re-run
+    /// (repeatable; README, "Resume keeps what a unit asked for"); flags given still apply.
+    #[arg(long, value_name = "PART")]
+    pub clear: Vec<ClearPart>,
+}
+
+/// A part of a unit's recorded request `--clear` drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClearPart {
+    ReadOnly,
+    Tools,
+    RequireEnforced,
+    Paths,
+    Hooks,
+    All,
 }
 
 /// `--allow-tool`, `--deny-tool`, `--require-enforced`.

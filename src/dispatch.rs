@@ -90,6 +90,9 @@ pub struct UnitSpec {
     pub steps: Steps,
     /// Read-only and tool allow/deny (`engine::policy`).
     pub policy: crate::engine::policy::ToolPolicy,
+    /// What the unit asked for (policy, path guards, hooks), recorded in
+    /// its marker for a later resume.
+    pub asked: crate::marker::Asked,
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,
@@ -364,6 +367,7 @@ fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
     marker.effort = spec.options.effort.clone();
     marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());
     marker.policy = None;
+    marker.asked = spec.asked.clone();
     if let Some(id) = &spec.session {
         marker.engine_session_id = Some(id.clone());
     }

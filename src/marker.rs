@@ -14,10 +14,12 @@ use crate::fsutil::{now_rfc3339, write_atomic};
 use crate::layout;
 use crate::procinfo::{Liveness, ProcIdentity};
 
+pub mod asked;
 mod load;
 pub mod logs;
 pub mod policy;
 
+pub use asked::Asked;
 pub use load::MAX_MARKER_BYTES;
 
 pub const MARKER_FORMAT: u32 = 1;
@@ -116,6 +118,10 @@ pub struct Marker {
     /// (`engine::policy`); absent in markers of an older vf.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<crate::engine::policy::PolicyStatus>,
+    /// What the latest run asked for: policy, path guards, hooks (see
+    /// [`asked`]); `vf resume` keeps it. Absent when nothing was asked.
+    #[serde(default, skip_serializing_if = "Asked::is_empty")]
+    pub asked: Asked,
 }
 
 impl Marker {
@@ -152,6 +158,7 @@ impl Marker {
             stderr_log: None,
             workspace: None,
             policy: None,
+            asked: Asked::default(),
         }
     }
 

@@ -82,6 +82,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         summary_schema: None,
         steps: Default::default(),
         policy: Default::default(),
+        asked: Default::default(),
         budget_stop: None,
         keep_answer: false,
         command: None,

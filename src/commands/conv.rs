@@ -74,10 +74,17 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     // Checked (and `--require-enforced` refused) for every participant
     // before anything of the turn is saved.
     let mut tools = Default::default();
+    let asked = crate::marker::Asked {
+        read_only: !a.write,
+        allow_tools: a.tools.allow_tool.clone(),
+        deny_tools: a.tools.deny_tool.clone(),
+        require_enforced: a.tools.require_enforced,
+        ..Default::default()
+    };
     for t in &targets {
         let p = conv.participant(t)?;
         let resume = !a.fresh && p.binding.is_some();
-        tools = super::run_options::policy(!a.write, &a.tools, false, p.engine, None, resume)?;
+        tools = super::run_options::policy(&asked, false, p.engine, None, resume)?;
     }
     let ctx = SayContext {
         private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,

@@ -42,6 +42,9 @@ pub struct Resolved {
     pub command: Option<EngineCommand>,
     /// `--read-only`, `--allow-tool`, `--deny-tool`, `--require-enforced`.
     pub policy: crate::engine::policy::ToolPolicy,
+    /// The policy, path guards and hooks asked for (a re-run keeps its
+    /// marker's, see [`super::run_options::request`]).
+    pub asked: crate::marker::Asked,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -96,9 +99,12 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let command = command_of(args, engine_id, &unit, &state_dir)?;
     let prompt = super::prompt::read(&args.prompt)?;
     let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
+    // A re-run of an existing unit keeps what it asked for, unless given again.
+    let kept = crate::marker::MarkerStore::new(&state_dir).load(&unit)?;
+    let asked =
+        super::run_options::request(&args.policy, &args.after, kept.as_ref().map(|m| &m.asked));
     let policy = super::run_options::policy(
-        args.policy.read_only,
-        &args.policy.tools,
+        &asked,
         args.skip_permissions,
         engine_id,
         args.run.engine_bin.as_deref(),
@@ -119,6 +125,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         skip_permissions: args.skip_permissions,
         command,
         policy,
+        asked,
     })
 }
 
@@ -233,6 +240,25 @@ struct DryRun<'a> {
     /// A command engine's launch on each platform.
     #[serde(skip_serializing_if = "Option::is_none")]
     launch: Option<Launches>,
+    /// The post-hoc path guards (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path_guards: Option<DryRunGuards<'a>>,
+    /// The notification hooks (absent when none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hooks: Option<DryRunHooks<'a>>,
+}
+
+#[derive(Serialize)]
+struct DryRunGuards<'a> {
+    deny: &'a [String],
+    allow: &'a [String],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunHooks<'a> {
+    on_finish: Option<&'a str>,
+    on_fail: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -268,8 +294,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     };
     let r = resolve(args, &ranges)?;
     let budget_args = max_cost_args(r.engine, args.max_cost)?;
-    let steps = steps_of(&args.steps, &args.after, &r.cwd, &r.unit)?;
-    let hooks = hooks_of(&args.after)?;
+    let steps = steps_of(&args.steps, &r.asked, &r.cwd, &r.unit)?;
+    let hooks = hooks_of(&r.asked)?;
     if args.dry_run {
         return dry_run(args, &r, steps.workspace.as_ref());
     }
@@ -318,6 +344,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         summary_schema: r.chosen.schema,
         steps,
         policy: r.policy,
+        asked: r.asked,
         budget_stop: None,
         keep_answer: true,
         command: r.command,
@@ -392,13 +419,13 @@ pub fn path_guards(
 /// resolved to a commit here, once (exit 2 outside a git repository).
 fn steps_of(
     a: &crate::cli::StepArgs,
-    g: &crate::cli::AfterRunArgs,
+    g: &crate::marker::Asked,
     cwd: &std::path::Path,
     unit: &str,
 ) -> Result<crate::dispatch::Steps> {
     let guards = path_guards(
-        &g.deny_path,
-        &g.allow_path,
+        &g.deny_paths,
+        &g.allow_paths,
         cwd,
         "--deny-path / --allow-path",
     )?;
@@ -444,6 +471,16 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
             private_ranges: r.private_ranges.summaries(),
             invocation: &inv,
             launch: r.command.as_ref().map(EngineCommand::launches),
+            path_guards: Some(DryRunGuards {
+                deny: &r.asked.deny_paths,
+                allow: &r.asked.allow_paths,
+            })
+            .filter(|g| !(g.deny.is_empty() && g.allow.is_empty())),
+            hooks: Some(DryRunHooks {
+                on_finish: r.asked.on_finish.as_deref(),
+                on_fail: r.asked.on_fail.as_deref(),
+            })
+            .filter(|h| h.on_finish.is_some() || h.on_fail.is_some()),
         })?;
     } else {
         print_dry_run(r, &inv, ws)?;
@@ -545,7 +582,7 @@ pub fn run_unit(
 }
 
 /// `--on-finish` / `--on-fail` (`VF_HOOK_TIMEOUT_MS` checked: exit 2).
-pub fn hooks_of(a: &crate::cli::AfterRunArgs) -> Result<Hooks> {
+pub fn hooks_of(a: &crate::marker::Asked) -> Result<Hooks> {
     crate::hooks::timeout_from_env()?;
     Ok(Hooks {
         on_finish: a.on_finish.clone(),

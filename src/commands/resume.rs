@@ -27,7 +27,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
-    let hooks = super::dispatch::hooks_of(&args.after)?;
+    crate::hooks::timeout_from_env()?;
     let store = MarkerStore::new(&state_dir);
     let no_unit = || {
         VfError::usage(format!(
@@ -65,9 +65,11 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
             }
         },
     };
+    // What the unit asked for, kept unless given again or cleared.
+    let asked = super::run_options::request(&args.policy, &args.after, Some(&marker.asked));
+    let hooks = super::dispatch::hooks_of(&asked)?;
     let policy = super::run_options::policy(
-        args.policy.read_only,
-        &args.policy.tools,
+        &asked,
         args.skip_permissions,
         marker.engine,
         engine_bin,
@@ -76,8 +78,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
     // A unit that ran in a worktree resumes in it, as it was.
-    let (deny, allow) = (&args.after.deny_path, &args.after.allow_path);
-    let what = "--deny-path / --allow-path";
+    let (deny, allow) = (&asked.deny_paths, &asked.allow_paths);
+    let what = "--deny-path / --allow-path (given or kept)";
     let steps = crate::dispatch::Steps {
         workspace: marker.workspace.as_ref().map(|w| {
             crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd, &state_dir, &args.unit)
@@ -106,6 +108,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         summary_schema: chosen.schema,
         steps,
         policy,
+        asked,
         budget_stop: None,
         keep_answer: true,
         command: marker.command.clone(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::cli::ModelArgs;
 use crate::engine::{EngineId, RunOptions};
 use crate::error::{Result, VfError};
-use crate::marker::Marker;
+use crate::marker::{Asked, Marker};
 use crate::summary::schema::SummarySchema;
 
 /// The options for one run, checked against its engine.
@@ -45,25 +45,62 @@ pub fn load_schema(path: &Path) -> Result<SummarySchema> {
     SummarySchema::load(&abs).map_err(VfError::usage)
 }
 
-/// `--read-only`, `--allow-tool`, `--deny-tool`, `--require-enforced`,
-/// checked (exit 2) and, with `--require-enforced`, refused when `engine`
-/// at its installed version (read as a dispatch reads it) would leave a part
+/// The request a run applies: a unit's recorded one (`kept`, from its
+/// marker, on a resume or re-run) with each `--clear PART` dropped, then
+/// each part given on the command line in place of the kept one (the read-
+/// only and require-enforced switches, each tool list, each path list, each hook).
+pub fn request(
+    p: &crate::cli::PolicyArgs,
+    after: &crate::cli::AfterRunArgs,
+    kept: Option<&Asked>,
+) -> Asked {
+    use crate::cli::ClearPart as C;
+    let mut a = kept.cloned().unwrap_or_default();
+    let cleared = |part| p.clear.contains(&part) || p.clear.contains(&C::All);
+    if cleared(C::ReadOnly) {
+        a.read_only = false;
+    }
+    if cleared(C::RequireEnforced) {
+        a.require_enforced = false;
+    }
+    if cleared(C::Tools) {
+        (a.allow_tools, a.deny_tools) = (Vec::new(), Vec::new());
+    }
+    if cleared(C::Paths) {
+        (a.deny_paths, a.allow_paths) = (Vec::new(), Vec::new());
+    }
+    if cleared(C::Hooks) {
+        (a.on_finish, a.on_fail) = (None, None);
+    }
+    a.read_only |= p.read_only;
+    a.require_enforced |= p.tools.require_enforced;
+    let replace = |kept: &mut Vec<String>, given: &[String]| {
+        if !given.is_empty() {
+            *kept = given.to_vec();
+        }
+    };
+    replace(&mut a.allow_tools, &p.tools.allow_tool);
+    replace(&mut a.deny_tools, &p.tools.deny_tool);
+    replace(&mut a.deny_paths, &after.deny_path);
+    replace(&mut a.allow_paths, &after.allow_path);
+    a.on_finish = after.on_finish.clone().or(a.on_finish);
+    a.on_fail = after.on_fail.clone().or(a.on_fail);
+    a
+}
+
+/// The read-only and tool part of `asked`, checked (exit 2) and, with
+/// `--require-enforced` (given or recorded), refused when `engine` at its
+/// installed version (read as a dispatch reads it) would leave a part
 /// unenforced: all before anything is written.
 pub fn policy(
-    read_only: bool,
-    tools: &crate::cli::ToolArgs,
+    asked: &Asked,
     skip_permissions: bool,
     engine: EngineId,
     engine_bin: Option<&Path>,
     resume: bool,
 ) -> Result<crate::engine::policy::ToolPolicy> {
     use crate::engine::policy;
-    let p = policy::ToolPolicy {
-        read_only,
-        allow_tools: tools.allow_tool.clone(),
-        deny_tools: tools.deny_tool.clone(),
-        require_enforced: tools.require_enforced,
-    };
+    let p = asked.policy();
     policy::check(&p, skip_permissions)?;
     if p.require_enforced {
         let version = crate::dispatch::installed_version(engine, engine_bin);

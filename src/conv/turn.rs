@@ -204,6 +204,7 @@ fn start(
         kill_grace: ctx.kill_grace,
         warnings: Vec::new(),
         policy: turn_policy(ctx),
+        asked: crate::marker::Asked::new(&turn_policy(ctx), (&[], &[]), (None, None)),
         engine_reason: Some(format!(
             "conversation {} participant {}",
             conv.name, turn.participant

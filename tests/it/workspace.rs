@@ -20,6 +20,8 @@ mod guards;
 mod hooks;
 #[path = "workspace/identity.rs"]
 mod identity;
+#[path = "workspace/kept.rs"]
+mod kept;
 #[path = "workspace/resume.rs"]
 mod resume;
 #[path = "workspace/steps.rs"]

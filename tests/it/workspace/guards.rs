@@ -15,7 +15,7 @@ fn plain(r: &Repo, unit: &str, extra: &[&str]) -> Output {
 }
 
 /// What a unit refused for one changed path says.
-fn refused(path: &str) -> Value {
+pub(super) fn refused(path: &str) -> Value {
     json!({
         "state": "failed",
         "reason": "policy",
@@ -26,11 +26,11 @@ fn refused(path: &str) -> Value {
 
 /// Shell lines for the fake's env file that run only when it runs as the
 /// engine (vf also runs it for `--version`, before the run starts).
-fn engine_only(lines: &str) -> String {
+pub(super) fn engine_only(lines: &str) -> String {
     format!("case \"$*\" in *--version*) ;; *) {lines} ;; esac")
 }
 
-fn outcome(res: &Value) -> Value {
+pub(super) fn outcome(res: &Value) -> Value {
     json!({
         "state": res["state"],
         "reason": res["reason"],
@@ -60,8 +60,11 @@ fn a_denied_path_fails_the_worktree_unit_and_nothing_is_committed() {
     let out = r.run(&["resume", "w1", "--json", "--deny-path", "*.txt"]);
     assert_json_eq(&outcome(&stdout_json(&out)), &refused("w1.txt"));
     assert_eq!(r.git(&["rev-parse", "vf/w1"]), base);
-    // Resumed without guards, the unit finishes and its change is committed.
+    // A resume keeps the guards it had (the last given: `*.txt`)...
     let out = r.run(&["resume", "w1", "--json"]);
+    assert_json_eq(&outcome(&stdout_json(&out)), &refused("w1.txt"));
+    // ...until they are dropped on purpose: the unit finishes, its change committed.
+    let out = r.run(&["resume", "w1", "--json", "--clear", "paths"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(r.files_of("vf/w1"), ["README.md", "w1.txt"]);
 }

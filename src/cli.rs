@@ -162,6 +162,10 @@ pub struct PolicyArgs {
     pub read_only: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// MCP servers for this run: a `{"mcpServers": ...}` JSON file, given
+    /// to the engine by its verified mechanism (ENGINES.md, "MCP servers").
+    #[arg(long, value_name = "FILE")]
+    pub mcp: Option<PathBuf>,
 }
 
 /// `--allow-tool`, `--deny-tool`, `--require-enforced`.

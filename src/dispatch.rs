@@ -90,6 +90,8 @@ pub struct UnitSpec {
     pub steps: Steps,
     /// Read-only and tool allow/deny (`engine::policy`).
     pub policy: crate::engine::policy::ToolPolicy,
+    /// MCP servers for this run (`engine::mcp`), already checked for the engine.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,

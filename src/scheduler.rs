@@ -645,6 +645,7 @@ impl Run {
             summary_schema: job.plan.summary_schema.clone(),
             steps: self.steps_of(i),
             policy: job.plan.policy.clone(),
+            mcp: job.plan.mcp.clone(),
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,
             command: job.plan.command.clone(),

@@ -42,6 +42,8 @@ pub struct Resolved {
     pub command: Option<EngineCommand>,
     /// `--read-only`, `--allow-tool`, `--deny-tool`, `--require-enforced`.
     pub policy: crate::engine::policy::ToolPolicy,
+    /// `--mcp FILE`, read and checked for the engine.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -104,6 +106,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         args.run.engine_bin.as_deref(),
         args.session.is_some(),
     )?;
+    let mcp = super::run_options::mcp(args.policy.mcp.as_deref(), engine_id, &state_dir, &unit)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
         chosen,
@@ -119,6 +122,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         skip_permissions: args.skip_permissions,
         command,
         policy,
+        mcp,
     })
 }
 
@@ -214,6 +218,7 @@ pub fn build_invocation(
         state_dir: &r.state_dir,
         version,
         policy: &r.policy,
+        mcp: r.mcp.as_ref(),
         options: &r.chosen.options,
         command: r.command.as_ref(),
     })
@@ -318,6 +323,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         summary_schema: r.chosen.schema,
         steps,
         policy: r.policy,
+        mcp: r.mcp,
         budget_stop: None,
         keep_answer: true,
         command: r.command,

@@ -40,6 +40,7 @@ fn req<'a>(prompt: &'a str) -> Request<'a> {
         state_dir: Path::new(STATE),
         version: None,
         policy: &NO_POLICY,
+        mcp: None,
         options: &RunOptions::NONE,
         command: None,
     }

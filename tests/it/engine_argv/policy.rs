@@ -270,6 +270,7 @@ fn variadic_tool_flags_never_swallow_what_follows() {
         let r = Request {
             version: ver,
             policy: &p,
+            mcp: None,
             ..req("the prompt")
         };
         let inv = build(e, &r);
@@ -294,6 +295,7 @@ fn variadic_tool_flags_never_swallow_what_follows() {
     // The prompt itself is never in claude's argv: it goes on stdin.
     let r = Request {
         policy: &p,
+        mcp: None,
         ..req("LAB-WRITE the prompt")
     };
     let inv = build(EngineId::Claude, &r);
@@ -340,6 +342,7 @@ fn contradictions_are_refused_by_the_build() {
     let r = Request {
         skip_permissions: true,
         policy: &ro,
+        mcp: None,
         ..req("x")
     };
     assert_eq!(refused(EngineId::Claude, &r).exit_code(), exit::USAGE);
@@ -349,6 +352,7 @@ fn contradictions_are_refused_by_the_build() {
     };
     let r = Request {
         policy: &require,
+        mcp: None,
         ..req("x")
     };
     let err = refused(EngineId::Opencode, &r);

@@ -652,6 +652,11 @@ mod options;
 #[path = "engine_argv/policy.rs"]
 mod policy;
 
+// ---------- --mcp FILE ----------
+
+#[path = "engine_argv/mcp.rs"]
+mod mcp;
+
 // ---------- the flags vf relies on are in the saved help texts ----------
 
 #[test]

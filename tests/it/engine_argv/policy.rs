@@ -270,7 +270,6 @@ fn variadic_tool_flags_never_swallow_what_follows() {
         let r = Request {
             version: ver,
             policy: &p,
-            mcp: None,
             ..req("the prompt")
         };
         let inv = build(e, &r);
@@ -295,7 +294,6 @@ fn variadic_tool_flags_never_swallow_what_follows() {
     // The prompt itself is never in claude's argv: it goes on stdin.
     let r = Request {
         policy: &p,
-        mcp: None,
         ..req("LAB-WRITE the prompt")
     };
     let inv = build(EngineId::Claude, &r);
@@ -342,7 +340,6 @@ fn contradictions_are_refused_by_the_build() {
     let r = Request {
         skip_permissions: true,
         policy: &ro,
-        mcp: None,
         ..req("x")
     };
     assert_eq!(refused(EngineId::Claude, &r).exit_code(), exit::USAGE);
@@ -352,7 +349,6 @@ fn contradictions_are_refused_by_the_build() {
     };
     let r = Request {
         policy: &require,
-        mcp: None,
         ..req("x")
     };
     let err = refused(EngineId::Opencode, &r);

@@ -234,3 +234,131 @@ fn the_flags_are_in_the_saved_help() {
         }
     }
 }
+
+// ---------- through the binary ----------
+
+/// A gemini unit's servers reach the engine through a 0600 file in the
+/// unit's directory, named by `GEMINI_CLI_SYSTEM_SETTINGS_PATH`; the result
+/// names the servers, never their env.
+#[test]
+fn a_gemini_run_reads_its_servers_from_the_units_own_file() {
+    let env = super::common::Env::new();
+    let servers = env.write("servers.json", SERVERS.replace(r#""web""#, r#""_web""#).replace(
+        r#""_web": {"url": "https://mcp.example/x", "headers": {"Authorization": "Bearer s3cret"}}"#,
+        r#""web": {"command": "w"}"#,
+    ));
+    let bin = env.fake_for("gemini");
+    // The fake sources `<bin>.env`: it copies what the variable names.
+    std::fs::write(
+        bin.with_extension("env"),
+        "echo \"$GEMINI_CLI_SYSTEM_SETTINGS_PATH\" > \"$PWD/seen\"; cat \"$GEMINI_CLI_SYSTEM_SETTINGS_PATH\" >> \"$PWD/seen\"\n",
+    )
+    .unwrap();
+    let mut c = env.command(
+        "gemini",
+        "g1",
+        "hi",
+        "json",
+        &["--mcp", servers.to_str().unwrap()],
+    );
+    c.env("FAKE_VERSION", "0.61.0").env(
+        "FAKE_STDOUT",
+        super::common::fixture("gemini/0.61.0/a_json_stream.stdout.jsonl"),
+    );
+    let out = super::common::run_bounded(c, std::time::Duration::from_secs(60));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = env.state().join("units/g1/mcp-gemini.json");
+    let seen = std::fs::read_to_string(env.path().join("seen")).unwrap();
+    let (path, text) = seen.split_once('\n').unwrap();
+    assert_eq!(path, file.to_str().unwrap());
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"mcpServers": {
+            "files": {"command": "npx", "args": ["-y", "@x/files", "/tmp/a b"], "env": {"TOKEN": "s3cret"}},
+            "web": {"command": "w"},
+        }})
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+    // Only the unit's file holds the secret in the state dir.
+    for f in super::common::files_under(&env.state()) {
+        if f != file {
+            let text = std::fs::read(&f).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&text).contains("s3cret"),
+                "{}",
+                f.display()
+            );
+        }
+    }
+}
+
+/// A bad `--mcp` is refused (exit 2, one line) before anything is written.
+#[test]
+fn a_bad_mcp_file_is_refused_and_nothing_is_written() {
+    let env = super::common::Env::new();
+    let big = format!(
+        r#"{{"mcpServers": {{"a": {{"command": "{}"}}}}}}"#,
+        "x".repeat(1 << 20)
+    );
+    let cases: &[(&str, &str, &str)] = &[
+        ("missing.json", "", "--mcp "),
+        ("text.json", "not json", "not JSON"),
+        ("shape.json", r#"{"servers": {}}"#, "no `mcpServers` object"),
+        (
+            "name.json",
+            r#"{"mcpServers": {"a/b": {"command": "x"}}}"#,
+            "MCP server name",
+        ),
+        ("big.json", &big, "over 1048576 bytes"),
+    ];
+    for (name, text, needle) in cases {
+        let f = if text.is_empty() {
+            env.path().join(name)
+        } else {
+            env.write(name, text)
+        };
+        for engine in ["claude", "gemini"] {
+            let out = env.run(&[
+                "dispatch",
+                "--engine",
+                engine,
+                "--unit",
+                "u",
+                "--prompt",
+                "x",
+                "--mcp",
+                f.to_str().unwrap(),
+            ]);
+            assert_eq!(out.status.code(), Some(exit::USAGE), "{name}");
+            let err = String::from_utf8(out.stderr).unwrap();
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(needle), "{name}: {err}");
+        }
+    }
+    let plain = env.write("plain.json", PLAIN);
+    for extra in [
+        &["--engine", "agy"][..],
+        &["--engine", "bridge", "--bridge", "true"],
+    ] {
+        let mut a = vec!["dispatch", "--unit", "u", "--prompt", "x"];
+        a.extend_from_slice(extra);
+        a.extend(["--mcp", plain.to_str().unwrap()]);
+        let out = env.run(&a);
+        assert_eq!(out.status.code(), Some(exit::USAGE), "{extra:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(&format!("--mcp: {}:", extra[1])), "{err}");
+    }
+    assert!(!env.state().exists(), "a refused command writes nothing");
+}

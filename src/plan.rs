@@ -371,6 +371,19 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             "`fallback` cannot name {e}: it has no command of its own (name a CLI vf knows)"
         ));
     }
+    let mcp = match &u.mcp {
+        Some(f) => {
+            let text = crate::workspace_files::read_text("mcp", &dir.join(f))
+                .map_err(|e| e.to_string())?;
+            let servers = crate::engine::mcp::parse(&text).map_err(|e| e.to_string())?;
+            // The unit's engine and each engine of its `fallback`.
+            for e in u.engine.engine().iter().chain(&u.fallback) {
+                crate::engine::mcp::check(*e, &servers).map_err(|e| e.to_string())?;
+            }
+            Some(servers)
+        }
+        None => None,
+    };
     let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     let policy = crate::engine::policy::ToolPolicy {
         read_only: u.read_only,
@@ -381,18 +394,6 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     crate::engine::policy::check(&policy, u.skip_permissions).map_err(|e| e.to_string())?;
     crate::workspace::guard::PathGuards::new(&u.deny_paths, &u.allow_paths)
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
-    let mcp = match &u.mcp {
-        Some(f) => {
-            let text = crate::workspace_files::read_text("mcp", &dir.join(f))
-                .map_err(|e| e.to_string())?;
-            let servers = crate::engine::mcp::parse(&text).map_err(|e| e.to_string())?;
-            if let Some(e) = u.engine.engine() {
-                crate::engine::mcp::check(e, &servers).map_err(|e| e.to_string())?;
-            }
-            Some(servers)
-        }
-        None => None,
-    };
     Ok(PlanUnit {
         mcp,
         policy,

@@ -171,6 +171,10 @@ pub struct DispatchResult {
     /// The changed paths its path guards refuse (reason `policy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub path_violations: Vec<String>,
+    /// The MCP servers' names given to the engine (`--mcp`); never their
+    /// `env` or `headers`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 impl DispatchResult {
@@ -219,6 +223,11 @@ impl DispatchResult {
             start: None,
             replay: None,
             path_violations: Vec::new(),
+            mcp: spec
+                .mcp
+                .as_ref()
+                .map(crate::engine::mcp::McpServers::names)
+                .unwrap_or_default(),
         }
     }
 }

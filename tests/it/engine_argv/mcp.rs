@@ -291,6 +291,9 @@ fn a_gemini_run_reads_its_servers_from_the_units_own_file() {
     }
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(!stdout.contains("s3cret"), "{stdout}");
+    let result: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(result["mcp"], json!(["files", "web"]), "{result}");
+    assert_eq!(result["state"], "done", "{result}");
     // Only the unit's file holds the secret in the state dir.
     for f in super::common::files_under(&env.state()) {
         if f != file {

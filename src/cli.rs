@@ -162,6 +162,10 @@ pub struct PolicyArgs {
     pub read_only: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// MCP servers for this run: a `{"mcpServers": ...}` JSON file, given
+    /// to the engine by its verified mechanism (ENGINES.md, "MCP servers").
+    #[arg(long, value_name = "FILE")]
+    pub mcp: Option<PathBuf>,
     /// Drop this part of the unit's recorded request on a resume or re-run
     /// (repeatable; README, "Resume keeps what a unit asked for"); flags given still apply.
     #[arg(long, value_name = "PART")]

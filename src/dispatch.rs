@@ -93,6 +93,8 @@ pub struct UnitSpec {
     /// What the unit asked for (policy, path guards, hooks), recorded in
     /// its marker for a later resume.
     pub asked: crate::marker::Asked,
+    /// MCP servers for this run (`engine::mcp`), already checked for the engine.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,
@@ -172,6 +174,10 @@ pub struct DispatchResult {
     /// The changed paths its path guards refuse (reason `policy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub path_violations: Vec<String>,
+    /// The MCP servers' names given to the engine (`--mcp`); never their
+    /// `env` or `headers`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 impl DispatchResult {
@@ -220,6 +226,11 @@ impl DispatchResult {
             start: None,
             replay: None,
             path_violations: Vec::new(),
+            mcp: spec
+                .mcp
+                .as_ref()
+                .map(crate::engine::mcp::McpServers::names)
+                .unwrap_or_default(),
         }
     }
 }

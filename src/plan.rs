@@ -93,6 +93,8 @@ struct RawUnit {
     deny_tools: Vec<String>,
     #[serde(default)]
     require_enforced: bool,
+    /// MCP servers' JSON file (relative: the plan's directory).
+    mcp: Option<PathBuf>,
 }
 
 /// One validated unit of a plan.
@@ -128,6 +130,8 @@ pub struct PlanUnit {
     pub command: Option<crate::engine::EngineCommand>,
     /// `read_only`, `allow_tools`, `deny_tools`, `require_enforced`.
     pub policy: crate::engine::policy::ToolPolicy,
+    /// `mcp`: the servers, read and checked for the unit's engine.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
 }
 
 impl PlanUnit {
@@ -367,6 +371,19 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             "`fallback` cannot name {e}: it has no command of its own (name a CLI vf knows)"
         ));
     }
+    let mcp = match &u.mcp {
+        Some(f) => {
+            let text = crate::workspace_files::read_text("mcp", &dir.join(f))
+                .map_err(|e| e.to_string())?;
+            let servers = crate::engine::mcp::parse(&text).map_err(|e| e.to_string())?;
+            // The unit's engine and each engine of its `fallback`.
+            for e in u.engine.engine().iter().chain(&u.fallback) {
+                crate::engine::mcp::check(*e, &servers).map_err(|e| e.to_string())?;
+            }
+            Some(servers)
+        }
+        None => None,
+    };
     let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     let policy = crate::engine::policy::ToolPolicy {
         read_only: u.read_only,
@@ -378,6 +395,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     crate::workspace::guard::PathGuards::new(&u.deny_paths, &u.allow_paths)
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
+        mcp,
         policy,
         command,
         summary_schema,

@@ -488,6 +488,8 @@ mod tests {
             env: vec![],
             warnings: vec![],
             policy: crate::engine::policy::PolicyStatus::OFF,
+            config_file: None,
+            mcp: vec![],
         };
         redact_invocation(&mut inv, &r);
         let all = format!(

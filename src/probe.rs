@@ -85,6 +85,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         asked: Default::default(),
         budget_stop: None,
         keep_answer: false,
+        mcp: None,
         command: None,
     }
 }

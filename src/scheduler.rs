@@ -654,6 +654,7 @@ impl Run {
                     job.plan.hooks.on_fail.as_deref(),
                 ),
             ),
+            mcp: job.plan.mcp.clone(),
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,
             command: job.plan.command.clone(),

@@ -106,51 +106,10 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> 
     Ok(())
 }
 
-/// The common `{"mcpServers": {NAME: {...}}}` shape: each server a
-/// `command` (string, with optional `args` strings and `env` strings) or a
-/// `url`/`serverUrl` (string, optional `headers` strings).
+/// The common `{"mcpServers": {NAME: {...}}}` shape, checked by
+/// [`crate::engine::mcp::parse`].
 pub fn parse_mcp(text: &str) -> Result<Value> {
-    let bad = |why: String| VfError::usage(format!("--mcp: {why}"));
-    let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
-    let servers = v
-        .get("mcpServers")
-        .and_then(Value::as_object)
-        .ok_or_else(|| bad("no `mcpServers` object".into()))?;
-    for (name, s) in servers {
-        crate::names::check("MCP server name", name)?;
-        let s = s
-            .as_object()
-            .ok_or_else(|| bad(format!("server {name:?} is not an object")))?;
-        let has = |k: &str| s.get(k).is_some_and(Value::is_string);
-        if !has("command") && !has("url") && !has("serverUrl") {
-            return Err(bad(format!(
-                "server {name:?} has no `command` or `url` string"
-            )));
-        }
-        if let Some(args) = s.get("args") {
-            let ok = args
-                .as_array()
-                .is_some_and(|a| a.iter().all(Value::is_string));
-            if !ok {
-                return Err(bad(format!(
-                    "server {name:?}: `args` is not an array of strings"
-                )));
-            }
-        }
-        for k in ["env", "headers"] {
-            if let Some(m) = s.get(k) {
-                let ok = m
-                    .as_object()
-                    .is_some_and(|m| m.values().all(Value::is_string));
-                if !ok {
-                    return Err(bad(format!(
-                        "server {name:?}: `{k}` is not an object of strings"
-                    )));
-                }
-            }
-        }
-    }
-    Ok(json!({ "mcpServers": servers }))
+    crate::engine::mcp::parse(text).map(|m| m.to_value())
 }
 
 /// The `vf hook` command line one event runs (`deny`: tools refused).

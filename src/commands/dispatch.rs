@@ -45,6 +45,8 @@ pub struct Resolved {
     /// The policy, path guards and hooks asked for (a re-run keeps its
     /// marker's, see [`super::run_options::request`]).
     pub asked: crate::marker::Asked,
+    /// `--mcp FILE`, read and checked for the engine.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -110,6 +112,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         args.run.engine_bin.as_deref(),
         args.session.is_some(),
     )?;
+    let mcp = super::run_options::mcp(args.policy.mcp.as_deref(), engine_id, &state_dir, &unit)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
         chosen,
@@ -126,6 +129,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         command,
         policy,
         asked,
+        mcp,
     })
 }
 
@@ -221,6 +225,7 @@ pub fn build_invocation(
         state_dir: &r.state_dir,
         version,
         policy: &r.policy,
+        mcp: r.mcp.as_ref(),
         options: &r.chosen.options,
         command: r.command.as_ref(),
     })
@@ -345,6 +350,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         steps,
         policy: r.policy,
         asked: r.asked,
+        mcp: r.mcp,
         budget_stop: None,
         keep_answer: true,
         command: r.command,

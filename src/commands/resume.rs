@@ -75,6 +75,12 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         engine_bin,
         id.is_some(),
     )?;
+    let mcp = super::run_options::mcp(
+        args.policy.mcp.as_deref(),
+        marker.engine,
+        &state_dir,
+        &args.unit,
+    )?;
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
     // A unit that ran in a worktree resumes in it, as it was.
@@ -109,6 +115,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         steps,
         policy,
         asked,
+        mcp,
         budget_stop: None,
         keep_answer: true,
         command: marker.command.clone(),

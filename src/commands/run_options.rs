@@ -45,6 +45,20 @@ pub fn load_schema(path: &Path) -> Result<SummarySchema> {
     SummarySchema::load(&abs).map_err(VfError::usage)
 }
 
+/// `--mcp FILE` read (capped, regular, UTF-8), checked and tried for
+/// `engine`: a refusal (exit 2) comes before anything is written.
+pub fn mcp(
+    file: Option<&Path>,
+    engine: EngineId,
+    state_dir: &Path,
+    unit: &str,
+) -> Result<Option<crate::engine::mcp::McpServers>> {
+    let Some(file) = file else { return Ok(None) };
+    let servers = crate::engine::mcp::parse(&crate::workspace_files::read_text("--mcp", file)?)?;
+    crate::engine::mcp::apply(engine, &servers, state_dir, unit)?;
+    Ok(Some(servers))
+}
+
 /// The request a run applies: a unit's recorded one (`kept`, from its
 /// marker, on a resume or re-run) with each `--clear PART` dropped, then
 /// each part given on the command line in place of the kept one (the read-

@@ -220,6 +220,7 @@ fn start(
         steps: Default::default(),
         budget_stop: None,
         keep_answer: false,
+        mcp: None,
         command: None,
     };
     Ok((spec, read_only))

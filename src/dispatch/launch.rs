@@ -47,6 +47,11 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
+    // The unit's MCP config (`engine::mcp`), in the unit's own directory.
+    if let Some((path, contents)) = &p.inv.config_file {
+        crate::layout::make_unit_dir(&spec.state_dir, &spec.unit)?;
+        prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
+    }
     let signals = child::Signals::new().ok();
     let (mut child, group) = spawn_engine(spec, &mut p).await?;
     // The prompt goes in from a task, so the engine starts up while the record,

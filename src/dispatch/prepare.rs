@@ -88,6 +88,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
         state_dir: &spec.state_dir,
         version: version.as_ref(),
         policy: &spec.policy,
+        mcp: spec.mcp.as_ref(),
         options: &spec.options,
         command: spec.command.as_ref(),
     });

@@ -26,6 +26,7 @@ pub mod command;
 pub mod copilot;
 pub mod gemini;
 pub mod launch_plan;
+pub mod mcp;
 pub mod opencode;
 pub mod options;
 pub mod policy;
@@ -392,6 +393,8 @@ pub struct Request<'a> {
     pub version: Option<&'a Version>,
     /// Read-only and tool allow/deny (`policy::apply` maps it per engine).
     pub policy: &'a policy::ToolPolicy,
+    /// MCP servers for this run (`mcp::apply` maps them per engine).
+    pub mcp: Option<&'a mcp::McpServers>,
     /// Model, effort and summary schema (`RunOptions::NONE` for none).
     pub options: &'a RunOptions,
     /// A command engine's command (`None` for the CLIs).
@@ -412,8 +415,19 @@ impl Request<'_> {
     }
 
     /// The argv part of the policy, for the builder to place.
+    /// With the MCP servers' argv part (checked by `build` first).
     pub fn policy_args(&self, engine: EngineId) -> Vec<String> {
-        self.applied_policy(engine).args
+        let mut args = self.applied_policy(engine).args;
+        if let Some(Ok(m)) = self.applied_mcp(engine) {
+            args.extend(m.args);
+        }
+        args
+    }
+
+    /// How `engine` takes this request's MCP servers (`None`: none asked).
+    pub fn applied_mcp(&self, engine: EngineId) -> Option<Result<mcp::McpApplied>> {
+        self.mcp
+            .map(|m| mcp::apply(engine, m, self.state_dir, self.unit))
     }
 }
 
@@ -438,6 +452,13 @@ pub struct Invocation {
     pub warnings: Vec<String>,
     /// How the read-only and tool policy is held (`engine::policy`).
     pub policy: policy::PolicyStatus,
+    /// A per-unit config file (the MCP servers') the launch writes 0600
+    /// before the spawn; its text may hold secrets: never shown.
+    #[serde(skip)]
+    pub config_file: Option<(PathBuf, String)>,
+    /// The MCP servers' names (never their env or headers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 impl Invocation {
@@ -461,6 +482,8 @@ impl Invocation {
             env: Vec::new(),
             warnings: Vec::new(),
             policy: policy::PolicyStatus::OFF,
+            config_file: None,
+            mcp: Vec::new(),
         }
     }
 }
@@ -498,7 +521,13 @@ pub trait Engine: Sync {
         check_request(self.spec(), req)?;
         let applied = req.applied_policy(self.spec().id);
         policy::require(self.spec().id, req.policy, &applied)?;
+        let mcp = req.applied_mcp(self.spec().id).transpose()?;
         let mut inv = self.invocation(req)?;
+        if let (Some(m), Some(servers)) = (mcp, req.mcp) {
+            inv.env.extend(m.env);
+            inv.config_file = m.file;
+            inv.mcp = servers.names();
+        }
         inv.policy = applied.status;
         inv.warnings.extend(applied.warnings);
         Ok(inv)

@@ -40,6 +40,7 @@ fn req<'a>(prompt: &'a str) -> Request<'a> {
         state_dir: Path::new(STATE),
         version: None,
         policy: &NO_POLICY,
+        mcp: None,
         options: &RunOptions::NONE,
         command: None,
     }
@@ -650,6 +651,11 @@ mod options;
 
 #[path = "engine_argv/policy.rs"]
 mod policy;
+
+// ---------- --mcp FILE ----------
+
+#[path = "engine_argv/mcp.rs"]
+mod mcp;
 
 // ---------- the flags vf relies on are in the saved help texts ----------
 

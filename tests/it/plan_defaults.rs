@@ -227,6 +227,93 @@ fn require_enforced_and_contradictions_refuse_the_plan() {
     }
 }
 
+/// `mcp` in `[defaults]` and in a unit, relative to the plan's directory:
+/// claude is pointed at the unit's own file, codex gets config overrides; an
+/// engine without a verified mechanism refuses the plan (exit 2, nothing written).
+#[test]
+fn the_mcp_key_and_its_default_reach_each_engine() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path().join("runs")).unwrap();
+    env.write(
+        "cfg/a.json",
+        r#"{"mcpServers": {"files": {"command": "npx", "env": {"K": "v"}}}}"#,
+    );
+    env.write(
+        "cfg/b.json",
+        r#"{"mcpServers": {"lint": {"command": "l", "args": ["--x"]}}}"#,
+    );
+    env.write(
+        "a/fake.env",
+        format!(
+            "FAKE_STDOUT={}\nFAKE_VERSION=2.1.332\n",
+            fixture(CLAUDE).display()
+        ),
+    );
+    env.write(
+        "b/fake.env",
+        format!("FAKE_STDOUT={}\n", fixture(CODEX).display()),
+    );
+    let plan = r#"
+[defaults]
+engine = "claude"
+prompt = "look"
+mcp = "cfg/a.json"
+
+[[unit]]
+name = "a"
+cwd = "a"
+
+[[unit]]
+name = "b"
+engine = "codex"
+cwd = "b"
+mcp = "cfg/b.json"
+"#;
+    let out = orchestrate(&env, plan);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = env.state().join("units/a/mcp-claude.json");
+    assert_eq!(
+        [args_seen(&env, "a"), args_seen(&env, "b")],
+        [
+            vec![
+                "-p".to_string(),
+                format!("--mcp-config={}", file.display()),
+                "--output-format".into(),
+                "stream-json".into(),
+                "--verbose".into(),
+            ],
+            [
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "--config",
+                "mcp_servers.lint.command=\"l\"",
+                "--config",
+                "mcp_servers.lint.args=[\"--x\"]",
+                "-",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ]
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&read_text(&file)).unwrap(),
+        json!({"mcpServers": {"files": {"command": "npx", "env": {"K": "v"}}}})
+    );
+    let env = Env::new();
+    env.write(
+        "cfg/a.json",
+        r#"{"mcpServers": {"files": {"command": "npx"}}}"#,
+    );
+    let out = orchestrate(
+        &env,
+        "[defaults]\nmcp = \"cfg/a.json\"\n\n[[unit]]\nname = \"a\"\nengine = \"agy\"\nprompt = \"x\"\n",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--mcp: agy: "), "{}", stderr(&out));
+    assert!(!env.state().exists(), "the state dir was written");
+}
+
 /// One generated unit: its own engine, timeout and prompt, each maybe unset.
 type GenUnit = (Option<&'static str>, Option<u32>, Option<bool>);
 

@@ -1,0 +1,288 @@
+//! MCP servers per unit (`--mcp FILE`, plan key `mcp`): the common
+//! `{"mcpServers": {NAME: {...}}}` shape, validated once, then translated
+//! into each engine's verified mechanism (ENGINES.md, "MCP servers"):
+//!
+//! - claude: `--mcp-config=<file>` (variadic `<configs...>` in the saved
+//!   help of 2.1.207, 2.1.220, 2.1.332: the `=` form binds one value). The
+//!   file is the servers as given.
+//! - copilot (1.0.83, 1.0.102): `--additional-mcp-config=@<file>` ("JSON
+//!   string or file path (prefix with @)"); each server gets copilot's
+//!   `type` (`local` for a command, `http` for a url) and `tools: ["*"]`
+//!   unless it says otherwise.
+//! - codex (0.144.1, 0.146.0, 0.171.0): `-c mcp_servers.<name>.command=…`
+//!   and `….args=[…]` (`-c/--config` in `exec --help` and `exec resume
+//!   --help`, values parsed as TOML; the keys are codex's config docs).
+//!   `env` or `headers` would put their values on the command line, and a
+//!   url server is unverified: refused.
+//! - gemini: the servers in a settings file named by
+//!   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (read in the installed 0.61.0
+//!   bundle's settings loader and its docs/reference/configuration.md).
+//!   A url server is refused (gemini tells SSE `url` from `httpUrl`).
+//! - opencode: a config file named by `OPENCODE_CONFIG` ("load an additional
+//!   explicit config", 1.18.33's binary), servers as `mcp.<name>` with
+//!   `type: local`, `command: [command, args…]`, `environment`, or `type:
+//!   remote`, `url`, `headers` (its `McpLocalConfig` / remote schema).
+//! - acp, agy, bridge: refused (agy: `vf workspace init --mcp` writes
+//!   `.agents/mcp_config.json`).
+//!
+//! Every file is written into the unit's own directory
+//! (`<state>/units/<unit>/`) by the launch, 0600, never into the user's
+//! files; env values and headers never reach argv, a result or a log.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use super::EngineId;
+use crate::error::{Result, VfError};
+
+/// The validated `mcpServers` object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServers {
+    servers: Map<String, Value>,
+}
+
+impl McpServers {
+    /// The servers' names, sorted: what a result or marker may carry.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.servers.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// `{"mcpServers": {...}}`, as validated.
+    pub fn to_value(&self) -> Value {
+        json!({ "mcpServers": self.servers })
+    }
+}
+
+/// The common shape: each server a `command` (string, optional `args`
+/// strings and `env` strings) or a `url`/`serverUrl` (string, optional
+/// `headers` strings); each name a safe identifier.
+pub fn parse(text: &str) -> Result<McpServers> {
+    let bad = |why: String| VfError::usage(format!("--mcp: {why}"));
+    let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let servers = v
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("no `mcpServers` object".into()))?;
+    if servers.is_empty() {
+        return Err(bad("`mcpServers` names no server".into()));
+    }
+    for (name, s) in servers {
+        crate::names::check("MCP server name", name)?;
+        let s = s
+            .as_object()
+            .ok_or_else(|| bad(format!("server {name:?} is not an object")))?;
+        let has = |k: &str| s.get(k).is_some_and(Value::is_string);
+        if !has("command") && !has("url") && !has("serverUrl") {
+            return Err(bad(format!(
+                "server {name:?} has no `command` or `url` string"
+            )));
+        }
+        if let Some(args) = s.get("args") {
+            let ok = args
+                .as_array()
+                .is_some_and(|a| a.iter().all(Value::is_string));
+            if !ok {
+                return Err(bad(format!(
+                    "server {name:?}: `args` is not an array of strings"
+                )));
+            }
+        }
+        for k in ["env", "headers"] {
+            if let Some(m) = s.get(k) {
+                let ok = m
+                    .as_object()
+                    .is_some_and(|m| m.values().all(Value::is_string));
+                if !ok {
+                    return Err(bad(format!(
+                        "server {name:?}: `{k}` is not an object of strings"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(McpServers {
+        servers: servers.clone(),
+    })
+}
+
+/// What the servers amount to for one run of `engine`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpApplied {
+    /// Spliced into argv (with the policy's part).
+    pub args: Vec<String>,
+    /// Added to the engine's environment (a path, never a secret).
+    pub env: Vec<(String, String)>,
+    /// Written 0600 by the launch before the spawn.
+    pub file: Option<(PathBuf, String)>,
+}
+
+/// The file's path: `<state>/units/<unit>/mcp-<engine>.json`, absolute.
+fn file_path(state_dir: &Path, unit: &str, engine: EngineId) -> PathBuf {
+    let p = crate::layout::unit_dir(state_dir, unit).join(format!("mcp-{engine}.json"));
+    std::path::absolute(&p).unwrap_or(p)
+}
+
+fn text(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
+}
+
+fn refuse(engine: EngineId, why: &str) -> VfError {
+    VfError::usage(format!("--mcp: {engine}: {why}"))
+}
+
+fn is_url(s: &Map<String, Value>) -> bool {
+    !s.contains_key("command")
+}
+
+/// Whether `engine` takes these servers (the plan's check, before a state dir).
+pub fn check(engine: EngineId, servers: &McpServers) -> Result<()> {
+    apply(engine, servers, Path::new("."), "check").map(|_| ())
+}
+
+/// Translates the servers for `engine`, or refuses (exit 2) where the
+/// mechanism is not verified.
+pub fn apply(
+    engine: EngineId,
+    servers: &McpServers,
+    state_dir: &Path,
+    unit: &str,
+) -> Result<McpApplied> {
+    let path = file_path(state_dir, unit, engine);
+    let each = || {
+        servers
+            .servers
+            .iter()
+            .filter_map(|(n, s)| s.as_object().map(|s| (n, s)))
+    };
+    let with_file = |body: Value, args: Vec<String>, env: Vec<(String, String)>| McpApplied {
+        args,
+        env,
+        file: Some((path.clone(), text(&body))),
+    };
+    match engine {
+        EngineId::Claude => {
+            let body = json!({ "mcpServers": servers.servers });
+            let arg = format!("--mcp-config={}", path.display());
+            Ok(with_file(body, vec![arg], Vec::new()))
+        }
+        EngineId::Copilot => {
+            let mut out = Map::new();
+            for (name, s) in each() {
+                let mut s = s.clone();
+                let kind = if is_url(&s) { "http" } else { "local" };
+                s.entry("type").or_insert_with(|| json!(kind));
+                s.entry("tools").or_insert_with(|| json!(["*"]));
+                out.insert(name.clone(), Value::Object(s));
+            }
+            let arg = format!("--additional-mcp-config=@{}", path.display());
+            Ok(with_file(
+                json!({ "mcpServers": out }),
+                vec![arg],
+                Vec::new(),
+            ))
+        }
+        EngineId::Codex => codex_args(servers),
+        EngineId::Gemini => {
+            if let Some((name, _)) = each().find(|(_, s)| is_url(s)) {
+                return Err(refuse(
+                    engine,
+                    &format!("server {name:?} is a url server, which vf does not map for gemini"),
+                ));
+            }
+            let body = json!({ "mcpServers": servers.servers });
+            let env = vec![(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(),
+                path.display().to_string(),
+            )];
+            Ok(with_file(body, Vec::new(), env))
+        }
+        EngineId::Opencode => {
+            let mut out = Map::new();
+            for (name, s) in each() {
+                out.insert(name.clone(), opencode_server(s));
+            }
+            let body = json!({ "$schema": "https://opencode.ai/config.json", "mcp": out });
+            let env = vec![("OPENCODE_CONFIG".to_string(), path.display().to_string())];
+            Ok(with_file(body, Vec::new(), env))
+        }
+        EngineId::Agy => Err(refuse(
+            engine,
+            "no verified per-run mechanism; `vf workspace init --engine agy --mcp FILE` writes `.agents/mcp_config.json`",
+        )),
+        _ => Err(refuse(
+            engine,
+            "no verified mechanism for MCP servers on this engine",
+        )),
+    }
+}
+
+fn opencode_server(s: &Map<String, Value>) -> Value {
+    let pick = |k: &str| s.get(k).cloned().unwrap_or_else(|| json!({}));
+    match s.get("command") {
+        Some(cmd) => {
+            let mut command = vec![cmd.clone()];
+            if let Some(Value::Array(a)) = s.get("args") {
+                command.extend(a.iter().cloned());
+            }
+            json!({ "type": "local", "command": command, "environment": pick("env") })
+        }
+        None => {
+            let url = s.get("url").or_else(|| s.get("serverUrl")).cloned();
+            json!({ "type": "remote", "url": url, "headers": pick("headers") })
+        }
+    }
+}
+
+/// codex: `-c mcp_servers.<name>.command="…"` and `….args=[…]` (JSON
+/// strings and arrays of strings are TOML too).
+fn codex_args(servers: &McpServers) -> Result<McpApplied> {
+    let mut args = Vec::new();
+    for (name, s) in &servers.servers {
+        let why = match s.get("command") {
+            None => Some("is a url server, which vf does not map for codex"),
+            Some(_) if s.get("env").is_some() || s.get("headers").is_some() => {
+                Some("has `env`, whose values codex could only get on its command line")
+            }
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            return Err(refuse(EngineId::Codex, &format!("server {name:?} {why}")));
+        }
+        let command = s.get("command").map(Value::to_string).unwrap_or_default();
+        args.push("--config".to_string());
+        args.push(format!("mcp_servers.{name}.command={command}"));
+        let list = s.get("args").cloned().unwrap_or_else(|| json!([]));
+        args.push("--config".to_string());
+        args.push(format!("mcp_servers.{name}.args={list}"));
+    }
+    Ok(McpApplied {
+        args,
+        ..McpApplied::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked() {
+        let bad = [
+            "",
+            "[]",
+            r#"{"mcpServers": {}}"#,
+            r#"{"mcpServers": {"../x": {"command": "a"}}}"#,
+            r#"{"mcpServers": {"x": {"args": ["a"]}}}"#,
+            r#"{"mcpServers": {"x": {"command": "a", "args": "b"}}}"#,
+            r#"{"mcpServers": {"x": {"command": "a", "env": {"K": 1}}}}"#,
+        ];
+        for b in bad {
+            assert_eq!(parse(b).unwrap_err().exit_code(), 2, "{b}");
+        }
+        let ok = parse(r#"{"mcpServers": {"b": {"url": "http://x"}, "a": {"command": "c"}}}"#);
+        assert_eq!(ok.unwrap().names(), ["a", "b"]);
+    }
+}

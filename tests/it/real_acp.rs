@@ -15,7 +15,7 @@ use std::time::Duration;
 use vf::acp::{AcpError, Outcome, Policy, PromptPart, SessionRequest, SessionSink};
 use vf::frames::ConversationEvent;
 
-use crate::common::{self, root};
+use crate::common;
 use crate::sandbox::{self, Sandbox, available, versions};
 
 /// The events, and the raw log in a file of the sandbox (for a failure's message).
@@ -70,14 +70,9 @@ fn session(
 ) -> (Result<Outcome, AcpError>, Vec<ConversationEvent>) {
     let (argv, envs) = agent(sb.engine);
     let home = sb.workdir().parent().unwrap().to_path_buf();
-    let mut c = tokio::process::Command::new(root().join("scripts/engine-sandbox.sh"));
-    c.arg(sb.engine)
-        .args(["--version", &sb.version, "--timeout", "240", "--home"])
-        .arg(&home)
-        .arg("--workdir")
-        .arg(sb.workdir())
-        .arg("--")
-        .args(argv)
+    // The sandbox's own command line (`Sandbox::command`), the agent's argv after it.
+    let mut c = sb.command(argv[0].as_ref());
+    c.args(&argv[1..])
         .env(
             "VF_SANDBOX_PASS",
             envs.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(" "),
@@ -86,6 +81,7 @@ fn session(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(append(&home.join("agent.stderr")));
+    let mut c = tokio::process::Command::from(c);
     let req = SessionRequest {
         cwd: sb.workdir(),
         prompt: vec![PromptPart::Text(prompt.to_string())],

@@ -295,3 +295,58 @@ fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
 fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
     io.get_ref()?.downcast_ref::<rustls::Error>()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_anywhere_and_plain_http_only_to_loopback() {
+        let verdicts: Vec<(&str, bool)> = [
+            "https://api.example.com/v1/chat/completions",
+            "https://10.0.0.7:8443/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://127.8.9.10/v1",
+            "http://[::1]:8080/v1",
+            "http://LOCALHOST:8080/v1",
+            "http://api.example.com/v1",
+            "http://10.0.0.7/v1",
+            "http://[::2]/v1",
+            "http://localhost.example.com/v1",
+            "ftp://127.0.0.1/",
+            "https://",
+            "http://",
+            "127.0.0.1:8080",
+        ]
+        .into_iter()
+        .map(|e| (e, check_endpoint(e).is_ok()))
+        .collect();
+        let ok = |e| (e, true);
+        let refused = |e| (e, false);
+        assert_eq!(
+            verdicts,
+            vec![
+                ok("https://api.example.com/v1/chat/completions"),
+                ok("https://10.0.0.7:8443/v1"),
+                ok("http://127.0.0.1:8080/v1"),
+                ok("http://127.8.9.10/v1"),
+                ok("http://[::1]:8080/v1"),
+                ok("http://LOCALHOST:8080/v1"),
+                refused("http://api.example.com/v1"),
+                refused("http://10.0.0.7/v1"),
+                refused("http://[::2]/v1"),
+                refused("http://localhost.example.com/v1"),
+                refused("ftp://127.0.0.1/"),
+                refused("https://"),
+                refused("http://"),
+                refused("127.0.0.1:8080"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_endpoint_is_a_usage_error() {
+        let e = check_endpoint("http://10.0.0.7/v1").unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+    }
+}

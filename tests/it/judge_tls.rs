@@ -21,9 +21,12 @@ fn support(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// What the endpoint was sent (head, body), or why its TLS session failed.
+type Seen = Result<(String, String), String>;
+
 /// A one-request HTTPS endpoint answering 200 with `body`; what it was sent
 /// (head, body), or why the TLS session failed, comes back on the channel.
-fn https_endpoint(body: String) -> (String, mpsc::Receiver<Result<(String, String), String>>) {
+fn https_endpoint(body: String) -> (String, mpsc::Receiver<Seen>) {
     let cert = CertificateDer::from_pem_file(support("server.pem")).unwrap();
     let key = PrivateKeyDer::from_pem_file(support("server.key")).unwrap();
     let config =

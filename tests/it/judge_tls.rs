@@ -13,12 +13,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 
 use super::judge::{completion, judge_cmd, read_request, unit};
-use crate::common::{assert_json_eq, stderr, tempdir};
+use crate::common::{assert_json_eq, root, stderr, tempdir};
 
 fn support(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/support/judge-tls")
-        .join(name)
+    root().join("tests/support/judge-tls").join(name)
 }
 
 /// What the endpoint was sent (head, body), or why its TLS session failed.

@@ -2,11 +2,16 @@
 //! answers and summary posted to an OpenAI-compatible chat-completions
 //! endpoint for a verdict, validated strictly (`verdict.rs`).
 //!
+//! `https://` goes through `tls.rs` (certificates always verified); plain
+//! `http://` only to a loopback host, so the API key never crosses the
+//! network in clear.
+//!
 //! Off unless `VF_JUDGE_ENDPOINT`, `VF_JUDGE_MODEL` and `VF_JUDGE_API_KEY`
 //! are all set: without them nothing is read or sent. What is sent comes
 //! from the state dir only (the marker's summary, the recorded answers),
 //! where private ranges and redacted text are already absent.
 
+pub mod tls;
 pub mod verdict;
 
 use std::path::Path;
@@ -32,18 +37,21 @@ pub struct Config {
     pub endpoint: String,
     pub model: String,
     pub api_key: String,
+    /// Roots trusted besides Mozilla's (`VF_JUDGE_CA_FILE`).
+    pub ca_certs: Vec<ureq::tls::Certificate<'static>>,
     /// The whole call: connect, send, the response and its body.
     pub timeout: Duration,
 }
 
 impl Config {
     /// The configuration from these variables' values, or the usage error
-    /// that names what is missing or wrong. Only `http://` is spoken: vf has
-    /// no TLS stack (a local proxy can front an `https://` service).
+    /// that names what is missing or wrong: an endpoint that is neither
+    /// `https://` nor `http://` to a loopback host, an unreadable CA file.
     pub fn from_values(
         endpoint: Option<String>,
         model: Option<String>,
         api_key: Option<String>,
+        ca_file: Option<String>,
         timeout: Duration,
     ) -> Result<Config> {
         let set = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
@@ -62,25 +70,56 @@ impl Config {
                 missing.join(", ")
             )));
         };
-        if !endpoint.starts_with("http://") || endpoint.len() == "http://".len() {
-            return Err(VfError::usage(format!(
-                "{ENDPOINT_VAR} {:?} is not an http:// URL (vf speaks plain HTTP only; \
-                 front an https:// service with a local proxy); nothing was sent",
-                crate::text::cut(&endpoint, 200)
-            )));
-        }
+        check_endpoint(&endpoint)?;
         if api_key.chars().any(|c| c.is_control()) {
             return Err(VfError::usage(format!(
                 "{KEY_VAR} contains a control character; nothing was sent"
             )));
         }
+        let ca_certs = match set(ca_file) {
+            Some(path) => tls::load_ca_file(Path::new(&path))?,
+            None => Vec::new(),
+        };
         Ok(Config {
             endpoint,
             model,
             api_key,
+            ca_certs,
             timeout,
         })
     }
+
+    fn is_https(&self) -> bool {
+        self.endpoint.starts_with("https://")
+    }
+}
+
+/// `https://HOST...`, or `http://` to a loopback host (`localhost`,
+/// 127.0.0.0/8, `[::1]`): the API key must not cross the network in clear.
+fn check_endpoint(endpoint: &str) -> Result<()> {
+    let shown = crate::text::cut(endpoint, 200);
+    let uri: Option<ureq::http::Uri> = endpoint.parse().ok();
+    let host = uri.as_ref().and_then(|u| u.host()).unwrap_or("");
+    match uri.as_ref().and_then(|u| u.scheme_str()) {
+        Some("https") if !host.is_empty() => Ok(()),
+        Some("http") if is_loopback(host) => Ok(()),
+        Some("http") if !host.is_empty() => Err(VfError::usage(format!(
+            "{ENDPOINT_VAR} {shown:?} is plain http:// to a host that is not loopback: \
+             the API key would cross the network in clear; use https://; nothing was sent"
+        ))),
+        _ => Err(VfError::usage(format!(
+            "{ENDPOINT_VAR} {shown:?} is not an https:// (or loopback http://) URL; \
+             nothing was sent"
+        ))),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// What goes to the judge: the unit's state and summary, and its recorded
@@ -168,6 +207,9 @@ pub enum Failure {
     Unreachable(String),
     /// The call did not end within the timeout.
     Timeout(Duration),
+    /// No TLS connection: the certificate failed verification, the
+    /// handshake failed, or this build or CPU has no TLS crypto.
+    Tls(String),
     /// A status other than 2xx.
     Status(u16),
     /// The body failed validation: never a pass.
@@ -181,6 +223,12 @@ impl std::fmt::Display for Failure {
             Failure::Timeout(d) => {
                 write!(f, "the judge did not answer within {}s", d.as_secs_f64())
             }
+            Failure::Tls(e) => write!(
+                f,
+                "no TLS connection to the judge endpoint: {e} \
+                 (a private CA's certificate goes in {})",
+                tls::CA_FILE_VAR
+            ),
             Failure::Status(s) => write!(f, "the judge endpoint answered HTTP {s}"),
             Failure::Invalid(e) => write!(f, "the judge's response is invalid: {e}"),
         }
@@ -191,7 +239,11 @@ impl std::fmt::Display for Failure {
 pub fn judge(cfg: &Config, input: &Input) -> std::result::Result<Verdict, Failure> {
     let body = serde_json::to_vec(&request_body(cfg, input))
         .map_err(|e| Failure::Invalid(format!("the request could not be built: {e}")))?;
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let mut agent = ureq::Agent::config_builder();
+    if cfg.is_https() {
+        agent = agent.tls_config(tls::config(&cfg.ca_certs).map_err(Failure::Tls)?);
+    }
+    let agent: ureq::Agent = agent
         .timeout_global(Some(cfg.timeout))
         .http_status_as_error(false)
         .max_redirects(0)
@@ -226,9 +278,75 @@ fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
         ureq::Error::BodyExceedsLimit(n) => Failure::Invalid(format!(
             "the body is over {n} bytes (at most {MAX_BODY_BYTES})"
         )),
-        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::Io(_) => {
+        ureq::Error::Rustls(e) => Failure::Tls(e.to_string()),
+        ureq::Error::Tls(e) => Failure::Tls(e.to_string()),
+        ureq::Error::Io(io) => match tls_error(&io) {
+            Some(t) => Failure::Tls(t.to_string()),
+            None => Failure::Unreachable(ureq::Error::Io(io).to_string()),
+        },
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => {
             Failure::Unreachable(e.to_string())
         }
         other => Failure::Invalid(other.to_string()),
+    }
+}
+
+/// The rustls error inside an I/O error (ureq's TLS stream reports them so).
+fn tls_error(io: &std::io::Error) -> Option<&rustls::Error> {
+    io.get_ref()?.downcast_ref::<rustls::Error>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_anywhere_and_plain_http_only_to_loopback() {
+        let verdicts: Vec<(&str, bool)> = [
+            "https://api.example.com/v1/chat/completions",
+            "https://10.0.0.7:8443/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://127.8.9.10/v1",
+            "http://[::1]:8080/v1",
+            "http://LOCALHOST:8080/v1",
+            "http://api.example.com/v1",
+            "http://10.0.0.7/v1",
+            "http://[::2]/v1",
+            "http://localhost.example.com/v1",
+            "ftp://127.0.0.1/",
+            "https://",
+            "http://",
+            "127.0.0.1:8080",
+        ]
+        .into_iter()
+        .map(|e| (e, check_endpoint(e).is_ok()))
+        .collect();
+        let ok = |e| (e, true);
+        let refused = |e| (e, false);
+        assert_eq!(
+            verdicts,
+            vec![
+                ok("https://api.example.com/v1/chat/completions"),
+                ok("https://10.0.0.7:8443/v1"),
+                ok("http://127.0.0.1:8080/v1"),
+                ok("http://127.8.9.10/v1"),
+                ok("http://[::1]:8080/v1"),
+                ok("http://LOCALHOST:8080/v1"),
+                refused("http://api.example.com/v1"),
+                refused("http://10.0.0.7/v1"),
+                refused("http://[::2]/v1"),
+                refused("http://localhost.example.com/v1"),
+                refused("ftp://127.0.0.1/"),
+                refused("https://"),
+                refused("http://"),
+                refused("127.0.0.1:8080"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_endpoint_is_a_usage_error() {
+        let e = check_endpoint("http://10.0.0.7/v1").unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
     }
 }

@@ -1,7 +1,7 @@
 //! `vf judge UNIT`: a verdict on a unit's recorded answers from the
 //! configured judge (docs/JUDGE.md). Exit 0 pass; 1 fail, uncertain, an
 //! HTTP error or an invalid response; 2 unconfigured or a bad unit (nothing
-//! sent); 3 unreachable; 4 no answer within `--timeout`.
+//! sent); 3 unreachable or no verified TLS connection; 4 no answer within `--timeout`.
 
 use std::io::Write;
 use std::time::Duration;
@@ -20,6 +20,7 @@ pub fn run(a: &JudgeArgs) -> Result<i32> {
         var(judge::ENDPOINT_VAR),
         var(judge::MODEL_VAR),
         var(judge::KEY_VAR),
+        var(judge::tls::CA_FILE_VAR),
         Duration::from_secs(a.timeout),
     )?;
     let cwd = std::env::current_dir()?;
@@ -30,7 +31,7 @@ pub fn run(a: &JudgeArgs) -> Result<i32> {
         Err(f) => {
             super::stdio::eprint_line(format_args!("vf: judge: {f}"));
             return Ok(match f {
-                Failure::Unreachable(_) => exit::NOT_READY,
+                Failure::Unreachable(_) | Failure::Tls(_) => exit::NOT_READY,
                 Failure::Timeout(_) => exit::TIMEOUT,
                 Failure::Status(_) | Failure::Invalid(_) => exit::ENGINE_FAILED,
             });

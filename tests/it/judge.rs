@@ -2,7 +2,7 @@
 //! fake chat-completions endpoint on 127.0.0.1 answers (docs/JUDGE.md).
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -60,7 +60,7 @@ fn endpoint(reply: Reply) -> (String, mpsc::Receiver<(String, String)>) {
     (url, rx)
 }
 
-fn read_request(stream: &TcpStream) -> (String, String) {
+pub(crate) fn read_request(stream: impl Read) -> (String, String) {
     let mut r = BufReader::new(stream);
     let mut head = String::new();
     loop {
@@ -84,7 +84,7 @@ fn read_request(stream: &TcpStream) -> (String, String) {
 }
 
 /// A finished unit `u1` with a summary and two recorded answers.
-fn unit(state: &Path) {
+pub(crate) fn unit(state: &Path) {
     let store = MarkerStore::new(state);
     let mut m = Marker::new("u1", EngineId::Claude, state);
     m.state = UnitState::Done;
@@ -111,18 +111,22 @@ fn unit(state: &Path) {
 }
 
 fn judge(state: &Path, url: &str, extra: &[&str]) -> std::process::Output {
-    vf_cli()
-        .args(["judge", "u1", "--json", "--state-dir"])
+    judge_cmd(state, url, extra).output().unwrap()
+}
+
+/// `vf judge u1 --json` configured for `url`.
+pub(crate) fn judge_cmd(state: &Path, url: &str, extra: &[&str]) -> assert_cmd::Command {
+    let mut c = vf_cli();
+    c.args(["judge", "u1", "--json", "--state-dir"])
         .arg(state)
         .args(extra)
         .env("VF_JUDGE_ENDPOINT", url)
         .env("VF_JUDGE_MODEL", "judge-m")
-        .env("VF_JUDGE_API_KEY", "k-123")
-        .output()
-        .unwrap()
+        .env("VF_JUDGE_API_KEY", "k-123");
+    c
 }
 
-fn completion(content: &str) -> String {
+pub(crate) fn completion(content: &str) -> String {
     json!({"id": "c1", "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
         .to_string()
 }
@@ -309,8 +313,24 @@ fn unconfigured_it_refuses_and_sends_nothing() {
             )
         );
     }
-    let https = judge(t.path(), "https://127.0.0.1:9/", &[]);
-    assert_eq!(https.status.code(), Some(2), "{}", stderr(&https));
+    // Plain http:// to a host that is not loopback: the key would cross the network in clear.
+    let clear = judge(t.path(), "http://192.0.2.1:9/v1", &[]);
+    assert_eq!(clear.status.code(), Some(2), "{}", stderr(&clear));
+    assert_eq!(
+        stderr(&clear),
+        "vf: VF_JUDGE_ENDPOINT \"http://192.0.2.1:9/v1\" is plain http:// to a host that is not \
+         loopback: the API key would cross the network in clear; use https://; nothing was sent\n"
+    );
+    let not_pem = judge_cmd(t.path(), &url, &[])
+        .env("VF_JUDGE_CA_FILE", t.path().join("units/u1/marker.json"))
+        .output()
+        .unwrap();
+    assert_eq!(not_pem.status.code(), Some(2), "{}", stderr(&not_pem));
+    assert!(
+        stderr(&not_pem).contains("holds no PEM certificate; nothing was sent"),
+        "{}",
+        stderr(&not_pem)
+    );
     let unknown = vf_cli()
         .args(["judge", "nope", "--state-dir"])
         .arg(t.path())

@@ -27,6 +27,9 @@ mod fuzz_plan;
 mod fuzz_projector;
 mod fuzz_replay;
 mod judge;
+// vf's TLS crypto (graviola) exists for x86_64 and aarch64 only.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod judge_tls;
 mod projector;
 mod projector_edges;
 mod readers;

@@ -101,7 +101,10 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let ready = (choice == EngineChoice::Auto && !args.dry_run)
         .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
     let is_ready = |e| ready.as_ref().map(|r| r.get(e));
-    let attach_plan = attach::select(choice, &args.attach, &state_dir, &cwd, &is_ready)?;
+    let mut attach_plan = attach::select(choice, &args.attach, &state_dir, &cwd, &is_ready)?;
+    if args.engine.is_none() && choice != EngineChoice::Auto {
+        attach_plan.pick.reason = format!("chosen by `engine` in {}", cfg.path.display());
+    }
     let engine_id = attach_plan.pick.engine;
     let unit = match &args.unit {
         Some(u) => u.clone(),
@@ -383,7 +386,15 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         keep_answer: true,
         command: r.command,
     };
-    run_unit(spec, Some(lock), (format, &hooks), replay)
+    // Named in the result when the user config gave any of them.
+    let from_config = r
+        .origins
+        .values()
+        .any(|o| matches!(o, crate::config::Origin::Config(_)));
+    let origins = from_config
+        .then(|| serde_json::to_value(&r.origins).ok())
+        .flatten();
+    run_unit_with(spec, Some(lock), (format, &hooks), replay, origins)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
@@ -587,7 +598,19 @@ pub fn run_unit(
     (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
 ) -> Result<i32> {
+    run_unit_with(spec, lock, (format, hooks), replay, None)
+}
+
+/// [`run_unit`], the JSON result with `origins` (docs/CONFIG.md).
+fn run_unit_with(
+    spec: UnitSpec,
+    lock: Option<UnitLock>,
+    (format, hooks): (OutputFormat, &Hooks),
+    replay: Option<crate::history::Counts>,
+    origins: Option<serde_json::Value>,
+) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
+    sink.origins = origins;
     let (state_dir, cwd, grace) = (spec.state_dir.clone(), spec.cwd.clone(), spec.kill_grace);
     let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
     crate::rerun::mark(&mut result, replay);

@@ -60,6 +60,10 @@ fn a_flag_beats_the_config_which_beats_the_builtin_in_a_dispatch() {
     let origin = format!("config:{}", config.display());
     let v = dry_run(&env, &config, &[]);
     assert_eq!(v["engine"], "codex");
+    assert_eq!(
+        v["engineReason"],
+        format!("chosen by `engine` in {}", config.display())
+    );
     let args: Vec<&str> = v["args"]
         .as_array()
         .unwrap()
@@ -106,6 +110,34 @@ fn a_flag_beats_the_config_which_beats_the_builtin_in_a_dispatch() {
         (&o["effort"], &o["read_only"]),
         (&json!("builtin"), &json!(origin))
     );
+}
+
+#[test]
+fn a_run_the_config_shaped_names_its_origins_in_the_result() {
+    let env = Env::new();
+    let config = env.write("cfg/config.toml", "[defaults]\nengine = \"codex\"\n");
+    let run_json = |config: &Path, engine: &[&str]| {
+        let mut args = vec!["dispatch", "--json", "--prompt", "x"];
+        args.extend_from_slice(engine);
+        let mut c = with_config(&env, config, &args);
+        c.env("VF_CODEX_BIN", env.fake_for("codex")).env(
+            "FAKE_STDOUT",
+            common::fixture("codex/0.171.0/a_json.stdout.jsonl"),
+        );
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout_json(&out)
+    };
+    let v = run_json(&config, &[]);
+    assert_eq!(v["engine"], "codex");
+    assert_eq!(
+        v["origins"]["engine"],
+        format!("config:{}", config.display())
+    );
+    assert_eq!(v["origins"]["model"], "builtin");
+    // Without a file, the result is as it always was.
+    let v = run_json(&common::no_config(), &["-e", "codex"]);
+    assert_eq!(v.get("origins"), None);
 }
 
 #[test]

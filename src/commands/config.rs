@@ -92,6 +92,9 @@ pub fn asked_of(cfg: &Config) -> Asked {
     }
 }
 
+/// A part of the request: its key, whether a flag gives it, whether a marker's request sets it.
+type Part = (&'static str, bool, fn(&Asked) -> bool);
+
 /// The origin of each part of the request: a flag, else the unit's marker
 /// (a re-run keeps what it asked for), else the config, else built-in.
 pub fn asked_origins(
@@ -101,7 +104,7 @@ pub fn asked_origins(
     o: &mut Origins,
 ) {
     let t = &p.tools;
-    let given: [(&'static str, bool, fn(&Asked) -> bool); 8] = [
+    let given: [Part; 8] = [
         ("read_only", p.read_only, |a| a.read_only),
         ("allow_tools", !t.allow_tool.is_empty(), |a| {
             !a.allow_tools.is_empty()

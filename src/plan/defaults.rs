@@ -38,7 +38,18 @@ pub fn merge(plan: &Table, user: &UserDefaults, unit: &mut Table) -> BTreeMap<St
         unit.keys().map(|k| (k.clone(), Layer::Unit)).collect();
     apply(plan, unit);
     note(unit, &mut layers, Layer::Defaults);
-    apply(&user.defaults, unit);
+    // A preset (`acp:NAME`) is the unit's own command: the user's is not for it.
+    let engine = unit.get("engine").or(user.defaults.get("engine"));
+    if engine
+        .and_then(Value::as_str)
+        .is_some_and(|e| e.contains(':'))
+    {
+        let mut d = user.defaults.clone();
+        d.retain(|k, _| owner(k).is_none());
+        apply(&d, unit);
+    } else {
+        apply(&user.defaults, unit);
+    }
     let kind = unit
         .get("engine")
         .and_then(Value::as_str)
@@ -180,6 +191,34 @@ mod tests {
         let by_default = merged(&format!("{d}\nengine = \"bridge\""), "x = 1");
         assert!(by_default.contains_key("bridge"), "{by_default:?}");
         assert_eq!(owner("bridgework"), None);
+    }
+
+    #[test]
+    fn the_user_layer_comes_last_and_never_overrides_a_preset() {
+        let user = UserDefaults {
+            defaults: table("acp = \"mine --acp\"\ntimeout = 9.0\nread_only = true"),
+            engines: BTreeMap::from([(EngineId::Acp, (Some("m".into()), None))]),
+        };
+        let plan = table("timeout = 5.0");
+        let mut unit = table("engine = \"acp:gemini\"\nread_only = false");
+        let layers = merge(&plan, &user, &mut unit);
+        assert_eq!(
+            unit,
+            table("engine = \"acp:gemini\"\nread_only = false\ntimeout = 5.0\nmodel = \"m\"")
+        );
+        let want = [
+            ("engine", Layer::Unit),
+            ("model", Layer::User),
+            ("read_only", Layer::Unit),
+            ("timeout", Layer::Defaults),
+        ];
+        assert_eq!(
+            layers,
+            want.map(|(k, l)| (k.to_string(), l)).into_iter().collect()
+        );
+        let mut plain = table("engine = \"acp\"");
+        merge(&plan, &user, &mut plain);
+        assert_eq!(plain.get("acp"), Some(&Value::from("mine --acp")));
     }
 
     fn table(text: &str) -> Table {

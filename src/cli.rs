@@ -70,6 +70,9 @@ pub enum Command {
     /// Answer one agent hook call: the payload JSON on stdin, logged; a denied
     /// tool is refused (exit 2). agy's hooks are unverified: no guardrail.
     Hook(HookArgs),
+    /// Show the effective settings and where each comes from: flag, variable,
+    /// the user config file, built-in (`path`: the file's path; docs/CONFIG.md).
+    Config(ConfigArgs),
 }
 
 /// The whole command tree: what completions and the man page describe.
@@ -98,9 +101,9 @@ pub struct PromptArgs {
 #[derive(Debug, Args)]
 pub struct DispatchArgs {
     /// The engine to run, or `auto` (chosen from the attachments and
-    /// readiness; never the bridge).
+    /// readiness; never the bridge). Default: `engine` in the user config.
     #[arg(long, short = 'e')]
-    pub engine: EngineChoice,
+    pub engine: Option<EngineChoice>,
     /// With `--engine bridge`: the agent's command (default: `VIBEFLOW_AI`).
     /// The prompt goes on its stdin; POSIX runs it with `/bin/sh -c`, Windows
     /// tokenized, without a shell (ENGINES.md, "The bridge").
@@ -349,9 +352,10 @@ pub struct ResumeArgs {
 pub struct OrchestrateArgs {
     /// The plan: a TOML file of `[[unit]]` tables (see docs/ORCHESTRATE.md).
     pub plan: PathBuf,
-    /// Run at most this many units at once.
-    #[arg(long, default_value_t = DEFAULT_JOBS, value_name = "N")]
-    pub jobs: usize,
+    /// Run at most this many units at once (default: `jobs` in the user
+    /// config, else 4).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
     /// Pick up every unit from its marker after a crash: skip done units,
     /// resume exact sessions, re-dispatch the rest with a bounded replay.
     #[arg(long)]
@@ -764,4 +768,26 @@ pub struct HookArgs {
     /// Append one JSON line per call to this file.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(subcommand)]
+    pub command: Option<ConfigCommand>,
+    /// Also show, for each unit of this plan, where each of its settings comes
+    /// from (unit, the plan's `[defaults]`, the config file, built-in).
+    #[arg(long, value_name = "PLAN")]
+    pub plan: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the config file's path (`VF_CONFIG`, else the platform's config
+    /// dir), whether or not it exists.
+    Path,
 }

@@ -13,6 +13,7 @@ pub mod child;
 pub mod clean;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod conv;
 pub mod dispatch;
 pub mod doctor;

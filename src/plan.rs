@@ -20,6 +20,11 @@ use crate::text::{one_line, shown};
 
 mod defaults;
 
+pub use defaults::{Layer, UserDefaults, check_config_key};
+
+/// Per unit, the layer that set each of its keys (`[defaults]`, user config).
+pub type Layers = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Layer>>;
+
 /// Plan files larger than this are refused (a plan is a short list).
 pub const MAX_PLAN_BYTES: u64 = 4 * 1024 * 1024;
 /// A dependency cycle's message names at most this many of its units.
@@ -193,6 +198,8 @@ pub struct Plan {
     pub budget: crate::usage::Budget,
     /// `on_plan_finish`: run after the plan, its result JSON on stdin.
     pub on_plan_finish: Option<String>,
+    /// Which layer set each unit's keys (unit, `[defaults]`, user config).
+    pub layers: Layers,
 }
 
 impl Plan {
@@ -203,6 +210,11 @@ impl Plan {
 
 /// Reads and validates a plan file.
 pub fn load(path: &Path) -> Result<Plan> {
+    load_with(path, &UserDefaults::default())
+}
+
+/// [`load`], the user config's defaults merged below the plan's `[defaults]`.
+pub fn load_with(path: &Path, user: &UserDefaults) -> Result<Plan> {
     let path = crate::state::absolute(path)?;
     let shown = show_path(&path);
     let meta = std::fs::metadata(&path)
@@ -219,12 +231,13 @@ pub fn load(path: &Path) -> Result<Plan> {
     let text = std::fs::read_to_string(&path)
         .map_err(|e| VfError::usage(format!("cannot read plan {shown}: {e}")))?;
     let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-    match parse_with_budget(&text, &dir) {
-        Ok((units, budget, on_plan_finish)) => Ok(Plan {
+    match parse_with_budget(&text, &dir, user) {
+        Ok((units, budget, on_plan_finish, layers)) => Ok(Plan {
             path,
             units,
             budget,
             on_plan_finish,
+            layers,
         }),
         Err(e) => Err(VfError::usage(format!("plan {shown}: {e}"))),
     }
@@ -233,14 +246,19 @@ pub fn load(path: &Path) -> Result<Plan> {
 /// Parses and validates plan text; relative paths are taken from `dir`.
 /// Errors are plain messages (the caller names the file).
 pub fn parse(text: &str, dir: &Path) -> std::result::Result<Vec<PlanUnit>, String> {
-    parse_with_budget(text, dir).map(|(units, _, _)| units)
+    parse_with_budget(text, dir, &UserDefaults::default()).map(|(units, _, _, _)| units)
 }
 
-/// What a plan file holds besides its units: `[budget]`, `on_plan_finish`.
-type PlanParts = (Vec<PlanUnit>, crate::usage::Budget, Option<String>);
+/// What a plan file holds besides its units: `[budget]`, `on_plan_finish`,
+/// and the layer of each unit's keys.
+type PlanParts = (Vec<PlanUnit>, crate::usage::Budget, Option<String>, Layers);
 
 /// [`parse`], and the plan's `[budget]` and `on_plan_finish`.
-fn parse_with_budget(text: &str, dir: &Path) -> std::result::Result<PlanParts, String> {
+fn parse_with_budget(
+    text: &str,
+    dir: &Path,
+    user: &UserDefaults,
+) -> std::result::Result<PlanParts, String> {
     // One line: `line N: message` (toml's own rendering spans several lines).
     let mut raw: RawPlan = toml::from_str(text).map_err(|e| {
         let msg = toml_message(&e);
@@ -257,7 +275,7 @@ fn parse_with_budget(text: &str, dir: &Path) -> std::result::Result<PlanParts, S
     }
     let raw_budget = std::mem::take(&mut raw.budget);
     let on_plan_finish = raw.on_plan_finish.take();
-    let raw_units = raw_units(raw, text)?;
+    let (raw_units, layers) = raw_units(raw, text, user)?;
     let mut units = Vec::with_capacity(raw_units.len());
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut folded: HashMap<String, String> = HashMap::new();
@@ -295,6 +313,7 @@ fn parse_with_budget(text: &str, dir: &Path) -> std::result::Result<PlanParts, S
         order.into_iter().filter_map(|i| slots[i].take()).collect(),
         budget,
         on_plan_finish,
+        layers,
     ))
 }
 
@@ -304,14 +323,22 @@ fn toml_message(e: &toml::de::Error) -> String {
 }
 
 /// Each unit table with the plan's `[defaults]` merged in, deserialized.
-fn raw_units(raw: RawPlan, text: &str) -> std::result::Result<Vec<RawUnit>, String> {
+fn raw_units(
+    raw: RawPlan,
+    text: &str,
+    user: &UserDefaults,
+) -> std::result::Result<(Vec<RawUnit>, Layers), String> {
     let defaults = raw.defaults.unwrap_or_default();
     defaults::check(&defaults)?;
     let mut units = Vec::with_capacity(raw.unit.len());
+    let mut all_layers = Layers::new();
     for (i, spanned) in raw.unit.into_iter().enumerate() {
         let start = spanned.span().start.min(text.len());
         let mut table = spanned.into_inner();
-        defaults::apply(&defaults, &mut table);
+        let layers = defaults::merge(&defaults, user, &mut table);
+        if let Some(name) = defaults::unit_name(&table) {
+            all_layers.insert(name.to_string(), layers);
+        }
         // Named only on error: counting lines for every unit would be quadratic.
         let who = match defaults::unit_name(&table) {
             Some(name) => format!("unit {}", shown(name, 80)),
@@ -323,7 +350,7 @@ fn raw_units(raw: RawPlan, text: &str) -> std::result::Result<Vec<RawUnit>, Stri
         })?;
         units.push(unit);
     }
-    Ok(units)
+    Ok((units, all_layers))
 }
 
 /// One unit's own checks (the caller names the unit in the error).

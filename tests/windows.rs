@@ -90,6 +90,7 @@ impl Win {
             .current_dir(&self.path)
             .stdin(Stdio::null())
             .env("VF_STATE_DIR", self.path.join("state"))
+            .env("VF_CONFIG", self.path.join("no-config.toml"))
             .env("VF_KILL_GRACE_MS", "500")
             .env_remove("VF_CODEX_BIN");
         c
@@ -213,6 +214,7 @@ fn a_quoted_cmd_bridge_runs_with_call_and_literal_operators() {
     .current_dir(&w.path)
     .stdin(Stdio::null())
     .env("VF_STATE_DIR", w.path.join("state"))
+    .env("VF_CONFIG", w.path.join("no-config.toml"))
     .env("VF_KILL_GRACE_MS", "500")
     .env_remove("VIBEFLOW_AI");
     let out = run_bounded(c, Duration::from_secs(120));

@@ -6,11 +6,10 @@ use std::path::PathBuf;
 use crate::attach::Store;
 use crate::cli::{AttachArgs, AttachCommand, StateDirArg};
 use crate::error::Result;
-use crate::state;
 
 fn store(arg: &StateDirArg) -> Result<Store> {
     let cwd = std::env::current_dir()?;
-    let dir: PathBuf = state::resolve_state_dir(arg.state_dir.as_deref(), &cwd)?;
+    let dir: PathBuf = super::config::state_dir(arg.state_dir.as_deref(), &cwd)?;
     Ok(Store::new(&dir))
 }
 

@@ -6,7 +6,6 @@ use std::io::Write;
 use crate::clean::{CleanRequest, clean};
 use crate::cli::CleanArgs;
 use crate::error::{Result, VfError, exit};
-use crate::state;
 
 pub fn run(args: &CleanArgs) -> Result<i32> {
     if args.units.is_empty() && !args.done && !args.all {
@@ -16,7 +15,7 @@ pub fn run(args: &CleanArgs) -> Result<i32> {
     }
     let cwd = std::env::current_dir()?;
     let req = CleanRequest {
-        state_dir: state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?,
+        state_dir: super::config::state_dir(args.state.state_dir.as_deref(), &cwd)?,
         units: args.units.clone(),
         done_only: args.done,
         branches: args.branches,

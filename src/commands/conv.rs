@@ -13,7 +13,7 @@ use crate::cli::{
 use crate::conv::turn::{self, SayContext, TurnReport};
 use crate::conv::{ConvStore, Conversation, model};
 use crate::error::{Result, VfError};
-use crate::{private, state};
+use crate::private;
 
 pub fn run(args: ConvArgs) -> Result<i32> {
     match args.command {
@@ -27,7 +27,7 @@ pub fn run(args: ConvArgs) -> Result<i32> {
 }
 
 fn state_dir(arg: &StateDirArg) -> Result<PathBuf> {
-    state::resolve_state_dir(arg.state_dir.as_deref(), &std::env::current_dir()?)
+    super::config::state_dir(arg.state_dir.as_deref(), &std::env::current_dir()?)
 }
 
 fn new(a: &ConvNewArgs) -> Result<i32> {
@@ -65,7 +65,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         }
     };
     let cwd = super::dispatch::resolve_cwd(a.cwd.as_deref())?;
-    let state_dir = state::resolve_state_dir(a.state.state_dir.as_deref(), &cwd)?;
+    let state_dir = super::config::state_dir(a.state.state_dir.as_deref(), &cwd)?;
     let store = ConvStore::new(&state_dir);
     let _lock = store.lock(&a.name)?;
     let mut conv = store.load(&a.name)?;

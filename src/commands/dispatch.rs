@@ -47,6 +47,10 @@ pub struct Resolved {
     pub asked: crate::marker::Asked,
     /// `--mcp FILE`, read and checked for the engine.
     pub mcp: Option<crate::engine::mcp::McpServers>,
+    /// `--stall-timeout` and `--timeout`, else the user config's.
+    pub timeouts: (Option<f64>, Option<f64>),
+    /// Where each setting the user config can set came from.
+    pub origins: super::config::Origins,
 }
 
 /// `--private-range` values, parsed here so that `cli.rs` stays clap-only. A
@@ -83,28 +87,45 @@ pub fn resolve_cwd(cwd: Option<&std::path::Path>) -> Result<PathBuf> {
 }
 
 pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
+    use super::config as user;
     let cwd = resolve_cwd(args.cwd.as_deref())?;
-    check_session_choice(args.engine, args.session.as_deref())?;
-    let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
+    let cfg = crate::config::load()?;
+    let mut origins = user::Origins::new();
+    let (choice, origin) = user::engine_choice(args.engine, &cfg)?;
+    origins.insert("engine", origin);
+    check_session_choice(choice, args.session.as_deref())?;
+    let (state_dir, origin) = user::state_dir_of(args.run.state.state_dir.as_deref(), &cwd, &cfg)?;
+    origins.insert("state_dir", origin);
     // `auto` asks the doctor which engines are ready before a real run; a dry
     // run spawns nothing and falls back to the support-matrix order.
-    let ready = (args.engine == EngineChoice::Auto && !args.dry_run)
+    let ready = (choice == EngineChoice::Auto && !args.dry_run)
         .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
     let is_ready = |e| ready.as_ref().map(|r| r.get(e));
-    let attach_plan = attach::select(args.engine, &args.attach, &state_dir, &cwd, &is_ready)?;
+    let mut attach_plan = attach::select(choice, &args.attach, &state_dir, &cwd, &is_ready)?;
+    if args.engine.is_none() && choice != EngineChoice::Auto {
+        attach_plan.pick.reason = format!("chosen by `engine` in {}", cfg.path.display());
+    }
     let engine_id = attach_plan.pick.engine;
     let unit = match &args.unit {
         Some(u) => u.clone(),
         None => default_unit_name(engine_id.as_str()),
     };
     names::check("unit name", &unit)?;
-    let command = command_of(args, engine_id, &unit, &state_dir)?;
+    let command = command_of(args, (choice, engine_id), &unit, &state_dir, &cfg)?;
     let prompt = super::prompt::read(&args.prompt)?;
-    let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
-    // A re-run of an existing unit keeps what it asked for, unless given again.
+    let model = user::model_args(&args.run.model, engine_id, &cfg, &mut origins);
+    let chosen = super::run_options::resolve(engine_id, &model, None)?;
+    // A re-run of an existing unit keeps what it asked for, unless given
+    // again; a first run starts from the user config's.
     let kept = crate::marker::MarkerStore::new(&state_dir).load(&unit)?;
-    let asked =
-        super::run_options::request(&args.policy, &args.after, kept.as_ref().map(|m| &m.asked));
+    let kept = kept.as_ref().map(|m| &m.asked);
+    user::asked_origins((&args.policy, &args.after), kept, &cfg, &mut origins);
+    let from_config = user::asked_of(&cfg);
+    let asked = super::run_options::request(&args.policy, &args.after, kept.or(Some(&from_config)));
+    let timeouts = (
+        user::or_config(args.run.stall_timeout, "stall_timeout", &cfg, &mut origins),
+        user::or_config(args.run.timeout, "timeout", &cfg, &mut origins),
+    );
     let policy = super::run_options::policy(
         &asked,
         args.skip_permissions,
@@ -130,6 +151,8 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         policy,
         asked,
         mcp,
+        timeouts,
+        origins,
     })
 }
 
@@ -138,15 +161,18 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
 /// records; checked. Refused for any other engine.
 fn command_of(
     args: &DispatchArgs,
-    engine: EngineId,
+    (choice, engine): (EngineChoice, EngineId),
     unit: &str,
     state_dir: &std::path::Path,
+    cfg: &crate::config::Config,
 ) -> Result<Option<EngineCommand>> {
     let given = match engine {
         EngineId::Bridge => args.bridge.clone(),
         EngineId::Acp => args.acp.clone(),
         _ => None,
     };
+    // The config's command (its `bridge`, `acp`), below the variable.
+    let configured = || cfg.get::<String>(engine.as_str());
     if engine != EngineId::Bridge && (args.bridge.is_some() || args.bridge_output.is_some()) {
         return Err(VfError::usage(format!(
             "--bridge and --bridge-output go with --engine bridge, not {engine}"
@@ -166,13 +192,16 @@ fn command_of(
             src.flag
         )));
     }
-    let (line, what) = match (given, args.engine.preset(), src.from_env()) {
-        (Some(line), _, _) => (line, src.flag),
-        (None, Some(preset), _) => return preset.command().map(Some),
-        (None, None, Some(line)) => (line, src.env),
-        (None, None, None) => return recorded_command(engine, unit, state_dir).map(Some),
+    let from_config = format!("`{}` in {}", src.plan_key, cfg.path.display());
+    let (line, what) = match (given, choice.preset(), src.from_env(), configured()) {
+        (Some(line), _, _, _) => (line, src.flag),
+        (None, Some(preset), _, _) => return preset.command().map(Some),
+        (None, None, Some(line), _) => (line, src.env),
+        (None, None, None, Some(line)) => (line, from_config.as_str()),
+        (None, None, None, None) => return recorded_command(engine, unit, state_dir).map(Some),
     };
-    EngineCommand::new(line, args.bridge_output, what).map(Some)
+    let output = args.bridge_output.or_else(|| cfg.get("bridge_output"));
+    EngineCommand::new(line, output, what).map(Some)
 }
 
 /// A re-run of a unit of `engine` without its command given: the one its
@@ -251,6 +280,8 @@ struct DryRun<'a> {
     /// The notification hooks (absent when none).
     #[serde(skip_serializing_if = "Option::is_none")]
     hooks: Option<DryRunHooks<'a>>,
+    /// Where each setting the user config can set came from (docs/CONFIG.md).
+    origins: &'a super::config::Origins,
 }
 
 #[derive(Serialize)]
@@ -334,8 +365,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         skip_permissions: r.skip_permissions,
         engine_bin: args.run.engine_bin.clone(),
         attachments: r.attach_plan.attachments,
-        stall_timeout: seconds("--stall-timeout", args.run.stall_timeout)?,
-        timeout: seconds("--timeout", args.run.timeout)?,
+        stall_timeout: seconds("--stall-timeout", r.timeouts.0)?,
+        timeout: seconds("--timeout", r.timeouts.1)?,
         kill_grace: crate::child::kill_grace_from_env()?,
         warnings: Vec::new(),
         engine_reason: Some(r.engine_reason.clone()),
@@ -355,7 +386,15 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         keep_answer: true,
         command: r.command,
     };
-    run_unit(spec, Some(lock), (format, &hooks), replay)
+    // Named in the result when the user config gave any of them.
+    let from_config = r
+        .origins
+        .values()
+        .any(|o| matches!(o, crate::config::Origin::Config(_)));
+    let origins = from_config
+        .then(|| serde_json::to_value(&r.origins).ok())
+        .flatten();
+    run_unit_with(spec, Some(lock), (format, &hooks), replay, origins)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
@@ -487,6 +526,7 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
                 on_fail: r.asked.on_fail.as_deref(),
             })
             .filter(|h| h.on_finish.is_some() || h.on_fail.is_some()),
+            origins: &r.origins,
         })?;
     } else {
         print_dry_run(r, &inv, ws)?;
@@ -558,7 +598,19 @@ pub fn run_unit(
     (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
 ) -> Result<i32> {
+    run_unit_with(spec, lock, (format, hooks), replay, None)
+}
+
+/// [`run_unit`], the JSON result with `origins` (docs/CONFIG.md).
+fn run_unit_with(
+    spec: UnitSpec,
+    lock: Option<UnitLock>,
+    (format, hooks): (OutputFormat, &Hooks),
+    replay: Option<crate::history::Counts>,
+    origins: Option<serde_json::Value>,
+) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
+    sink.origins = origins;
     let (state_dir, cwd, grace) = (spec.state_dir.clone(), spec.cwd.clone(), spec.kill_grace);
     let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
     crate::rerun::mark(&mut result, replay);

@@ -25,10 +25,8 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
         refresh: args.refresh,
         preset,
     };
-    let state_dir = crate::state::resolve_state_dir(
-        args.state.state_dir.as_deref(),
-        &std::env::current_dir()?,
-    )?;
+    let state_dir =
+        super::config::state_dir(args.state.state_dir.as_deref(), &std::env::current_dir()?)?;
     if args.fix {
         return fix(&state_dir, args.json);
     }

@@ -11,7 +11,6 @@ use serde_json::json;
 use crate::cli::JudgeArgs;
 use crate::error::{Result, exit};
 use crate::judge::{self, Config, Decision, Failure};
-use crate::state;
 
 pub fn run(a: &JudgeArgs) -> Result<i32> {
     let var = |name: &str| std::env::var(name).ok();
@@ -24,7 +23,7 @@ pub fn run(a: &JudgeArgs) -> Result<i32> {
         Duration::from_secs(a.timeout),
     )?;
     let cwd = std::env::current_dir()?;
-    let state_dir = state::resolve_state_dir(a.state.state_dir.as_deref(), &cwd)?;
+    let state_dir = super::config::state_dir(a.state.state_dir.as_deref(), &cwd)?;
     let input = judge::load_input(&state_dir, &a.unit)?;
     let verdict = match judge::judge(&cfg, &input) {
         Ok(v) => v,

@@ -6,6 +6,7 @@ use crate::error::Result;
 pub mod attach;
 pub mod clean;
 pub mod completions;
+pub mod config;
 pub mod conv;
 pub mod dispatch;
 pub mod doctor;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Skill(a) => skill::run(&a),
         Command::Workspace(a) => workspace::run(&a),
         Command::Hook(a) => hook::run(&a),
+        Command::Config(a) => config::run(&a),
     }
 }
 

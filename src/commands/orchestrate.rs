@@ -16,16 +16,18 @@ use crate::engine::EngineId;
 use crate::engine::choice::EngineChoice;
 use crate::error::{Result, VfError};
 use crate::frames::ConversationEvent;
+use crate::plan;
 use crate::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
-use crate::{plan, state};
 
 /// Everything is checked before anything starts; `auto` units ask the doctor
 /// which engines are ready (once for the whole plan).
 fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>)> {
-    if args.jobs == 0 {
+    if args.jobs == Some(0) {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
-    let mut plan = plan::load(&args.plan)?;
+    // The user config: below the plan's `[defaults]`, `--jobs` and `--state-dir`.
+    let cfg = crate::config::load()?;
+    let mut plan = plan::load_with(&args.plan, &cfg.user_defaults())?;
     crate::hooks::timeout_from_env()?;
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
@@ -34,7 +36,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>
     };
     let flags = flags.checked().map_err(VfError::usage)?;
     let cwd = std::env::current_dir()?;
-    let state_dir = state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?;
+    let (state_dir, _) = super::config::state_dir_of(args.state.state_dir.as_deref(), &cwd, &cfg)?;
     let ready = plan
         .units
         .iter()
@@ -61,7 +63,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>
         plan: plan.path,
         state_dir,
         jobs,
-        parallel: args.jobs,
+        parallel: args.jobs.or(cfg.jobs).unwrap_or(crate::cli::DEFAULT_JOBS),
         resume: args.resume,
         budget: plan
             .budget

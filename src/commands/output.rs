@@ -14,6 +14,8 @@ pub struct StdoutSink {
     spinner: Option<usize>,
     /// Extra key/values for every JSONL line (orchestrate tags lines with the unit).
     pub tag: Option<(String, String)>,
+    /// `origins` added to the result object (`vf dispatch`: docs/CONFIG.md).
+    pub origins: Option<serde_json::Value>,
 }
 
 impl StdoutSink {
@@ -24,6 +26,7 @@ impl StdoutSink {
             format,
             spinner,
             tag: None,
+            origins: None,
         }
     }
 
@@ -56,11 +59,20 @@ impl StdoutSink {
     }
 
     /// The final result: the last JSONL line, the whole JSON output, or a human summary.
+    /// The result as JSON, with `origins` when the command set them.
+    fn with_origins(&self, r: &DispatchResult) -> serde_json::Value {
+        let mut v = serde_json::to_value(r).unwrap_or_default();
+        if let (Some(o), Some(obj)) = (&self.origins, v.as_object_mut()) {
+            obj.insert("origins".into(), o.clone());
+        }
+        v
+    }
+
     pub fn result(&mut self, r: &DispatchResult) {
         self.clear_spinner();
         match self.format {
             OutputFormat::Jsonl => {
-                let mut v = serde_json::to_value(r).unwrap_or_default();
+                let mut v = self.with_origins(r);
                 if let Some(obj) = v.as_object_mut() {
                     let mut tagged = serde_json::Map::new();
                     tagged.insert("kind".into(), "dispatch.result".into());
@@ -69,7 +81,10 @@ impl StdoutSink {
                 }
                 self.json_line(&v);
             }
-            OutputFormat::Json => self.json_line(r),
+            OutputFormat::Json => {
+                let v = self.with_origins(r);
+                self.json_line(&v)
+            }
             OutputFormat::Human => {
                 let mut s = String::new();
                 s.push_str(&format!(

@@ -7,8 +7,8 @@ use crate::dispatch::UnitSpec;
 use crate::error::{Result, VfError};
 use crate::marker::MarkerStore;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
+use crate::names;
 use crate::rerun::for_resume;
-use crate::{names, state};
 
 /// A validated `vf resume`: everything is checked before anything is touched.
 struct Request {
@@ -25,7 +25,7 @@ struct Request {
 fn resolve(args: &ResumeArgs) -> Result<Request> {
     names::check("unit name", &args.unit)?;
     let cwd = std::env::current_dir()?;
-    let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
+    let state_dir = super::config::state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
     crate::hooks::timeout_from_env()?;
     let store = MarkerStore::new(&state_dir);

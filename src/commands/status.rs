@@ -9,8 +9,8 @@ use crate::cli::StatusArgs;
 use crate::error::{Result, VfError, exit};
 use crate::marker::policy::{resolve_resume_id, state_refusal};
 use crate::marker::{Marker, MarkerStore, Problem, UnitState, Unusable};
+use crate::names;
 use crate::procinfo::Liveness;
-use crate::{names, state};
 
 /// A validated `vf status` request.
 struct Request {
@@ -28,7 +28,7 @@ fn resolve(args: &StatusArgs) -> Result<Request> {
     }
     let cwd = std::env::current_dir()?;
     Ok(Request {
-        state_dir: state::resolve_state_dir(args.state.state_dir.as_deref(), &cwd)?,
+        state_dir: super::config::state_dir(args.state.state_dir.as_deref(), &cwd)?,
         unit: args.unit.clone(),
         json: args.json,
         since: args.since.as_deref().map(parse_since).transpose()?,

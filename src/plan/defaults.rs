@@ -4,9 +4,102 @@
 //! works in `[defaults]` the same way, and an unknown key in `[defaults]` is
 //! the same error as in a unit.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
 use toml::{Table, Value};
 
 use crate::engine::EngineId;
+
+/// What the user config (`crate::config`) sets below a plan's `[defaults]`:
+/// its `[defaults]` table and, per engine, a model and an effort.
+#[derive(Debug, Clone, Default)]
+pub struct UserDefaults {
+    pub defaults: Table,
+    pub engines: BTreeMap<EngineId, (Option<String>, Option<String>)>,
+}
+
+/// Which layer of a plan set a unit's key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// The unit's own table.
+    Unit,
+    /// The plan's `[defaults]`.
+    Defaults,
+    /// The user config.
+    User,
+}
+
+/// `unit` with the plan's `[defaults]`, then the user's defaults and the
+/// model and effort the user gives its engine; returns the layer of each key.
+pub fn merge(plan: &Table, user: &UserDefaults, unit: &mut Table) -> BTreeMap<String, Layer> {
+    let mut layers: BTreeMap<String, Layer> =
+        unit.keys().map(|k| (k.clone(), Layer::Unit)).collect();
+    apply(plan, unit);
+    note(unit, &mut layers, Layer::Defaults);
+    // A preset (`acp:NAME`) is the unit's own command: the user's is not for it.
+    let engine = unit.get("engine").or(user.defaults.get("engine"));
+    if engine
+        .and_then(Value::as_str)
+        .is_some_and(|e| e.contains(':'))
+    {
+        let mut d = user.defaults.clone();
+        d.retain(|k, _| owner(k).is_none());
+        apply(&d, unit);
+    } else {
+        apply(&user.defaults, unit);
+    }
+    let kind = unit
+        .get("engine")
+        .and_then(Value::as_str)
+        .and_then(|e| EngineId::parse(e.split(':').next().unwrap_or(e)));
+    if let Some((model, effort)) = kind.and_then(|k| user.engines.get(&k)) {
+        for (key, v) in [("model", model), ("effort", effort)] {
+            if let Some(v) = v
+                && !unit.contains_key(key)
+            {
+                unit.insert(key.into(), Value::String(v.clone()));
+            }
+        }
+    }
+    note(unit, &mut layers, Layer::User);
+    layers
+}
+
+/// Every key of `unit` not yet in `layers` came from `layer`.
+fn note(unit: &Table, layers: &mut BTreeMap<String, Layer>, layer: Layer) {
+    for k in unit.keys() {
+        layers.entry(k.clone()).or_insert(layer);
+    }
+}
+
+/// One key of the user config's `[defaults]`, checked as a unit's key: its
+/// type by the unit's own deserializer, then the unit's own checks, on a unit
+/// that sets only it (`dir`: an existing directory for the unit's `cwd`).
+pub fn check_config_key(key: &str, value: &Value, dir: &Path) -> Result<(), String> {
+    let engine = match key {
+        "bridge" | "bridge_output" => "bridge",
+        "acp" => "acp",
+        _ => "auto",
+    };
+    let mut t = Table::new();
+    t.insert("name".into(), "config".into());
+    t.insert("prompt".into(), "x".into());
+    t.insert("engine".into(), engine.into());
+    if key == "bridge_output" {
+        t.insert("bridge".into(), "true".into());
+    }
+    t.insert(key.into(), value.clone());
+    let unit = super::RawUnit::deserialize(Value::Table(t))
+        .map_err(|e| format!("`{key}`: {}", super::toml_message(&e)))?;
+    if key == "engine" {
+        return Ok(());
+    }
+    super::checked_unit(unit, dir)
+        .map(|_| ())
+        .map_err(|e| format!("`{key}`: {e}"))
+}
 
 /// Keys that make no sense for every unit at once.
 const NOT_DEFAULTABLE: &[&str] = &["name"];
@@ -98,6 +191,34 @@ mod tests {
         let by_default = merged(&format!("{d}\nengine = \"bridge\""), "x = 1");
         assert!(by_default.contains_key("bridge"), "{by_default:?}");
         assert_eq!(owner("bridgework"), None);
+    }
+
+    #[test]
+    fn the_user_layer_comes_last_and_never_overrides_a_preset() {
+        let user = UserDefaults {
+            defaults: table("acp = \"mine --acp\"\ntimeout = 9.0\nread_only = true"),
+            engines: BTreeMap::from([(EngineId::Acp, (Some("m".into()), None))]),
+        };
+        let plan = table("timeout = 5.0");
+        let mut unit = table("engine = \"acp:gemini\"\nread_only = false");
+        let layers = merge(&plan, &user, &mut unit);
+        assert_eq!(
+            unit,
+            table("engine = \"acp:gemini\"\nread_only = false\ntimeout = 5.0\nmodel = \"m\"")
+        );
+        let want = [
+            ("engine", Layer::Unit),
+            ("model", Layer::User),
+            ("read_only", Layer::Unit),
+            ("timeout", Layer::Defaults),
+        ];
+        assert_eq!(
+            layers,
+            want.map(|(k, l)| (k.to_string(), l)).into_iter().collect()
+        );
+        let mut plain = table("engine = \"acp\"");
+        merge(&plan, &user, &mut plain);
+        assert_eq!(plain.get("acp"), Some(&Value::from("mine --acp")));
     }
 
     fn table(text: &str) -> Table {

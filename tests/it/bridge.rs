@@ -209,6 +209,13 @@ fn the_dry_run_shows_the_launch_on_both_platforms() {
             "windows": ["cmd.exe", "/d", "/c", "call", r"C:\Program Files\Agent\agent.cmd",
                 "--yes", ">", "log.txt", "&&", "echo", r#"a "b""#],
         },
+        "origins": {
+            "engine": "flag", "state_dir": "env", "model": "builtin", "effort": "builtin",
+            "read_only": "builtin", "allow_tools": "builtin", "deny_tools": "builtin",
+            "require_enforced": "builtin", "deny_paths": "builtin", "allow_paths": "builtin",
+            "on_finish": "builtin", "on_fail": "builtin", "stall_timeout": "builtin",
+            "timeout": "builtin",
+        },
     });
     assert_json_eq(&env.normalized(&stdout_json(&out)), &want);
     // An unquoted `.cmd` gets no `call`; a string Windows cannot tokenize says why.

@@ -118,6 +118,7 @@ fn vf(path_dir: &Path) -> Command {
     let mut c = vf_cli();
     c.env_clear()
         .env("PATH", path_dir)
+        .env("VF_CONFIG", common::no_config())
         .env("VF_STATE_DIR", path_dir.join("state"))
         .current_dir(path_dir);
     c
@@ -730,6 +731,7 @@ fn concurrent_doctors_agree_and_leave_a_whole_cache() {
             std::process::Command::new(common::vf())
                 .env_clear()
                 .env("PATH", &bin)
+                .env("VF_CONFIG", common::no_config())
                 .env("VF_STATE_DIR", bin.join("state"))
                 .current_dir(&bin)
                 .env("XDG_CACHE_HOME", &cache)

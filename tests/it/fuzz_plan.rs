@@ -409,7 +409,8 @@ fn a_long_cycle_is_refused_with_exit_2_and_a_short_message() {
     let plan = t.path().join("plan.toml");
     std::fs::write(&plan, text).unwrap();
     let mut cmd = std::process::Command::new(common::vf());
-    cmd.arg("orchestrate")
+    cmd.env("VF_CONFIG", common::no_config())
+        .arg("orchestrate")
         .arg(&plan)
         .arg("--state-dir")
         .arg(t.path().join("state"));

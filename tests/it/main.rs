@@ -20,6 +20,8 @@ mod acp_captures;
 mod agy_workspace;
 mod architecture;
 mod cli;
+#[cfg(unix)]
+mod config;
 mod engine_argv;
 mod engine_captures;
 mod fuzz_marker;

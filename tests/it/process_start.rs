@@ -25,6 +25,7 @@ fn a_reader_that_closes_the_pipe_early_ends_vf_quietly() {
     // reader goes away.
     let log = env.write("big.jsonl", one.repeat(2000));
     let mut child = Command::new(vf())
+        .env("VF_CONFIG", common::no_config())
         .args(["replay", "--cli", "claude", "--output", "jsonl"])
         .arg(&log)
         .stdin(Stdio::null())

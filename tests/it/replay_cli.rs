@@ -167,6 +167,7 @@ fn bad_arguments_are_usage_errors() {
 #[test]
 fn a_closed_stdout_is_success() {
     let mut child = Command::new(common::vf())
+        .env("VF_CONFIG", common::no_config())
         .args(["replay", "-", "--cli", "codex", "--output", "jsonl"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -35,6 +35,12 @@ pub fn vf() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_vf"))
 }
 
+/// A user config path that never exists: every vf a test runs gets it as
+/// `VF_CONFIG`, so no test reads the developer's own config (docs/CONFIG.md).
+pub fn no_config() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vf-no-config/config.toml")
+}
+
 /// `vf` for tests written with `assert_cmd` (`.assert()`, `.write_stdin()`),
 /// without the caller's settings ([`callers_settings`]). For commands that
 /// need no state dir (help, `replay`): the others run in an [`Env`].
@@ -43,6 +49,7 @@ pub fn vf_cli() -> assert_cmd::Command {
     for k in callers_settings() {
         c.env_remove(k);
     }
+    c.env("VF_CONFIG", no_config());
     c
 }
 

@@ -73,6 +73,7 @@ impl Env {
             c.env_remove(k);
         }
         c.env("VF_STATE_DIR", self.state())
+            .env("VF_CONFIG", super::no_config())
             .env("VF_KILL_GRACE_MS", "500")
             .env("XDG_CACHE_HOME", self.path.join("cache"));
         c

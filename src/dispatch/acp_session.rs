@@ -170,6 +170,11 @@ pub(super) fn start(
         prompt,
         resume: spec.session.clone(),
         policy: policy(spec),
+        mcp: spec
+            .mcp
+            .as_ref()
+            .map(|m| acp::mcp_servers(&m.to_value()["mcpServers"]))
+            .unwrap_or_default(),
         deadline: None,
     });
     let task = tokio::spawn(async move {

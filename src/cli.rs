@@ -180,6 +180,7 @@ pub enum ClearPart {
     RequireEnforced,
     Paths,
     Hooks,
+    Mcp,
     All,
 }
 

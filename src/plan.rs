@@ -132,6 +132,8 @@ pub struct PlanUnit {
     pub policy: crate::engine::policy::ToolPolicy,
     /// `mcp`: the servers, read and checked for the unit's engine.
     pub mcp: Option<crate::engine::mcp::McpServers>,
+    /// `mcp`'s file, canonical (recorded in the marker's `asked`).
+    pub mcp_file: Option<PathBuf>,
 }
 
 impl PlanUnit {
@@ -380,10 +382,12 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             for e in u.engine.engine().iter().chain(&u.fallback) {
                 crate::engine::mcp::check(*e, &servers).map_err(|e| e.to_string())?;
             }
-            Some(servers)
+            let file = std::fs::canonicalize(dir.join(f)).map_err(|e| format!("mcp: {e}"))?;
+            Some((servers, file))
         }
         None => None,
     };
+    let (mcp, mcp_file) = mcp.unzip();
     let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     let policy = crate::engine::policy::ToolPolicy {
         read_only: u.read_only,
@@ -396,6 +400,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
         mcp,
+        mcp_file,
         policy,
         command,
         summary_schema,

@@ -646,14 +646,17 @@ impl Run {
             steps: self.steps_of(i),
             policy: job.plan.policy.clone(),
             // The plan's values, recorded: the plan file is read again each run.
-            asked: crate::marker::Asked::new(
-                &job.plan.policy,
-                (&job.plan.deny_paths, &job.plan.allow_paths),
-                (
-                    job.plan.hooks.on_finish.as_deref(),
-                    job.plan.hooks.on_fail.as_deref(),
-                ),
-            ),
+            asked: crate::marker::Asked {
+                mcp: job.plan.mcp_file.clone(),
+                ..crate::marker::Asked::new(
+                    &job.plan.policy,
+                    (&job.plan.deny_paths, &job.plan.allow_paths),
+                    (
+                        job.plan.hooks.on_finish.as_deref(),
+                        job.plan.hooks.on_fail.as_deref(),
+                    ),
+                )
+            },
             mcp: job.plan.mcp.clone(),
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,

@@ -103,7 +103,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
     // A re-run of an existing unit keeps what it asked for, unless given again.
     let kept = crate::marker::MarkerStore::new(&state_dir).load(&unit)?;
-    let asked =
+    let mut asked =
         super::run_options::request(&args.policy, &args.after, kept.as_ref().map(|m| &m.asked));
     let policy = super::run_options::policy(
         &asked,
@@ -112,7 +112,8 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         args.run.engine_bin.as_deref(),
         args.session.is_some(),
     )?;
-    let mcp = super::run_options::mcp(args.policy.mcp.as_deref(), engine_id, &state_dir, &unit)?;
+    let given = args.policy.mcp.is_some();
+    let mcp = super::run_options::mcp(&mut asked, given, engine_id, &state_dir, &unit)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
         chosen,

@@ -66,7 +66,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         },
     };
     // What the unit asked for, kept unless given again or cleared.
-    let asked = super::run_options::request(&args.policy, &args.after, Some(&marker.asked));
+    let mut asked = super::run_options::request(&args.policy, &args.after, Some(&marker.asked));
     let hooks = super::dispatch::hooks_of(&asked)?;
     let policy = super::run_options::policy(
         &asked,
@@ -76,7 +76,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         id.is_some(),
     )?;
     let mcp = super::run_options::mcp(
-        args.policy.mcp.as_deref(),
+        &mut asked,
+        args.policy.mcp.is_some(),
         marker.engine,
         &state_dir,
         &args.unit,

@@ -607,6 +607,10 @@ pub struct ConvSayArgs {
     pub write: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// MCP servers for every turn of this `say`: a `{"mcpServers": ...}` JSON
+    /// file, given to each participant's engine as `vf dispatch --mcp` does.
+    #[arg(long, value_name = "FILE")]
+    pub mcp: Option<PathBuf>,
     /// Working directory for the engines (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

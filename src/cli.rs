@@ -273,6 +273,10 @@ pub struct ModelArgs {
     /// violating summary fails the unit (reason `summary-schema`).
     #[arg(long, value_name = "FILE")]
     pub summary_schema: Option<PathBuf>,
+    /// agy only: its `--agent NAME` (unverified against a real agy); the
+    /// directory must have `.agents/agents/NAME/agent.md` (`vf workspace init`).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// `--output` / `--json`, for every command that reports a run.

@@ -95,6 +95,8 @@ struct RawUnit {
     require_enforced: bool,
     /// MCP servers' JSON file (relative: the plan's directory).
     mcp: Option<PathBuf>,
+    /// agy's `--agent NAME`.
+    agent: Option<String>,
 }
 
 /// One validated unit of a plan.
@@ -134,6 +136,8 @@ pub struct PlanUnit {
     pub mcp: Option<crate::engine::mcp::McpServers>,
     /// `mcp`'s file, canonical (recorded in the marker's `asked`).
     pub mcp_file: Option<PathBuf>,
+    /// `agent`: agy's `--agent NAME`.
+    pub agent: Option<String>,
 }
 
 impl PlanUnit {
@@ -144,6 +148,7 @@ impl PlanUnit {
             self.effort.clone(),
             self.summary_schema.as_deref(),
         )
+        .with_agent(self.agent.clone())
     }
 }
 
@@ -401,6 +406,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     Ok(PlanUnit {
         mcp,
         mcp_file,
+        agent: u.agent,
         policy,
         command,
         summary_schema,

@@ -101,6 +101,9 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let command = command_of(args, engine_id, &unit, &state_dir)?;
     let prompt = super::prompt::read(&args.prompt)?;
     let chosen = super::run_options::resolve(engine_id, &args.run.model, None)?;
+    if let Some(agent) = &chosen.options.agent {
+        crate::engine::agy::require_agent(&cwd, agent)?;
+    }
     // A re-run of an existing unit keeps what it asked for, unless given again.
     let kept = crate::marker::MarkerStore::new(&state_dir).load(&unit)?;
     let mut asked =

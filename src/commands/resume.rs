@@ -84,6 +84,9 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     )?;
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
+    if let Some(agent) = &chosen.options.agent {
+        crate::engine::agy::require_agent(&marker.cwd, agent)?;
+    }
     // A unit that ran in a worktree resumes in it, as it was.
     let (deny, allow) = (&asked.deny_paths, &asked.allow_paths);
     let what = "--deny-path / --allow-path (given or kept)";

@@ -34,7 +34,8 @@ pub fn resolve(engine: EngineId, args: &ModelArgs, kept: Option<&Marker>) -> Res
         args.model.clone().or(kept.and_then(|m| m.model.clone())),
         args.effort.clone().or(kept.and_then(|m| m.effort.clone())),
         schema.as_deref(),
-    );
+    )
+    .with_agent(args.agent.clone());
     crate::engine::options::check(engine.engine().spec(), &options)?;
     Ok(Chosen { options, schema })
 }

@@ -23,6 +23,7 @@ fn opts(model: Option<&str>, effort: Option<&str>, schema: bool) -> RunOptions {
             path: PathBuf::from(SCHEMA_PATH),
             json: SCHEMA_JSON.into(),
         }),
+        agent: None,
     }
 }
 

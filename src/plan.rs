@@ -43,7 +43,7 @@ struct RawPlan {
     unit: Vec<toml::Spanned<toml::Table>>,
     #[serde(default)]
     budget: crate::usage::Budget,
-    /// Run after the plan, its result JSON on stdin (`crate::hooks`).
+    /// Run after the plan, its result JSON on stdin (`crate::notify`).
     on_plan_finish: Option<String>,
 }
 
@@ -127,7 +127,7 @@ pub struct PlanUnit {
     pub deny_paths: Vec<String>,
     pub allow_paths: Vec<String>,
     /// Notification hooks (`on_finish`, `on_fail`).
-    pub hooks: crate::hooks::Hooks,
+    pub hooks: crate::notify::Hooks,
     /// A command engine's command: the key `bridge` (else `VIBEFLOW_AI`).
     pub command: Option<crate::engine::EngineCommand>,
     /// `read_only`, `allow_tools`, `deny_tools`, `require_enforced`.
@@ -427,7 +427,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         verify: u.verify,
         deny_paths: u.deny_paths,
         allow_paths: u.allow_paths,
-        hooks: crate::hooks::Hooks {
+        hooks: crate::notify::Hooks {
             on_finish: u.on_finish,
             on_fail: u.on_fail,
         },

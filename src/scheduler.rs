@@ -30,8 +30,8 @@ use crate::version::Version;
 use crate::{history, orphans};
 
 mod budget;
-mod hooks;
 mod markers;
+mod notify;
 mod retry;
 mod rows;
 
@@ -523,9 +523,9 @@ impl Run {
     }
 
     /// Unit `i`'s notification hooks, as its task runs them.
-    fn hooks_of(&self, i: usize) -> hooks::UnitHooks {
+    fn hooks_of(&self, i: usize) -> notify::UnitHooks {
         let job = &self.jobs[i];
-        hooks::UnitHooks {
+        notify::UnitHooks {
             hooks: job.plan.hooks.clone(),
             state_dir: self.req.state_dir.clone(),
             cwd: job.plan.cwd.clone(),

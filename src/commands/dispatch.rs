@@ -15,7 +15,7 @@ use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::launch_plan::Launches;
 use crate::engine::{AttachmentKind, Engine, EngineCommand, EngineId, Invocation, Request};
 use crate::error::{Result, VfError};
-use crate::hooks::Hooks;
+use crate::notify::Hooks;
 use crate::private::{self, PrivateRanges, RangeSpec};
 use crate::unit_lock::UnitLock;
 use crate::workspace::WorkspaceSpec;
@@ -575,7 +575,7 @@ pub fn run_unit(
     // After the result is out and the marker final: a hook changes neither.
     let mut json = serde_json::to_vec(&result).map_err(anyhow::Error::from)?;
     json.push(b'\n');
-    let ended = crate::hooks::Ended {
+    let ended = crate::notify::Ended {
         state_dir: &state_dir,
         cwd: &cwd,
         unit: &result.unit,
@@ -585,7 +585,7 @@ pub fn run_unit(
         json: &json,
         kill_grace: grace,
     };
-    for w in super::block_on(crate::hooks::after_unit(hooks, &ended))? {
+    for w in super::block_on(crate::notify::after_unit(hooks, &ended))? {
         eprint_line(format_args!("vf: warning: {}: {w}", result.unit));
     }
     Ok(result.vf_exit())
@@ -593,7 +593,7 @@ pub fn run_unit(
 
 /// `--on-finish` / `--on-fail` (`VF_HOOK_TIMEOUT_MS` checked: exit 2).
 pub fn hooks_of(a: &crate::marker::Asked) -> Result<Hooks> {
-    crate::hooks::timeout_from_env()?;
+    crate::notify::timeout_from_env()?;
     Ok(Hooks {
         on_finish: a.on_finish.clone(),
         on_fail: a.on_fail.clone(),

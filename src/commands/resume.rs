@@ -17,7 +17,7 @@ struct Request {
     lock: crate::unit_lock::UnitLock,
     format: OutputFormat,
     replay: Option<crate::history::Counts>,
-    hooks: crate::hooks::Hooks,
+    hooks: crate::notify::Hooks,
 }
 
 /// The unit's name is the one asked for (checked, and the marker's own
@@ -27,7 +27,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let cwd = std::env::current_dir()?;
     let state_dir = state::resolve_state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
-    crate::hooks::timeout_from_env()?;
+    crate::notify::timeout_from_env()?;
     let store = MarkerStore::new(&state_dir);
     let no_unit = || {
         VfError::usage(format!(

@@ -483,54 +483,6 @@ fn agy_argv_prompt() {
     assert_eq!(inv.stdin, None);
 }
 
-/// `--agent NAME` (issue 27; unverified against a real agy): passed before
-/// `-p` when the directory has `.agents/agents/NAME/agent.md`; refused
-/// (exit 2) without it, for a name that is not a safe identifier, and for
-/// every other engine.
-#[test]
-fn agy_agent_needs_its_workspace_file_and_no_other_engine_takes_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let with = |agent: &str| RunOptions {
-        agent: Some(agent.to_string()),
-        ..RunOptions::NONE
-    };
-    let reviewer = with("reviewer");
-    let r = Request {
-        cwd: dir.path(),
-        options: &reviewer,
-        ..req("look")
-    };
-    let err = refused(EngineId::Agy, &r);
-    assert_eq!(err.exit_code(), exit::USAGE);
-    let want = format!(
-        "agy: --agent reviewer: {} is not there; write it with `vf workspace init --engine agy --agent reviewer --instructions FILE`",
-        dir.path()
-            .join(".agents/agents/reviewer/agent.md")
-            .display()
-    );
-    assert_eq!(err.to_string(), want);
-    let md = dir.path().join(".agents/agents/reviewer");
-    std::fs::create_dir_all(&md).unwrap();
-    std::fs::write(md.join("agent.md"), "review").unwrap();
-    let inv = build(EngineId::Agy, &r);
-    assert_eq!(args(&inv), ["--agent", "reviewer", "-p", "look"]);
-    let bad = with("../x");
-    let r = Request {
-        cwd: dir.path(),
-        options: &bad,
-        ..req("look")
-    };
-    assert_eq!(refused(EngineId::Agy, &r).exit_code(), exit::USAGE);
-    for e in EngineId::ALL.into_iter().filter(|e| *e != EngineId::Agy) {
-        let err = vf::engine::options::check(e.engine().spec(), &reviewer).unwrap_err();
-        assert_eq!(err.exit_code(), exit::USAGE, "{e}");
-        assert_eq!(
-            err.to_string(),
-            format!("{e}: --agent is agy's only (it passes agy's `--agent NAME`)")
-        );
-    }
-}
-
 #[test]
 fn agy_skip_permissions_is_a_warning_not_a_flag() {
     let r = Request {

@@ -41,7 +41,7 @@ pub enum Command {
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
     Dispatch(Box<DispatchArgs>),
     /// Resume a unit's exact native session after a failure or crash.
-    Resume(ResumeArgs),
+    Resume(Box<ResumeArgs>),
     /// Show every unit's state, engine, session id, summary and last error.
     Status(StatusArgs),
     /// Run a plan of units (a DAG, TOML) with bounded parallelism; `--resume` after a crash.
@@ -550,7 +550,7 @@ pub enum ConvCommand {
     /// Create a conversation with its participants.
     New(ConvNewArgs),
     /// Append a user message and deliver one turn to each selected participant.
-    Say(ConvSayArgs),
+    Say(Box<ConvSayArgs>),
     /// Print the transcript, each participant's cursor, binding and last delivery mode.
     Show(ConvShowArgs),
     /// List conversations.

@@ -12,10 +12,12 @@
 //! - `outcome`: stop reason, usage, session-id rule, failure reasons;
 //! - `policy`: the answer to `session/request_permission` (pure);
 //! - `driver`: one session (`run_session`);
-//! - `handshake`: `initialize` only, for `vf doctor`.
+//! - `handshake`: `initialize` only, for `vf doctor`;
+//! - `mcp`: `--mcp` servers as `mcpServers`, and their secrets kept out of the raw log.
 
 mod driver;
 mod handshake;
+mod mcp;
 mod outcome;
 mod policy;
 mod project;
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 pub use driver::{PromptPart, SessionRequest, run_session};
 pub use handshake::{HandshakeError, handshake};
+pub use mcp::servers as mcp_servers;
 pub use outcome::{AgentFacts, Outcome, stop_failure, usage_of, valid_session_id};
 pub use policy::{Decision, Offered, Policy, allows, decide};
 pub use project::Projector;
@@ -48,6 +51,8 @@ pub enum AcpError {
     Unsupported(&'static str, String),
     #[error("an attachment cannot be sent: {0}")]
     Attachment(String),
+    #[error("MCP servers: {0}")]
+    Mcp(String),
     #[error("{0} does not advertise loadSession: no exact resume")]
     NoLoad(String),
     #[error("the agent named a session id vf refuses: {0}")]
@@ -75,9 +80,10 @@ impl AcpError {
     pub fn reason(&self) -> Reason {
         match self {
             AcpError::Timeout(..) => Reason::Timeout,
-            AcpError::Unsupported(..) | AcpError::Attachment(_) | AcpError::NoLoad(_) => {
-                Reason::Invalid
-            }
+            AcpError::Unsupported(..)
+            | AcpError::Attachment(_)
+            | AcpError::Mcp(_)
+            | AcpError::NoLoad(_) => Reason::Invalid,
             AcpError::Cancelled => Reason::Interrupted(None),
             AcpError::Log(_) => Reason::State,
             AcpError::Rejected(_)

@@ -60,8 +60,26 @@ pub const TEXT_FILE_NAMES: &[&str] = &[
     "COPYING",
 ];
 
-/// Raster image formats the vision-capable CLIs accept.
-pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "gif", "webp"];
+/// Raster image formats the vision-capable CLIs accept: each extension and
+/// its media type (the one list: classification, and an ACP image block's
+/// `mimeType`).
+pub const IMAGE_TYPES: &[(&str, &str)] = &[
+    ("png", "image/png"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("gif", "image/gif"),
+    ("webp", "image/webp"),
+];
+
+/// The media type of an image extension (any case); `None` for another.
+pub fn image_mime(ext: &str) -> Option<&'static str> {
+    let ext = ext.to_ascii_lowercase();
+    IMAGE_TYPES.iter().find(|(e, _)| *e == ext).map(|(_, m)| *m)
+}
+
+fn image_extensions() -> impl Iterator<Item = &'static str> {
+    IMAGE_TYPES.iter().map(|(e, _)| *e)
+}
 
 /// Binary documents (passed as files, never read as text by vf).
 #[rustfmt::skip]
@@ -87,7 +105,7 @@ pub fn classify(file_name: &str) -> Result<AttachmentKind> {
         VfError::usage(format!(
             "cannot classify {file_name:?}: `.{ext}` is not a known text, image or document \
              extension (images: {}; documents: {}; text: see docs/ATTACH.md)",
-            IMAGE_EXTENSIONS.join(", "),
+            image_extensions().collect::<Vec<_>>().join(", "),
             DOCUMENT_EXTENSIONS.join(", ")
         ))
     })
@@ -96,7 +114,7 @@ pub fn classify(file_name: &str) -> Result<AttachmentKind> {
 fn kind_of_extension(ext: &str) -> Option<AttachmentKind> {
     if TEXT_EXTENSIONS.contains(&ext) {
         Some(AttachmentKind::Text)
-    } else if IMAGE_EXTENSIONS.contains(&ext) {
+    } else if image_mime(ext).is_some() {
         Some(AttachmentKind::Image)
     } else if DOCUMENT_EXTENSIONS.contains(&ext) {
         Some(AttachmentKind::Document)
@@ -415,11 +433,26 @@ mod tests {
         }
         // The three lists never overlap: a kind is a function of the extension.
         for e in TEXT_EXTENSIONS {
-            assert!(!IMAGE_EXTENSIONS.contains(e) && !DOCUMENT_EXTENSIONS.contains(e));
+            assert!(image_mime(e).is_none() && !DOCUMENT_EXTENSIONS.contains(e));
         }
-        for e in IMAGE_EXTENSIONS {
-            assert!(!DOCUMENT_EXTENSIONS.contains(e));
+        for e in image_extensions() {
+            assert!(!DOCUMENT_EXTENSIONS.contains(&e));
         }
+        let mimes: Vec<_> = ["PNG", "jpg", "JPEG", "gif", "webp", "pdf", "md"]
+            .map(image_mime)
+            .into();
+        assert_eq!(
+            mimes,
+            [
+                Some("image/png"),
+                Some("image/jpeg"),
+                Some("image/jpeg"),
+                Some("image/gif"),
+                Some("image/webp"),
+                None,
+                None
+            ]
+        );
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub enum Command {
     /// Run one unit of work on an engine (or print the exact invocation with --dry-run).
     Dispatch(Box<DispatchArgs>),
     /// Resume a unit's exact native session after a failure or crash.
-    Resume(ResumeArgs),
+    Resume(Box<ResumeArgs>),
     /// Show every unit's state, engine, session id, summary and last error.
     Status(StatusArgs),
     /// Run a plan of units (a DAG, TOML) with bounded parallelism; `--resume` after a crash.
@@ -183,6 +183,7 @@ pub enum ClearPart {
     RequireEnforced,
     Paths,
     Hooks,
+    Mcp,
     All,
 }
 
@@ -275,6 +276,10 @@ pub struct ModelArgs {
     /// violating summary fails the unit (reason `summary-schema`).
     #[arg(long, value_name = "FILE")]
     pub summary_schema: Option<PathBuf>,
+    /// agy only: its `--agent NAME` (unverified against a real agy); the
+    /// directory must have `.agents/agents/NAME/agent.md` (`vf workspace init`).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
 }
 
 /// `--output` / `--json`, for every command that reports a run.
@@ -549,7 +554,7 @@ pub enum ConvCommand {
     /// Create a conversation with its participants.
     New(ConvNewArgs),
     /// Append a user message and deliver one turn to each selected participant.
-    Say(ConvSayArgs),
+    Say(Box<ConvSayArgs>),
     /// Print the transcript, each participant's cursor, binding and last delivery mode.
     Show(ConvShowArgs),
     /// List conversations.
@@ -610,6 +615,10 @@ pub struct ConvSayArgs {
     pub write: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    /// MCP servers for every turn of this `say`: a `{"mcpServers": ...}` JSON
+    /// file, given to each participant's engine as `vf dispatch --mcp` does.
+    #[arg(long, value_name = "FILE")]
+    pub mcp: Option<PathBuf>,
     /// Working directory for the engines (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -54,7 +54,7 @@ pub struct ProcRecord {
 pub enum StepKind {
     Setup,
     Verify,
-    /// The notification hooks (`crate::hooks`).
+    /// The notification hooks (`crate::notify`).
     OnFinish,
     OnFail,
     OnPlanFinish,

@@ -48,7 +48,7 @@ struct RawPlan {
     unit: Vec<toml::Spanned<toml::Table>>,
     #[serde(default)]
     budget: crate::usage::Budget,
-    /// Run after the plan, its result JSON on stdin (`crate::hooks`).
+    /// Run after the plan, its result JSON on stdin (`crate::notify`).
     on_plan_finish: Option<String>,
 }
 
@@ -100,6 +100,8 @@ struct RawUnit {
     require_enforced: bool,
     /// MCP servers' JSON file (relative: the plan's directory).
     mcp: Option<PathBuf>,
+    /// agy's `--agent NAME`.
+    agent: Option<String>,
 }
 
 /// One validated unit of a plan.
@@ -130,13 +132,17 @@ pub struct PlanUnit {
     pub deny_paths: Vec<String>,
     pub allow_paths: Vec<String>,
     /// Notification hooks (`on_finish`, `on_fail`).
-    pub hooks: crate::hooks::Hooks,
+    pub hooks: crate::notify::Hooks,
     /// A command engine's command: the key `bridge` (else `VIBEFLOW_AI`).
     pub command: Option<crate::engine::EngineCommand>,
     /// `read_only`, `allow_tools`, `deny_tools`, `require_enforced`.
     pub policy: crate::engine::policy::ToolPolicy,
     /// `mcp`: the servers, read and checked for the unit's engine.
     pub mcp: Option<crate::engine::mcp::McpServers>,
+    /// `mcp`'s file, canonical (recorded in the marker's `asked`).
+    pub mcp_file: Option<PathBuf>,
+    /// `agent`: agy's `--agent NAME`.
+    pub agent: Option<String>,
 }
 
 impl PlanUnit {
@@ -147,6 +153,7 @@ impl PlanUnit {
             self.effort.clone(),
             self.summary_schema.as_deref(),
         )
+        .with_agent(self.agent.clone())
     }
 }
 
@@ -407,10 +414,12 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
             for e in u.engine.engine().iter().chain(&u.fallback) {
                 crate::engine::mcp::check(*e, &servers).map_err(|e| e.to_string())?;
             }
-            Some(servers)
+            let file = std::fs::canonicalize(dir.join(f)).map_err(|e| format!("mcp: {e}"))?;
+            Some((servers, file))
         }
         None => None,
     };
+    let (mcp, mcp_file) = mcp.unzip();
     let rate_limit = crate::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
     let policy = crate::engine::policy::ToolPolicy {
         read_only: u.read_only,
@@ -423,6 +432,8 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
         mcp,
+        mcp_file,
+        agent: u.agent,
         policy,
         command,
         summary_schema,
@@ -443,7 +454,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         verify: u.verify,
         deny_paths: u.deny_paths,
         allow_paths: u.allow_paths,
-        hooks: crate::hooks::Hooks {
+        hooks: crate::notify::Hooks {
             on_finish: u.on_finish,
             on_fail: u.on_fail,
         },

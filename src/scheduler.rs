@@ -30,8 +30,8 @@ use crate::version::Version;
 use crate::{history, orphans};
 
 mod budget;
-mod hooks;
 mod markers;
+mod notify;
 mod retry;
 mod rows;
 
@@ -523,9 +523,9 @@ impl Run {
     }
 
     /// Unit `i`'s notification hooks, as its task runs them.
-    fn hooks_of(&self, i: usize) -> hooks::UnitHooks {
+    fn hooks_of(&self, i: usize) -> notify::UnitHooks {
         let job = &self.jobs[i];
-        hooks::UnitHooks {
+        notify::UnitHooks {
             hooks: job.plan.hooks.clone(),
             state_dir: self.req.state_dir.clone(),
             cwd: job.plan.cwd.clone(),
@@ -646,14 +646,17 @@ impl Run {
             steps: self.steps_of(i),
             policy: job.plan.policy.clone(),
             // The plan's values, recorded: the plan file is read again each run.
-            asked: crate::marker::Asked::new(
-                &job.plan.policy,
-                (&job.plan.deny_paths, &job.plan.allow_paths),
-                (
-                    job.plan.hooks.on_finish.as_deref(),
-                    job.plan.hooks.on_fail.as_deref(),
-                ),
-            ),
+            asked: crate::marker::Asked {
+                mcp: job.plan.mcp_file.clone(),
+                ..crate::marker::Asked::new(
+                    &job.plan.policy,
+                    (&job.plan.deny_paths, &job.plan.allow_paths),
+                    (
+                        job.plan.hooks.on_finish.as_deref(),
+                        job.plan.hooks.on_fail.as_deref(),
+                    ),
+                )
+            },
             mcp: job.plan.mcp.clone(),
             budget_stop: self.hard.watch(i, self.req.budget),
             keep_answer: true,

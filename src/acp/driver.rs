@@ -11,7 +11,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, Implementation, InitializeRequest,
-    LoadSessionRequest, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
+    LoadSessionRequest, McpServer, NewSessionRequest, PromptRequest, RequestPermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
 };
 use agent_client_protocol::{Agent, Client, Lines};
@@ -51,6 +51,8 @@ pub struct SessionRequest {
     /// [`AcpError::NoLoad`] when the agent does not advertise `loadSession`).
     pub resume: Option<String>,
     pub policy: Policy,
+    /// MCP servers for `session/new` or `session/load` ([`super::mcp_servers`]).
+    pub mcp: Vec<McpServer>,
     /// A bound on the whole session; dispatch leaves it `None` (its own
     /// stall and wall timeouts end the group).
     pub deadline: Option<Duration>,
@@ -171,15 +173,19 @@ async fn drive(
         Ok(b) => b,
         Err(e) => return Ok(Err(e)),
     };
+    if let Err(e) = super::mcp::check(&req.mcp, &agent) {
+        return Ok(Err(e));
+    }
     let session = match &req.resume {
         Some(_) if !agent.load_session => return Ok(Err(AcpError::NoLoad(agent.name))),
         Some(id) => {
-            let load = LoadSessionRequest::new(id.clone(), req.cwd.clone());
+            let load =
+                LoadSessionRequest::new(id.clone(), req.cwd.clone()).mcp_servers(req.mcp.clone());
             cx.send_request(load).block_task().await?;
             id.clone()
         }
         None => {
-            let new = NewSessionRequest::new(req.cwd.clone());
+            let new = NewSessionRequest::new(req.cwd.clone()).mcp_servers(req.mcp.clone());
             let r = cx.send_request(new).block_task().await?;
             r.session_id.0.to_string()
         }

@@ -65,11 +65,25 @@ impl Tee {
         }))
     }
 
-    /// Logs and projects one wire line.
+    /// Logs and projects one wire line (the line as sent or received, but
+    /// for the secrets of `mcpServers`: [`super::mcp::scrubbed`]).
     pub fn wire(&mut self, dir: Dir, text: &str, entry: &Entry) -> std::io::Result<()> {
         if let Some(f) = &self.failed {
             return Err(std::io::Error::other(f.clone()));
         }
+        // An `mcpServers` line is logged with its env and header values hidden.
+        let hidden = match entry {
+            Entry::Msg(v) => super::mcp::scrubbed(v).map(Entry::Msg),
+            _ => None,
+        };
+        let hidden_text = match &hidden {
+            Some(Entry::Msg(v)) => Some(v.to_string()),
+            _ => None,
+        };
+        let (text, entry) = (
+            hidden_text.as_deref().unwrap_or(text),
+            hidden.as_ref().unwrap_or(entry),
+        );
         let mut logged = wire::log_line(dir, text, entry);
         let mut cleaned = None;
         if let Some(r) = self.sink.redact(&logged) {

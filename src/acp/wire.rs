@@ -6,7 +6,8 @@
 //! the agent that is not JSON is kept as a string, `{"dir":"in","text":"…"}`;
 //! a line over the reader's cap as `{"dir":"in","oversized":<bytes>}`. The
 //! `msg` is the wire text itself, not re-serialised, so a raw log line holds
-//! exactly what crossed the pipe. The captures in `fixtures/acp/` use the same
+//! exactly what crossed the pipe (but for the `env` and `headers` values of an
+//! `mcpServers` list, re-serialised with each value `***`: `acp::mcp`). The captures in `fixtures/acp/` use the same
 //! format, so projecting a capture and replaying a raw log are one path.
 
 use serde::Serialize;

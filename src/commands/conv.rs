@@ -86,6 +86,17 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         let resume = !a.fresh && p.binding.is_some();
         tools = super::run_options::policy(&asked, false, p.engine, None, resume)?;
     }
+    let mcp = match &a.mcp {
+        Some(f) => {
+            let text = crate::workspace_files::read_text("--mcp", f)?;
+            let servers = crate::engine::mcp::parse(&text)?;
+            for t in &targets {
+                crate::engine::mcp::check(conv.participant(t)?.engine, &servers)?;
+            }
+            Some(servers)
+        }
+        None => None,
+    };
     let ctx = SayContext {
         private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,
         stall_timeout: super::dispatch::seconds("--stall-timeout", a.stall_timeout)?,
@@ -94,6 +105,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         fresh: a.fresh,
         write: a.write,
         tools,
+        mcp,
         state_dir,
         cwd,
     };

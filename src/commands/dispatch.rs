@@ -15,7 +15,7 @@ use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::launch_plan::Launches;
 use crate::engine::{AttachmentKind, Engine, EngineCommand, EngineId, Invocation, Request};
 use crate::error::{Result, VfError};
-use crate::hooks::Hooks;
+use crate::notify::Hooks;
 use crate::private::{self, PrivateRanges, RangeSpec};
 use crate::unit_lock::UnitLock;
 use crate::workspace::WorkspaceSpec;
@@ -115,13 +115,17 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let prompt = super::prompt::read(&args.prompt)?;
     let model = user::model_args(&args.run.model, engine_id, &cfg, &mut origins);
     let chosen = super::run_options::resolve(engine_id, &model, None)?;
+    if let Some(agent) = &chosen.options.agent {
+        crate::engine::agy::require_agent(&cwd, agent)?;
+    }
     // A re-run of an existing unit keeps what it asked for, unless given
     // again; a first run starts from the user config's.
     let kept = crate::marker::MarkerStore::new(&state_dir).load(&unit)?;
     let kept = kept.as_ref().map(|m| &m.asked);
     user::asked_origins((&args.policy, &args.after), kept, &cfg, &mut origins);
     let from_config = user::asked_of(&cfg);
-    let asked = super::run_options::request(&args.policy, &args.after, kept.or(Some(&from_config)));
+    let mut asked =
+        super::run_options::request(&args.policy, &args.after, kept.or(Some(&from_config)));
     let timeouts = (
         user::or_config(args.run.stall_timeout, "stall_timeout", &cfg, &mut origins),
         user::or_config(args.run.timeout, "timeout", &cfg, &mut origins),
@@ -133,7 +137,8 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         args.run.engine_bin.as_deref(),
         args.session.is_some(),
     )?;
-    let mcp = super::run_options::mcp(args.policy.mcp.as_deref(), engine_id, &state_dir, &unit)?;
+    let given = args.policy.mcp.is_some();
+    let mcp = super::run_options::mcp(&mut asked, given, engine_id, &state_dir, &unit)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
     Ok(Resolved {
         chosen,
@@ -623,7 +628,7 @@ fn run_unit_with(
     // After the result is out and the marker final: a hook changes neither.
     let mut json = serde_json::to_vec(&result).map_err(anyhow::Error::from)?;
     json.push(b'\n');
-    let ended = crate::hooks::Ended {
+    let ended = crate::notify::Ended {
         state_dir: &state_dir,
         cwd: &cwd,
         unit: &result.unit,
@@ -633,7 +638,7 @@ fn run_unit_with(
         json: &json,
         kill_grace: grace,
     };
-    for w in super::block_on(crate::hooks::after_unit(hooks, &ended))? {
+    for w in super::block_on(crate::notify::after_unit(hooks, &ended))? {
         eprint_line(format_args!("vf: warning: {}: {w}", result.unit));
     }
     Ok(result.vf_exit())
@@ -641,7 +646,7 @@ fn run_unit_with(
 
 /// `--on-finish` / `--on-fail` (`VF_HOOK_TIMEOUT_MS` checked: exit 2).
 pub fn hooks_of(a: &crate::marker::Asked) -> Result<Hooks> {
-    crate::hooks::timeout_from_env()?;
+    crate::notify::timeout_from_env()?;
     Ok(Hooks {
         on_finish: a.on_finish.clone(),
         on_fail: a.on_fail.clone(),

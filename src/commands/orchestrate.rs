@@ -28,7 +28,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>
     // The user config: below the plan's `[defaults]`, `--jobs` and `--state-dir`.
     let cfg = crate::config::load()?;
     let mut plan = plan::load_with(&args.plan, &cfg.user_defaults())?;
-    crate::hooks::timeout_from_env()?;
+    crate::notify::timeout_from_env()?;
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,
@@ -108,17 +108,17 @@ fn plan_hook(
     let mut json = serde_json::to_vec(result).map_err(anyhow::Error::from)?;
     json.push(b'\n');
     let cwd = result.plan.parent().unwrap_or(state_dir).to_path_buf();
-    let ended = crate::hooks::Ended {
+    let ended = crate::notify::Ended {
         state_dir,
         cwd: &cwd,
-        unit: crate::hooks::PLAN_OWNER,
+        unit: crate::notify::PLAN_OWNER,
         engine: "",
         attempt: 0,
         failed: !result.ok,
         json: &json,
         kill_grace,
     };
-    if let Some(w) = super::block_on(crate::hooks::after_plan(cmd, &ended))? {
+    if let Some(w) = super::block_on(crate::notify::after_plan(cmd, &ended))? {
         eprint_line(format_args!("vf: warning: on_plan_finish: {w}"));
     }
     Ok(())

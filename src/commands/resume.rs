@@ -17,7 +17,7 @@ struct Request {
     lock: crate::unit_lock::UnitLock,
     format: OutputFormat,
     replay: Option<crate::history::Counts>,
-    hooks: crate::hooks::Hooks,
+    hooks: crate::notify::Hooks,
 }
 
 /// The unit's name is the one asked for (checked, and the marker's own
@@ -27,7 +27,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let cwd = std::env::current_dir()?;
     let state_dir = super::config::state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
-    crate::hooks::timeout_from_env()?;
+    crate::notify::timeout_from_env()?;
     let store = MarkerStore::new(&state_dir);
     let no_unit = || {
         VfError::usage(format!(
@@ -66,7 +66,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         },
     };
     // What the unit asked for, kept unless given again or cleared.
-    let asked = super::run_options::request(&args.policy, &args.after, Some(&marker.asked));
+    let mut asked = super::run_options::request(&args.policy, &args.after, Some(&marker.asked));
     let hooks = super::dispatch::hooks_of(&asked)?;
     let policy = super::run_options::policy(
         &asked,
@@ -76,13 +76,17 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         id.is_some(),
     )?;
     let mcp = super::run_options::mcp(
-        args.policy.mcp.as_deref(),
+        &mut asked,
+        args.policy.mcp.is_some(),
         marker.engine,
         &state_dir,
         &args.unit,
     )?;
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
     let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
+    if let Some(agent) = &chosen.options.agent {
+        crate::engine::agy::require_agent(&marker.cwd, agent)?;
+    }
     // A unit that ran in a worktree resumes in it, as it was.
     let (deny, allow) = (&asked.deny_paths, &asked.allow_paths);
     let what = "--deny-path / --allow-path (given or kept)";

@@ -34,7 +34,8 @@ pub fn resolve(engine: EngineId, args: &ModelArgs, kept: Option<&Marker>) -> Res
         args.model.clone().or(kept.and_then(|m| m.model.clone())),
         args.effort.clone().or(kept.and_then(|m| m.effort.clone())),
         schema.as_deref(),
-    );
+    )
+    .with_agent(args.agent.clone());
     crate::engine::options::check(engine.engine().spec(), &options)?;
     Ok(Chosen { options, schema })
 }
@@ -45,24 +46,41 @@ pub fn load_schema(path: &Path) -> Result<SummarySchema> {
     SummarySchema::load(&abs).map_err(VfError::usage)
 }
 
-/// `--mcp FILE` read (capped, regular, UTF-8), checked and tried for
-/// `engine`: a refusal (exit 2) comes before anything is written.
+/// The MCP servers' file the run applies (`asked.mcp`: given with `--mcp`,
+/// or kept from the unit's marker) read (capped, regular, UTF-8), checked
+/// and tried for `engine`; the request then records its canonical path. A
+/// refusal (exit 2) comes before anything is written; a kept file that is
+/// gone or no longer valid names `--clear mcp`.
 pub fn mcp(
-    file: Option<&Path>,
+    asked: &mut Asked,
+    given: bool,
     engine: EngineId,
     state_dir: &Path,
     unit: &str,
 ) -> Result<Option<crate::engine::mcp::McpServers>> {
-    let Some(file) = file else { return Ok(None) };
-    let servers = crate::engine::mcp::parse(&crate::workspace_files::read_text("--mcp", file)?)?;
-    crate::engine::mcp::apply(engine, &servers, state_dir, unit)?;
+    let Some(file) = asked.mcp.clone() else {
+        return Ok(None);
+    };
+    let kept = |e: VfError| match given {
+        true => e,
+        false => VfError::usage(format!(
+            "{e} (the MCP servers' file this unit ran with, kept from its marker: give --mcp FILE again, or --clear mcp)"
+        )),
+    };
+    let text = crate::workspace_files::read_text("--mcp", &file).map_err(kept)?;
+    let servers = crate::engine::mcp::parse(&text).map_err(kept)?;
+    crate::engine::mcp::apply(engine, &servers, state_dir, unit).map_err(kept)?;
+    let canonical = std::fs::canonicalize(&file)
+        .map_err(|e| kept(VfError::usage(format!("--mcp {}: {e}", file.display()))))?;
+    asked.mcp = Some(canonical);
     Ok(Some(servers))
 }
 
 /// The request a run applies: a unit's recorded one (`kept`, from its
 /// marker, on a resume or re-run) with each `--clear PART` dropped, then
 /// each part given on the command line in place of the kept one (the read-
-/// only and require-enforced switches, each tool list, each path list, each hook).
+/// only and require-enforced switches, each tool list, each path list, each
+/// hook, the MCP servers' file).
 pub fn request(
     p: &crate::cli::PolicyArgs,
     after: &crate::cli::AfterRunArgs,
@@ -86,6 +104,9 @@ pub fn request(
     if cleared(C::Hooks) {
         (a.on_finish, a.on_fail) = (None, None);
     }
+    if cleared(C::Mcp) {
+        a.mcp = None;
+    }
     a.read_only |= p.read_only;
     a.require_enforced |= p.tools.require_enforced;
     let replace = |kept: &mut Vec<String>, given: &[String]| {
@@ -99,6 +120,7 @@ pub fn request(
     replace(&mut a.allow_paths, &after.allow_path);
     a.on_finish = after.on_finish.clone().or(a.on_finish);
     a.on_fail = after.on_fail.clone().or(a.on_fail);
+    a.mcp = p.mcp.clone().or(a.mcp);
     a
 }
 

@@ -33,6 +33,8 @@ pub struct SayContext {
     pub kill_grace: Duration,
     /// Staged apart from the envelope: delivered with this `say` only.
     pub private_ranges: PrivateRanges,
+    /// `--mcp FILE`, checked for every participant's engine: each turn's.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
 }
 
 /// One turn's report.
@@ -220,7 +222,7 @@ fn start(
         steps: Default::default(),
         budget_stop: None,
         keep_answer: false,
-        mcp: None,
+        mcp: ctx.mcp.clone(),
         command: None,
     };
     Ok((spec, read_only))

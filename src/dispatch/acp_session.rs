@@ -98,12 +98,17 @@ fn policy(spec: &UnitSpec) -> Policy {
 /// The prompt, then each attachment: an image as base64 data, a text file
 /// as an embedded resource. The driver refuses a kind the agent's
 /// `promptCapabilities` do not take, before any session starts; a file that
-/// can no longer be read fails the unit the same way.
-fn prompt_parts(spec: &UnitSpec, prompt: String) -> Result<Vec<PromptPart>, AcpError> {
+/// can no longer be read fails the unit the same way. It reads files: the
+/// session's task runs it on the blocking pool ([`start`]).
+fn prompt_parts(
+    cwd: &std::path::Path,
+    attachments: &[crate::engine::Attachment],
+    prompt: String,
+) -> Result<Vec<PromptPart>, AcpError> {
     use base64::Engine as _;
     let mut parts = vec![PromptPart::Text(prompt)];
-    for a in &spec.attachments {
-        let path = spec.cwd.join(&a.path);
+    for a in attachments {
+        let path = cwd.join(&a.path);
         let bytes = std::fs::read(&path).map_err(|e| {
             AcpError::Attachment(format!("{} could not be read: {e}", a.path.display()))
         })?;
@@ -122,15 +127,11 @@ fn prompt_parts(spec: &UnitSpec, prompt: String) -> Result<Vec<PromptPart>, AcpE
     Ok(parts)
 }
 
-/// The image type by its extension (`attach::IMAGE_EXTENSIONS`).
+/// The image type by its extension (`attach::IMAGE_TYPES`; PNG when the
+/// extension names none, as `attach` classified the file an image).
 fn image_mime(path: &std::path::Path) -> &'static str {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    match ext.to_ascii_lowercase().as_str() {
-        "jpg" | "jpeg" => "image/jpeg",
-        "gif" => "image/gif",
-        "webp" => "image/webp",
-        _ => "image/png",
-    }
+    crate::attach::image_mime(ext).unwrap_or("image/png")
 }
 
 /// A `file://` URI of an absolute path (`/` separators on every OS).
@@ -165,16 +166,29 @@ pub(super) fn start(
         state_dir: spec.state_dir.clone(),
         tx: tx.clone(),
     };
-    let req = prompt_parts(spec, prompt).map(|prompt| SessionRequest {
+    let (cwd, attachments) = (spec.cwd.clone(), spec.attachments.clone());
+    let req = SessionRequest {
         cwd: spec.cwd.clone(),
-        prompt,
+        prompt: Vec::new(),
         resume: spec.session.clone(),
         policy: policy(spec),
+        mcp: spec
+            .mcp
+            .as_ref()
+            .map(|m| acp::mcp_servers(&m.to_value()["mcpServers"]))
+            .unwrap_or_default(),
         deadline: None,
-    });
+    };
     let task = tokio::spawn(async move {
-        let ended = match req {
-            Ok(req) => acp::run_session(stdout, stdin, req, Box::new(sink), cancel_rx).await,
+        // The attachments are read on the blocking pool, not the runtime's thread.
+        let parts = tokio::task::spawn_blocking(move || prompt_parts(&cwd, &attachments, prompt))
+            .await
+            .unwrap_or_else(|e| Err(AcpError::Attachment(e.to_string())));
+        let ended = match parts {
+            Ok(prompt) => {
+                let req = SessionRequest { prompt, ..req };
+                acp::run_session(stdout, stdin, req, Box::new(sink), cancel_rx).await
+            }
             Err(e) => Err(e),
         };
         let _ = tx.send(SessionMsg::Done(Box::new(ended)));

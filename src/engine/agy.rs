@@ -1,14 +1,17 @@
 //! Antigravity (`agy`).
 //!
-//! `agy -p <prompt>`: plain-text output; the fenced json is parsed when
-//! present. No exact resume. A UTF-8 prompt at or above 30 KiB is refused
-//! before spawn.
+//! `agy [--agent NAME] -p <prompt>`: plain-text output; the fenced json is
+//! parsed when present. No exact resume. A UTF-8 prompt at or above 30 KiB
+//! is refused before spawn. `--agent NAME` comes from issue 27 and is
+//! unverified against a real agy (no help is saved): vf passes it only when
+//! the run's directory has `.agents/agents/NAME/agent.md` (what `vf
+//! workspace init --engine agy --agent NAME` writes).
 
 use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec,
 };
-use crate::error::Result;
+use crate::error::{Result, VfError};
 
 pub struct Agy;
 
@@ -22,7 +25,11 @@ static SPEC: Spec = Spec {
     attachment_flag: None,
     skip_permissions_flag: None,
     prompt_limit_bytes: Some(30 * 1024),
-    required_flags: &[FlagCheck::new(&["--help"], "-p", "-p")],
+    required_flags: &[
+        // Not `--agent`: vf passes it only when asked, so an agy without it
+        // stays ready for every run that does not ask.
+        FlagCheck::new(&["--help"], "-p", "-p"),
+    ],
     install_hint: "install Antigravity and put `agy` on PATH",
     session_ids: SessionIds::None,
     resumable_after_answer: false,
@@ -44,9 +51,29 @@ impl Engine for Agy {
                 "agy: no verified permission-skip flag; --skip-permissions was ignored".into(),
             );
         }
+        let mut args = Vec::new();
+        if let Some(agent) = &req.options.agent {
+            require_agent(req.cwd, agent)?;
+            args.extend(["--agent".to_string(), agent.clone()]);
+        }
+        args.extend(["-p".to_string(), req.prompt.to_string()]);
         Ok(Invocation {
             warnings,
-            ..Invocation::over_argv(SPEC.binary, vec!["-p".into(), req.prompt.to_string()], req)
+            ..Invocation::over_argv(SPEC.binary, args, req)
         })
     }
+}
+
+/// Refuses (exit 2) an `--agent NAME` whose `.agents/agents/NAME/agent.md`
+/// is not in `cwd`: the commands check it before anything is written, the
+/// argv builder again in the run's own directory (a worktree's).
+pub fn require_agent(cwd: &std::path::Path, agent: &str) -> Result<()> {
+    let file = cwd.join(".agents/agents").join(agent).join("agent.md");
+    if file.is_file() {
+        return Ok(());
+    }
+    Err(VfError::usage(format!(
+        "agy: --agent {agent}: {} is not there; write it with `vf workspace init --engine agy --agent {agent} --instructions FILE`",
+        file.display()
+    )))
 }

@@ -35,6 +35,41 @@ const TELEMETRY_FLAG_SINCE: Version = Version {
 /// Versions whose captures prove `--resume=<id>` keeps the session id.
 const EXACT_RESUME_VERIFIED: &[&str] = &["1.0.102", "1.0.83"];
 
+/// The built-in permission intents (its help: `shell(git:*)`, `write`, …).
+const INTENTS: &[&str] = &["shell", "write", "read", "url", "memory"];
+
+/// `--allow-tool` / `--deny-tool` (any name) from this version on.
+const ALLOW_DENY_SINCE: Version = Version {
+    major: 1,
+    minor: 0,
+    patch: 102,
+};
+/// `--available-tools` / `--excluded-tools` (MCP tool names only) from this
+/// version on, up to [`ALLOW_DENY_SINCE`].
+const MCP_ONLY_SINCE: Version = Version {
+    major: 1,
+    minor: 0,
+    patch: 83,
+};
+
+/// The allow and deny flags at `version` (an unreadable one is run as the
+/// newest family): `engine::policy` maps `--allow-tool`/`--deny-tool` here.
+pub(super) fn tool_flags(
+    version: Option<&Version>,
+) -> (Option<&'static str>, Option<&'static str>) {
+    match version {
+        Some(v) if *v < MCP_ONLY_SINCE => (None, None),
+        Some(v) if *v < ALLOW_DENY_SINCE => (Some("--available-tools"), Some("--excluded-tools")),
+        _ => (Some("--allow-tool"), Some("--deny-tool")),
+    }
+}
+
+/// `shell`, `shell(git:*)`, `write`…: a built-in intent, not an MCP tool name.
+pub(super) fn is_intent(name: &str) -> bool {
+    let head = name.split('(').next().unwrap_or(name).trim();
+    INTENTS.contains(&head)
+}
+
 static SPEC: Spec = Spec {
     id: EngineId::Copilot,
     binary: "copilot",
@@ -152,5 +187,26 @@ impl Engine for Copilot {
         } else {
             OutputTransport::Text
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intents_are_told_from_mcp_names() {
+        let intents: Vec<bool> = [
+            "shell(git:*)",
+            "write",
+            "url",
+            "MyMCP(x)",
+            "github",
+            "shellx",
+        ]
+        .iter()
+        .map(|n| is_intent(n))
+        .collect();
+        assert_eq!(intents, [true, true, true, false, false, false]);
     }
 }

@@ -22,7 +22,11 @@
 //!   explicit config", 1.18.33's binary), servers as `mcp.<name>` with
 //!   `type: local`, `command: [command, args…]`, `environment`, or `type:
 //!   remote`, `url`, `headers` (its `McpLocalConfig` / remote schema).
-//! - acp, agy, bridge: refused (agy: `vf workspace init --mcp` writes
+//! - acp: no argv, no file: the session sends the servers as `session/new`'s
+//!   (or `session/load`'s) `mcpServers` (`acp::mcp`: a url server only to an
+//!   agent that advertises `mcpCapabilities.http`/`.sse`; the raw log's copy
+//!   has every env and header value hidden).
+//! - agy, bridge: refused (agy: `vf workspace init --mcp` writes
 //!   `.agents/mcp_config.json`).
 //!
 //! Every file is written into the unit's own directory
@@ -208,6 +212,7 @@ pub fn apply(
             let env = vec![("OPENCODE_CONFIG".to_string(), path.display().to_string())];
             Ok(with_file(body, Vec::new(), env))
         }
+        EngineId::Acp => Ok(McpApplied::default()),
         EngineId::Agy => Err(refuse(
             engine,
             "no verified per-run mechanism; `vf workspace init --engine agy --mcp FILE` writes `.agents/mcp_config.json`",

@@ -25,6 +25,9 @@ pub struct RunOptions {
     pub effort: Option<String>,
     /// The summary schema, for engines with a native schema flag.
     pub schema: Option<SchemaArg>,
+    /// `--agent NAME` (plan `agent`): agy only, a safe identifier whose
+    /// `.agents/agents/NAME/agent.md` the run's directory must have.
+    pub agent: Option<String>,
 }
 
 impl RunOptions {
@@ -32,6 +35,7 @@ impl RunOptions {
         model: None,
         effort: None,
         schema: None,
+        agent: None,
     };
 
     pub fn new(
@@ -46,7 +50,13 @@ impl RunOptions {
                 path: s.path().to_path_buf(),
                 json: s.compact_json(),
             }),
+            agent: None,
         }
+    }
+
+    /// With `--agent NAME` (checked by [`check`]).
+    pub fn with_agent(self, agent: Option<String>) -> RunOptions {
+        RunOptions { agent, ..self }
     }
 }
 
@@ -136,6 +146,15 @@ pub fn check(spec: &Spec, opts: &RunOptions) -> Result<()> {
                 flags.effort_levels.join(", ")
             )));
         }
+    }
+    if let Some(agent) = &opts.agent {
+        if spec.id != super::EngineId::Agy {
+            return Err(VfError::usage(format!(
+                "{}: --agent is agy's only (it passes agy's `--agent NAME`)",
+                spec.id
+            )));
+        }
+        crate::names::check("agent name", agent)?;
     }
     Ok(())
 }

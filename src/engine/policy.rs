@@ -24,7 +24,8 @@
 //!   1.0.102: `--available-tools=NAME`, `--excluded-tools=NAME`, which take
 //!   MCP tool names only: a built-in intent (`shell`, `write`, `read`, `url`,
 //!   `memory`, with or without `(…)`) is dropped with a warning, never sent.
-//!   Older versions: unenforced.
+//!   Older versions: unenforced. (The families, their flags and the
+//!   intents are copilot's own description: `engine::copilot::tool_flags`.)
 //! - acp: read-only is vf's own answer to permission requests
 //!   (`acp::policy`), nothing in argv; a permission request names no tool
 //!   vf could match, so tools are unenforced.
@@ -98,20 +99,6 @@ pub struct Applied {
     /// One per unenforced part or dropped name; each says "unenforced" or "dropped".
     pub warnings: Vec<String>,
 }
-
-/// copilot's built-in permission intents (its help: `shell(git:*)`, `write`, …).
-const COPILOT_INTENTS: &[&str] = &["shell", "write", "read", "url", "memory"];
-
-const COPILOT_ALLOW_DENY_SINCE: Version = Version {
-    major: 1,
-    minor: 0,
-    patch: 102,
-};
-const COPILOT_MCP_ONLY_SINCE: Version = Version {
-    major: 1,
-    minor: 0,
-    patch: 83,
-};
 
 /// The policy's checks that need no engine: a tool name is a non-empty line
 /// without control characters, never in both lists; read-only or an allow
@@ -205,13 +192,7 @@ fn tool_flags(engine: EngineId, version: Option<&Version>) -> (Option<&str>, Opt
     match engine {
         EngineId::Claude => (Some("--allowedTools"), Some("--disallowedTools")),
         EngineId::Gemini => (Some("--allowed-tools"), None),
-        EngineId::Copilot => match version {
-            Some(v) if *v < COPILOT_MCP_ONLY_SINCE => (None, None),
-            Some(v) if *v < COPILOT_ALLOW_DENY_SINCE => {
-                (Some("--available-tools"), Some("--excluded-tools"))
-            }
-            _ => (Some("--allow-tool"), Some("--deny-tool")),
-        },
+        EngineId::Copilot => super::copilot::tool_flags(version),
         _ => (None, None),
     }
 }
@@ -244,7 +225,7 @@ fn tool_args(engine: EngineId, version: Option<&Version>, p: &ToolPolicy, out: &
             }
         };
         for name in names {
-            if mcp_only && is_copilot_intent(name) {
+            if mcp_only && super::copilot::is_intent(name) {
                 out.warnings.push(format!(
                     "copilot {}: built-in intent {name:?} dropped ({flag} takes MCP tool names only): not sent",
                     version.map_or_else(String::new, Version::to_string)
@@ -266,31 +247,9 @@ fn tool_args(engine: EngineId, version: Option<&Version>, p: &ToolPolicy, out: &
     };
 }
 
-/// `shell`, `shell(git:*)`, `write`…: a built-in intent, not an MCP tool name.
-fn is_copilot_intent(name: &str) -> bool {
-    let head = name.split('(').next().unwrap_or(name).trim();
-    COPILOT_INTENTS.contains(&head)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn intents_are_told_from_mcp_names() {
-        let intents: Vec<bool> = [
-            "shell(git:*)",
-            "write",
-            "url",
-            "MyMCP(x)",
-            "github",
-            "shellx",
-        ]
-        .iter()
-        .map(|n| is_copilot_intent(n))
-        .collect();
-        assert_eq!(intents, [true, true, true, false, false, false]);
-    }
 
     #[test]
     fn contradictions_are_refused() {

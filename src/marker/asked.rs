@@ -1,9 +1,12 @@
 //! What a unit asked for, as its latest run was given it: the read-only
-//! and tool policy, the path guards and the notification hooks. The
+//! and tool policy, the path guards, the notification hooks and the MCP
+//! servers' file (its canonical path; the file is read again each run). The
 //! marker keeps it so that `vf resume` (and a `vf dispatch` re-run) keeps
 //! the unit's restrictions unless they are given again or dropped on
 //! purpose (README, "Resume keeps what a unit
 //! asked for"). A marker of an older vf has none: nothing asked.
+
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +24,10 @@ pub struct Asked {
     pub allow_paths: Vec<String>,
     pub on_finish: Option<String>,
     pub on_fail: Option<String>,
+    /// `--mcp FILE` (plan `mcp`): canonical and absolute, never the servers
+    /// themselves (their env and headers stay in the user's file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<PathBuf>,
 }
 
 impl Asked {
@@ -54,6 +61,7 @@ impl Asked {
             allow_paths: allow_paths.to_vec(),
             on_finish: on_finish.map(str::to_string),
             on_fail: on_fail.map(str::to_string),
+            mcp: None,
         }
     }
 }

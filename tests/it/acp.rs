@@ -56,6 +56,7 @@ fn request(prompt: &str) -> SessionRequest {
         prompt: vec![PromptPart::Text(prompt.to_string())],
         resume: None,
         policy: Policy::Default,
+        mcp: Vec::new(),
         deadline: Some(Duration::from_secs(20)),
     }
 }

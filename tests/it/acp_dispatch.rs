@@ -461,3 +461,80 @@ fn doctor_runs_the_handshake_and_engines_lists_the_presets() {
     let text = String::from_utf8_lossy(&env.run(&["engines"]).stdout).into_owned();
     assert!(text.contains("enforced by vf"), "{text}");
 }
+
+/// Every file under `dir`, read as text (lossy).
+fn all_text_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(all_text_under(&p));
+        } else if let Ok(b) = std::fs::read(&p) {
+            out.push((p, String::from_utf8_lossy(&b).into_owned()));
+        }
+    }
+    out
+}
+
+/// `--mcp FILE` for an ACP agent: the servers go as `session/new`'s
+/// `mcpServers` with their real env and header values (the agent says how
+/// long each is), while the raw log and every other file vf writes hold
+/// `***` in their place. A url server needs the agent's
+/// `mcpCapabilities.http`: without it the unit fails before `session/new`.
+#[test]
+fn mcp_servers_go_in_session_new_and_their_secrets_never_reach_disk() {
+    let env = Env::new();
+    let servers = json!({"mcpServers": {
+        "files": {"command": "mcp-files", "args": ["--root", "."],
+                  "env": {"FILES_TOKEN": "sekrit-env-value-1234"}},
+        "web": {"url": "http://127.0.0.1:9/mcp",
+                "headers": {"Authorization": "Bearer hdr-secret-56789"}},
+    }});
+    let file = env.write("servers.json", servers.to_string());
+    let mcp = ["--mcp", file.to_str().unwrap(), "--output", "json"];
+    let out = run(acp(&env, "m1", &agent("mcp", "--mcp-http"), &mcp));
+    let r = last_json(&out);
+    assert_eq!(r["state"], "done", "{r}\n{}", stderr(&out));
+    assert_eq!(r["mcp"], json!(["files", "web"]), "{r}");
+    let answer = r["answer"].as_str().unwrap().lines().next().unwrap();
+    assert_eq!(
+        answer,
+        "files stdio FILES_TOKEN=21; web http Authorization=23"
+    );
+    let log = log_of(&env, "m1", 1);
+    let new = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["msg"]["method"] == "session/new")
+        .expect("a session/new line");
+    assert_eq!(
+        new["msg"]["params"]["mcpServers"],
+        json!([
+            {"name": "files", "command": "mcp-files", "args": ["--root", "."],
+             "env": [{"name": "FILES_TOKEN", "value": "***"}]},
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp",
+             "headers": [{"name": "Authorization", "value": "***"}]},
+        ])
+    );
+    let files = all_text_under(&env.state());
+    assert!(files.len() > 3, "{files:?}");
+    for (path, text) in &files {
+        for secret in ["sekrit-env-value-1234", "hdr-secret-56789"] {
+            assert!(!text.contains(secret), "{} holds {secret}", path.display());
+        }
+    }
+    // No http capability: refused before session/new, and says why.
+    let out = run(acp(&env, "m2", &agent("mcp", ""), &mcp));
+    let r = last_json(&out);
+    assert_eq!(
+        (&r["state"], &r["reason"]),
+        (&json!("failed"), &json!("invalid")),
+        "{r}"
+    );
+    assert_eq!(
+        r["error"],
+        "MCP servers: server \"web\" is an http server, and fake-acp does not advertise mcpCapabilities.http",
+        "{r}"
+    );
+    assert!(!log_of(&env, "m2", 1).contains("\"session/new\""));
+}

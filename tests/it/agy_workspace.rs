@@ -258,3 +258,85 @@ fn hook_refuses_a_denied_tool_and_logs_every_call() {
         ]),
     );
 }
+
+/// `vf dispatch --engine agy --agent NAME` (and the plan key `agent`):
+/// refused (exit 2, nothing written) until `vf workspace init --engine agy
+/// --agent NAME` wrote the agent's file, then `--agent NAME` goes before
+/// `-p`; any other engine refuses the flag.
+#[test]
+fn dispatch_agent_needs_the_workspace_file_then_passes_it() {
+    let env = crate::common::Env::new();
+    let bin = env.fake_for("agy");
+    let log = env.path().join("args.log");
+    let answer = env.write("answer.txt", "ok\n");
+    env.write(
+        "bin/agy.env",
+        format!(
+            "FAKE_STDOUT={}\nFAKE_ARGS_LOG={}\n",
+            answer.display(),
+            log.display()
+        ),
+    );
+    let go = |engine: &str| {
+        env.run(&[
+            "dispatch",
+            "--engine",
+            engine,
+            "--agent",
+            "reviewer",
+            "--prompt",
+            "look",
+            "--unit",
+            "a1",
+            "--engine-bin",
+            bin.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let out = go("agy");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("vf workspace init --engine agy --agent reviewer --instructions FILE"),
+        "{err}"
+    );
+    assert!(
+        !env.state().join("units").exists(),
+        "a refused command writes nothing"
+    );
+    let out = go("codex");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--agent is agy's only"),
+        "{}",
+        stderr(&out)
+    );
+    let md = env.write("reviewer.md", "Review carefully.");
+    let made = init(
+        env.path(),
+        &[
+            "--agent",
+            "reviewer",
+            "--instructions",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(made.status.code(), Some(0), "{}", stderr(&made));
+    let out = go("agy");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = read_text(&log);
+    let argv: Vec<&str> = text.split("--stdin--").next().unwrap().lines().collect();
+    assert_eq!(argv, ["--agent", "reviewer", "-p", "look"]);
+    // The plan key, the same way.
+    let plan = env.write(
+        "plan.toml",
+        "[[unit]]\nname = \"p1\"\nengine = \"agy\"\nagent = \"reviewer\"\nprompt = \"plan look\"\n",
+    );
+    let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--output", "jsonl"]);
+    c.env("VF_AGY_BIN", &bin);
+    let out = crate::common::run_bounded(c, std::time::Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = read_text(&log);
+    let argv: Vec<&str> = text.split("--stdin--").next().unwrap().lines().collect();
+    assert_eq!(argv, ["--agent", "reviewer", "-p", "plan look"]);
+}

@@ -714,6 +714,7 @@ fn every_emitted_flag_is_in_the_verified_help() {
                     path: "s.json".into(),
                     json: "{}".into(),
                 }),
+                agent: None,
             };
             let r = Request {
                 session: e.engine().exact_resume(Some(&ver)).then_some(session),

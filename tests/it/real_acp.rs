@@ -87,6 +87,7 @@ fn session(
         prompt: vec![PromptPart::Text(prompt.to_string())],
         resume,
         policy: Policy::Default,
+        mcp: Vec::new(),
         deadline: Some(Duration::from_secs(180)),
     };
     let events = Arc::new(Mutex::new(Vec::new()));

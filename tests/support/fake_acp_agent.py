@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """A small ACP agent with canned behaviour, for the ACP driver tests (tests/it/acp.rs).
 
-    fake_acp_agent.py <mode> [--no-load] [--no-image] [--write]
+    fake_acp_agent.py <mode> [--no-load] [--no-image] [--write] [--mcp-http] [--mcp-sse]
 
 It speaks JSON-RPC 2.0 over stdio, one message per line. `initialize` names it
 `fake-acp 1.0.0`, protocol 1, loadSession (unless --no-load), promptCapabilities
 image + embeddedContext (image off with --no-image). With --write, an allowed
-tool call of mode `tool` really creates x.txt in the session's cwd. `session/new` answers
+tool call of mode `tool` really creates x.txt in the session's cwd. --mcp-http and
+--mcp-sse advertise mcpCapabilities http and sse. `session/new` answers
 `sess-1`; `session/load` replays one user and one agent chunk and answers. What
 `session/prompt` does depends on <mode>:
 
@@ -25,6 +26,9 @@ tool call of mode `tool` really creates x.txt in the session's cwd. `session/new
   badid      session/new answers a session id vf must refuse
   blocks     session/prompt: answers with what each prompt block held
   huge       session/prompt: a 9 MiB line (over vf's 8 MiB cap), then as json
+  mcp        session/prompt: answers with the mcpServers that session/new or session/load
+             got: each one's name, type, and its env/header names with the length of
+             each value (never a value), then a fenced json summary
 """
 
 import json
@@ -36,6 +40,7 @@ FLAGS = set(sys.argv[2:])
 OUT = sys.stdout.buffer
 NEXT_ID = [100]
 CWD = ["."]
+MCP = [[]]
 
 
 def send(msg):
@@ -121,6 +126,14 @@ def prompt(msg, sid):
                 seen.append(b["type"])
         chunk(sid, "agent_message_chunk", "; ".join(seen) + "\n\n```json\n{}\n```\n")
         return {"stopReason": "end_turn"}
+    if MODE == "mcp":
+        seen = []
+        for srv in MCP[0]:
+            pairs = srv.get("env", []) + srv.get("headers", [])
+            seen.append("%s %s %s" % (srv["name"], srv.get("type", "stdio"), ",".join(
+                "%s=%d" % (p["name"], len(p["value"])) for p in pairs)))
+        chunk(sid, "agent_message_chunk", "; ".join(seen) + "\n\n```json\n{}\n```\n")
+        return {"stopReason": "end_turn"}
     if MODE == "slow":
         # One message in chunks 0.4 s apart: they merge into one row, so no
         # event shows until the end, though the agent writes all along.
@@ -159,6 +172,9 @@ def main():
             caps = {"loadSession": "--no-load" not in FLAGS,
                     "promptCapabilities": {"image": "--no-image" not in FLAGS,
                                            "embeddedContext": True}}
+            if FLAGS & {"--mcp-http", "--mcp-sse"}:
+                caps["mcpCapabilities"] = {"http": "--mcp-http" in FLAGS,
+                                           "sse": "--mcp-sse" in FLAGS}
             send({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": 1, "agentCapabilities": caps,
                 "agentInfo": {"name": os.environ.get("FAKE_ACP_NAME", "fake-acp"),
@@ -167,10 +183,12 @@ def main():
             continue
         elif method == "session/new":
             CWD[0] = msg["params"].get("cwd", ".")
+            MCP[0] = msg["params"].get("mcpServers", [])
             sid = "bad id/../x" if MODE == "badid" else "sess-1"
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
         elif method == "session/load":
             sid = msg["params"]["sessionId"]
+            MCP[0] = msg["params"].get("mcpServers", [])
             chunk(sid, "user_message_chunk", "earlier prompt")
             chunk(sid, "agent_message_chunk", "earlier answer")
             send({"jsonrpc": "2.0", "id": rid, "result": {}})

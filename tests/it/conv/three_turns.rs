@@ -578,3 +578,72 @@ fn a_participant_model_is_checked_at_new_and_passed_on_every_turn() {
         "{text}"
     );
 }
+
+/// `say --mcp FILE`: every turn's engine gets the servers as `vf dispatch
+/// --mcp` gives them (claude a 0600 file in the turn unit's directory,
+/// codex config overrides); a file one participant's engine refuses is
+/// exit 2 before the message enters the transcript.
+#[test]
+fn say_mcp_reaches_every_turn_by_its_engines_mechanism() {
+    let f = Fakes::new();
+    succeeded(&f.vf(&[
+        "conv", "new", "m", "--with", "claude:c", "--with", "codex:x",
+    ]));
+    let with_env = f.env.write(
+        "env.json",
+        r#"{"mcpServers": {"files": {"command": "mcp-files", "env": {"K": "v"}}}}"#,
+    );
+    let before = read_text(&f.env.state().join("conversations/m/conversation.json"));
+    let say = |file: &Path| {
+        f.vf(&[
+            "conv",
+            "say",
+            "m",
+            "--all",
+            "--prompt",
+            "look",
+            "--json",
+            "--mcp",
+            file.to_str().unwrap(),
+        ])
+    };
+    let out = say(&with_env);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--mcp: codex: server \"files\" has `env`"));
+    assert_eq!(
+        read_text(&f.env.state().join("conversations/m/conversation.json")),
+        before
+    );
+    let plain = f.env.write(
+        "plain.json",
+        r#"{"mcpServers": {"files": {"command": "mcp-files", "args": ["-r"]}}}"#,
+    );
+    f.answer("claude", CLAUDE_SID, "ok");
+    f.answer("codex", CODEX_SID, "ok");
+    succeeded(&say(&plain));
+    let runs = f.delivered();
+    let args_of = |engine: &str| {
+        runs.iter()
+            .find(|r| r.0 == engine)
+            .map(|r| r.1.clone())
+            .unwrap()
+    };
+    let file = f.env.state().join("units/conv-m-c-t1/mcp-claude.json");
+    let file = std::path::absolute(&file).unwrap();
+    assert!(
+        args_of("claude").contains(&format!("--mcp-config={}", file.display())),
+        "{:?}",
+        args_of("claude")
+    );
+    let codex = args_of("codex");
+    assert!(
+        codex.windows(4).any(|w| w
+            == [
+                "--config",
+                "mcp_servers.files.command=\"mcp-files\"",
+                "--config",
+                "mcp_servers.files.args=[\"-r\"]"
+            ]),
+        "{codex:?}"
+    );
+}

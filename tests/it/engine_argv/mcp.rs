@@ -189,7 +189,6 @@ fn unverified_mechanisms_are_refused_with_exit_2() {
             &plain,
             "vf workspace init --engine agy --mcp FILE",
         ),
-        (EngineId::Acp, &plain, "no verified mechanism"),
         (EngineId::Bridge, &plain, "no verified mechanism"),
     ];
     for (e, s, why) in cases {
@@ -200,6 +199,9 @@ fn unverified_mechanisms_are_refused_with_exit_2() {
         assert!(msg.contains(why), "{msg}");
         assert!(!msg.contains("s3cret"), "{msg}");
     }
+    // ACP: nothing on argv, no file, no environment: `session/new` carries them.
+    let acp = mcp::apply(EngineId::Acp, &with_env, std::path::Path::new(STATE), "u1");
+    assert_eq!(acp.unwrap(), mcp::McpApplied::default());
     // Through the build too: before any argv is made.
     let err = refused(
         EngineId::Agy,

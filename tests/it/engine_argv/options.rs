@@ -1,6 +1,7 @@
 //! `--model`, `--effort` and the native summary-schema flag: the exact argv
 //! per engine, fresh and resumed, the refusals (exit 2), and every flag and
-//! effort level checked against the verified help (`fixtures/<cli>/<v>/help/`).
+//! effort level checked against the verified help (`fixtures/<cli>/<v>/help/`);
+//! agy's `--agent NAME`.
 
 use std::path::PathBuf;
 
@@ -23,6 +24,7 @@ fn opts(model: Option<&str>, effort: Option<&str>, schema: bool) -> RunOptions {
             path: PathBuf::from(SCHEMA_PATH),
             json: SCHEMA_JSON.into(),
         }),
+        agent: None,
     }
 }
 
@@ -292,5 +294,53 @@ fn option_flags_and_effort_levels_are_in_every_verified_help_and_checked_by_doct
         if o.effort.is_none() {
             assert!(o.effort_levels.is_empty(), "{e}");
         }
+    }
+}
+
+/// `--agent NAME` (issue 27; unverified against a real agy): passed before
+/// `-p` when the directory has `.agents/agents/NAME/agent.md`; refused
+/// (exit 2) without it, for a name that is not a safe identifier, and for
+/// every other engine.
+#[test]
+fn agy_agent_needs_its_workspace_file_and_no_other_engine_takes_it() {
+    let dir = crate::common::tempdir();
+    let with = |agent: &str| RunOptions {
+        agent: Some(agent.to_string()),
+        ..RunOptions::NONE
+    };
+    let reviewer = with("reviewer");
+    let r = Request {
+        cwd: dir.path(),
+        options: &reviewer,
+        ..req("look")
+    };
+    let err = refused(EngineId::Agy, &r);
+    assert_eq!(err.exit_code(), exit::USAGE);
+    let want = format!(
+        "agy: --agent reviewer: {} is not there; write it with `vf workspace init --engine agy --agent reviewer --instructions FILE`",
+        dir.path()
+            .join(".agents/agents/reviewer/agent.md")
+            .display()
+    );
+    assert_eq!(err.to_string(), want);
+    let md = dir.path().join(".agents/agents/reviewer");
+    std::fs::create_dir_all(&md).unwrap();
+    std::fs::write(md.join("agent.md"), "review").unwrap();
+    let inv = build(EngineId::Agy, &r);
+    assert_eq!(args(&inv), ["--agent", "reviewer", "-p", "look"]);
+    let bad = with("../x");
+    let r = Request {
+        cwd: dir.path(),
+        options: &bad,
+        ..req("look")
+    };
+    assert_eq!(refused(EngineId::Agy, &r).exit_code(), exit::USAGE);
+    for e in EngineId::ALL.into_iter().filter(|e| *e != EngineId::Agy) {
+        let err = vf::engine::options::check(e.engine().spec(), &reviewer).unwrap_err();
+        assert_eq!(err.exit_code(), exit::USAGE, "{e}");
+        assert_eq!(
+            err.to_string(),
+            format!("{e}: --agent is agy's only (it passes agy's `--agent NAME`)")
+        );
     }
 }

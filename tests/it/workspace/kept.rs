@@ -1,8 +1,9 @@
 //! A resumed (or re-run) unit keeps what it asked for: its read-only and
 //! tool policy, its path guards and its hooks, from the marker's `asked`;
 //! flags given again replace a part, `--clear PART` drops one, an older
-//! marker without the field asks nothing, and a recorded
-//! `--require-enforced` refuses a resume the engine cannot enforce.
+//! marker without the field asks nothing, a recorded
+//! `--require-enforced` refuses a resume the engine cannot enforce, and the
+//! `--mcp` file is kept by its path and read again.
 
 use super::*;
 
@@ -291,4 +292,72 @@ fn list_tree(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// `--mcp FILE` is kept too: the marker records the file's canonical path
+/// (never the servers), a resume reads it again and hands it to the engine;
+/// a kept file that is gone is exit 2 naming `--clear mcp`, with nothing
+/// written; `--clear mcp` drops it. A plan unit records its `mcp` file.
+#[test]
+fn the_mcp_file_is_kept_by_path_and_read_again() {
+    let (r, log) = claude_repo();
+    let servers = r.env.write(
+        "cfg/servers.json",
+        r#"{"mcpServers": {"files": {"command": "mcp-files", "env": {"T": "s3cret-kept"}}}}"#,
+    );
+    let canonical = std::fs::canonicalize(&servers).unwrap();
+    // Failed by its guard (the fake writes secrets/key), so it can be resumed.
+    let first = [
+        "--mcp",
+        servers.to_str().unwrap(),
+        "--deny-path",
+        "secrets/**",
+    ];
+    let out = dispatch(&r, "m1", &first);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let want = asked(json!({"mcp": canonical.to_str().unwrap(), "denyPaths": ["secrets/**"]}));
+    assert_json_eq(&r.env.marker("m1")["asked"], &want);
+    let config = |args: &[String]| {
+        args.iter()
+            .filter(|a| a.starts_with("--mcp-config="))
+            .count()
+    };
+    // Resumed without a flag: the servers are given again.
+    let out = claude(&r, &["resume", "m1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["mcp"], json!(["files"]));
+    assert_eq!(config(&argv(&log)), 1, "{:?}", argv(&log));
+    assert_json_eq(&r.env.marker("m1")["asked"], &want);
+    // The file is gone: refused, nothing written.
+    std::fs::remove_file(&servers).unwrap();
+    let before = r.env.marker_bytes("m1");
+    let listing = list_tree(&r.env.state());
+    let out = claude(&r, &["resume", "m1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--clear mcp") && err.contains("servers.json"),
+        "{err}"
+    );
+    assert_eq!(r.env.marker_bytes("m1"), before);
+    assert_eq!(list_tree(&r.env.state()), listing);
+    // Dropped on purpose: no servers, nothing recorded.
+    let out = claude(&r, &["resume", "m1", "--clear", "mcp"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(config(&argv(&log)), 0, "{:?}", argv(&log));
+    let want = asked(json!({"denyPaths": ["secrets/**"]}));
+    assert_json_eq(&r.env.marker("m1")["asked"], &want);
+    // A plan unit's file, recorded by its canonical path.
+    let servers = r.env.write(
+        "cfg/plan-servers.json",
+        r#"{"mcpServers": {"p": {"command": "x"}}}"#,
+    );
+    let extra = format!("mcp = {:?}", servers.to_str().unwrap());
+    let out = r.plan(&unit_toml("p2", &[], &extra));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let canonical = std::fs::canonicalize(&servers).unwrap();
+    assert_json_eq(
+        &r.env.marker("p2")["asked"],
+        &asked(json!({"mcp": canonical.to_str().unwrap()})),
+    );
 }

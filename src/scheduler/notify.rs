@@ -1,7 +1,7 @@
 //! A plan unit's notification hooks (`on_finish`, `on_fail`), run by the
 //! unit's own task once its marker is final: after each dispatch (a retried
 //! rate-limited attempt included) with its result, and for a `blocked` unit
-//! with its report row (see [`crate::hooks`]).
+//! with its report row (see [`crate::notify`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,7 +12,7 @@ use crate::engine::EngineId;
 
 /// What a unit's task needs to run its hooks.
 pub(super) struct UnitHooks {
-    pub hooks: crate::hooks::Hooks,
+    pub hooks: crate::notify::Hooks,
     pub state_dir: PathBuf,
     pub cwd: PathBuf,
     pub unit: String,
@@ -23,7 +23,7 @@ pub(super) struct UnitHooks {
 impl UnitHooks {
     /// Runs them with `result`'s JSON on stdin; their warnings.
     pub async fn run(&self, result: &impl Serialize, attempt: u32, failed: bool) -> Vec<String> {
-        if self.hooks == crate::hooks::Hooks::default() {
+        if self.hooks == crate::notify::Hooks::default() {
             return Vec::new();
         }
         let mut json = match serde_json::to_vec(result) {
@@ -31,7 +31,7 @@ impl UnitHooks {
             Err(e) => return vec![format!("hooks not run: {e}")],
         };
         json.push(b'\n');
-        let ended = crate::hooks::Ended {
+        let ended = crate::notify::Ended {
             state_dir: &self.state_dir,
             cwd: &self.cwd,
             unit: &self.unit,
@@ -41,6 +41,6 @@ impl UnitHooks {
             json: &json,
             kill_grace: self.kill_grace,
         };
-        crate::hooks::after_unit(&self.hooks, &ended).await
+        crate::notify::after_unit(&self.hooks, &ended).await
     }
 }

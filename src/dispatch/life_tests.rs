@@ -239,14 +239,15 @@ fn early_ends_and_failures_before_the_spawn() {
         std::fs::read(MarkerStore::new(&spec.state_dir).path("u")).unwrap(),
         bytes
     );
-    // A merge conflict blocks it (attempt 3), with no owner.
+    // A merge conflict blocks it, with no owner: attempt 2, since the
+    // refused attempt was never written.
     let mut life = UnitLife::claim(&spec).unwrap();
     let end = life.end_early(Blocked, Reason::MergeConflict, "conflict".into());
     rt().block_on(end).unwrap();
     let m = on_disk(t.path()).unwrap();
     assert_eq!(
         (m.state, m.attempts, m.reason, m.owner),
-        (Blocked, 3, Some(Reason::MergeConflict), None)
+        (Blocked, 2, Some(Reason::MergeConflict), None)
     );
 }
 

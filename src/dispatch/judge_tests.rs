@@ -3,6 +3,9 @@
 use super::*;
 use crate::sys::Sig;
 
+/// An ACP session's failure, whether it never ended, the agent's version.
+type Session = (Option<(Reason, String)>, bool, Option<String>);
+
 /// One run's facts, owned; `facts()` lends them to the judge.
 struct Run {
     engine: EngineId,
@@ -15,7 +18,7 @@ struct Run {
     budget_stopped: bool,
     retry_at: Option<String>,
     stderr: Vec<u8>,
-    acp: Option<(Option<(Reason, String)>, bool, Option<String>)>,
+    acp: Option<Session>,
     schema: Option<SummarySchema>,
     reported: Option<Usage>,
     running: Running,

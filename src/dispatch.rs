@@ -12,7 +12,9 @@
 
 mod acp_session;
 mod budget_watch;
+mod judge;
 mod launch;
+pub mod life;
 mod prepare;
 pub mod prompt_file;
 mod pump;
@@ -28,9 +30,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{Attachment, EngineId, RunOptions};
-use crate::error::{Reason, Result, VfError};
+use crate::error::{Reason, Result};
 use crate::frames::ConversationEvent;
-use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::marker::UnitState;
 use crate::unit_lock::UnitLock;
 
 pub use budget_watch::{BudgetWatch, LiveUsage};
@@ -189,12 +191,8 @@ impl DispatchResult {
 
     /// What the saved marker says of the run that just ended; the caller
     /// adds what the engine itself reported (nothing, when none ran).
-    fn from_marker(
-        spec: &UnitSpec,
-        store: &MarkerStore,
-        marker: &Marker,
-        started: Instant,
-    ) -> Self {
+    fn from_life(spec: &UnitSpec, life: &life::UnitLife, started: Instant) -> Self {
+        let marker = life.marker();
         DispatchResult {
             unit: spec.unit.clone(),
             engine: spec.engine,
@@ -218,7 +216,7 @@ impl DispatchResult {
             retry_at: None,
             duration_ms: started.elapsed().as_millis() as u64,
             attempt: marker.attempts,
-            marker: store.path(&spec.unit),
+            marker: life.store().path(&spec.unit),
             stdout_log: None,
             stderr_log: None,
             workspace: marker.workspace.clone(),
@@ -298,91 +296,18 @@ async fn run_attempt(
         steps::Opened::Ready(lock, ws) => (lock, ws),
         steps::Opened::Ended(res) => return Ok(*res),
     };
-    let (spec, mut prepared) = prepare::off_thread(spec, lock).await?;
-    prepared.marker.workspace = workspace;
+    let (spec, mut prepared, mut life) = prepare::off_thread(spec, lock).await?;
+    life.note_workspace(workspace);
     for w in &prepared.warnings {
         sink.warning(w);
     }
-    if let Some(res) = steps::setup(&spec, &mut prepared, started).await? {
+    if let Some(res) = steps::setup(&spec, &mut life, started).await? {
         return Ok(res);
     }
-    if let Some(res) = steps::guard_baseline(&spec, &mut prepared, started).await? {
+    if let Some(res) = steps::guard_baseline(&spec, &mut prepared, &mut life, started).await? {
         return Ok(res);
     }
-    let launched = launch::launch(&spec, prepared).await?;
-    let ended = supervise::supervise(&spec, launched, sink, started).await;
-    settle::settle(&spec, ended, sink, started).await
-}
-
-/// The engine could not be started. A unit that had no marker gets one that
-/// says why (for `vf status` and orchestrate); an existing marker is left
-/// byte-identical, so a refused run never loses its session id.
-fn fail_before_spawn(
-    store: &MarkerStore,
-    marker: &mut Marker,
-    is_new: bool,
-    reason: Reason,
-    err: VfError,
-) -> VfError {
-    let err = VfError::Refused {
-        reason,
-        error: Box::new(err),
-    };
-    if !is_new {
-        return err;
-    }
-    marker.state = UnitState::Failed;
-    marker.reason = Some(reason);
-    marker.error = Some(err.to_string());
-    marker.finished_at = Some(crate::fsutil::now_rfc3339());
-    marker.owner = None;
-    match store.save(marker) {
-        Ok(()) => err,
-        Err(e) => e,
-    }
-}
-
-/// Loads (or creates) the unit's marker and claims it for a new attempt, in
-/// memory only: the first write is the `running` marker after the spawn.
-fn prepare_marker(store: &MarkerStore, spec: &UnitSpec) -> Result<Marker> {
-    let existing = store.load(&spec.unit)?;
-    let mut marker = match existing {
-        Some(m) => {
-            if m.state == UnitState::Done && spec.session.is_none() {
-                return Err(VfError::usage(format!(
-                    "unit {:?} is already done; pick another --unit name (its marker: {})",
-                    spec.unit,
-                    store.path(&spec.unit).display()
-                )));
-            }
-            crate::marker::policy::refuse_if_owned(&spec.unit, &m)?;
-            let mut m = m;
-            if m.engine != spec.engine {
-                // Another engine's session id means nothing here.
-                m.engine_session_id = None;
-                m.engine = spec.engine;
-            }
-            m.cwd = spec.cwd.clone();
-            m
-        }
-        None => Marker::new(&spec.unit, spec.engine, &spec.cwd),
-    };
-    marker.attempts += 1;
-    store.check_attempt_paths(&spec.unit, marker.attempts)?;
-    marker.state = UnitState::Pending;
-    marker.finished_at = None;
-    marker.summary = None;
-    marker.summary_error = None;
-    marker.command = spec.command.clone();
-    marker.model = spec.options.model.clone();
-    marker.effort = spec.options.effort.clone();
-    marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());
-    marker.policy = None;
-    marker.asked = spec.asked.clone();
-    if let Some(id) = &spec.session {
-        marker.engine_session_id = Some(id.clone());
-    }
-    // Not written yet: the first durable write is `running`. A crash or a
-    // refusal before that leaves the previous marker as it was.
-    Ok(marker)
+    let launched = launch::launch(&spec, prepared, &mut life).await?;
+    let ended = supervise::supervise(&spec, launched, &mut life, sink, started).await;
+    settle::settle(&spec, ended, life, sink, started).await
 }

@@ -253,7 +253,7 @@ impl MarkerStore {
         layout::unit_dir(self.state_dir(), unit)
     }
 
-    fn state_dir(&self) -> &Path {
+    pub fn state_dir(&self) -> &Path {
         self.dir.parent().unwrap_or(Path::new("."))
     }
 

@@ -9,20 +9,19 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::UnitSpec;
+use super::life::SessionRecorder;
 use super::pump::Msg;
 use super::redact::Redactor;
 use crate::acp::{self, AcpError, Policy, PromptPart, SessionRequest, SessionSink};
 use crate::engine::{AttachmentKind, Outcome};
 use crate::error::Reason;
 use crate::frames::ConversationEvent;
-use crate::marker::{Marker, MarkerStore};
 
 /// What the session tells the supervisor, in order.
 pub(super) enum SessionMsg {
@@ -49,8 +48,7 @@ pub(super) struct AcpRun {
 struct Sink {
     log: File,
     redactor: Arc<Redactor>,
-    marker: Marker,
-    state_dir: PathBuf,
+    recorder: SessionRecorder,
     tx: mpsc::UnboundedSender<SessionMsg>,
 }
 
@@ -67,10 +65,7 @@ impl SessionSink for Sink {
     }
 
     fn session_id(&mut self, id: &str) -> std::io::Result<()> {
-        self.marker.engine_session_id = Some(id.to_string());
-        MarkerStore::new(&self.state_dir)
-            .save(&mut self.marker)
-            .map_err(std::io::Error::other)?;
+        self.recorder.record(id).map_err(std::io::Error::other)?;
         let _ = self.tx.send(SessionMsg::Session(id.to_string()));
         Ok(())
     }
@@ -151,7 +146,7 @@ pub(super) fn start(
     child: &mut tokio::process::Child,
     log: File,
     redactor: Arc<Redactor>,
-    marker: &Marker,
+    recorder: SessionRecorder,
     prompt: String,
     pump_tx: mpsc::Sender<Msg>,
 ) -> (AcpRun, JoinHandle<()>) {
@@ -162,8 +157,7 @@ pub(super) fn start(
     let sink = Sink {
         log,
         redactor,
-        marker: marker.clone(),
-        state_dir: spec.state_dir.clone(),
+        recorder,
         tx: tx.clone(),
     };
     let (cwd, attachments) = (spec.cwd.clone(), spec.attachments.clone());

@@ -12,16 +12,15 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::acp_session::{self, AcpRun};
+use super::life::{SessionRecorder, UnitLife};
 use super::prepare::Prepared;
 use super::pump::{self, Msg, Stream};
 use super::redact::Redactor;
 use super::{UnitSpec, prompt_file};
 use crate::child::{self, Group};
 use crate::error::{Reason, Result, VfError};
-use crate::fsutil::now_rfc3339;
-use crate::marker::{Marker, MarkerStore, Owner, UnitState};
+use crate::marker::MarkerStore;
 use crate::owned::{self, ProcRecord};
-use crate::procinfo::ProcIdentity;
 use crate::sys::OpenExt;
 
 /// A running engine and what reads it.
@@ -41,9 +40,13 @@ pub(super) struct Launched {
     pub acp: Option<AcpRun>,
 }
 
-pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched> {
-    let attempt = p.marker.attempts;
-    let paths = log_paths(spec, &p);
+pub(super) async fn launch(
+    spec: &UnitSpec,
+    mut p: Prepared,
+    life: &mut UnitLife,
+) -> Result<Launched> {
+    let attempt = life.marker().attempts;
+    let paths = log_paths(spec, life);
     if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
@@ -53,7 +56,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
     }
     let signals = child::Signals::new().ok();
-    let (mut child, group) = spawn_engine(spec, &mut p).await?;
+    let (mut child, group) = spawn_engine(spec, &mut p, life).await?;
     // The prompt goes in from a task, so the engine starts up while the record,
     // the logs and the marker are made below. Its output waits in the pipe:
     // the pumps that handle it start only once the `running` marker is durable.
@@ -70,7 +73,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         abort(&group, &mut child, &p).await;
         return Err(state_err(&record_path, &e));
     }
-    let files = match create_logs(spec, &p, &paths) {
+    let files = match create_logs(spec, life.store(), &paths) {
         Ok(files) => files,
         Err(e) => {
             abort(&group, &mut child, &p).await;
@@ -78,15 +81,14 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
             return Err(e);
         }
     };
-    claim_running(&mut p, pid, &group);
     // The unit's directory's once-per-process read for stale temporaries
     // waits for the engine's run: the first marker write does not pay it.
-    let scan = p
-        .store
+    let scan = life
+        .store()
         .path(&spec.unit)
         .parent()
         .and_then(crate::fsutil::defer_stale_scan);
-    if let Err(e) = save_off_thread(&spec.state_dir, &mut p.marker).await {
+    if let Err(e) = life.start(pid, group.id()).await {
         // Without a durable marker the run could not be resumed: do not run it.
         abort(&group, &mut child, &p).await;
         let _ = owned::release(&record_path);
@@ -96,7 +98,7 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
         // Not awaited: whatever it does not reach is left to a later run's.
         drop(tokio::task::spawn_blocking(move || scan.run()));
     }
-    let session = speaks_acp.then(|| (p.marker.clone(), p.inv.stdin.clone().unwrap_or_default()));
+    let session = speaks_acp.then(|| (life.recorder(), p.inv.stdin.clone().unwrap_or_default()));
     let (rx, pumps, acp) = start_pumps(spec, &mut child, &paths, files, session);
     let [stdout_log, stderr_log] = paths;
     Ok(Launched {
@@ -113,22 +115,6 @@ pub(super) async fn launch(spec: &UnitSpec, mut p: Prepared) -> Result<Launched>
     })
 }
 
-/// A durable marker write on tokio's blocking pool, awaited: its fsyncs wait
-/// there instead of on the one thread that runs every unit of a plan
-/// (`vf orchestrate`), so the units' writes overlap instead of queueing.
-pub(super) async fn save_off_thread(state_dir: &Path, marker: &mut Marker) -> Result<()> {
-    let store = MarkerStore::new(state_dir);
-    let mut copy = marker.clone();
-    let (copy, saved) = tokio::task::spawn_blocking(move || {
-        let saved = store.save(&mut copy);
-        (copy, saved)
-    })
-    .await
-    .map_err(|e| VfError::state(format!("the marker write did not finish: {e}")))?;
-    *marker = copy;
-    saved
-}
-
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
     VfError::state(format!("cannot write {}: {e}", what.display()))
 }
@@ -138,21 +124,29 @@ fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
 /// the directory and the files are made after the spawn, while the engine
 /// starts up (on a disk that has just freed many inodes, making one can take
 /// half a millisecond).
-fn log_paths(spec: &UnitSpec, p: &Prepared) -> [PathBuf; 2] {
-    let attempt = p.marker.attempts;
-    crate::marker::logs::STREAMS.map(|s| p.store.log_path(&spec.unit, attempt, s))
+fn log_paths(spec: &UnitSpec, life: &UnitLife) -> [PathBuf; 2] {
+    let attempt = life.marker().attempts;
+    crate::marker::logs::STREAMS.map(|s| life.store().log_path(&spec.unit, attempt, s))
 }
 
 /// The log directory (checked for links again) and the two raw logs.
-fn create_logs(spec: &UnitSpec, p: &Prepared, paths: &[PathBuf; 2]) -> Result<[std::fs::File; 2]> {
-    let logs = p.store.logs_dir(&spec.unit);
+fn create_logs(
+    spec: &UnitSpec,
+    store: &MarkerStore,
+    paths: &[PathBuf; 2],
+) -> Result<[std::fs::File; 2]> {
+    let logs = store.logs_dir(&spec.unit);
     real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
     let out = create_log(&paths[0]).map_err(|e| state_err(&paths[0], &e))?;
     let err = create_log(&paths[1]).map_err(|e| state_err(&paths[1], &e))?;
     Ok([out, err])
 }
 
-async fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::process::Child, Group)> {
+async fn spawn_engine(
+    spec: &UnitSpec,
+    p: &mut Prepared,
+    life: &mut UnitLife,
+) -> Result<(tokio::process::Child, Group)> {
     let spawned = child::spawn_off_thread(&p.program, &p.inv).await;
     spawned.map_err(|e| {
         remove_prompt_file(p);
@@ -162,13 +156,12 @@ async fn spawn_engine(spec: &UnitSpec, p: &mut Prepared) -> Result<(tokio::proce
             p.program.display(),
             child::explain_spawn_error(&p.program, &e)
         ));
-        let is_new = p.marker_is_new;
-        super::fail_before_spawn(&p.store, &mut p.marker, is_new, Reason::Spawn, err)
+        life.fail_before_spawn(Reason::Spawn, err)
     })
 }
 
-/// The session's marker (as saved `running`) and prompt, for an ACP agent.
-type Session = Option<(crate::marker::Marker, String)>;
+/// What makes the session's id durable, and the prompt, for an ACP agent.
+type Session = Option<(SessionRecorder, String)>;
 
 /// One reader per stream, both feeding the supervisor's channel; for an ACP
 /// agent, its session in place of the stdout reader.
@@ -185,13 +178,13 @@ fn start_pumps(
     let [out_file, err_file] = files;
     let name = |i: usize| paths[i].display().to_string();
     let (out_task, acp) = match session {
-        Some((marker, prompt)) => {
+        Some((recorder, prompt)) => {
             let (run, task) = acp_session::start(
                 spec,
                 child,
                 out_file,
                 redactor.clone(),
-                &marker,
+                recorder,
                 prompt,
                 tx.clone(),
             );
@@ -222,21 +215,6 @@ fn start_pumps(
         )),
     ];
     (rx, pumps, acp)
-}
-
-fn claim_running(p: &mut Prepared, pid: u32, group: &Group) {
-    let m = &mut p.marker;
-    m.state = UnitState::Running;
-    m.started_at = Some(now_rfc3339());
-    m.owner = Some(Owner {
-        supervisor: ProcIdentity::current(),
-        cli: Some(ProcIdentity::of(pid)),
-        pgid: Some(group.id()),
-    });
-    m.exit_code = None;
-    m.error = None;
-    m.reason = None;
-    m.point_at_logs();
 }
 
 /// stdin: the prompt, then EOF. Never leave a pipe open for the child to wait on.

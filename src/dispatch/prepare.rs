@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use super::life::UnitLife;
 use super::{MAX_PROMPT_BYTES, UnitSpec, VERSION_TIMEOUT, prompt_file};
 use crate::engine::{Invocation, Request};
 use crate::error::{Reason, Result, VfError};
-use crate::marker::{Marker, MarkerStore};
 use crate::text::shown;
 use crate::unit_lock::UnitLock;
 use crate::version::Version;
@@ -16,11 +16,6 @@ use crate::{binary, state};
 pub(super) struct Prepared {
     /// Held until the run is settled (dropped with it).
     pub _lock: UnitLock,
-    pub store: MarkerStore,
-    /// Claimed for the new attempt, in memory only.
-    pub marker: Marker,
-    /// There was no marker before this run.
-    pub marker_is_new: bool,
     pub program: PathBuf,
     pub version: Option<Version>,
     pub inv: Invocation,
@@ -37,8 +32,9 @@ pub(super) struct Prepared {
 pub(super) async fn off_thread(
     spec: UnitSpec,
     lock: Option<UnitLock>,
-) -> Result<(UnitSpec, Prepared)> {
-    let job = tokio::task::spawn_blocking(move || prepare(&spec, lock).map(|p| (spec, p)));
+) -> Result<(UnitSpec, Prepared, UnitLife)> {
+    let job =
+        tokio::task::spawn_blocking(move || prepare(&spec, lock).map(|(p, life)| (spec, p, life)));
     match job.await {
         Ok(prepared) => prepared,
         Err(e) => match e.try_into_panic() {
@@ -50,33 +46,30 @@ pub(super) async fn off_thread(
     }
 }
 
-fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
+fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLife)> {
     check_spec(spec)?;
     // Before the marker is read, so no other vf can write it until we are done.
     let lock = match lock {
         Some(l) => l,
         None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
     };
-    let store = MarkerStore::new(&spec.state_dir);
-    let marker_is_new = !store.path(&spec.unit).exists();
-    let mut marker = super::prepare_marker(&store, spec)?;
+    let mut life = UnitLife::claim(spec)?;
     // Left by a vf that was killed: under the lock nobody else can be using it.
     prompt_file::remove_for_unit(&spec.state_dir, &spec.unit);
-    let fail = |marker: &mut Marker, reason, err| {
-        super::fail_before_spawn(&store, marker, marker_is_new, reason, err)
-    };
     let is_command = spec.engine.engine().spec().command.is_some();
     // A command engine runs what its launch names (resolved after the build):
     // no binary of its own, no version to read.
     let binary = match is_command {
         true => None,
-        false => Some(find_program(spec, None).map_err(|e| fail(&mut marker, Reason::Missing, e))?),
+        false => {
+            Some(find_program(spec, None).map_err(|e| life.fail_before_spawn(Reason::Missing, e))?)
+        }
     };
     let mut warnings = spec.warnings.clone();
     let version = binary
         .as_ref()
         .and_then(|p| read_version(spec, p, &mut warnings));
-    marker.engine_version = version.as_ref().map(Version::to_string);
+    life.note_version(version.as_ref().map(Version::to_string));
     let built = spec.engine.engine().build(&Request {
         prompt: &spec.prompt,
         session: spec.session.as_deref(),
@@ -94,29 +87,27 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<Prepared> {
     });
     let mut inv = match built {
         Ok(inv) => inv,
-        Err(e) => return Err(fail(&mut marker, Reason::Invalid, e)),
+        Err(e) => return Err(life.fail_before_spawn(Reason::Invalid, e)),
     };
     let program = match binary {
         Some(p) => p,
         None => find_program(spec, Some(&inv.program))
-            .map_err(|e| fail(&mut marker, Reason::Missing, e))?,
+            .map_err(|e| life.fail_before_spawn(Reason::Missing, e))?,
     };
-    marker.policy = Some(inv.policy);
+    life.note_policy(inv.policy);
     inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;
     warnings.extend(inv.warnings.iter().cloned());
     take_over_orphans(spec, &mut warnings)?;
-    Ok(Prepared {
+    let prepared = Prepared {
         _lock: lock,
-        store,
-        marker,
-        marker_is_new,
         program,
         version,
         inv,
         warnings,
         guard: None,
-    })
+    };
+    Ok((prepared, life))
 }
 
 /// What runs: a CLI's binary (`launch` is `None`), or the program a command

@@ -4,11 +4,11 @@
 
 use std::time::Instant;
 
+use super::life::UnitLife;
 use super::prepare::Prepared;
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::error::{Reason, Result, VfError};
-use crate::fsutil::now_rfc3339;
-use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::marker::{MarkerStore, UnitState};
 use crate::owned::StepKind;
 use crate::steps::{Step, StepEnd, StepOwner};
 use crate::unit_lock::UnitLock;
@@ -77,11 +77,11 @@ pub(super) async fn open_workspace(
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {
             let end = (UnitState::Blocked, Reason::MergeConflict, message);
-            unopened(spec, &store, *workspace, end, started).await
+            unopened(spec, *workspace, end, started).await
         }
         Err(OpenError::Broken { workspace, message }) => {
             let end = (UnitState::Failed, Reason::Workspace, message);
-            unopened(spec, &store, *workspace, end, started).await
+            unopened(spec, *workspace, end, started).await
         }
     }
 }
@@ -89,14 +89,13 @@ pub(super) async fn open_workspace(
 /// Ends a unit whose worktree could not be opened (the lock drops after the marker).
 async fn unopened(
     spec: &UnitSpec,
-    store: &MarkerStore,
     workspace: Workspace,
     (state, reason, message): (UnitState, Reason, String),
     started: Instant,
 ) -> Result<Opened> {
-    let mut marker = super::prepare_marker(store, spec)?;
-    marker.workspace = Some(workspace);
-    let res = end_early(spec, store, &mut marker, state, reason, message, started).await?;
+    let mut life = UnitLife::claim(spec)?;
+    life.note_workspace(Some(workspace));
+    let res = end_early(spec, &mut life, (state, reason, message), started).await?;
     Ok(Opened::Ended(Box::new(res)))
 }
 
@@ -116,36 +115,19 @@ fn check_worktrees_dir(spec: &UnitSpec) -> Result<()> {
 /// `setup`) and its result returned: the engine never starts.
 pub(super) async fn setup(
     spec: &UnitSpec,
-    p: &mut Prepared,
+    life: &mut UnitLife,
     started: Instant,
 ) -> Result<Option<DispatchResult>> {
     let Some(cmd) = &spec.steps.setup else {
         return Ok(None);
     };
-    let session = p.marker.engine_session_id.clone();
-    let failure = run_step(
-        spec,
-        &p.store,
-        &p.marker,
-        StepKind::Setup,
-        cmd,
-        session.as_deref(),
-    )
-    .await?;
+    let session = life.marker().engine_session_id.clone();
+    let failure = run_step(spec, life, StepKind::Setup, cmd, session.as_deref()).await?;
     let Some((reason, error)) = failure else {
         return Ok(None);
     };
-    let res = end_early(
-        spec,
-        &p.store,
-        &mut p.marker,
-        UnitState::Failed,
-        reason,
-        error,
-        started,
-    )
-    .await?;
-    Ok(Some(res))
+    let end = (UnitState::Failed, reason, error);
+    Ok(Some(end_early(spec, life, end, started).await?))
 }
 
 /// With path guards, reads the repository before the engine runs (in a
@@ -154,13 +136,14 @@ pub(super) async fn setup(
 pub(super) async fn guard_baseline(
     spec: &UnitSpec,
     p: &mut Prepared,
+    life: &mut UnitLife,
     started: Instant,
 ) -> Result<Option<DispatchResult>> {
     if spec.steps.guards.is_none() {
         return Ok(None);
     }
     let (cwd, state_dir) = (spec.cwd.clone(), spec.state_dir.clone());
-    let plain = p.marker.workspace.is_none();
+    let plain = life.marker().workspace.is_none();
     let read = blocking(move || workspace::guard::baseline(&cwd, &state_dir, plain)).await?;
     let error = match read {
         Ok(b) => {
@@ -169,9 +152,8 @@ pub(super) async fn guard_baseline(
         }
         Err(e) => format!("cannot read the repository for the path guards: {e}"),
     };
-    let (state, reason) = (UnitState::Failed, Reason::Policy);
-    let res = end_early(spec, &p.store, &mut p.marker, state, reason, error, started).await?;
-    Ok(Some(res))
+    let end = (UnitState::Failed, Reason::Policy, error);
+    Ok(Some(end_early(spec, life, end, started).await?))
 }
 
 /// What the steps after the engine change of its result.
@@ -230,18 +212,19 @@ async fn check_guards(
 /// workspace's head and changed files otherwise.
 pub(super) async fn after_engine(
     spec: &UnitSpec,
-    (store, baseline): (&MarkerStore, Option<&crate::workspace::guard::Baseline>),
-    marker: &mut Marker,
+    baseline: Option<&crate::workspace::guard::Baseline>,
+    life: &mut UnitLife,
     succeeded: bool,
     session: Option<&str>,
     sink: &mut dyn EventSink,
 ) -> Result<After> {
     let mut after = After::default();
-    if let Some((bad, msg)) = check_guards(spec, baseline, marker.workspace.as_ref()).await? {
+    let ws = life.marker().workspace.clone();
+    if let Some((bad, msg)) = check_guards(spec, baseline, ws.as_ref()).await? {
         after.failure = Some((Reason::Policy, msg));
         after.violations = bad;
     }
-    if let Some(ws) = marker.workspace.clone() {
+    if let Some(ws) = ws {
         let commit = succeeded && ws.commit && after.failure.is_none();
         let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
         let session = session.map(str::to_string);
@@ -273,10 +256,10 @@ pub(super) async fn after_engine(
             sink.warning(w);
         }
         after.warnings = sealed.warnings;
-        marker.workspace = Some(sealed.workspace);
+        life.note_workspace(Some(sealed.workspace));
     }
     if let (true, None, Some(cmd)) = (succeeded, &after.failure, &spec.steps.verify) {
-        after.failure = run_step(spec, store, marker, StepKind::Verify, cmd, session).await?;
+        after.failure = run_step(spec, life, StepKind::Verify, cmd, session).await?;
     }
     Ok(after)
 }
@@ -284,14 +267,14 @@ pub(super) async fn after_engine(
 /// Runs one step; `None` when it succeeded, else the unit's failure.
 async fn run_step(
     spec: &UnitSpec,
-    store: &MarkerStore,
-    marker: &Marker,
+    life: &UnitLife,
     which: StepKind,
     command: &str,
     session: Option<&str>,
 ) -> Result<Option<(Reason, String)>> {
     let kind = which.as_str();
-    let log = store.log_path(&spec.unit, marker.attempts, kind);
+    let marker = life.marker();
+    let log = life.store().log_path(&spec.unit, marker.attempts, kind);
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| VfError::state(format!("cannot create {}: {e}", dir.display())))?;
@@ -352,21 +335,12 @@ async fn run_step(
 /// that ended without an engine run.
 async fn end_early(
     spec: &UnitSpec,
-    store: &MarkerStore,
-    marker: &mut Marker,
-    state: UnitState,
-    reason: Reason,
-    error: String,
+    life: &mut UnitLife,
+    (state, reason, error): (UnitState, Reason, String),
     started: Instant,
 ) -> Result<DispatchResult> {
-    marker.state = state;
-    marker.reason = Some(reason);
-    marker.error = Some(error.clone());
-    marker.owner = None;
-    marker.exit_code = None;
-    marker.finished_at = Some(now_rfc3339());
-    super::launch::save_off_thread(&spec.state_dir, marker).await?;
-    Ok(DispatchResult::from_marker(spec, store, marker, started))
+    life.end_early(state, reason, error).await?;
+    Ok(DispatchResult::from_life(spec, life, started))
 }
 
 /// Runs `f` on tokio's blocking pool.

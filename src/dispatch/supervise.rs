@@ -9,19 +9,13 @@ use tokio::time::Instant as TokioInstant;
 
 use super::acp_session::{AcpRun, SessionMsg};
 use super::launch::Launched;
+use super::life::UnitLife;
 use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
 use crate::child::{Group, Signals};
 
 use crate::frames::{ConversationEvent, Level, Projector, RawRange};
 use crate::sys::Sig;
-
-/// How long, and for how many events, a new session id may wait to be made
-/// durable; its events wait with it. An engine that ends sooner gets its id
-/// made durable by the final marker: one durable write instead of two. Short:
-/// what a person or a pipeline watches waits this long, then for the write.
-const HOLD_FOR: Duration = Duration::from_millis(1);
-const HOLD_MAX: usize = 512;
 
 /// After the group is SIGKILLed, how long vf still reads what is left in the
 /// pipes (a process that left the group may hold them open).
@@ -45,44 +39,6 @@ pub(super) struct Ended {
     pub exit_status: Option<ExitStatus>,
     pub session_mismatch: Option<String>,
     pub stderr_tail: Vec<u8>,
-    /// The session id in the marker is not durable yet (see [`Hold`]).
-    pub hold: Hold,
-}
-
-/// Events that wait for the session id to be durable. A new id is saved
-/// [`HOLD_FOR`] after it arrived, or once [`HOLD_MAX`] events wait; when the
-/// engine ends first, the final marker carries the id. No event is shown
-/// before the marker that holds its session id is durable.
-#[derive(Default)]
-pub(super) struct Hold {
-    pub since: Option<TokioInstant>,
-    pub events: Vec<ConversationEvent>,
-}
-
-impl Hold {
-    pub fn active(&self) -> bool {
-        self.since.is_some()
-    }
-
-    /// Shows `ev` now, or keeps it in order behind the held ones.
-    pub fn emit(&mut self, sink: &mut dyn EventSink, ev: &ConversationEvent) {
-        match self.since {
-            Some(_) => self.events.push(ev.clone()),
-            None => sink.event(ev),
-        }
-    }
-
-    /// The id is durable (or its write failed and was reported): out they go.
-    pub fn release(&mut self, sink: &mut dyn EventSink) {
-        self.since = None;
-        for ev in self.events.drain(..) {
-            sink.event(&ev);
-        }
-    }
-
-    fn overdue(&self) -> bool {
-        self.since.is_some_and(|t| t.elapsed() >= HOLD_FOR) || self.events.len() >= HOLD_MAX
-    }
 }
 
 /// The loop's state, apart from the futures it polls.
@@ -102,17 +58,19 @@ struct Supervisor<'a> {
     lines_seen: u64,
     stderr_tail: Vec<u8>,
     last_activity: TokioInstant,
-    hold: Hold,
+    /// The unit's life: its session id, the events held until it is durable.
+    life: &'a mut UnitLife,
 }
 
 pub(super) async fn supervise(
     spec: &UnitSpec,
     mut l: Launched,
+    life: &mut UnitLife,
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Ended {
     let mut signals = l.signals.take();
-    let mut s = Supervisor::new(spec, sink, &l);
+    let mut s = Supervisor::new(spec, sink, life, &l);
     if signals.is_none() {
         s.sink
             .warning("cannot listen for signals; a signal to vf will not reach the engine");
@@ -166,7 +124,7 @@ pub(super) async fn supervise(
                 s.stdout_open = false;
                 s.stderr_open = false;
             }
-            _ = sleep_until_opt(s.hold.since.map(|t| t + HOLD_FOR)) => s.save_session(&mut l).await,
+            _ = sleep_until_opt(s.life.hold_deadline()) => s.life.make_session_durable(s.sink).await,
         }
     }
     Ended {
@@ -176,12 +134,16 @@ pub(super) async fn supervise(
         exit_status: s.exit_status,
         session_mismatch: s.session_mismatch,
         stderr_tail: s.stderr_tail,
-        hold: s.hold,
     }
 }
 
 impl<'a> Supervisor<'a> {
-    fn new(spec: &'a UnitSpec, sink: &'a mut dyn EventSink, l: &Launched) -> Self {
+    fn new(
+        spec: &'a UnitSpec,
+        sink: &'a mut dyn EventSink,
+        life: &'a mut UnitLife,
+        l: &Launched,
+    ) -> Self {
         let version = l.prepared.version.as_ref();
         let (family, transport) = spec.engine.engine().frames(spec.command.as_ref(), version);
         Supervisor {
@@ -199,7 +161,7 @@ impl<'a> Supervisor<'a> {
             lines_seen: 0,
             stderr_tail: Vec::new(),
             last_activity: TokioInstant::now(),
-            hold: Hold::default(),
+            life,
         }
     }
 
@@ -211,7 +173,7 @@ impl<'a> Supervisor<'a> {
                 self.stdout_open = false;
                 self.stderr_open = false;
             }
-            Some(Msg::Lines(pieces)) => self.on_lines(pieces, l).await,
+            Some(Msg::Lines(pieces)) => self.on_lines(pieces).await,
             Some(Msg::StdoutEof) => self.stdout_open = false,
             Some(Msg::StderrActivity) => {}
             Some(Msg::StderrEof(tail)) => {
@@ -226,7 +188,7 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    async fn on_lines(&mut self, pieces: Vec<Piece>, l: &mut Launched) {
+    async fn on_lines(&mut self, pieces: Vec<Piece>) {
         for piece in pieces {
             self.lines_seen += 1;
             let events = match piece {
@@ -234,27 +196,26 @@ impl<'a> Supervisor<'a> {
                 Piece::Oversized(n) => self.projector.push_oversized(n),
             };
             // Held until durable: no event shows an id before that.
-            self.record_session(l);
+            self.record_session();
             for ev in &events {
-                self.hold.emit(self.sink, ev);
+                self.life.emit(self.sink, ev);
             }
         }
-        if self.hold.overdue() {
-            self.save_session(l).await;
+        if self.life.hold_overdue() {
+            self.life.make_session_durable(self.sink).await;
         }
         let resumed = self.spec.session.is_some();
         super::budget_watch::report(self.spec.budget_stop.as_ref(), resumed, &self.projector);
     }
 
-    /// Takes the session id into the marker the moment the engine says it
-    /// exists natively; its events are held until the marker is durable.
-    fn record_session(&mut self, l: &mut Launched) {
+    /// Tells the unit's life of the session the moment the engine says it
+    /// exists natively (its events are held until the marker is durable).
+    fn record_session(&mut self) {
         let tracker = self.projector.tracker();
         let Some(id) = tracker.session_id() else {
             return;
         };
-        let marker = &mut l.prepared.marker;
-        if marker.engine_session_id.as_deref() == Some(id) {
+        if self.life.marker().engine_session_id.as_deref() == Some(id) {
             return;
         }
         match &self.spec.session {
@@ -262,22 +223,9 @@ impl<'a> Supervisor<'a> {
             Some(requested) if requested != id => {
                 self.session_mismatch.get_or_insert_with(|| id.to_string());
             }
-            _ if tracker.resumable() => {
-                marker.engine_session_id = Some(id.to_string());
-                self.hold.since.get_or_insert_with(TokioInstant::now);
-            }
+            _ if tracker.resumable() => self.life.session_known(id),
             _ => {}
         }
-    }
-
-    /// Makes the held session id durable, then shows the held events.
-    async fn save_session(&mut self, l: &mut Launched) {
-        let marker = &mut l.prepared.marker;
-        if let Err(e) = super::launch::save_off_thread(&self.spec.state_dir, marker).await {
-            // The run goes on; the final write reports the failure.
-            self.sink.warning(&e.to_string());
-        }
-        self.hold.release(self.sink);
     }
 
     fn on_exit(&mut self, status: Option<ExitStatus>, group: &Group) {
@@ -301,9 +249,9 @@ impl<'a> Supervisor<'a> {
                 if matches!(ev, ConversationEvent::UnknownFrame { .. }) {
                     acp.unknown += 1;
                 }
-                self.hold.emit(self.sink, &ev);
+                self.life.emit(self.sink, &ev);
             }
-            Some(SessionMsg::Session(id)) => l.prepared.marker.engine_session_id = Some(id),
+            Some(SessionMsg::Session(id)) => self.life.session_durable(id),
             Some(SessionMsg::Heard) => {}
             Some(SessionMsg::Done(ended)) => {
                 acp.done = Some(*ended);
@@ -341,7 +289,7 @@ impl<'a> Supervisor<'a> {
     fn end(&mut self, stop: Stop, label: &str, detail: String, group: &Group) {
         self.stop = Some(stop);
         let row = status_row(Level::Error, label, detail, self.lines_seen);
-        self.hold.emit(self.sink, &row);
+        self.life.emit(self.sink, &row);
         group.signal(Sig::Terminate);
         self.kill_at = Some(TokioInstant::now() + self.spec.kill_grace);
     }

@@ -4,13 +4,11 @@
 //! every unit of the plan goes on showing their events meanwhile. The caller
 //! reports what a write stands for only once it is done.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::dispatch::DispatchResult;
+use crate::dispatch::{DispatchResult, life};
 use crate::engine::EngineId;
-use crate::error::{Reason, Result, VfError};
-use crate::fsutil::now_rfc3339;
-use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::error::{Result, VfError};
 use crate::ratelimit::Attempt;
 
 /// Runs `f` on the blocking pool.
@@ -36,17 +34,8 @@ impl Blocked {
     /// Marks the unit `blocked` (its marker, or a new one), `why` its error.
     pub async fn write(self) -> Result<()> {
         off_thread(move || {
-            let store = MarkerStore::new(&self.state_dir);
-            let mut m = match store.load(&self.unit)? {
-                Some(m) => m,
-                None => Marker::new(&self.unit, self.engine, &self.cwd),
-            };
-            m.state = UnitState::Blocked;
-            m.error = Some(self.why);
-            m.reason = Some(Reason::Dependency);
-            m.owner = None;
-            m.finished_at = Some(now_rfc3339());
-            store.save(&mut m)
+            let (dir, unit) = (&self.state_dir, &self.unit);
+            life::block(dir, unit, self.engine, &self.cwd, self.why)
         })
         .await
     }
@@ -76,17 +65,8 @@ impl Attempts {
         let mut all = self.before;
         all.push(attempt_of(res));
         let (dir, unit) = (self.state_dir, self.unit);
-        let kept = off_thread(move || save(&dir, &unit, all)).await;
+        let kept = off_thread(move || life::keep_attempts(&dir, &unit, all)).await;
         kept.err()
             .map(|e| format!("cannot record its attempts: {e}"))
     }
-}
-
-fn save(state_dir: &Path, unit: &str, attempts: Vec<Attempt>) -> Result<()> {
-    let store = MarkerStore::new(state_dir);
-    if let Some(mut m) = store.load(unit)? {
-        m.engine_attempts = attempts;
-        store.save(&mut m)?;
-    }
-    Ok(())
 }

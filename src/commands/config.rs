@@ -89,6 +89,8 @@ pub fn asked_of(cfg: &Config) -> Asked {
         allow_paths: cfg.get("allow_paths").unwrap_or_default(),
         on_finish: cfg.get("on_finish"),
         on_fail: cfg.get("on_fail"),
+        // The config has no `mcp` key: a server file is per unit.
+        mcp: None,
     }
 }
 

@@ -52,6 +52,9 @@ pub enum Command {
     Doctor(DoctorArgs),
     /// Project a recorded CLI output log into typed conversation events.
     Replay(ReplayArgs),
+    /// Write one self-contained HTML page of the state dir: a timeline of the
+    /// attempts, a row per unit (events, diff), totals (docs/REPORT.md).
+    Report(ReportArgs),
     /// Remove units' git worktrees (branches stay unless --branches).
     Clean(CleanArgs),
     /// Conversations of several engines: new, say, show, ls, rm, handoff (docs/CONVERSATIONS.md).
@@ -492,6 +495,30 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "SECS", default_value_t = PROBE_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..=3600), requires = "probe")]
     pub probe_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The plan the units ran in: its dependencies become the timeline's arrows.
+    #[arg(long, value_name = "PLAN.toml")]
+    pub plan: Option<PathBuf>,
+    /// Only these units (comma-separated).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub units: Vec<String>,
+    /// Only units that finished at or after this time: RFC 3339 or an age (`12h`).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Where the page goes (default: `report.html` in the state dir).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Open the page in the default browser once it is written.
+    #[arg(long, conflicts_with = "json")]
+    pub open: bool,
+    /// Print the page's data model (docs/REPORT.md) instead of writing the page.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub state: StateDirArg,
 }
 
 #[derive(Debug, Args)]

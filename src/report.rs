@@ -223,7 +223,11 @@ fn totals(units: &[UnitRow], unusable: &[UnusableRow], bars: &[Bar]) -> Totals {
 pub(crate) fn millis(s: &str) -> Option<u64> {
     let secs = crate::fsutil::parse_rfc3339(s)?;
     let frac = s.get(19..).and_then(|t| t.strip_prefix('.')).unwrap_or("");
-    let digits: String = frac.chars().take_while(char::is_ascii_digit).take(3).collect();
+    let digits: String = frac
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .take(3)
+        .collect();
     let ms = match digits.len() {
         0 => 0,
         n => digits.parse::<u64>().unwrap_or(0) * 10u64.pow(3 - n as u32),

@@ -29,7 +29,11 @@ fn resolve(a: &ReportArgs) -> Result<Resolved> {
     for u in &a.units {
         names::check("unit name", u)?;
     }
-    let since = a.since.as_deref().map(super::status::parse_since).transpose()?;
+    let since = a
+        .since
+        .as_deref()
+        .map(super::status::parse_since)
+        .transpose()?;
     let (plan, depends_on) = match &a.plan {
         None => (None, BTreeMap::new()),
         Some(p) => {
@@ -97,9 +101,8 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
         return Ok(0);
     }
     let page = report::html::render(&model);
-    crate::fsutil::write_atomic(&r.output, page.as_bytes()).map_err(|e| {
-        VfError::usage(format!("cannot write {}: {e}", r.output.display()))
-    })?;
+    crate::fsutil::write_atomic(&r.output, page.as_bytes())
+        .map_err(|e| VfError::usage(format!("cannot write {}: {e}", r.output.display())))?;
     let line = format!(
         "wrote {} ({} unit(s), {} bytes)\n",
         r.output.display(),

@@ -134,7 +134,13 @@ fn timeline_svg(r: &Report) -> String {
         return "<p>No attempt has a start time yet.</p>".into();
     }
     let t0 = r.bars.iter().map(|b| b.start_ms).min().unwrap_or(0);
-    let t1 = r.bars.iter().map(|b| b.end_ms).max().unwrap_or(t0).max(t0 + 1);
+    let t1 = r
+        .bars
+        .iter()
+        .map(|b| b.end_ms)
+        .max()
+        .unwrap_or(t0)
+        .max(t0 + 1);
     let x = |t: u64| LEFT + (t - t0) as f64 / (t1 - t0) as f64 * (WIDTH - LEFT - 10.0);
     let height = 30.0 + LANE * r.lanes as f64;
     let _ = write!(
@@ -166,8 +172,16 @@ fn timeline_svg(r: &Report) -> String {
         bar(&mut s, b, x(b.start_ms), x(b.end_ms), unit_index(&b.unit));
     }
     for e in &r.edges {
-        let from = r.bars.iter().filter(|b| b.unit == e.from && b.outcome != "waiting").max_by_key(|b| b.end_ms);
-        let to = r.bars.iter().filter(|b| b.unit == e.to).min_by_key(|b| b.start_ms);
+        let from = r
+            .bars
+            .iter()
+            .filter(|b| b.unit == e.from && b.outcome != "waiting")
+            .max_by_key(|b| b.end_ms);
+        let to = r
+            .bars
+            .iter()
+            .filter(|b| b.unit == e.to)
+            .min_by_key(|b| b.start_ms);
         if let (Some(f), Some(t)) = (from, to) {
             let (y1, y2) = (mid(f.lane), mid(t.lane));
             let _ = write!(
@@ -185,7 +199,15 @@ fn timeline_svg(r: &Report) -> String {
         }
     }
     s.push_str("</svg><p class=\"legend\">");
-    for o in ["done", "failed", "blocked", "rateLimited", "waiting", "interrupted", "running"] {
+    for o in [
+        "done",
+        "failed",
+        "blocked",
+        "rateLimited",
+        "waiting",
+        "interrupted",
+        "running",
+    ] {
         let _ = write!(s, "<span class=\"key o-{o}\"></span>{o} ");
     }
     s.push_str("</p>");
@@ -200,8 +222,16 @@ fn bar(s: &mut String, b: &timeline::Bar, x1: f64, x2: f64, unit: Option<usize>)
     let kind = if b.is_attempt() { "bar attempt" } else { "bar" };
     let w = (x2 - x1).max(4.0);
     let y = 20.0 + LANE * b.lane as f64;
-    let reason = b.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default();
-    let est = if b.estimated { ", times from its raw log" } else { "" };
+    let reason = b
+        .reason
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    let est = if b.estimated {
+        ", times from its raw log"
+    } else {
+        ""
+    };
     let title = format!(
         "{} · {} · attempt {} · {} · {}{reason}{est}",
         b.unit,
@@ -222,7 +252,13 @@ fn bar(s: &mut String, b: &timeline::Bar, x1: f64, x2: f64, unit: Option<usize>)
     );
     if w > 40.0 {
         let label = crate::text::cut(&b.unit, (w / 7.0) as usize);
-        let _ = write!(s, "<text x=\"{:.1}\" y=\"{}\">{}</text>", x1 + 4.0, y + 14.0, esc(label));
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\">{}</text>",
+            x1 + 4.0,
+            y + 14.0,
+            esc(label)
+        );
     }
     s.push_str("</g>");
 }
@@ -252,27 +288,46 @@ fn unit(h: &mut String, i: usize, u: &UnitRow) {
             let _ = write!(h, "<dt>{k}</dt><dd>{}</dd>", esc(&v));
         }
     };
-    field("model", u.model.clone().map(|m| match &u.effort {
-        Some(e) => format!("{m} (effort {e})"),
-        None => m,
-    }));
+    field(
+        "model",
+        u.model.clone().map(|m| match &u.effort {
+            Some(e) => format!("{m} (effort {e})"),
+            None => m,
+        }),
+    );
     field("session", u.session_id.clone());
     field("attempts", Some(u.attempts.to_string()));
-    field("depends on", (!u.depends_on.is_empty()).then(|| u.depends_on.join(", ")));
-    field("error", u.error.clone().map(|e| match &u.reason {
-        Some(r) => format!("{r}: {e}"),
-        None => e,
-    }));
+    field(
+        "depends on",
+        (!u.depends_on.is_empty()).then(|| u.depends_on.join(", ")),
+    );
+    field(
+        "error",
+        u.error.clone().map(|e| match &u.reason {
+            Some(r) => format!("{r}: {e}"),
+            None => e,
+        }),
+    );
     field("verify", u.verify.map(str::to_string));
-    field("summary", u.summary.as_ref().map(|s| match s {
-        serde_json::Value::String(t) => t.clone(),
-        v => serde_json::to_string_pretty(v).unwrap_or_default(),
-    }));
+    field(
+        "summary",
+        u.summary.as_ref().map(|s| match s {
+            serde_json::Value::String(t) => t.clone(),
+            v => serde_json::to_string_pretty(v).unwrap_or_default(),
+        }),
+    );
     for w in &u.warnings {
         field("warning", Some(w.clone()));
     }
     if let Some(w) = &u.workspace {
-        field("branch", Some(format!("{} (base {})", w.branch, crate::text::cut(&w.base, 12))));
+        field(
+            "branch",
+            Some(format!(
+                "{} (base {})",
+                w.branch,
+                crate::text::cut(&w.base, 12)
+            )),
+        );
         field("changed files", Some(w.changed_files.join(", ")));
     }
     h.push_str("</dl>");
@@ -311,7 +366,11 @@ fn conversations(h: &mut String, r: &Report) {
     }
     h.push_str("<section id=\"conversations\"><h2>Conversations</h2>");
     for c in &r.conversations {
-        let _ = write!(h, "<details class=\"conv\"><summary>{}</summary>", esc(&c.name));
+        let _ = write!(
+            h,
+            "<details class=\"conv\"><summary>{}</summary>",
+            esc(&c.name)
+        );
         if let Some(e) = &c.error {
             let _ = write!(h, "<p class=\"warning\">{}</p>", esc(e));
         }
@@ -321,7 +380,10 @@ fn conversations(h: &mut String, r: &Report) {
                 "<p class=\"participant\">{} · {}{} · {} turn(s)</p>",
                 esc(&p.alias),
                 esc(&p.engine),
-                p.model.as_deref().map(|m| format!(" ({})", esc(m))).unwrap_or_default(),
+                p.model
+                    .as_deref()
+                    .map(|m| format!(" ({})", esc(m)))
+                    .unwrap_or_default(),
                 p.turns
             );
         }
@@ -337,7 +399,9 @@ fn conversations(h: &mut String, r: &Report) {
                 t.id,
                 esc(&t.from),
                 esc(&to),
-                t.delivery.map(|d| format!(" <span class=\"delivery\">{d}</span>")).unwrap_or_default(),
+                t.delivery
+                    .map(|d| format!(" <span class=\"delivery\">{d}</span>"))
+                    .unwrap_or_default(),
                 esc(&t.text)
             );
         }
@@ -359,7 +423,8 @@ fn tokens(u: Option<&crate::usage::Usage>) -> String {
         u.total_tokens
             .or_else(|| Some(u.input_tokens? + u.output_tokens.unwrap_or(0)))
     });
-    n.map(|n| format!("{n} tokens")).unwrap_or_else(|| "– tokens".into())
+    n.map(|n| format!("{n} tokens"))
+        .unwrap_or_else(|| "– tokens".into())
 }
 
 fn cost(u: Option<&crate::usage::Usage>) -> String {
@@ -375,7 +440,10 @@ mod tests {
 
     #[test]
     fn escaping() {
-        assert_eq!(esc("<a href='x'>&\"</a>"), "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;");
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
         let island = json_island(&serde_json::json!({"t": "</script><!-- &"}));
         assert_eq!(island, r#"{"t":"\u003c/script\u003e\u003c!-- \u0026"}"#);
         assert_eq!(

@@ -43,7 +43,8 @@ pub fn bars(store: &MarkerStore, markers: &[Marker], now_ms: u64) -> (Vec<Bar>, 
         .flat_map(|m| of_unit(store, m, now_ms))
         .collect();
     all.sort_by(|a, b| {
-        (a.start_ms, &a.unit, a.attempt, a.outcome).cmp(&(b.start_ms, &b.unit, b.attempt, b.outcome))
+        (a.start_ms, &a.unit, a.attempt, a.outcome)
+            .cmp(&(b.start_ms, &b.unit, b.attempt, b.outcome))
     });
     let mut ends: Vec<u64> = Vec::new();
     for b in &mut all {

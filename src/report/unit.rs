@@ -205,7 +205,12 @@ fn split_files(text: &str, cap: usize) -> (Vec<FileDiff>, bool) {
     let mut truncated = false;
     for part in text.split_inclusive('\n') {
         if let Some(rest) = part.strip_prefix("diff --git a/") {
-            let name = rest.trim_end().split(" b/").next().unwrap_or(rest).to_string();
+            let name = rest
+                .trim_end()
+                .split(" b/")
+                .next()
+                .unwrap_or(rest)
+                .to_string();
             files.push(FileDiff {
                 file: name,
                 patch: String::new(),

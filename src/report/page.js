@@ -27,7 +27,9 @@
       var link = document.createElement('a');
       link.href = '#';
       link.className = 'raw-link';
-      link.textContent = trace(ev.rawRange);
+      link.title = 'the raw lines ' + trace(ev.rawRange) + ' of the raw log';
+      link.textContent = 'raw lines';
+      if (ev.rawRange[0] === 0) link.hidden = true;
       var text = document.createElement('pre');
       text.textContent = ev.text;
       var raw = document.createElement('pre');

@@ -149,7 +149,9 @@ def main():
         page.eval(f"(() => {{ const a = document.querySelector({sel}).querySelector('.ev a.raw-link'); if (a) a.click(); }})()")
         raw = page.eval(f"(() => {{ const p = document.querySelector({sel}).querySelector('.ev pre.raw'); return p && !p.hidden ? p.textContent : null; }})()")
         out["clicked"] = {"unit": unit, "eventsBefore": before, "events": events, "rawShown": raw}
-        page.eval("document.querySelector('#timeline').scrollIntoView()")
+        page.call("Emulation.setDeviceMetricsOverride", width=1200, height=1500,
+                  deviceScaleFactor=1, mobile=False)
+        page.eval("window.scrollTo(0, 0)")
         png = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=False)
         with open(shot, "wb") as f:
             f.write(base64.b64decode(png["data"]))

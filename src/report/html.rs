@@ -74,7 +74,7 @@ pub fn render(r: &Report) -> String {
     }
     h.push_str("</section>");
     conversations(&mut h, r);
-    let _ = write!(h, "<script>{JS}</script></body></html>\n");
+    let _ = writeln!(h, "<script>{JS}</script></body></html>");
     h
 }
 

@@ -88,3 +88,36 @@ pub fn rows(state_dir: &std::path::Path) -> Vec<ConvRow> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conv::DeliveryMode;
+    use crate::conv::model::{Conversation, With};
+    use crate::engine::EngineId;
+
+    #[test]
+    fn a_transcript_with_each_answer_s_delivery_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let with = [With::new(EngineId::Codex, "cx")];
+        let mut c = Conversation::new("talk", &with, "2026-12-01T00:00:00.000Z".into()).unwrap();
+        c.add_user(&["cx".to_string()], "<b>hi</b>");
+        c.add_response("cx", 1, "hello", None).unwrap();
+        c.transcript[1].delivery = Some(DeliveryMode::FullHistory);
+        let store = ConvStore::new(t.path());
+        std::fs::create_dir_all(store.dir("talk")).unwrap();
+        store.save(&c).unwrap();
+        let rows = serde_json::to_value(super::rows(t.path())).unwrap();
+        assert_eq!(
+            rows,
+            serde_json::json!([{
+                "name": "talk",
+                "participants": [{"alias": "cx", "engine": "codex", "model": null, "turns": 0, "lastDelivery": null}],
+                "transcript": [
+                    {"id": 1, "kind": "user", "from": "user", "to": ["cx"], "turn": null, "text": "<b>hi</b>", "delivery": null},
+                    {"id": 2, "kind": "response", "from": "cx", "to": [], "turn": 1, "text": "hello", "delivery": "full-history"},
+                ],
+            }])
+        );
+    }
+}

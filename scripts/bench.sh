@@ -3,7 +3,7 @@
 # (issue 16). Prints ONE table; asserts nothing: a shared, loaded machine makes
 # every figure noisy, so compare the columns of one run, not runs.
 #
-#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory]
+#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report]
 #
 # --quick: 50 MB projector inputs, a 200-unit plan, memory at 2,000 units and
 # 4 units streaming (a smoke run).
@@ -12,6 +12,8 @@
 # event, beside the same engines piped straight to it (scripts/bench-latency.py);
 # memory: peak RSS of a plan of 10,000 instant units beside 1,000 of them.
 # Both on the disk and with the state dir on tmpfs (/dev/shm).
+# report: `vf report` over a state dir of REPORT_UNITS units with 112 KiB of
+# raw log each (scripts/bench-report.py; about 100 MB at 1,000 units).
 # Engines for the doctor rows: the pinned CLIs under $ENGINES_DIR (default
 # <repo>/.engines, see scripts/install-engines.sh); without them those rows
 # use shell fakes and say so. Scratch files go to $VF_BENCH_DIR (/tmp/vf-bench).
@@ -19,12 +21,12 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY="" MEM_UNITS=10000 STREAMS=16
+SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY="" MEM_UNITS=10000 STREAMS=16 REPORT_UNITS=1000
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) SIZE_MB=50; UNITS=200; MEM_UNITS=2000; STREAMS=4 ;;
+    --quick) SIZE_MB=50; UNITS=200; MEM_UNITS=2000; STREAMS=4; REPORT_UNITS=200 ;;
     --only) ONLY=$2; shift ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -298,17 +300,34 @@ PY
   row "vf status --json over $MARKERS markers vs cat + jq -c over them" "$vf ms" "$jqs ms" "$(ratio "$vf" "$jqs")" "<= 200 ms"
 }
 
+# ---- vf report over REPORT_UNITS units and their raw logs --------------------
+# The baseline reads the same raw logs once (cat): what any report pays.
+report_rows() {
+  local dir="$RUN/report" bytes vf cat_ms size
+  mkdir -p "$dir"
+  bytes=$(python3 "$ROOT/scripts/bench-report.py" "$ROOT/fixtures/codex/0.171.0/b_tool.stdout.jsonl" \
+    "$dir/state" "$dir/plan.toml" "$REPORT_UNITS" 112)
+  vf=$(median_ms 3 "$VF" report --state-dir "$dir/state" --plan "$dir/plan.toml" -o "$dir/report.html")
+  cat_ms=$(median_ms 3 sh -c "cat '$dir'/state/units/*/attempt-1.stdout.log >/dev/null")
+  size=$(stat -c %s "$dir/report.html")
+  row "vf report, $REPORT_UNITS units, $(awk -v b="$bytes" 'BEGIN{printf "%.0f MB", b/1e6}') of raw logs vs cat of the logs" \
+    "$vf ms" "$cat_ms ms" "$(ratio "$vf" "$cat_ms")" "< 2000 ms"
+  row "  its page" "$(awk -v b="$size" 'BEGIN{printf "%.1f MB", b/1e6}')" "-" "-" "a few MB"
+  rm -rf "$dir"
+}
+
 # The rows that write durably are measured with no write-back of the build or
 # of the projector inputs in flight: an fsync then waits for all of it.
 settle() { sync; }
 
 case $ONLY in
   "") doctor_rows; settle; dispatch_rows; projector_rows; settle; orchestrate_rows; status_rows
-    settle; latency_rows; settle; memory_rows ;;
+    settle; latency_rows; settle; memory_rows; report_rows ;;
   orchestrate) settle; orchestrate_rows; status_rows ;;
   latency) settle; latency_rows ;;
   memory) settle; memory_rows ;;
   dispatch) settle; dispatch_rows ;;
+  report) report_rows ;;
   doctor | projector) "${ONLY}_rows" ;;
   *) echo "bench: unknown --only $ONLY" >&2; exit 2 ;;
 esac

@@ -35,6 +35,7 @@ pub mod private;
 pub mod probe;
 pub mod procinfo;
 pub mod ratelimit;
+pub mod report;
 pub mod rerun;
 pub mod scaffold;
 pub mod scheduler;

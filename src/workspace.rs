@@ -124,6 +124,22 @@ pub fn branch_of(unit: &str) -> String {
     format!("vf/{unit}")
 }
 
+/// `git diff BASE HEAD` in a unit's worktree, as git wrote it: no external
+/// diff driver, no textconv, no colour (`vf report`).
+pub fn diff(state_dir: &Path, unit: &str, base: &str, head: &str) -> Result<Vec<u8>, String> {
+    let args = [
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--no-renames",
+        base,
+        head,
+        "--",
+    ];
+    git::run_bytes(&path_of(state_dir, unit), &args).map_err(|e| e.message)
+}
+
 /// The worktree path of a unit.
 pub fn path_of(state_dir: &Path, unit: &str) -> PathBuf {
     state_dir.join(WORKTREES_DIR).join(unit)

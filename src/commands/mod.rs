@@ -17,6 +17,7 @@ pub mod orchestrate;
 pub mod output;
 pub mod prompt;
 pub mod replay;
+pub mod report;
 pub mod resume;
 pub mod run_options;
 pub mod skill;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Doctor(a) => doctor::run(&a),
         Command::Orchestrate(a) => orchestrate::run(&a),
         Command::Replay(a) => replay::run(&a),
+        Command::Report(a) => report::run(&a),
         Command::Clean(a) => clean::run(&a),
         Command::Conv(a) => conv::run(a),
         Command::Completions(a) => completions::run(&a),

@@ -37,7 +37,7 @@ fn resolve(args: &StatusArgs) -> Result<Request> {
 }
 
 /// `--since`: an RFC 3339 time, or an age before now (`90m`, `12h`, `7d`).
-fn parse_since(s: &str) -> Result<u64> {
+pub(super) fn parse_since(s: &str) -> Result<u64> {
     if let Some(t) = crate::fsutil::parse_rfc3339(s) {
         return Ok(t);
     }

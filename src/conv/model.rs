@@ -88,6 +88,10 @@ pub struct Entry {
     pub engine: Option<EngineId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// For a response: how its turn's envelope delivered the transcript
+    /// (absent in conversations of an older vf).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<super::DeliveryMode>,
 }
 
 /// `{format, digest, bytes}` of the shared handoff document.
@@ -268,6 +272,7 @@ impl Conversation {
             turn: None,
             engine: None,
             session_id: None,
+            delivery: None,
         })
     }
 
@@ -290,6 +295,7 @@ impl Conversation {
             turn: Some(turn),
             engine: Some(engine),
             session_id,
+            delivery: None,
         }))
     }
 }

@@ -263,6 +263,9 @@ fn settle(conv: &mut Conversation, turn: &Turn, result: &DispatchResult) -> Resu
         .clone()
         .filter(|id| engine.engine().valid_session_id(id));
     conv.add_response(&turn.participant, turn.turn, &answer, session.clone())?;
+    if let Some(entry) = conv.transcript.last_mut() {
+        entry.delivery = Some(turn.mode);
+    }
     let p = conv.participant_mut(&turn.participant)?;
     p.cursor = turn.cursor_to;
     p.turns = turn.turn;

@@ -290,6 +290,25 @@ pub fn shell(command: &str) -> std::process::Command {
     family::shell(command)
 }
 
+/// The command that opens a file in the user's default application
+/// (`vf report --open`): `open` on macOS, `explorer` on Windows, else
+/// `xdg-open`. Its output is discarded; vf does not wait for the viewer.
+pub fn opener(path: &std::path::Path) -> std::process::Command {
+    let program = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    let mut c = std::process::Command::new(program);
+    c.arg(path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    c
+}
+
 /// The POSIX shell: what a command string is handed to on POSIX (the
 /// POSIX launch plan is shown on every platform, `engine::launch_plan`).
 pub const POSIX_SHELL: &str = "/bin/sh";

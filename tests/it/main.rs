@@ -71,6 +71,8 @@ mod process_start;
 #[cfg(unix)]
 mod ratelimit;
 #[cfg(unix)]
+mod report;
+#[cfg(unix)]
 mod rerun;
 #[cfg(unix)]
 mod state;

@@ -1,0 +1,165 @@
+//! The timeline's bars: one per attempt, one per unit blocked before it ran,
+//! one per wait on a rate limit; each put in the lowest free lane (the
+//! lanes are the plan's `--jobs` slots as they were used).
+
+use serde::Serialize;
+
+use crate::error::Reason;
+use crate::marker::{Marker, MarkerStore, UnitState};
+use crate::procinfo::Liveness;
+
+use super::millis;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bar {
+    pub unit: String,
+    /// The attempt (1, 2, ...); 0 for a unit blocked before it ran.
+    pub attempt: u32,
+    pub engine: String,
+    /// `done`, `failed`, `blocked`, `rateLimited`, `interrupted`, `running`,
+    /// or `waiting` (on a rate limit, between two attempts).
+    pub outcome: &'static str,
+    pub reason: Option<String>,
+    pub start_ms: u64,
+    pub end_ms: u64,
+    /// The times come from the raw log's file times: the marker keeps only
+    /// the latest attempt's.
+    pub estimated: bool,
+    pub lane: u32,
+}
+
+impl Bar {
+    /// An attempt of the engine (not a wait, not a blocked unit).
+    pub fn is_attempt(&self) -> bool {
+        !matches!(self.outcome, "waiting" | "blocked")
+    }
+}
+
+/// Every marker's bars, in lanes; and how many lanes there are.
+pub fn bars(store: &MarkerStore, markers: &[Marker], now_ms: u64) -> (Vec<Bar>, u32) {
+    let mut all: Vec<Bar> = markers
+        .iter()
+        .flat_map(|m| of_unit(store, m, now_ms))
+        .collect();
+    all.sort_by(|a, b| {
+        (a.start_ms, &a.unit, a.attempt, a.outcome)
+            .cmp(&(b.start_ms, &b.unit, b.attempt, b.outcome))
+    });
+    let mut ends: Vec<u64> = Vec::new();
+    for b in &mut all {
+        let lane = match ends.iter().position(|&e| e <= b.start_ms) {
+            Some(l) => l,
+            None => {
+                ends.push(0);
+                ends.len() - 1
+            }
+        };
+        ends[lane] = b.end_ms.max(b.start_ms + 1);
+        b.lane = lane as u32;
+    }
+    (all, ends.len() as u32)
+}
+
+fn of_unit(store: &MarkerStore, m: &Marker, now_ms: u64) -> Vec<Bar> {
+    let bar = |attempt, outcome, reason: Option<Reason>, (start_ms, end_ms): (u64, u64)| Bar {
+        unit: m.unit.clone(),
+        attempt,
+        engine: m.engine.to_string(),
+        outcome,
+        reason: reason.map(|r| r.as_str().to_string()),
+        start_ms,
+        end_ms: end_ms.max(start_ms),
+        estimated: false,
+        lane: 0,
+    };
+    let latest = latest_span(m, now_ms);
+    let earlier = match latest {
+        Some(_) => m.attempts.saturating_sub(1),
+        None => m.attempts,
+    };
+    // The attempts of the latest plan run under a rate-limit policy are the
+    // last `engine_attempts.len()` ones.
+    let first_recorded = (m.attempts as usize + 1).saturating_sub(m.engine_attempts.len());
+    let mut out = Vec::new();
+    for n in 1..=earlier {
+        let Some(span) = log_span(store, &m.unit, n) else {
+            continue;
+        };
+        let reason = (n as usize)
+            .checked_sub(first_recorded)
+            .and_then(|i| m.engine_attempts.get(i))
+            .and_then(|a| a.reason);
+        let outcome = match reason {
+            Some(Reason::RateLimited) => "rateLimited",
+            Some(_) => "failed",
+            None => "interrupted",
+        };
+        out.push(Bar {
+            estimated: true,
+            ..bar(n, outcome, reason, span)
+        });
+    }
+    match latest {
+        Some(span) => out.push(bar(m.attempts, latest_outcome(m), m.reason, span)),
+        None if m.state == UnitState::Blocked => {
+            let t = m.finished_at.as_deref().unwrap_or(&m.updated_at);
+            let t = millis(t).unwrap_or(0);
+            out.push(bar(0, "blocked", m.reason, (t, t)));
+        }
+        None => {}
+    }
+    let waits: Vec<Bar> = out
+        .windows(2)
+        .filter(|w| w[0].outcome == "rateLimited" && w[1].start_ms > w[0].end_ms)
+        .map(|w| Bar {
+            estimated: w[0].estimated || w[1].estimated,
+            ..bar(w[0].attempt, "waiting", None, (w[0].end_ms, w[1].start_ms))
+        })
+        .collect();
+    out.extend(waits);
+    out
+}
+
+/// The latest attempt's start and end, when it ran in the unit's latest run.
+fn latest_span(m: &Marker, now_ms: u64) -> Option<(u64, u64)> {
+    if !matches!(
+        m.state,
+        UnitState::Done | UnitState::Failed | UnitState::Running
+    ) || m.attempts == 0
+    {
+        return None;
+    }
+    let start = millis(m.started_at.as_deref()?)?;
+    let end = match m.finished_at.as_deref().and_then(millis) {
+        Some(end) => end,
+        None if latest_outcome(m) == "running" => now_ms,
+        None => millis(&m.updated_at).unwrap_or(start),
+    };
+    Some((start, end))
+}
+
+fn latest_outcome(m: &Marker) -> &'static str {
+    match (m.state, m.reason) {
+        (UnitState::Done, _) => "done",
+        (UnitState::Running, _) if m.owner_alive() == Liveness::Alive => "running",
+        (UnitState::Running, _) | (_, Some(Reason::Interrupted(_))) => "interrupted",
+        (_, Some(Reason::RateLimited)) => "rateLimited",
+        (UnitState::Blocked, _) => "blocked",
+        _ => "failed",
+    }
+}
+
+/// An earlier attempt's span, from its raw log: created (or, where the file
+/// system does not say, last changed) to last written.
+fn log_span(store: &MarkerStore, unit: &str, attempt: u32) -> Option<(u64, u64)> {
+    let meta = std::fs::symlink_metadata(store.log_path(unit, attempt, "stdout")).ok()?;
+    let ms = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .map(|d| d.as_millis() as u64)
+    };
+    let end = ms(meta.modified().ok()?)?;
+    let start = meta.created().ok().and_then(ms).unwrap_or(end);
+    Some((start.min(end), end))
+}

@@ -176,7 +176,7 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "FILE")]
     pub mcp: Option<PathBuf>,
     /// Drop this part of the unit's recorded request on a resume or re-run
-    /// (repeatable; README, "Resume keeps what a unit asked for"); flags given still apply.
+    /// (repeatable; docs/CLI.md, "Resume keeps what a unit asked for"); flags given still apply.
     #[arg(long, value_name = "PART")]
     pub clear: Vec<ClearPart>,
 }
@@ -208,7 +208,7 @@ pub struct ToolArgs {
 }
 
 /// Path guards and notification hooks, checked and run after the engine
-/// (README, "Path guards" and "Notifications").
+/// (docs/CLI.md, "Path guards" and "Notifications").
 #[derive(Debug, Args, Clone)]
 pub struct AfterRunArgs {
     /// Fail the unit (reason `policy`, nothing committed) when the run changed

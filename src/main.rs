@@ -1,5 +1,5 @@
 //! vf's entry point: parse, run the command, map the outcome to the exit
-//! code table (README, "Exit codes"). std's start-up reopens closed standard
+//! code table (docs/CLI.md, "Exit codes"). std's start-up reopens closed standard
 //! descriptors on the null device and ignores `SIGPIPE` (a closed pipe is an
 //! error to handle, not a silent death; engines still start with the
 //! default), which vf relies on.

@@ -3,7 +3,7 @@
 //! servers' file (its canonical path; the file is read again each run). The
 //! marker keeps it so that `vf resume` (and a `vf dispatch` re-run) keeps
 //! the unit's restrictions unless they are given again or dropped on
-//! purpose (README, "Resume keeps what a unit
+//! purpose (docs/CLI.md, "Resume keeps what a unit
 //! asked for"). A marker of an older vf has none: nothing asked.
 
 use std::path::PathBuf;

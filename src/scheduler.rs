@@ -45,6 +45,8 @@ pub struct Job {
     pub attachments: Vec<Attachment>,
     /// Its worktree (dependencies still to fill in), setup and verify.
     pub steps: dispatch::Steps,
+    /// Where its keys came from, when the user config set one (reported).
+    pub origins: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// A validated `vf orchestrate` request.
@@ -142,6 +144,10 @@ pub struct UnitReport {
     /// Its git worktree, for a `worktree = true` unit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::Workspace>,
+    /// Where its keys came from (`unit`, `defaults`, `config:PATH`), only
+    /// when the user config set one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origins: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","ok":…,"plan":…,"units":[…],"usage":…}`.
@@ -336,6 +342,7 @@ impl Unit {
                 reason: None,
                 attempts: None,
                 workspace: None,
+                origins: job.origins.clone(),
             },
             deps,
             started: None,

@@ -112,6 +112,7 @@ fn run_plan(env: &Env, name: &str, n: usize) -> Vec<isize> {
             engine: vf::engine::EngineId::Codex,
             attachments: Vec::new(),
             steps: Default::default(),
+            origins: None,
             plan,
         })
         .collect();

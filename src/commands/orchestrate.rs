@@ -56,6 +56,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>
             steps: super::dispatch::plan_steps(&u)?,
             engine: p.pick.engine,
             attachments: p.attachments,
+            origins: config_origins(plan.layers.get(&u.name), &cfg),
             plan: u,
         });
     }
@@ -95,6 +96,23 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
         plan_hook(&cmd, &result, &state_dir, grace)?;
     }
     Ok(result.exit_code())
+}
+
+/// Where a unit's keys came from, when the user config set one of them (as a
+/// dispatch result says it): `unit`, `defaults` or `config:PATH` per key.
+fn config_origins(
+    layers: Option<&std::collections::BTreeMap<String, plan::Layer>>,
+    cfg: &crate::config::Config,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let layers = layers?;
+    layers.values().any(|l| *l == plan::Layer::User).then(|| {
+        let origin = |l: &plan::Layer| match l {
+            plan::Layer::Unit => "unit".to_string(),
+            plan::Layer::Defaults => "defaults".to_string(),
+            plan::Layer::User => cfg.origin().to_string(),
+        };
+        layers.iter().map(|(k, l)| (k.clone(), origin(l))).collect()
+    })
 }
 
 /// `on_plan_finish`, the plan's result on stdin (the text `--json` prints);

@@ -118,6 +118,11 @@ mod tests {
                 changed_files: vec!["b".into(), "a".into()],
                 commit: false,
             }),
+            origins: full.then(|| {
+                [("engine", "config:/c/config.toml"), ("model", "unit")]
+                    .map(|(k, o)| (k.to_string(), o.to_string()))
+                    .into()
+            }),
         }
     }
 

@@ -272,7 +272,7 @@ fn the_configs_engine_and_jobs_reach_a_plan_run() {
     );
     let plan = env.write(
         "plan.toml",
-        "[[unit]]\nname = \"a\"\nprompt = \"p\"\n[[unit]]\nname = \"b\"\nprompt = \"p\"\n",
+        "[[unit]]\nname = \"a\"\nprompt = \"p\"\n[[unit]]\nname = \"b\"\nprompt = \"p\"\nengine = \"codex\"\n",
     );
     let mut c = with_config(
         &env,
@@ -296,6 +296,22 @@ fn the_configs_engine_and_jobs_reach_a_plan_run() {
         [&json!("codex"), &json!("codex")],
         "{}",
         stderr(&out)
+    );
+    // Each unit's row says where its keys came from, as a dispatch result does.
+    let origins: Vec<&Value> = v["units"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| &u["origins"])
+        .collect();
+    let from_config = format!("config:{}", config.display());
+    assert_eq!(
+        origins,
+        [
+            &json!({"engine": from_config, "name": "unit", "prompt": "unit"}),
+            &Value::Null
+        ],
+        "a's engine came from the config; b set its own, so its row has no origins"
     );
 }
 

@@ -98,6 +98,8 @@ mod real_conv;
 #[cfg(target_os = "linux")]
 mod real_engines;
 #[cfg(target_os = "linux")]
+mod real_mcp;
+#[cfg(target_os = "linux")]
 mod real_options;
 #[cfg(target_os = "linux")]
 mod real_policy;

@@ -209,6 +209,8 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
             r.name,
             match r.command {
                 Some(c) => c.flag,
+                // The recorded engine: vf itself plays it.
+                None if r.binary.is_empty() => "built-in",
                 None => r.binary,
             },
             r.verified_version.unwrap_or("none"),

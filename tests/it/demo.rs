@@ -31,7 +31,7 @@ fn demo(home: &Path, tmp: &Path, path: &str, args: &[&str]) -> Output {
     run_bounded(c, Duration::from_secs(60))
 }
 
-fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+fn dirs() -> (TempDir, PathBuf, PathBuf) {
     let top = tempdir();
     let (home, tmp) = (top.path().join("home"), top.path().join("tmp"));
     std::fs::create_dir_all(&home).unwrap();

@@ -4,8 +4,8 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Print the plan's result object (as `vf orchestrate --json`) instead of
-    /// the live table; the status and report lines follow on stderr.
+    /// Print only the plan's result object (as `vf orchestrate --json`): no
+    /// live table and no status table; the report's line goes to stderr.
     #[arg(long)]
     pub json: bool,
 }

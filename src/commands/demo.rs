@@ -8,9 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::stdio::eprint_line;
-use crate::cli::{
-    DemoArgs, OrchestrateArgs, OutputArgs, OutputFormat, ReportArgs, StateDirArg, StatusArgs,
-};
+use crate::cli::{DemoArgs, OrchestrateArgs, OutputArgs, OutputFormat, ReportArgs, StateDirArg};
 use crate::error::{Result, VfError};
 use crate::workspace::git;
 
@@ -73,13 +71,7 @@ pub fn run(a: &DemoArgs) -> Result<i32> {
     };
     let code = super::orchestrate::run_with(&orchestrate, &crate::config::Config::default())?;
     if !a.json {
-        super::status::run(&StatusArgs {
-            unit: None,
-            json: false,
-            since: None,
-            total: false,
-            state: state_arg(&state),
-        })?;
+        super::status::table_of(&state)?;
     }
     write_report(&dir, &plan, &state, a.json)?;
     eprint_line(format_args!(

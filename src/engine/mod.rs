@@ -61,7 +61,9 @@ pub enum EngineId {
     Agy,
     Bridge,
     Acp,
-    /// A capture of a real CLI replayed by vf (`vf demo`): never a model.
+    // A capture of a real CLI replayed by vf (`vf demo`): never a model.
+    // Not a value of `--cli`, `--bridge-output`: it prints no family of its own.
+    #[value(skip)]
     Recorded,
 }
 

@@ -192,3 +192,47 @@ fn play_refuses_an_unknown_capture() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
 }
+
+#[test]
+fn demo_prints_the_status_table_and_the_report_path_ignoring_a_bad_user_config() {
+    let (_top, home, tmp) = dirs();
+    let out = demo(&home, &tmp, &std::env::var("PATH").unwrap(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = std::fs::read_dir(&tmp)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let status_rows: Vec<(&str, &str, &str)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("UNIT "))
+        .skip(1)
+        .take(3)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0], f[1], f[2])
+        })
+        .collect();
+    assert_eq!(
+        status_rows,
+        [
+            ("docs", "done", "recorded"),
+            ("release", "done", "recorded"),
+            ("tests", "done", "recorded")
+        ],
+        "{text}"
+    );
+    let report = dir.join("report.html");
+    assert!(
+        text.contains(&format!("wrote {} (3 unit(s), ", report.display())),
+        "{text}"
+    );
+    assert!(report.is_file());
+    assert_eq!(
+        std::fs::read_dir(&home).unwrap().count(),
+        0,
+        "HOME was written"
+    );
+}

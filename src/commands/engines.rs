@@ -297,6 +297,7 @@ mod tests {
                 ("agy", "unenforced", "unenforced"),
                 ("bridge", "unenforced", "unenforced"),
                 ("acp", "enforced", "unenforced"),
+                ("recorded", "unenforced", "unenforced"),
             ]
         );
     }
@@ -315,6 +316,7 @@ mod tests {
                 ("agy", Guardrails::PostHoc),
                 ("bridge", Guardrails::PostHoc),
                 ("acp", Guardrails::VfEnforced),
+                ("recorded", Guardrails::PostHoc),
             ]
         );
         assert_eq!(

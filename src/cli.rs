@@ -12,7 +12,9 @@ use crate::engine::choice::EngineChoice;
 use crate::engine::{EngineId, OutputTransport};
 
 mod conv;
+mod demo;
 pub use conv::*;
+pub use demo::*;
 
 /// `vf doctor --timeout`: seconds each `--version` / `--help` call may take.
 pub const DOCTOR_TIMEOUT_SECS: u64 = 10;
@@ -79,6 +81,13 @@ pub enum Command {
     /// Show the effective settings and where each comes from: flag, variable,
     /// the user config file, built-in (`path`: the file's path; docs/CONFIG.md).
     Config(ConfigArgs),
+    /// See vf do its job in seconds, with no CLI logged in: a three-unit plan
+    /// in worktrees of a temporary repository, on a recorded engine
+    /// (genuine captures, never a model), then status and report (docs/DEMO.md).
+    Demo(DemoArgs),
+    /// The recorded engine's player (internal).
+    #[command(name = "__play", hide = true)]
+    Play(PlayArgs),
 }
 
 /// The whole command tree: what completions and the man page describe.

@@ -7,7 +7,7 @@
 //! happen inside the unit's worktree and a conflicted merge is aborted, so
 //! nothing is ever left half-merged. See docs/WORKSPACES.md.
 
-mod git;
+pub mod git;
 pub mod guard;
 mod identity;
 mod open;

@@ -209,6 +209,8 @@ pub fn run(args: &EnginesArgs) -> Result<i32> {
             r.name,
             match r.command {
                 Some(c) => c.flag,
+                // The recorded engine: vf itself plays it.
+                None if r.binary.is_empty() => "built-in",
                 None => r.binary,
             },
             r.verified_version.unwrap_or("none"),
@@ -295,6 +297,7 @@ mod tests {
                 ("agy", "unenforced", "unenforced"),
                 ("bridge", "unenforced", "unenforced"),
                 ("acp", "enforced", "unenforced"),
+                ("recorded", "unenforced", "unenforced"),
             ]
         );
     }
@@ -313,6 +316,7 @@ mod tests {
                 ("agy", Guardrails::PostHoc),
                 ("bridge", Guardrails::PostHoc),
                 ("acp", Guardrails::VfEnforced),
+                ("recorded", Guardrails::PostHoc),
             ]
         );
         assert_eq!(

@@ -8,6 +8,7 @@ pub mod clean;
 pub mod completions;
 pub mod config;
 pub mod conv;
+pub mod demo;
 pub mod dispatch;
 pub mod doctor;
 pub mod engines;
@@ -15,6 +16,7 @@ pub mod hook;
 pub mod judge;
 pub mod orchestrate;
 pub mod output;
+pub mod play;
 pub mod prompt;
 pub mod replay;
 pub mod report;
@@ -45,6 +47,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Workspace(a) => workspace::run(&a),
         Command::Hook(a) => hook::run(&a),
         Command::Config(a) => config::run(&a),
+        Command::Demo(a) => demo::run(&a),
+        Command::Play(a) => play::run(&a),
     }
 }
 

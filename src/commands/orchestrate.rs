@@ -21,12 +21,15 @@ use crate::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
 
 /// Everything is checked before anything starts; `auto` units ask the doctor
 /// which engines are ready (once for the whole plan).
-fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>)> {
+/// `cfg` is the user config: below the plan's `[defaults]`, `--jobs` and
+/// `--state-dir` (`vf demo` passes none).
+fn resolve(
+    args: &OrchestrateArgs,
+    cfg: &crate::config::Config,
+) -> Result<(scheduler::Request, Option<String>)> {
     if args.jobs == Some(0) {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
-    // The user config: below the plan's `[defaults]`, `--jobs` and `--state-dir`.
-    let cfg = crate::config::load()?;
     let mut plan = plan::load_with(&args.plan, &cfg.user_defaults())?;
     crate::notify::timeout_from_env()?;
     let flags = crate::usage::Budget {
@@ -36,7 +39,7 @@ fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>
     };
     let flags = flags.checked().map_err(VfError::usage)?;
     let cwd = std::env::current_dir()?;
-    let (state_dir, _) = super::config::state_dir_of(args.state.state_dir.as_deref(), &cwd, &cfg)?;
+    let (state_dir, _) = super::config::state_dir_of(args.state.state_dir.as_deref(), &cwd, cfg)?;
     let ready = plan
         .units
         .iter()
@@ -77,7 +80,12 @@ fn resolve(args: &OrchestrateArgs) -> Result<(scheduler::Request, Option<String>
 }
 
 pub fn run(args: &OrchestrateArgs) -> Result<i32> {
-    let (req, on_plan_finish) = resolve(args)?;
+    run_with(args, &crate::config::load()?)
+}
+
+/// [`run`] under the user config `cfg`.
+pub fn run_with(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
+    let (req, on_plan_finish) = resolve(args, cfg)?;
     let (state_dir, grace) = (req.state_dir.clone(), req.kill_grace);
     let run = scheduler::open(req)?;
     for n in &run.notices {

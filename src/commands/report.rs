@@ -95,21 +95,12 @@ fn check_output(output: &std::path::Path) -> Result<()> {
 
 pub fn run(a: &ReportArgs) -> Result<i32> {
     let r = resolve(a)?;
-    let model = report::build(&r.req)?;
     if r.json {
-        super::print_json(&model)?;
+        super::print_json(&report::build(&r.req)?)?;
         return Ok(0);
     }
-    let page = report::html::render(&model);
-    crate::fsutil::write_atomic(&r.output, page.as_bytes())
-        .map_err(|e| VfError::usage(format!("cannot write {}: {e}", r.output.display())))?;
-    let line = format!(
-        "wrote {} ({} unit(s), {} bytes)\n",
-        r.output.display(),
-        model.units.len(),
-        page.len()
-    );
-    std::io::Write::write_all(&mut super::stdio::out(), line.as_bytes())?;
+    let line = write(&r)?;
+    std::io::Write::write_all(&mut super::stdio::out(), format!("{line}\n").as_bytes())?;
     if r.open {
         // The viewer is the user's; failing to start it is said, not fatal.
         if let Err(e) = crate::sys::opener(&r.output).spawn() {
@@ -117,4 +108,22 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Writes the page `a` asks for; the line that says so (`vf demo`).
+pub fn write_page(a: &ReportArgs) -> Result<String> {
+    write(&resolve(a)?)
+}
+
+fn write(r: &Resolved) -> Result<String> {
+    let model = report::build(&r.req)?;
+    let page = report::html::render(&model);
+    crate::fsutil::write_atomic(&r.output, page.as_bytes())
+        .map_err(|e| VfError::usage(format!("cannot write {}: {e}", r.output.display())))?;
+    Ok(format!(
+        "wrote {} ({} unit(s), {} bytes)",
+        r.output.display(),
+        model.units.len(),
+        page.len()
+    ))
 }

@@ -134,7 +134,24 @@ impl<'a> Row<'a> {
 }
 
 pub fn run(args: &StatusArgs) -> Result<i32> {
-    let req = resolve(args)?;
+    show(&resolve(args)?, args.since.as_deref())
+}
+
+/// The table of every unit of `state_dir`, read without the user config
+/// (`vf demo`).
+pub fn table_of(state_dir: &std::path::Path) -> Result<i32> {
+    let req = Request {
+        state_dir: state_dir.to_path_buf(),
+        unit: None,
+        json: false,
+        since: None,
+        total: false,
+    };
+    show(&req, None)
+}
+
+/// `since_text`: `--since` as given, for the totals.
+fn show(req: &Request, since_text: Option<&str>) -> Result<i32> {
     let store = MarkerStore::new(&req.state_dir);
     let mut entries = match &req.unit {
         Some(u) => match store.load_checked(u).transpose() {
@@ -163,7 +180,7 @@ pub fn run(args: &StatusArgs) -> Result<i32> {
         let markers: Vec<&Marker> = entries.iter().filter_map(|e| e.as_ref().ok()).collect();
         let total = Total {
             units: markers.len(),
-            since: args.since.as_deref(),
+            since: since_text,
             usage: crate::usage::total(markers.iter().filter_map(|m| m.usage.as_ref())),
         };
         print_total(&total, req.json)?;

@@ -56,7 +56,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLif
     let mut life = UnitLife::claim(spec)?;
     // Left by a vf that was killed: under the lock nobody else can be using it.
     prompt_file::remove_for_unit(&spec.state_dir, &spec.unit);
-    let is_command = spec.engine.engine().spec().command.is_some();
+    let is_command = spec.engine.engine().own_program();
     // A command engine runs what its launch names (resolved after the build):
     // no binary of its own, no version to read.
     let binary = match is_command {
@@ -69,7 +69,12 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLif
     let version = binary
         .as_ref()
         .and_then(|p| read_version(spec, p, &mut warnings));
-    life.note_version(version.as_ref().map(Version::to_string));
+    life.note_version(
+        version
+            .as_ref()
+            .map(Version::to_string)
+            .or_else(|| spec.engine.engine().fixed_version().map(String::from)),
+    );
     let built = spec.engine.engine().build(&Request {
         prompt: &spec.prompt,
         session: spec.session.as_deref(),

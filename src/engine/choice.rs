@@ -58,6 +58,9 @@ impl EngineChoice {
             EngineChoice::Engine(e) if e.engine().spec().command.is_some() => {
                 v.help("any agent CLI: the command it runs comes with the unit")
             }
+            EngineChoice::Engine(EngineId::Recorded) => {
+                v.help("a capture of a real CLI replayed by vf, never a model (vf demo)")
+            }
             EngineChoice::Engine(_) | EngineChoice::Preset(..) => v,
         }
     }
@@ -391,7 +394,7 @@ mod tests {
         let e = "gpt".parse::<EngineChoice>().unwrap_err();
         assert_eq!(
             e,
-            "unknown engine \"gpt\" (one of: auto, claude, codex, copilot, opencode, gemini, agy, bridge, acp)"
+            "unknown engine \"gpt\" (one of: auto, claude, codex, copilot, opencode, gemini, agy, bridge, acp, recorded)"
         );
         let g = "acp:gemini".parse::<EngineChoice>().unwrap();
         assert_eq!(g.engine(), Some(Acp));

@@ -30,6 +30,7 @@ pub mod mcp;
 pub mod opencode;
 pub mod options;
 pub mod policy;
+pub mod recorded;
 
 pub use command::{CommandSource, EngineCommand, Preset};
 pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
@@ -60,6 +61,10 @@ pub enum EngineId {
     Agy,
     Bridge,
     Acp,
+    // A capture of a real CLI replayed by vf (`vf demo`): never a model.
+    // Not a value of `--cli`, `--bridge-output`: it prints no family of its own.
+    #[value(skip)]
+    Recorded,
 }
 
 impl EngineId {
@@ -78,7 +83,10 @@ impl EngineId {
 
     /// Every engine: the CLIs, then the command engines.
     pub fn every() -> impl Iterator<Item = EngineId> {
-        EngineId::ALL.into_iter().chain(EngineId::COMMANDS)
+        EngineId::ALL
+            .into_iter()
+            .chain(EngineId::COMMANDS)
+            .chain([EngineId::Recorded])
     }
 
     pub fn as_str(self) -> &'static str {
@@ -91,6 +99,7 @@ impl EngineId {
             EngineId::Agy => "agy",
             EngineId::Bridge => "bridge",
             EngineId::Acp => "acp",
+            EngineId::Recorded => "recorded",
         }
     }
 
@@ -109,6 +118,7 @@ impl EngineId {
             EngineId::Agy => &agy::Agy,
             EngineId::Bridge => &bridge::Bridge,
             EngineId::Acp => &acp::Acp,
+            EngineId::Recorded => &recorded::Recorded,
         }
     }
 
@@ -584,6 +594,18 @@ pub trait Engine: Sync {
     /// (`crate::acp`) instead of reading its output as frames.
     fn speaks_acp(&self) -> bool {
         false
+    }
+
+    /// vf runs the program the invocation names, not a binary found as
+    /// `Spec::binary` (the command engines, the recorded engine).
+    fn own_program(&self) -> bool {
+        self.spec().command.is_some()
+    }
+
+    /// The `engineVersion` of an engine with no binary to ask (the
+    /// recorded engine names its capture).
+    fn fixed_version(&self) -> Option<&'static str> {
+        None
     }
 
     /// The known agents of a command engine (`--engine KIND:NAME`).

@@ -183,7 +183,11 @@ fn read_only_args(engine: EngineId, resume: bool) -> Option<&'static [&'static s
         EngineId::Codex => (!resume).then_some(&["--sandbox", "read-only"][..]),
         EngineId::Gemini => Some(&["--approval-mode", "plan"]),
         EngineId::Acp => Some(&[]),
-        EngineId::Copilot | EngineId::Opencode | EngineId::Agy | EngineId::Bridge => None,
+        EngineId::Copilot
+        | EngineId::Opencode
+        | EngineId::Agy
+        | EngineId::Bridge
+        | EngineId::Recorded => None,
     }
 }
 

@@ -22,6 +22,7 @@ mod architecture;
 mod cli;
 #[cfg(unix)]
 mod config;
+mod demo;
 mod engine_argv;
 mod engine_captures;
 mod fuzz_marker;

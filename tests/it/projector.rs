@@ -359,7 +359,7 @@ fn probes(cli: EngineId) -> Vec<(String, &'static str)> {
             r#"{"type":"session.info","data":{"infoType":"future_info","message":"SECRET"}}"#,
             "session.info/future_info",
         )),
-        EngineId::Agy | EngineId::Bridge | EngineId::Acp => None,
+        EngineId::Agy | EngineId::Bridge | EngineId::Acp | EngineId::Recorded => None,
     };
     out.extend(nested.map(|(l, k)| (l.to_string(), k)));
     out

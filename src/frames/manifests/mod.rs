@@ -85,6 +85,9 @@ pub fn families(cli: EngineId) -> &'static [&'static Manifest] {
         // An ACP agent's lines are projected by `acp::Projector`, never by a
         // manifest; the plain-text family stands in for the unused one.
         EngineId::Acp => bridge::FAMILIES,
+        // Replayed lines are read by the captured CLI's manifest
+        // (`Engine::frames`); this one is never used.
+        EngineId::Recorded => bridge::FAMILIES,
     }
 }
 

@@ -59,7 +59,7 @@ fn resolve(
             steps: super::dispatch::plan_steps(&u)?,
             engine: p.pick.engine,
             attachments: p.attachments,
-            origins: config_origins(plan.layers.get(&u.name), &cfg),
+            origins: config_origins(plan.layers.get(&u.name), cfg),
             plan: u,
         });
     }

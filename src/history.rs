@@ -96,13 +96,14 @@ pub fn record(
     if !bytes.is_empty() && !bytes.ends_with(b"\n") {
         bytes.push(b'\n');
     }
+    let sha256 = sha256_hex(full.as_bytes());
     let (text, truncated) = bounded(full);
     let r = Response {
         unit: unit.to_string(),
         engine,
         attempt,
         state,
-        sha256: sha256_hex(full.as_bytes()),
+        sha256,
         bytes: full.len(),
         text: text.to_string(),
         truncated,

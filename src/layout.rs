@@ -14,8 +14,8 @@
 //! `procs/<unit>-<attempt>.json` (the attempt is the digits after the last
 //! `-`), `dispatch/<unit>.md`, `worktrees/<unit>`.
 
-use std::fs::{OpenOptions, TryLockError};
-use std::io::{ErrorKind, Read};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{ErrorKind, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -127,6 +127,70 @@ fn legacy_owner(unit: &str) -> Option<&str> {
     let (owner, suffix) = (unit.get(..cut)?, unit.get(cut..)?);
     let legacy = suffix.eq_ignore_ascii_case(".json") || suffix.eq_ignore_ascii_case(".lock");
     (legacy && crate::names::check("unit name", owner).is_ok()).then_some(owner)
+}
+
+/// Another process holds a unit's lock.
+#[derive(Debug)]
+pub struct Held {
+    unit: String,
+    path: PathBuf,
+}
+
+impl Held {
+    /// The refusal (exit 2), naming the holder's pid.
+    pub fn refusal(&self) -> VfError {
+        VfError::usage(format!(
+            "unit {} is running under vf pid {}; not touching it",
+            self.unit,
+            holder_pid(&self.path)
+        ))
+    }
+}
+
+/// Locks the unit's lock file (see [`crate::unit_lock`]): its directory
+/// made first, the file opened (made when the unit is new), locked, the
+/// holder's pid written in; then an older vf's marker and lock file of the
+/// unit are moved into its directory ([`adopt`]). `Err(Held)` while another
+/// process holds it.
+pub fn lock_unit(state_dir: &Path, unit: &str) -> Result<std::result::Result<File, Held>> {
+    // A cloned repository can bring a `units` link pointing anywhere:
+    // the lock file would be the first write outside the state dir.
+    let path = make_unit_dir(state_dir, unit)?.join(LOCK_FILE);
+    let cannot = |e: &dyn std::fmt::Display| {
+        VfError::state(format!("cannot lock unit {unit} ({}): {e}", path.display()))
+    };
+    let mut file = open_lock_file(&path).map_err(|e| cannot(&e))?;
+    match crate::sys::try_lock(&file) {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let unit = unit.to_string();
+            return Ok(Err(Held { unit, path }));
+        }
+        Err(TryLockError::Error(e)) => return Err(cannot(&e)),
+    }
+    // One fixed-width write over the old content, so a contender reads a
+    // whole pid, never a mix of two.
+    let pid = format!("{:<15}\n", std::process::id());
+    file.rewind()
+        .and_then(|()| file.write_all(pid.as_bytes()))
+        .and_then(|()| file.set_len(pid.len() as u64))
+        .map_err(|e| cannot(&e))?;
+    adopt(state_dir, unit)?;
+    Ok(Ok(file))
+}
+
+/// Opens the lock file, making it when the unit is new. No truncation before
+/// the lock (it would wipe the holder's pid), and never through a symlink
+/// planted in the state dir.
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .owner_only()
+        .no_follow()
+        .open_checked(path)
 }
 
 /// Moves an older vf's files of `unit` into the new layout: its lock file

@@ -379,7 +379,8 @@ pub fn group_members(pgid: i32) -> Vec<u32> {
 pub fn take_over(state_dir: &Path, unit: &str, grace: Duration) -> Result<Vec<Finding>, String> {
     // The file name is checked against the record's unit when it loads, so
     // these are exactly the records whose unit is `unit`.
-    let found = act_on(scan_unit(state_dir, unit), grace);
+    let scanned = scan_unit(state_dir, unit);
+    let found = act_on(scanned, grace);
     let mut ended = Vec::new();
     for f in found {
         match (f.class, f.action) {

@@ -9,13 +9,11 @@
 //! opened it. (An older vf's `units/<unit>.lock` is, once tested free: no vf
 //! of this layout opens it.)
 
-use std::fs::{File, OpenOptions, TryLockError};
-use std::io::{Seek, Write};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Result, VfError};
+use crate::error::Result;
 use crate::layout;
-use crate::sys::OpenExt;
 
 /// Held for the whole run of one unit; released when dropped.
 #[derive(Debug)]
@@ -32,12 +30,9 @@ pub fn lock_path(state_dir: &Path, unit: &str) -> PathBuf {
 impl UnitLock {
     /// Takes the unit's lock, or refuses (exit 2) while another vf holds it.
     pub fn acquire(state_dir: &Path, unit: &str) -> Result<UnitLock> {
-        match UnitLock::try_acquire(state_dir, unit)? {
-            Some(lock) => Ok(lock),
-            None => Err(VfError::usage(format!(
-                "unit {unit} is running under vf pid {}; not touching it",
-                layout::holder_pid(&lock_path(state_dir, unit))
-            ))),
+        match layout::lock_unit(state_dir, unit)? {
+            Ok(file) => Ok(UnitLock { _file: file }),
+            Err(held) => Err(held.refusal()),
         }
     }
 
@@ -45,43 +40,9 @@ impl UnitLock {
     /// older vf's marker and lock file of the unit are moved into its
     /// directory ([`layout::adopt`]).
     pub fn try_acquire(state_dir: &Path, unit: &str) -> Result<Option<UnitLock>> {
-        // A cloned repository can bring a `units` link pointing anywhere:
-        // the lock file would be the first write outside the state dir.
-        layout::make_unit_dir(state_dir, unit)?;
-        let path = lock_path(state_dir, unit);
-        let cannot = |e: &dyn std::fmt::Display| {
-            VfError::state(format!("cannot lock unit {unit} ({}): {e}", path.display()))
-        };
-        let mut file = open_lock_file(&path).map_err(|e| cannot(&e))?;
-        match crate::sys::try_lock(&file) {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Ok(None),
-            Err(TryLockError::Error(e)) => return Err(cannot(&e)),
-        }
-        // One fixed-width write over the old content, so a contender reads a
-        // whole pid, never a mix of two.
-        let pid = format!("{:<15}\n", std::process::id());
-        file.rewind()
-            .and_then(|()| file.write_all(pid.as_bytes()))
-            .and_then(|()| file.set_len(pid.len() as u64))
-            .map_err(|e| cannot(&e))?;
-        layout::adopt(state_dir, unit)?;
-        Ok(Some(UnitLock { _file: file }))
+        let file = layout::lock_unit(state_dir, unit)?;
+        Ok(file.ok().map(|file| UnitLock { _file: file }))
     }
-}
-
-/// Opens the lock file, making it when the unit is new. No truncation before
-/// the lock (it would wipe the holder's pid), and never through a symlink
-/// planted in the state dir.
-fn open_lock_file(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .owner_only()
-        .no_follow()
-        .open_checked(path)
 }
 
 #[cfg(test)]

@@ -57,7 +57,6 @@ pub(super) async fn open_workspace(
         return Ok(Opened::Ready(Some(lock), None));
     }
     let previous = marker.and_then(|m| m.workspace);
-    check_worktrees_dir(spec)?;
     // git can take a while (a large checkout, a merge): off the runtime's
     // thread, so the plan's other units keep streaming meanwhile.
     let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
@@ -97,18 +96,6 @@ async fn unopened(
     life.note_workspace(Some(workspace));
     let res = end_early(spec, &mut life, (state, reason, message), started).await?;
     Ok(Opened::Ended(Box::new(res)))
-}
-
-/// vf writes nothing outside its state dir: not through a linked `worktrees/`.
-fn check_worktrees_dir(spec: &UnitSpec) -> Result<()> {
-    let dir = spec.state_dir.join(workspace::WORKTREES_DIR);
-    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(VfError::state(format!(
-            "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
-            dir.display()
-        )));
-    }
-    Ok(())
 }
 
 /// Runs `setup` before the engine; on failure the unit is failed (reason

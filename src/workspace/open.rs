@@ -40,6 +40,18 @@ impl From<GitError> for OpenError {
     }
 }
 
+/// vf writes nothing outside its state dir: not through a linked `worktrees/`.
+fn check_worktrees_dir(state_dir: &Path) -> Result<(), VfError> {
+    let dir = state_dir.join(super::WORKTREES_DIR);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(VfError::state(format!(
+            "{} is a symbolic link; vf writes nothing outside its state dir: move it aside",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// The unit's worktree: reused when it exists (a resumed session sees its own
 /// files), else created from the base; proven to be the one vf made; then
 /// every dependency branch not yet in it is merged. `previous` is what the
@@ -50,6 +62,7 @@ pub fn open(
     spec: &WorkspaceSpec,
     previous: Option<&Workspace>,
 ) -> Result<Opened, OpenError> {
+    check_worktrees_dir(state_dir).map_err(OpenError::Refused)?;
     let path = path_of(state_dir, unit);
     let branch = branch_of(unit);
     let base = previous.map_or(spec.base.clone(), |p| p.base.clone());

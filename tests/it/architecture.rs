@@ -288,6 +288,60 @@ fn files_and_functions_stay_small() {
     );
 }
 
+/// Issue 30's owner rule: a marker's state is assigned and the marker
+/// saved by `dispatch/life.rs` alone (and by the marker module's own store
+/// code, `marker.rs` and `marker/`). The lines of `code` that break it: an
+/// assignment of a `.state` on a marker (`m`, `marker`, or a `UnitState`
+/// value) or a call of the marker store's `save(&mut marker)`.
+fn marker_owner_breaches(code: &str) -> Vec<String> {
+    let assigns = |l: &str| {
+        l.match_indices(".state =").any(|(i, _)| {
+            let after = &l[i + ".state =".len()..];
+            let receiver = l[..i].rsplit(|c: char| !(c.is_alphanumeric() || c == '_'));
+            !after.starts_with('=')
+                && (after.contains("UnitState")
+                    || receiver.take(1).any(|r| r == "m" || r.ends_with("marker")))
+        })
+    };
+    let saves = |l: &str| l.contains(".save(&mut ") || l.contains("MarkerStore::save");
+    code.lines()
+        .filter(|l| assigns(l) || saves(l))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_units_life_writes_its_marker() {
+    let mut breaches = Vec::new();
+    for (rel, code) in source_code() {
+        let owner = rel == "dispatch/life.rs" || rel == "marker.rs" || rel.starts_with("marker/");
+        // A `#[cfg(test)]` module of its own file (`#[path = "life_tests.rs"]`).
+        let tests = rel.ends_with("_tests.rs");
+        if !owner && !tests {
+            breaches.extend(
+                marker_owner_breaches(&code)
+                    .into_iter()
+                    .map(|l| format!("{rel}: {l}")),
+            );
+        }
+    }
+    assert_eq!(breaches, Vec::<String>::new());
+    // The check finds what it looks for, and leaves the plan's reports alone.
+    let sample = "m.state = to;\nself.marker.state = UnitState::Done;\n\
+                  u.report.state = RunState::Done;\nrow.state = report.state;\n\
+                  if m.state == UnitState::Done {}\nx.state = UnitState::Failed;\n\
+                  store.save(&mut m)?;\nrecord.save(&path)?;\nstore.save(&conv)?;";
+    assert_eq!(
+        marker_owner_breaches(sample),
+        [
+            "m.state = to;",
+            "self.marker.state = UnitState::Done;",
+            "x.state = UnitState::Failed;",
+            "store.save(&mut m)?;"
+        ]
+    );
+}
+
 /// The integration tests are one crate, tests/it. Cargo makes a test binary
 /// of every tests/*.rs and tests/*/main.rs, each linking the whole crate
 /// again: one of its own is declared in Cargo.toml after a comment giving

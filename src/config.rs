@@ -318,13 +318,19 @@ mod tests {
     #[test]
     fn a_good_file_is_read_whole() {
         let t = tempfile::tempdir().unwrap();
+        // An absolute path on every OS (`/srv/vf` is not one on Windows), as a
+        // TOML literal string so a Windows path's backslashes stay as written.
+        let state = t.path().join("state");
         let c = parse(
-            "state_dir = \"/srv/vf\"\njobs = 3\n[defaults]\nengine = \"codex\"\nread_only = true\n\
-             [engines.claude]\nmodel = \"opus\"\neffort = \"high\"\n",
+            &format!(
+                "state_dir = '{}'\njobs = 3\n[defaults]\nengine = \"codex\"\nread_only = true\n\
+                 [engines.claude]\nmodel = \"opus\"\neffort = \"high\"\n",
+                state.display()
+            ),
             t.path(),
         )
         .unwrap();
-        assert_eq!(c.state_dir, Some(PathBuf::from("/srv/vf")));
+        assert_eq!(c.state_dir, Some(state));
         assert_eq!(c.jobs, Some(3));
         assert_eq!(
             c.defaults,

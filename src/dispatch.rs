@@ -100,6 +100,9 @@ pub struct UnitSpec {
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,
+    /// Set to true by whoever runs the unit to end it as a SIGTERM to vf
+    /// would (reason `interrupted`): a cancelled Temporal activity.
+    pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
     /// Record the answer for a later replay (`crate::history`): dispatch,
     /// resume and plans do; conversations keep their own transcript.
     pub keep_answer: bool,
@@ -238,6 +241,19 @@ impl DispatchResult {
 /// nothing was written; an engine failure is an `Ok` result with `state: failed`.
 pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchResult> {
     run_locked(spec, None, sink).await
+}
+
+/// [`run`] on a runtime of its own, on the calling thread (a Temporal
+/// worker runs each unit on a thread of its own).
+pub fn run_blocking(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchResult> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?;
+    let local = tokio::task::LocalSet::new();
+    let out = local.block_on(&rt, run(spec, sink));
+    rt.shutdown_background();
+    out
 }
 
 /// [`run`] with the unit's lock already held by the caller (`vf resume`

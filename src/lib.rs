@@ -44,6 +44,8 @@ pub mod state;
 pub mod steps;
 pub mod summary;
 pub mod sys;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 pub mod text;
 pub mod unit_lock;
 pub mod usage;

@@ -84,6 +84,7 @@ fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> 
         policy: Default::default(),
         asked: Default::default(),
         budget_stop: None,
+        cancel: None,
         keep_answer: false,
         mcp: None,
         command: None,

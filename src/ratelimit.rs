@@ -33,7 +33,7 @@ pub enum OnRateLimit {
 }
 
 /// A unit's validated rate-limit policy.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
     pub on: OnRateLimit,
     pub fallback: Vec<EngineId>,

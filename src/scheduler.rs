@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::engine::{Attachment, EngineId};
@@ -30,6 +30,7 @@ use crate::version::Version;
 use crate::{history, orphans};
 
 mod budget;
+pub mod dag;
 mod markers;
 mod notify;
 mod retry;
@@ -67,7 +68,7 @@ pub struct Request {
 }
 
 /// A unit's place in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum RunState {
     Waiting,
@@ -95,7 +96,7 @@ impl RunState {
     }
 
     /// A dependency in this state will never let its dependents run.
-    fn blocks_dependents(self) -> bool {
+    pub fn blocks_dependents(self) -> bool {
         matches!(
             self,
             RunState::Failed | RunState::Blocked | RunState::Refused | RunState::NotStarted
@@ -104,7 +105,7 @@ impl RunState {
 }
 
 /// How a unit was started in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StartMode {
     Fresh,
@@ -114,7 +115,7 @@ pub enum StartMode {
     Replay,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UnitReport {
     pub unit: String,
@@ -148,6 +149,35 @@ pub struct UnitReport {
     /// when the user config set one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origins: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl UnitReport {
+    /// What a run of the unit ended with (a local plan's and a Temporal
+    /// worker's): its dispatch result, or the error that kept it from one.
+    pub fn settle(&mut self, r: &Result<DispatchResult>) {
+        match r {
+            Ok(res) => {
+                self.state = match res.state {
+                    UnitState::Done => RunState::Done,
+                    // A merge conflict: the unit never ran.
+                    UnitState::Blocked => RunState::Blocked,
+                    _ => RunState::Failed,
+                };
+                self.reason = res.reason;
+                self.workspace = res.workspace.clone();
+                self.attempt = Some(res.attempt);
+                self.session_id = res.session_id.clone();
+                self.summary = res.summary.as_ref().map(JsonText::new);
+                self.error = res.error.clone();
+                self.usage = res.usage.clone();
+            }
+            Err(e) => {
+                self.state = RunState::Failed;
+                self.reason = Some(e.reason());
+                self.error = Some(e.to_string());
+            }
+        }
+    }
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","ok":…,"plan":…,"units":[…],"usage":…}`.
@@ -225,8 +255,6 @@ pub trait Reporter {
 /// A unit's place in this run (its job is `Run::jobs[i]`).
 struct Unit {
     report: UnitReport,
-    /// Each of its dependencies' place in the plan (`None`: not in it).
-    deps: Vec<Option<usize>>,
     started: Option<Instant>,
     retry: retry::Retry,
 }
@@ -239,6 +267,8 @@ pub struct Run {
     jobs: Vec<Job>,
     /// What this run knows of each, in the same order.
     units: Vec<Unit>,
+    /// Their dependencies (the rules shared with the Temporal workflow).
+    dag: dag::Dag,
     /// What vf did before running (orphans it ended), one line each.
     pub notices: Vec<String>,
     /// Ends the running units once a hard budget is reached.
@@ -256,7 +286,8 @@ pub struct Run {
 pub fn open(mut req: Request) -> Result<Run> {
     let store = MarkerStore::new(&req.state_dir);
     let jobs = std::mem::take(&mut req.jobs);
-    let mut units = units_of(&jobs);
+    let dag = dag_of(&jobs);
+    let mut units: Vec<Unit> = jobs.iter().map(Unit::new).collect();
     let mut existing = Vec::new();
     let mut installed = HashMap::new();
     for (u, job) in units.iter_mut().zip(&jobs) {
@@ -301,6 +332,7 @@ pub fn open(mut req: Request) -> Result<Run> {
         store,
         jobs,
         units,
+        dag,
         notices,
         hard: budget::HardStop::default(),
         running: 0,
@@ -308,22 +340,16 @@ pub fn open(mut req: Request) -> Result<Run> {
     })
 }
 
-/// Each job's unit, its dependencies found once by name (a plan of 10,000
-/// units would otherwise search the plan for each dependency at every start).
-fn units_of(jobs: &[Job]) -> Vec<Unit> {
-    let mut at: std::collections::HashMap<&str, usize> = Default::default();
-    for (i, job) in jobs.iter().enumerate() {
-        at.entry(job.plan.name.as_str()).or_insert(i);
-    }
-    let deps = |job: &Job| -> Vec<Option<usize>> {
-        let names = &job.plan.depends_on;
-        names.iter().map(|d| at.get(d.as_str()).copied()).collect()
-    };
-    jobs.iter().map(|job| Unit::new(job, deps(job))).collect()
+/// The plan's DAG, by each job's name and dependencies.
+pub fn dag_of(jobs: &[Job]) -> dag::Dag {
+    dag::Dag::new(
+        jobs.iter()
+            .map(|j| (j.plan.name.as_str(), j.plan.depends_on.as_slice())),
+    )
 }
 
 impl Unit {
-    fn new(job: &Job, deps: Vec<Option<usize>>) -> Unit {
+    fn new(job: &Job) -> Unit {
         Unit {
             report: UnitReport {
                 unit: job.plan.name.clone(),
@@ -344,7 +370,6 @@ impl Unit {
                 workspace: None,
                 origins: job.origins.clone(),
             },
-            deps,
             started: None,
             retry: retry::Retry::default(),
         }
@@ -368,16 +393,6 @@ impl Unit {
         self.report.state = RunState::Refused;
         self.report.error = Some(why);
     }
-}
-
-/// Where a waiting unit's dependencies stand.
-#[derive(PartialEq, Eq)]
-enum Deps {
-    /// One will never let it run: why.
-    Blocked(String),
-    /// Every one is done.
-    Done,
-    Pending,
 }
 
 type Shared = Rc<RefCell<dyn Reporter>>;
@@ -471,40 +486,15 @@ impl Run {
         if self.over_budget() {
             return Ok(());
         }
-        loop {
-            let mut changed = false;
-            for i in 0..self.units.len() {
-                if self.units[i].report.state != RunState::Waiting {
-                    continue;
-                }
-                let deps = self.deps_of(i);
-                if let Deps::Blocked(why) = deps {
-                    self.block(i, why, set);
-                    changed = true;
-                } else if deps == Deps::Done && self.running < self.req.parallel && self.due(i) {
-                    self.start(i, set, reporter)?;
-                    changed = true;
-                }
-            }
-            if !changed {
-                return Ok(());
+        let mut states: Vec<RunState> = self.units.iter().map(|u| u.report.state).collect();
+        let room = self.req.parallel.saturating_sub(self.running);
+        for step in self.dag.sweep(&mut states, room, |i| self.due(i)) {
+            match step {
+                dag::Step::Block(i, why) => self.block(i, why, set),
+                dag::Step::Start(i) => self.start(i, set, reporter)?,
             }
         }
-    }
-
-    /// Where unit `i`'s dependencies stand: the first that will never let it
-    /// run blocks it (an unknown one counts as failed).
-    fn deps_of(&self, i: usize) -> Deps {
-        let names = &self.jobs[i].plan.depends_on;
-        let mut done = true;
-        for (d, at) in names.iter().zip(&self.units[i].deps) {
-            let s = at.map_or(RunState::Failed, |j| self.units[j].report.state);
-            if s.blocks_dependents() {
-                return Deps::Blocked(format!("dependency {d:?} is {}", s.as_str()));
-            }
-            done &= s == RunState::Done;
-        }
-        if done { Deps::Done } else { Deps::Pending }
+        Ok(())
     }
 
     /// Unit `i` will not run: it is `blocked` at once (its dependents see
@@ -631,44 +621,10 @@ impl Run {
         u.report.state = RunState::Running;
         u.report.ran = true;
         u.started = Some(Instant::now());
-        Ok(UnitSpec {
-            engine: job.engine,
-            unit: job.plan.name.clone(),
-            prompt,
-            session,
-            cwd: job.plan.cwd.clone(),
-            state_dir: state_dir.clone(),
-            skip_permissions: job.plan.skip_permissions,
-            engine_bin: None,
-            attachments: job.attachments.clone(),
-            stall_timeout: job.plan.stall_timeout,
-            timeout: job.plan.timeout,
-            kill_grace: self.req.kill_grace,
-            warnings: Vec::new(),
-            engine_reason: None,
-            budget_args: Vec::new(),
-            redact: Vec::new(),
-            options: job.plan.run_options(),
-            summary_schema: job.plan.summary_schema.clone(),
-            steps: self.steps_of(i),
-            policy: job.plan.policy.clone(),
-            // The plan's values, recorded: the plan file is read again each run.
-            asked: crate::marker::Asked {
-                mcp: job.plan.mcp_file.clone(),
-                ..crate::marker::Asked::new(
-                    &job.plan.policy,
-                    (&job.plan.deny_paths, &job.plan.allow_paths),
-                    (
-                        job.plan.hooks.on_finish.as_deref(),
-                        job.plan.hooks.on_fail.as_deref(),
-                    ),
-                )
-            },
-            mcp: job.plan.mcp.clone(),
-            budget_stop: self.hard.watch(i, self.req.budget),
-            keep_answer: true,
-            command: job.plan.command.clone(),
-        })
+        let mut spec = spec_of(job, state_dir, self.req.kill_grace, prompt, session);
+        spec.steps = self.steps_of(i);
+        spec.budget_stop = self.hard.watch(i, self.req.budget);
+        Ok(spec)
     }
 
     /// `engine`'s installed version, read once per run (a unit that ran in
@@ -685,10 +641,11 @@ impl Run {
         let job = &self.jobs[i];
         let mut steps = job.steps.clone();
         if let Some(ws) = &mut steps.workspace {
-            let deps = job.plan.depends_on.iter().zip(&self.units[i].deps);
-            ws.merge = deps
+            ws.merge = self
+                .dag
+                .places(i)
                 .filter(|(_, at)| at.is_some_and(|j| self.jobs[j].steps.workspace.is_some()))
-                .map(|(d, _)| d.clone())
+                .map(|(d, _)| d.to_string())
                 .collect();
         }
         steps
@@ -697,28 +654,7 @@ impl Run {
     fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) {
         let u = &mut self.units[i];
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
-        match &r {
-            Ok(res) => {
-                u.report.state = match res.state {
-                    UnitState::Done => RunState::Done,
-                    // A merge conflict: the unit never ran.
-                    UnitState::Blocked => RunState::Blocked,
-                    _ => RunState::Failed,
-                };
-                u.report.reason = res.reason;
-                u.report.workspace = res.workspace.clone();
-                u.report.attempt = Some(res.attempt);
-                u.report.session_id = res.session_id.clone();
-                u.report.summary = res.summary.as_ref().map(JsonText::new);
-                u.report.error = res.error.clone();
-                u.report.usage = res.usage.clone();
-            }
-            Err(e) => {
-                u.report.state = RunState::Failed;
-                u.report.reason = Some(e.reason());
-                u.report.error = Some(e.to_string());
-            }
-        }
+        u.report.settle(&r);
         if let Ok(res) = &r
             && self.after_attempt(i, res, reporter)
         {
@@ -727,6 +663,58 @@ impl Run {
         reporter
             .borrow_mut()
             .finished(i, &self.units[i].report, r.as_ref().ok());
+    }
+}
+
+/// The spec of one run of a plan unit, as a local plan and a Temporal
+/// worker both start it: `prompt` and `session` say how it starts (fresh,
+/// exact resume, replay); the caller adds what is its own (the merged
+/// dependency branches, a budget watch, a cancel).
+pub fn spec_of(
+    job: &Job,
+    state_dir: &std::path::Path,
+    kill_grace: Duration,
+    prompt: String,
+    session: Option<String>,
+) -> UnitSpec {
+    UnitSpec {
+        engine: job.engine,
+        unit: job.plan.name.clone(),
+        prompt,
+        session,
+        cwd: job.plan.cwd.clone(),
+        state_dir: state_dir.to_path_buf(),
+        skip_permissions: job.plan.skip_permissions,
+        engine_bin: None,
+        attachments: job.attachments.clone(),
+        stall_timeout: job.plan.stall_timeout,
+        timeout: job.plan.timeout,
+        kill_grace,
+        warnings: Vec::new(),
+        engine_reason: None,
+        budget_args: Vec::new(),
+        redact: Vec::new(),
+        options: job.plan.run_options(),
+        summary_schema: job.plan.summary_schema.clone(),
+        steps: job.steps.clone(),
+        policy: job.plan.policy.clone(),
+        // The plan's values, recorded: the plan file is read again each run.
+        asked: crate::marker::Asked {
+            mcp: job.plan.mcp_file.clone(),
+            ..crate::marker::Asked::new(
+                &job.plan.policy,
+                (&job.plan.deny_paths, &job.plan.allow_paths),
+                (
+                    job.plan.hooks.on_finish.as_deref(),
+                    job.plan.hooks.on_fail.as_deref(),
+                ),
+            )
+        },
+        mcp: job.plan.mcp.clone(),
+        budget_stop: None,
+        cancel: None,
+        keep_answer: true,
+        command: job.plan.command.clone(),
     }
 }
 

@@ -388,6 +388,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         asked: r.asked,
         mcp: r.mcp,
         budget_stop: None,
+        cancel: None,
         keep_answer: true,
         command: r.command,
     };

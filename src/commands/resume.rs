@@ -121,6 +121,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         asked,
         mcp,
         budget_stop: None,
+        cancel: None,
         keep_answer: true,
         command: marker.command.clone(),
     };

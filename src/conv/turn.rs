@@ -221,6 +221,7 @@ fn start(
         summary_schema: None,
         steps: Default::default(),
         budget_stop: None,
+        cancel: None,
         keep_answer: false,
         mcp: ctx.mcp.clone(),
         command: None,

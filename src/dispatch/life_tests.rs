@@ -31,6 +31,7 @@ fn spec(dir: &Path) -> UnitSpec {
         policy: Default::default(),
         asked: Default::default(),
         budget_stop: None,
+        cancel: None,
         keep_answer: false,
         mcp: None,
         command: None,

@@ -80,6 +80,7 @@ pub(super) async fn supervise(
     let mut ticker = tokio::time::interval(Duration::from_millis(125));
     let group = l.group.clone();
     let mut budget_stop = spec.budget_stop.as_ref().map(|w| w.stop.clone());
+    let mut cancel = spec.cancel.clone();
     // An ACP session's end is waited for too: its task sends `Done` before
     // it closes the stdout side, but the biased select may see the streams
     // close and the agent exit first (found under load: a done session
@@ -98,6 +99,7 @@ pub(super) async fn supervise(
             status = l.child.wait(), if running => s.on_exit(status.ok(), &group),
             m = recv_session(&mut l.acp) => s.on_session(m, &mut l, &group),
             sig = recv_signal(&mut signals) => s.on_signal(sig, &group, l.acp.as_ref()),
+            _ = cancelled(&mut cancel), if s.stop.is_none() => s.on_signal(Sig::Terminate, &group, l.acp.as_ref()),
             _ = sleep_until_opt(stall_at), if running && s.stop.is_none() => {
                 let secs = spec.stall_timeout.unwrap_or_default().as_secs_f64();
                 s.end(Stop::Stalled, "stalled", format!("no output for {secs}s; ending the engine"), &group);
@@ -308,6 +310,18 @@ async fn recv_signal(signals: &mut Option<Signals>) -> Sig {
         Some(s) => s.recv().await,
         None => std::future::pending().await,
     }
+}
+
+/// Once the unit's runner cancels it; never, without a cancel watch or
+/// once its sender is gone.
+async fn cancelled(cancel: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    if let Some(rx) = cancel
+        && rx.wait_for(|c| *c).await.is_ok()
+    {
+        return;
+    }
+    *cancel = None;
+    std::future::pending().await
 }
 
 async fn sleep_until_opt(t: Option<TokioInstant>) {

@@ -40,6 +40,12 @@ impl Serialize for JsonText {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for JsonText {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Value::deserialize(d).map(|v| JsonText::new(&v))
+    }
+}
+
 /// `value` as the `serde_json::Value` it makes prints (keys sorted).
 pub(super) fn value<T: Serialize, S: Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
     serde_json::to_value(value)

@@ -1,0 +1,140 @@
+//! `vf orchestrate --temporal`: the plan submitted as one workflow whose id
+//! is derived from the plan's name and content (the same plan again attaches
+//! to the running workflow), then followed, shown or cancelled.
+
+use std::time::Duration;
+
+use temporalio_client::{
+    Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowGetResultOptions,
+    WorkflowIdConflictPolicy, WorkflowQueryOptions, WorkflowStartOptions,
+};
+
+use super::wire::{PlanInput, Progress, over_cap};
+use super::workflow::PlanWorkflow;
+use crate::error::{Result, VfError};
+
+/// The workflow id of a plan: its file's stem and a digest of what runs.
+pub fn workflow_id(input: &PlanInput) -> Result<String> {
+    let stem: String = input
+        .plan
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(60)
+        .collect();
+    let text = serde_json::to_vec(input).map_err(anyhow::Error::from)?;
+    let digest = crate::history::sha256_hex(&text);
+    Ok(format!("vf-plan-{stem}-{}", &digest[..16]))
+}
+
+/// Whether the plan's workflow was started now or was already running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Submitted {
+    Started,
+    Attached,
+}
+
+/// Refuses a plan whose input would be over Temporal's payload cap.
+pub fn check_size(input: &PlanInput) -> Result<()> {
+    for u in &input.units {
+        if let Some(n) = over_cap(u) {
+            return Err(VfError::usage(format!(
+                "unit {:?}: its prompt and keys are {n} bytes; one Temporal payload holds at most {} (vf does not cut it)",
+                u.name,
+                super::wire::PAYLOAD_CAP
+            )));
+        }
+    }
+    if let Some(n) = over_cap(input) {
+        return Err(VfError::usage(format!(
+            "the plan is {n} bytes as a workflow input; one Temporal payload holds at most {} (split the plan, or move long prompts out)",
+            super::wire::PAYLOAD_CAP
+        )));
+    }
+    Ok(())
+}
+
+/// Starts the plan's workflow, or attaches to the one already running.
+pub async fn submit(client: &Client, input: PlanInput) -> Result<(String, Submitted)> {
+    check_size(&input)?;
+    let id = workflow_id(&input)?;
+    let queue = input.task_queue.clone();
+    let running = describe_running(client, &id).await;
+    let opts = WorkflowStartOptions::new(queue, id.clone())
+        .id_conflict_policy(WorkflowIdConflictPolicy::UseExisting)
+        .build();
+    client
+        .start_workflow(PlanWorkflow::run, input, opts)
+        .await
+        .map_err(|e| VfError::not_ready(format!("cannot start workflow {id}: {e}")))?;
+    Ok((
+        id,
+        if running {
+            Submitted::Attached
+        } else {
+            Submitted::Started
+        },
+    ))
+}
+
+async fn describe_running(client: &Client, id: &str) -> bool {
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    match h.describe(WorkflowDescribeOptions::default()).await {
+        Ok(d) => d.status() == temporalio_client::WorkflowExecutionStatus::Running,
+        Err(_) => false,
+    }
+}
+
+/// The plan's rows as the workflow has them now.
+pub async fn progress(client: &Client, id: &str) -> Result<Progress> {
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    h.query(PlanWorkflow::progress, (), WorkflowQueryOptions::default())
+        .await
+        .map_err(|e| VfError::usage(format!("workflow {id}: {e}")))
+}
+
+/// Polls the rows until the workflow ends; `seen` gets each new state.
+pub async fn follow(
+    client: &Client,
+    id: &str,
+    mut seen: impl FnMut(&Progress),
+) -> Result<Progress> {
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    let result = h.get_result(WorkflowGetResultOptions::default());
+    tokio::pin!(result);
+    let mut ticker = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            r = &mut result => {
+                return match r {
+                    Ok(p) => Ok(p),
+                    // Cancelled or failed: its rows as they last stood.
+                    Err(e) => progress(client, id).await.map_err(|_| {
+                        VfError::Other(anyhow::anyhow!("workflow {id} ended: {e}"))
+                    }),
+                };
+            }
+            _ = ticker.tick() => {
+                if let Ok(p) = progress(client, id).await {
+                    seen(&p);
+                }
+            }
+        }
+    }
+}
+
+/// Requests the workflow's cancellation (its running units' engines are ended).
+pub async fn cancel(client: &Client, id: &str) -> Result<()> {
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    h.cancel(WorkflowCancelOptions::default())
+        .await
+        .map_err(|e| VfError::usage(format!("cannot cancel workflow {id}: {e}")))
+}

@@ -1,0 +1,166 @@
+//! vf's retry table for a unit attempt on Temporal (pure, so the workflow
+//! stays deterministic and the table is tested without a server):
+//!
+//! | the attempt ended | next |
+//! |---|---|
+//! | done (0) | none |
+//! | usage (2), engine missing (3), corrupt state (5), internal (70) | none: not retryable |
+//! | engine failure (1) | again while `retries` allows |
+//! | stall or timeout (4) | again while `retries` allows, at least once |
+//! | rate-limited (75) | `on_rate_limit`: wait (the engine's `retryAt` when given), fall back, or none |
+//! | interrupted (129-143: the worker was stopped), the worker lost (heartbeat or close timeout) | again, at most [`MAX_LOST`] times |
+//! | its host did not take an exact resume in time (schedule-to-start) | again on the shared queue, with the replay |
+//!
+//! A retry resumes the exact session on the host that holds it (its own
+//! queue) when the attempt had a session id; otherwise, or once that host
+//! did not take it, a fresh session is primed with the public responses of
+//! the attempts before (the bounded replay).
+
+use std::time::Duration;
+
+use temporalio_sdk::{ActivityExecutionError, TimeoutType};
+
+use super::wire::{Beat, Outcome, Start, UnitInput, UnitState};
+use crate::error::{Reason, exit};
+use crate::ratelimit::{self, Next};
+use crate::scheduler::RunState;
+
+/// Attempts lost with their worker (or handed back) before the unit fails.
+pub const MAX_LOST: u32 = 5;
+
+/// What comes after an attempt.
+#[derive(Debug, PartialEq)]
+pub enum Decision {
+    Final,
+    Again { delay: Duration, start: Start },
+}
+
+/// Updates the unit's row from the attempt and decides what comes next.
+pub fn decide(
+    input: &UnitInput,
+    u: &mut UnitState,
+    r: Result<Outcome, ActivityExecutionError>,
+    now_secs: u64,
+) -> Decision {
+    match r {
+        Ok(out) => after_outcome(input, u, out, now_secs),
+        Err(e) => after_error(u, &e),
+    }
+}
+
+fn after_outcome(input: &UnitInput, u: &mut UnitState, out: Outcome, now_secs: u64) -> Decision {
+    u.host = Some(out.host.clone());
+    if !out.answers.is_empty() {
+        u.answers = out.answers.clone();
+    }
+    let retry_at = out.retry_at.clone();
+    u.row = out.row;
+    match out.exit {
+        exit::ENGINE_FAILED if u.row.state == RunState::Failed && u.retried < input.retries => {
+            u.retried += 1;
+            again(u, Duration::ZERO)
+        }
+        exit::TIMEOUT if u.retried < input.retries.max(1) => {
+            u.retried += 1;
+            again(u, Duration::ZERO)
+        }
+        exit::RATE_LIMITED => rate_limited(input, u, retry_at.as_deref(), now_secs),
+        129..=143 if u.tries <= MAX_LOST => again(u, Duration::ZERO),
+        _ => Decision::Final,
+    }
+}
+
+/// A rate-limited attempt under its `on_rate_limit` policy.
+fn rate_limited(
+    input: &UnitInput,
+    u: &mut UnitState,
+    retry_at: Option<&str>,
+    now_secs: u64,
+) -> Decision {
+    let reset = retry_at.and_then(|t| ratelimit::until(t, now_secs));
+    let spent = (Duration::from_millis(u.waited_ms), u.waits);
+    // Which engines a worker has is the worker's to say: none is skipped here.
+    match ratelimit::next(&input.rate_limit, u.row.engine, spent, reset, |_| true) {
+        Next::Fail => Decision::Final,
+        Next::Wait(d) => {
+            u.waited_ms += d.as_millis() as u64;
+            u.waits += 1;
+            u.row.error = Some(format!("rate-limited: waiting {}s", d.as_secs()));
+            again(u, ratelimit::scaled(d))
+        }
+        Next::Fallback(engine) => {
+            u.row.engine = engine;
+            u.row.error = Some(format!("rate-limited: falling back to {engine}"));
+            // Another engine cannot resume this one's session.
+            Decision::Again {
+                delay: Duration::ZERO,
+                start: replay(u),
+            }
+        }
+    }
+}
+
+/// The activity itself failed: its worker was lost, its host did not take
+/// it, or the workflow was cancelled.
+fn after_error(u: &mut UnitState, e: &ActivityExecutionError) -> Decision {
+    if let Some(t) = e.as_timeout() {
+        if let Ok(Some(beat)) = t.last_heartbeat_details::<Beat>() {
+            take_beat(u, beat);
+        }
+        if t.timeout_type() == TimeoutType::ScheduleToStart {
+            u.row.error = Some("its host did not take the exact resume in time".into());
+            return Decision::Again {
+                delay: Duration::ZERO,
+                start: replay(u),
+            };
+        }
+        if u.tries <= MAX_LOST {
+            u.row.error = Some(format!(
+                "the worker was lost ({:?} timeout)",
+                t.timeout_type()
+            ));
+            return again(u, Duration::ZERO);
+        }
+    }
+    u.row.state = RunState::Failed;
+    if e.as_cancelled().is_some() {
+        u.row.reason = Some(Reason::Interrupted(None));
+        u.row.error = Some("the workflow was cancelled".into());
+    } else {
+        u.row.reason = Some(Reason::Internal);
+        u.row.error = Some(format!("the activity failed: {e}"));
+    }
+    Decision::Final
+}
+
+fn take_beat(u: &mut UnitState, beat: Beat) {
+    if beat.session_id.is_some() {
+        u.row.session_id = beat.session_id;
+        u.host = Some(beat.host);
+    }
+    if !beat.answers.is_empty() {
+        u.answers = beat.answers;
+    }
+}
+
+/// The next attempt: the exact session on its host when there is one.
+fn again(u: &UnitState, delay: Duration) -> Decision {
+    let start = match (&u.row.session_id, &u.host) {
+        (Some(id), Some(host)) => Start::Exact {
+            session_id: id.clone(),
+            host: host.clone(),
+            answers: u.answers.clone(),
+        },
+        _ => replay(u),
+    };
+    Decision::Again { delay, start }
+}
+
+fn replay(u: &UnitState) -> Start {
+    match u.answers.is_empty() {
+        true => Start::Fresh,
+        false => Start::Replay {
+            answers: u.answers.clone(),
+        },
+    }
+}

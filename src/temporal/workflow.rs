@@ -1,0 +1,342 @@
+//! The plan as one Temporal workflow: the DAG run deterministically with the
+//! scheduler's own rules ([`crate::scheduler::dag`]), each unit attempt one
+//! activity ([`super::activity`]). vf's retry table decides every retry here,
+//! not Temporal's server-side retry: a retry must choose its queue (the host
+//! that holds the session first), which a server retry cannot. Each activity
+//! is therefore scheduled with one attempt.
+
+use std::time::Duration;
+
+use futures::future::{LocalBoxFuture, select_all};
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{
+    ActivityCancellationType, ActivityExecutionError, ActivityOptions, ContinueAsNewOptions,
+    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+};
+
+use super::activity::UnitActivities;
+use super::retry::{self, Decision};
+use super::wire::{Outcome, PlanInput, Progress, Start, UnitOrder, UnitState};
+use crate::error::Reason;
+use crate::scheduler::dag::{Dag, Step};
+use crate::scheduler::{RunState, UnitReport};
+
+/// A unit's heartbeat timeout when it has no `stall_timeout`: how soon a dead
+/// worker is noticed.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(60);
+
+#[workflow]
+#[derive(Default)]
+pub struct PlanWorkflow {
+    progress: Progress,
+}
+
+type Attempt<'a> = LocalBoxFuture<'a, (usize, Result<Outcome, ActivityExecutionError>)>;
+
+#[workflow_methods]
+impl PlanWorkflow {
+    #[run]
+    pub async fn run(
+        ctx: &mut WorkflowContext<Self>,
+        input: PlanInput,
+    ) -> WorkflowResult<Progress> {
+        let ctx: &WorkflowContext<Self> = ctx;
+        let mut plan = Driver::new(&input, ctx.workflow_id().to_string());
+        let mut running: Vec<Attempt<'_>> = Vec::new();
+        loop {
+            let full = ctx.history_length() >= input.history_limit;
+            if !full && !ctx.cancellation_token().is_cancelled() {
+                for i in plan.sweep(running.len()) {
+                    running.push(plan.attempt(ctx, i, None));
+                }
+            } else {
+                plan.block_only();
+            }
+            ctx.state_mut(|s| s.progress = plan.progress(false));
+            if running.is_empty() {
+                if full && plan.waiting() {
+                    let next = plan.carry(input.clone());
+                    ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
+                }
+                break;
+            }
+            let ((i, r), _, rest) = select_all(running).await;
+            running = rest;
+            if let Some((delay, order)) = plan.settle(i, r, ctx.workflow_time()) {
+                running.push(plan.attempt_after(ctx, i, delay, order));
+            }
+        }
+        let progress = plan.progress(true);
+        ctx.state_mut(|s| s.progress = progress.clone());
+        if ctx.cancellation_token().is_cancelled() {
+            return Err(WorkflowTermination::cancelled());
+        }
+        Ok(progress)
+    }
+
+    /// The live table's rows, for `vf orchestrate --temporal --follow`.
+    #[query]
+    pub fn progress(&self, _ctx: &WorkflowContextView) -> Progress {
+        self.progress.clone()
+    }
+}
+
+/// The workflow's own state (deterministic: no clock, no I/O).
+struct Driver {
+    input: PlanInput,
+    workflow_id: String,
+    dag: Dag,
+    units: Vec<UnitState>,
+    /// An attempt of it is scheduled (or waits out a rate limit).
+    busy: Vec<bool>,
+}
+
+impl Driver {
+    fn new(input: &PlanInput, workflow_id: String) -> Driver {
+        let dag = Dag::new(
+            input
+                .units
+                .iter()
+                .map(|u| (u.name.as_str(), u.depends_on.as_slice())),
+        );
+        let units = input
+            .units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| match input.carried.get(i) {
+                Some(Some(s)) => s.clone(),
+                _ => fresh(u),
+            })
+            .collect();
+        Driver {
+            busy: vec![false; input.units.len()],
+            input: input.clone(),
+            workflow_id,
+            dag,
+            units,
+        }
+    }
+
+    fn states(&self) -> Vec<RunState> {
+        let state = |(u, busy): (&UnitState, &bool)| match busy {
+            true => RunState::Running,
+            false => u.row.state,
+        };
+        self.units.iter().zip(&self.busy).map(state).collect()
+    }
+
+    /// The units to start now (each marked running); blocks what cannot run.
+    fn sweep(&mut self, running: usize) -> Vec<usize> {
+        let room = (self.input.parallel as usize).saturating_sub(running);
+        let room = if self.over_budget() { 0 } else { room };
+        let mut states = self.states();
+        let mut starts = Vec::new();
+        for step in self.dag.sweep(&mut states, room, |_| true) {
+            match step {
+                Step::Block(i, why) => self.block(i, why),
+                Step::Start(i) => starts.push(i),
+            }
+        }
+        starts
+    }
+
+    /// Blocks what a failure upstream will never let run, starting nothing.
+    fn block_only(&mut self) {
+        let mut states = self.states();
+        for step in self.dag.sweep(&mut states, 0, |_| true) {
+            if let Step::Block(i, why) = step {
+                self.block(i, why);
+            }
+        }
+    }
+
+    fn block(&mut self, i: usize, why: String) {
+        let row = &mut self.units[i].row;
+        row.state = RunState::Blocked;
+        row.error = Some(why);
+        row.reason = Some(Reason::Dependency);
+    }
+
+    fn over_budget(&self) -> bool {
+        let budget = crate::usage::Budget {
+            cost_usd: self.input.cost_usd,
+            tokens: self.input.tokens,
+            hard: false,
+        };
+        if !budget.limits() {
+            return false;
+        }
+        let total = crate::usage::total(self.units.iter().filter_map(|u| u.row.usage.as_ref()));
+        budget.reached(total.as_ref()).is_some()
+    }
+
+    /// A unit is still to run (a continue-as-new goes on with it).
+    fn waiting(&self) -> bool {
+        self.units.iter().any(|u| u.row.state == RunState::Waiting)
+    }
+
+    /// The next run's input: what this one settled, the settled units'
+    /// answers dropped (only a retry needs them).
+    fn carry(&self, mut input: PlanInput) -> PlanInput {
+        input.carried = self
+            .units
+            .iter()
+            .map(|u| {
+                let mut u = u.clone();
+                if u.row.state != RunState::Waiting {
+                    u.answers.clear();
+                }
+                Some(u)
+            })
+            .collect();
+        input
+    }
+
+    fn progress(&self, ended: bool) -> Progress {
+        let mut units: Vec<UnitReport> = self.units.iter().map(|u| u.row.clone()).collect();
+        if ended {
+            for r in units.iter_mut().filter(|r| r.state == RunState::Waiting) {
+                r.state = RunState::NotStarted;
+                if self.over_budget() {
+                    r.reason = Some(Reason::Budget);
+                }
+            }
+        }
+        Progress {
+            plan: self.input.plan.clone(),
+            units,
+            ended,
+        }
+    }
+
+    /// Unit `i`'s first attempt (or the next, with `order`).
+    fn attempt<'a>(
+        &mut self,
+        ctx: &'a WorkflowContext<PlanWorkflow>,
+        i: usize,
+        order: Option<UnitOrder>,
+    ) -> Attempt<'a> {
+        let order = order.unwrap_or_else(|| self.order(i, Start::Fresh));
+        self.attempt_after(ctx, i, Duration::ZERO, order)
+    }
+
+    fn attempt_after<'a>(
+        &mut self,
+        ctx: &'a WorkflowContext<PlanWorkflow>,
+        i: usize,
+        delay: Duration,
+        order: UnitOrder,
+    ) -> Attempt<'a> {
+        self.busy[i] = true;
+        let u = &mut self.units[i];
+        u.tries += 1;
+        u.row.state = RunState::Running;
+        u.row.ran = true;
+        u.row.engine = order.engine;
+        let opts = self.options(i, &order.start);
+        Box::pin(async move {
+            if !delay.is_zero() {
+                ctx.timer(delay).await;
+            }
+            let r = ctx
+                .execute_activity(UnitActivities::run_unit, order, opts)
+                .await;
+            (i, r)
+        })
+    }
+
+    /// Its queue (the session's host first), timeouts, one attempt.
+    fn options(&self, i: usize, start: &Start) -> ActivityOptions {
+        let u = &self.input.units[i];
+        let heartbeat = u.stall_ms.map_or(DEFAULT_HEARTBEAT, Duration::from_millis);
+        // One attempt may run for days; its own `timeout` bounds the engine.
+        let close = u
+            .timeout_ms
+            .map_or(Duration::from_secs(7 * 24 * 3600), |t| {
+                Duration::from_millis(t) + heartbeat * 2
+            });
+        let mut opts = ActivityOptions::with_start_to_close_timeout(close)
+            .heartbeat_timeout(heartbeat)
+            .cancellation_type(ActivityCancellationType::WaitCancellationCompleted)
+            .retry_policy(
+                temporalio_common::RetryPolicy::builder()
+                    .maximum_attempts(1)
+                    .build(),
+            )
+            .summary(u.name.clone())
+            .build();
+        if let Start::Exact { host, .. } = start {
+            opts.task_queue = Some(super::host_queue(&self.input.task_queue, host));
+            opts.schedule_to_start_timeout = Some(Duration::from_millis(self.input.affinity_ms));
+        }
+        opts
+    }
+
+    fn order(&self, i: usize, start: Start) -> UnitOrder {
+        let u = &self.input.units[i];
+        UnitOrder {
+            workflow_id: self.workflow_id.clone(),
+            plan: self.input.plan.clone(),
+            unit: u.name.clone(),
+            toml: u.toml.clone(),
+            engine: self.units[i].row.engine,
+            merge: u.merge.clone(),
+            start,
+            attempt: self.units[i].tries + 1,
+        }
+    }
+
+    /// An attempt of unit `i` ended: its row, and the next attempt if vf's
+    /// retry table gives one (after a delay).
+    fn settle(
+        &mut self,
+        i: usize,
+        r: Result<Outcome, ActivityExecutionError>,
+        now: Option<std::time::SystemTime>,
+    ) -> Option<(Duration, UnitOrder)> {
+        self.busy[i] = false;
+        let now_secs = now
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let decision = retry::decide(&self.input.units[i], &mut self.units[i], r, now_secs);
+        match decision {
+            Decision::Final => None,
+            Decision::Again { delay, start } => {
+                let order = self.order(i, start);
+                self.units[i].row.state = RunState::Waiting;
+                Some((delay, order))
+            }
+        }
+    }
+}
+
+/// A unit's row before it runs.
+fn fresh(u: &super::wire::UnitInput) -> UnitState {
+    UnitState {
+        row: UnitReport {
+            unit: u.name.clone(),
+            engine: u.engine,
+            state: RunState::Waiting,
+            ran: false,
+            start: None,
+            replay: None,
+            attempt: None,
+            session_id: None,
+            model: u.model.clone(),
+            summary: None,
+            error: None,
+            duration_ms: None,
+            usage: None,
+            reason: None,
+            attempts: None,
+            workspace: None,
+            origins: None,
+        },
+        tries: 0,
+        retried: 0,
+        waited_ms: 0,
+        waits: 0,
+        host: None,
+        answers: Vec::new(),
+    }
+}

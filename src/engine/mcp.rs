@@ -9,15 +9,11 @@
 //!   string or file path (prefix with @)"); each server gets copilot's
 //!   `type` (`local` for a command, `http` for a url) and `tools: ["*"]`
 //!   unless it says otherwise.
-//! - codex (0.144.1, 0.146.0, 0.171.0): `-c mcp_servers.<name>.command=…`
-//!   and `….args=[…]` (`-c/--config` in `exec --help` and `exec resume
-//!   --help`, values parsed as TOML; the keys are codex's config docs).
-//!   `env` or `headers` would put their values on the command line, and a
-//!   url server is unverified: refused.
-//! - gemini: the servers in a settings file named by
-//!   `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (read in the installed 0.61.0
-//!   bundle's settings loader and its docs/reference/configuration.md).
-//!   A url server is refused (gemini tells SSE `url` from `httpUrl`).
+//! - codex, gemini: refused. The real-engine tier (tests/it/real_mcp.rs)
+//!   saw neither reach the model: codex 0.171.0 starts a server given as
+//!   `-c mcp_servers.<name>.*` but never offers its tools (openai/codex#17904);
+//!   gemini 0.61.0 never starts one from a `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
+//!   settings file in `-p` mode (google-gemini/gemini-cli#26021).
 //! - opencode: a config file named by `OPENCODE_CONFIG` ("load an additional
 //!   explicit config", 1.18.33's binary), servers as `mcp.<name>` with
 //!   `type: local`, `command: [command, args…]`, `environment`, or `type:
@@ -188,21 +184,18 @@ pub fn apply(
                 Vec::new(),
             ))
         }
-        EngineId::Codex => codex_args(servers),
-        EngineId::Gemini => {
-            if let Some((name, _)) = each().find(|(_, s)| is_url(s)) {
-                return Err(refuse(
-                    engine,
-                    &format!("server {name:?} is a url server, which vf does not map for gemini"),
-                ));
-            }
-            let body = json!({ "mcpServers": servers.servers });
-            let env = vec![(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(),
-                path.display().to_string(),
-            )];
-            Ok(with_file(body, Vec::new(), env))
-        }
+        EngineId::Codex => Err(refuse(
+            engine,
+            "not verified: with codex 0.171.0 a server given as `-c mcp_servers.<name>.*` starts, \
+             but the model is never offered its tools (upstream openai/codex#17904); \
+             --mcp works with claude, copilot and opencode",
+        )),
+        EngineId::Gemini => Err(refuse(
+            engine,
+            "not verified: gemini 0.61.0 never starts a server from the settings file named by \
+             GEMINI_CLI_SYSTEM_SETTINGS_PATH in `-p` mode (upstream google-gemini/gemini-cli#26021); \
+             --mcp works with claude, copilot and opencode",
+        )),
         EngineId::Opencode => {
             let mut out = Map::new();
             for (name, s) in each() {
@@ -239,34 +232,6 @@ fn opencode_server(s: &Map<String, Value>) -> Value {
             json!({ "type": "remote", "url": url, "headers": pick("headers") })
         }
     }
-}
-
-/// codex: `-c mcp_servers.<name>.command="…"` and `….args=[…]` (JSON
-/// strings and arrays of strings are TOML too).
-fn codex_args(servers: &McpServers) -> Result<McpApplied> {
-    let mut args = Vec::new();
-    for (name, s) in &servers.servers {
-        let why = match s.get("command") {
-            None => Some("is a url server, which vf does not map for codex"),
-            Some(_) if s.get("env").is_some() || s.get("headers").is_some() => {
-                Some("has `env`, whose values codex could only get on its command line")
-            }
-            Some(_) => None,
-        };
-        if let Some(why) = why {
-            return Err(refuse(EngineId::Codex, &format!("server {name:?} {why}")));
-        }
-        let command = s.get("command").map(Value::to_string).unwrap_or_default();
-        args.push("--config".to_string());
-        args.push(format!("mcp_servers.{name}.command={command}"));
-        let list = s.get("args").cloned().unwrap_or_else(|| json!([]));
-        args.push("--config".to_string());
-        args.push(format!("mcp_servers.{name}.args={list}"));
-    }
-    Ok(McpApplied {
-        args,
-        ..McpApplied::default()
-    })
 }
 
 #[cfg(test)]

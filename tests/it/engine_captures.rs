@@ -136,6 +136,9 @@ fn cases() -> Vec<Case> {
         case("copilot", CP, "b_tool_noallow", Jsonl, Some("d19e610f-881a-4958-a227-30f8a5cf94dc"), false, Some(DENIED), sd()),
         case("copilot", CP, "c_resume", Jsonl, copilot_a, false, Some(C), sc()),
         case("copilot", CP, "d_error500", Jsonl, Some("300fa13f-1b1d-4b00-b368-a1f7a3077291"), true, None, None),
+        // With `--mcp`: the server's frames are no part of the outcome.
+        case("copilot", CP, "h_mcp", Jsonl, Some("ec8ce325-8671-4ef3-95bc-0f00475067fa"), false, Some(A), sa()),
+        case("copilot", CP, "h_mcp_failed", Jsonl, Some("c3ddafd5-336c-409c-ae6a-e5bbff058837"), false, Some(A), sa()),
         case("copilot", CP, "g_text_mode", Text, None, false, Some("Done. Here is the result:\n\n```json\n{\"confidence\":1.0,\"files_changed\":[]}\n```"), sa()),
         case("copilot", "1.0.83", "v_a_json", Jsonl, copilot_83, false, Some(V), sb()),
         case("copilot", "1.0.83", "v_c_resume", Jsonl, copilot_83, false, Some(V), sb()),

@@ -11,13 +11,14 @@ use common::*;
 
 const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 const CLAUDE: &str = "claude/2.1.332/b_tool.stdout.jsonl";
+const COPILOT: &str = "copilot/1.0.102/a_json.stdout.jsonl";
 
-/// `vf orchestrate plan.toml --json` with the fakes as codex and claude.
+/// `vf orchestrate plan.toml --json` with the fakes as codex, claude and copilot.
 fn orchestrate(env: &Env, plan: &str) -> std::process::Output {
     let plan = env.write("plan.toml", plan);
     let mut c = env.cmd(&["orchestrate", plan.to_str().unwrap(), "--json"]);
     c.env("FAKE_RUN_DIR", env.path().join("runs"));
-    for e in ["codex", "claude"] {
+    for e in ["codex", "claude", "copilot"] {
         c.env(format!("VF_{}_BIN", e.to_uppercase()), env.fake_for(e));
     }
     run_bounded(c, Duration::from_secs(60))
@@ -228,8 +229,8 @@ fn require_enforced_and_contradictions_refuse_the_plan() {
 }
 
 /// `mcp` in `[defaults]` and in a unit, relative to the plan's directory:
-/// claude is pointed at the unit's own file, codex gets config overrides; an
-/// engine without a verified mechanism refuses the plan (exit 2, nothing written).
+/// claude and copilot are each pointed at the unit's own file; an engine
+/// without a verified mechanism refuses the plan (exit 2, nothing written).
 #[test]
 fn the_mcp_key_and_its_default_reach_each_engine() {
     let env = Env::new();
@@ -251,8 +252,15 @@ fn the_mcp_key_and_its_default_reach_each_engine() {
     );
     env.write(
         "b/fake.env",
-        format!("FAKE_STDOUT={}\n", fixture(CODEX).display()),
+        format!("FAKE_STDOUT={}\n", fixture(COPILOT).display()),
     );
+    // The version is read outside the unit's dir: the binary's own settings.
+    let copilot = env.fake_for("copilot");
+    std::fs::write(
+        format!("{}.env", copilot.display()),
+        "FAKE_VERSION=1.0.102\n",
+    )
+    .unwrap();
     let plan = r#"
 [defaults]
 engine = "claude"
@@ -265,13 +273,14 @@ cwd = "a"
 
 [[unit]]
 name = "b"
-engine = "codex"
+engine = "copilot"
 cwd = "b"
 mcp = "cfg/b.json"
 "#;
     let out = orchestrate(&env, plan);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let file = env.state().join("units/a/mcp-claude.json");
+    let copilot = env.state().join("units/b/mcp-copilot.json");
     assert_eq!(
         [args_seen(&env, "a"), args_seen(&env, "b")],
         [
@@ -282,19 +291,20 @@ mcp = "cfg/b.json"
                 "stream-json".into(),
                 "--verbose".into(),
             ],
-            [
-                "exec",
-                "--json",
-                "--skip-git-repo-check",
-                "--config",
-                "mcp_servers.lint.command=\"l\"",
-                "--config",
-                "mcp_servers.lint.args=[\"--x\"]",
-                "-",
-            ]
-            .map(String::from)
-            .to_vec(),
+            vec![
+                "--output-format".to_string(),
+                "json".into(),
+                "--no-auto-update".into(),
+                "--disable-client-telemetry".into(),
+                format!("--additional-mcp-config=@{}", copilot.display()),
+                "-p".into(),
+                "look".into(),
+            ],
         ]
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&read_text(&copilot)).unwrap(),
+        json!({"mcpServers": {"lint": {"command": "l", "args": ["--x"], "type": "local", "tools": ["*"]}}})
     );
     assert_eq!(
         serde_json::from_str::<Value>(&read_text(&file)).unwrap(),
@@ -312,6 +322,45 @@ mcp = "cfg/b.json"
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--mcp: agy: "), "{}", stderr(&out));
     assert!(!env.state().exists(), "the state dir was written");
+}
+
+/// An `mcp` file on a codex unit, or on a claude unit whose `fallback` names
+/// gemini, refuses the whole plan (exit 2): neither mechanism was seen
+/// reaching the model. Nothing is written, no engine is started.
+#[test]
+fn an_mcp_key_on_codex_or_a_gemini_fallback_refuses_the_plan() {
+    let codex = "codex: not verified: with codex 0.171.0 a server given as \
+                 `-c mcp_servers.<name>.*` starts, but the model is never offered its tools \
+                 (upstream openai/codex#17904)";
+    let gemini = "gemini: not verified: gemini 0.61.0 never starts a server from the settings \
+                  file named by GEMINI_CLI_SYSTEM_SETTINGS_PATH in `-p` mode (upstream \
+                  google-gemini/gemini-cli#26021)";
+    let cases = [
+        ("engine = \"codex\"\n", codex),
+        (
+            "engine = \"claude\"\non_rate_limit = \"fallback\"\nfallback = [\"gemini\"]\n",
+            gemini,
+        ),
+    ];
+    for (keys, why) in cases {
+        let env = Env::new();
+        env.write(
+            "cfg/a.json",
+            r#"{"mcpServers": {"files": {"command": "npx"}}}"#,
+        );
+        let plan = format!("[[unit]]\nname = \"a\"\nprompt = \"x\"\nmcp = \"cfg/a.json\"\n{keys}");
+        let out = orchestrate(&env, &plan);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert_eq!(
+            stderr(&out),
+            format!(
+                "vf: plan {}: unit \"a\": --mcp: {why}; --mcp works with claude, copilot and opencode\n",
+                env.path().join("plan.toml").display()
+            )
+        );
+        assert!(!env.state().exists(), "the state dir was written");
+        assert!(!env.path().join("runs").exists(), "an engine was started");
+    }
 }
 
 /// One generated unit: its own engine, timeout and prompt, each maybe unset.

@@ -5,6 +5,9 @@
 //! is what the model was offered: a request the fake server recorded lists a
 //! tool whose name contains `lab_mcp_probe` (each CLI prefixes MCP tools its
 //! own way). The server's own log says whether the CLI started it at all.
+//! codex and gemini are refused (their real runs never offered the tool:
+//! ENGINES.md, "What a real run proves"): their cases check the refusal in
+//! the same sandbox, beside the real CLI, which is never started.
 //! Skips like tests/it/real_engines.rs without the CLIs, and fails when
 //! `VF_REAL_ENGINES=1` and one is missing.
 //!
@@ -135,10 +138,54 @@ fn mcp_offered(sb: &Sandbox) {
     run.assert_done(&what);
 }
 
+/// `--mcp` on an engine vf refuses it for: exit 2 naming why, and nothing
+/// happens: no state dir, no request to the model, the MCP server never started.
+fn mcp_refused(sb: &Sandbox, why: &str) {
+    let what = format!("{} {}", sb.engine, sb.version);
+    let log = sb.workdir().join("lab-mcp.log");
+    let servers = servers_file(sb, &log);
+    let out = sb.vf(&[
+        "dispatch",
+        "--engine",
+        sb.engine,
+        "--unit",
+        "mcp",
+        "--prompt",
+        "LAB-JSON Reply with a fenced json block.",
+        "--output",
+        "jsonl",
+        "--mcp",
+        servers.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+    let head = format!("vf: --mcp: {}: not verified: ", sb.engine);
+    assert!(err.starts_with(&head) && err.contains(why), "{what}: {err}");
+    assert!(out.stdout.is_empty(), "{what}");
+    assert!(
+        !sb.state_dir().exists(),
+        "{what}: the state dir was written"
+    );
+    let requests = sb.server_log();
+    assert!(
+        requests.iter().all(|e| e.get("body").is_none()),
+        "{what}: the model was called: {requests:?}"
+    );
+    assert!(!log.exists(), "{what}: the MCP server was started");
+}
+
 fn tier(engine: &'static str) {
     for version in versions(engine) {
         if available(engine, &version) {
             mcp_offered(&Sandbox::new(engine, &version));
+        }
+    }
+}
+
+fn refused_tier(engine: &'static str, why: &str) {
+    for version in versions(engine) {
+        if available(engine, &version) {
+            mcp_refused(&Sandbox::new(engine, &version), why);
         }
     }
 }
@@ -148,22 +195,25 @@ fn real_mcp_claude() {
     tier("claude");
 }
 
+/// codex 0.171.0 started the server from `-c mcp_servers.lab.command/args`
+/// (initialize, notifications/initialized, tools/list answered) but never
+/// offered lab_mcp_probe: the request's tools were apply_patch, create_goal,
+/// exec_command, get_goal, list_mcp_resource_templates, list_mcp_resources,
+/// read_mcp_resource, request_user_input, update_goal, view_image,
+/// write_stdin (upstream openai/codex#17904). So vf refuses it.
 #[test]
-#[ignore = "codex 0.171.0 starts the server from `-c mcp_servers.lab.command/args` (initialize, \
-            notifications/initialized, tools/list answered) but never offers lab_mcp_probe: the \
-            request's tools are apply_patch, create_goal, exec_command, get_goal, \
-            list_mcp_resource_templates, list_mcp_resources, read_mcp_resource, request_user_input, \
-            update_goal, view_image, write_stdin; cause not found yet"]
-fn real_mcp_codex() {
-    tier("codex");
+fn real_mcp_codex_is_refused() {
+    refused_tier("codex", "openai/codex#17904");
 }
 
+/// gemini 0.61.0 never started the server named in
+/// GEMINI_CLI_SYSTEM_SETTINGS_PATH's mcpServers (the server read nothing);
+/// the request's tools were enter_plan_mode, glob, google_web_search,
+/// grep_search, invoke_agent, list_directory, read_file, update_topic
+/// (upstream google-gemini/gemini-cli#26021). So vf refuses it.
 #[test]
-#[ignore = "gemini 0.61.0 never starts the server named in GEMINI_CLI_SYSTEM_SETTINGS_PATH's \
-            mcpServers (the server reads nothing); the request's tools are enter_plan_mode, glob, \
-            google_web_search, grep_search, invoke_agent, list_directory, read_file, update_topic"]
-fn real_mcp_gemini() {
-    tier("gemini");
+fn real_mcp_gemini_is_refused() {
+    refused_tier("gemini", "google-gemini/gemini-cli#26021");
 }
 
 #[test]
@@ -172,9 +222,6 @@ fn real_mcp_opencode() {
 }
 
 #[test]
-#[ignore = "the MCP mechanism works (copilot 1.0.102 offers the model lab-lab_mcp_probe), but its \
-            stream then holds frames vf's parser does not know: session.mcp_server_status_changed \
-            (twice) and session.mcp_server_tools_loaded, unknownFrames 3, so assert_done fails"]
 fn real_mcp_copilot() {
     tier("copilot");
 }

@@ -50,7 +50,8 @@ KNOWN = {
     "gemini": {"init", "message", "tool_use", "tool_result", "error", "result"},
     "opencode": {"step_start", "text", "reasoning", "tool_use", "step_finish", "error"},
     "copilot": {
-        "session.skills_loaded", "session.mcp_servers_loaded", "session.tools_updated",
+        "session.skills_loaded", "session.mcp_servers_loaded", "session.mcp_server_status_changed",
+        "session.mcp_server_tools_loaded", "session.tools_updated",
         "session.background_tasks_changed", "session.info", "session.warning", "session.error",
         "user.message", "assistant.turn_start", "assistant.turn_end", "assistant.turn_retry",
         "assistant.message_start", "assistant.message_delta", "assistant.message",

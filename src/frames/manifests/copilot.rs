@@ -29,10 +29,25 @@ const RATE_LIMITS: RateLimits = RateLimits {
     exit: None,
 };
 
+const MCP_SERVER_FAILED: Rule = warn("MCP server failed", "{data.serverName}: {data.error}");
+
+/// With `--mcp` (1.0.102, fixtures h_mcp and h_mcp_failed): one frame per
+/// server and state, `pending`, then `connected` or `failed` (with
+/// `data.error`). Only a failure is shown: the run goes on without that
+/// server's tools.
+const MCP_SERVER_STATUS: Rule = Rule::When {
+    cond: Cond::StrEq(&["data", "status"], "failed"),
+    then: &MCP_SERVER_FAILED,
+    otherwise: &Rule::Quiet,
+};
+
 #[rustfmt::skip]
 const JSONL: &[Entry] = &[
     Entry { kind: "session.skills_loaded", rule: Rule::Quiet },
     Entry { kind: "session.mcp_servers_loaded", rule: Rule::Quiet },
+    Entry { kind: "session.mcp_server_status_changed", rule: MCP_SERVER_STATUS },
+    // `{serverName, toolCount}` once a connected server listed its tools.
+    Entry { kind: "session.mcp_server_tools_loaded", rule: Rule::Quiet },
     Entry { kind: "session.tools_updated", rule: Rule::Quiet },
     Entry { kind: "session.background_tasks_changed", rule: Rule::Quiet },
     Entry {

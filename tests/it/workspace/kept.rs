@@ -347,14 +347,21 @@ fn the_mcp_file_is_kept_by_path_and_read_again() {
     assert_eq!(config(&argv(&log)), 0, "{:?}", argv(&log));
     let want = asked(json!({"denyPaths": ["secrets/**"]}));
     assert_json_eq(&r.env.marker("m1")["asked"], &want);
-    // A plan unit's file, recorded by its canonical path.
+    // A plan unit's file, recorded by its canonical path (a claude unit:
+    // codex refuses `--mcp`).
     let servers = r.env.write(
         "cfg/plan-servers.json",
         r#"{"mcpServers": {"p": {"command": "x"}}}"#,
     );
     let extra = format!("mcp = {:?}", servers.to_str().unwrap());
-    let out = r.plan(&unit_toml("p2", &[], &extra));
+    let text = unit_toml("p2", &[], &extra).replace("engine = \"codex\"", "engine = \"claude\"");
+    let plan = r.env.write("repo/.plan/plan.toml", text);
+    let mut c = r.vf(&["orchestrate", plan.to_str().unwrap(), "--json"]);
+    c.env("VF_CLAUDE_BIN", r.env.fake_for("claude"));
+    let out = run_bounded(c, Duration::from_secs(90));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mcp_args = argv(&log);
+    assert_eq!(config(&mcp_args), 1, "{mcp_args:?}");
     let canonical = std::fs::canonicalize(&servers).unwrap();
     assert_json_eq(
         &r.env.marker("p2")["asked"],

@@ -13,8 +13,12 @@ use crate::engine::{EngineId, OutputTransport};
 
 mod conv;
 mod demo;
+#[cfg(feature = "temporal")]
+mod temporal;
 pub use conv::*;
 pub use demo::*;
+#[cfg(feature = "temporal")]
+pub use temporal::*;
 
 /// `vf doctor --timeout`: seconds each `--version` / `--help` call may take.
 pub const DOCTOR_TIMEOUT_SECS: u64 = 10;
@@ -51,6 +55,10 @@ pub enum Command {
     Status(StatusArgs),
     /// Run a plan of units (a DAG, TOML) with bounded parallelism; `--resume` after a crash.
     Orchestrate(OrchestrateArgs),
+    /// Run plan units for `vf orchestrate --temporal`: polls the shared queue
+    /// and this host's (docs/DISTRIBUTED.md).
+    #[cfg(feature = "temporal")]
+    Worker(WorkerArgs),
     /// Store files to hand to engines: add, list, rm (under the state dir).
     Attach(AttachArgs),
     /// Check which engines are installed and usable: binary, version, required flags.
@@ -371,7 +379,9 @@ pub struct ResumeArgs {
 #[derive(Debug, Args)]
 pub struct OrchestrateArgs {
     /// The plan: a TOML file of `[[unit]]` tables (see docs/ORCHESTRATE.md).
-    pub plan: PathBuf,
+    #[cfg_attr(not(feature = "temporal"), arg(required = true))]
+    #[cfg_attr(feature = "temporal", arg(required_unless_present_any = ["status", "cancel"]))]
+    pub plan: Option<PathBuf>,
     /// Run at most this many units at once (default: `jobs` in the user
     /// config, else 4).
     #[arg(long, value_name = "N")]
@@ -393,6 +403,9 @@ pub struct OrchestrateArgs {
     /// `budget`. Same as the plan's `[budget] hard = true`.
     #[arg(long)]
     pub hard_budget: bool,
+    #[cfg(feature = "temporal")]
+    #[command(flatten)]
+    pub temporal: OrchestrateTemporal,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]

@@ -324,6 +324,30 @@ fn parse_with_budget(
     ))
 }
 
+/// Each unit's table as it runs: its `[defaults]` and the user config's
+/// merged in, in file order (a Temporal plan sends each unit to a worker as
+/// a one-unit plan of it). The plan was checked by [`load_with`] first.
+pub fn unit_tables(
+    text: &str,
+    user: &UserDefaults,
+) -> std::result::Result<Vec<toml::Table>, String> {
+    let raw: toml::Table = toml::from_str(text).map_err(|e| toml_message(&e))?;
+    let defaults = match raw.get("defaults") {
+        Some(toml::Value::Table(t)) => t.clone(),
+        _ => toml::Table::new(),
+    };
+    let Some(toml::Value::Array(units)) = raw.get("unit") else {
+        return Err("no units".into());
+    };
+    let mut out = Vec::with_capacity(units.len());
+    for u in units {
+        let mut table = u.as_table().cloned().ok_or("a unit is not a table")?;
+        defaults::merge(&defaults, user, &mut table);
+        out.push(table);
+    }
+    Ok(out)
+}
+
 /// toml's message on one line (its own rendering spans several).
 fn toml_message(e: &toml::de::Error) -> String {
     one_line(&e.message().trim().replace('\n', " "), SHOWN_CHARS)

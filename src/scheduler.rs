@@ -149,6 +149,10 @@ pub struct UnitReport {
     /// when the user config set one of them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub origins: Option<std::collections::BTreeMap<String, String>>,
+    /// The Temporal worker's host id that ran its latest attempt (its
+    /// marker and raw logs are in that worker's state dir).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub host: Option<String>,
 }
 
 impl UnitReport {
@@ -369,6 +373,7 @@ impl Unit {
                 attempts: None,
                 workspace: None,
                 origins: job.origins.clone(),
+                host: None,
             },
             started: None,
             retry: retry::Retry::default(),

@@ -57,12 +57,14 @@ pub fn run(a: &DemoArgs) -> Result<i32> {
         false => OutputFormat::Human,
     };
     let orchestrate = OrchestrateArgs {
-        plan: plan.clone(),
+        plan: Some(plan.clone()),
         jobs: Some(2),
         resume: false,
         max_cost: None,
         max_tokens: None,
         hard_budget: false,
+        #[cfg(feature = "temporal")]
+        temporal: Default::default(),
         output: OutputArgs {
             output: Some(format),
             json: false,

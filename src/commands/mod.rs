@@ -15,6 +15,8 @@ pub mod engines;
 pub mod hook;
 pub mod judge;
 pub mod orchestrate;
+#[cfg(feature = "temporal")]
+pub mod orchestrate_temporal;
 pub mod output;
 pub mod play;
 pub mod prompt;
@@ -25,6 +27,8 @@ pub mod run_options;
 pub mod skill;
 pub mod status;
 pub mod stdio;
+#[cfg(feature = "temporal")]
+pub mod worker;
 pub mod workspace;
 
 pub fn run(cli: Cli) -> Result<i32> {
@@ -36,6 +40,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Attach(a) => attach::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Orchestrate(a) => orchestrate::run(&a),
+        #[cfg(feature = "temporal")]
+        Command::Worker(a) => worker::run(&a),
         Command::Replay(a) => replay::run(&a),
         Command::Report(a) => report::run(&a),
         Command::Clean(a) => clean::run(&a),

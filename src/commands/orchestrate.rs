@@ -23,14 +23,18 @@ use crate::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
 /// which engines are ready (once for the whole plan).
 /// `cfg` is the user config: below the plan's `[defaults]`, `--jobs` and
 /// `--state-dir` (`vf demo` passes none).
-fn resolve(
+pub(super) fn resolve(
     args: &OrchestrateArgs,
     cfg: &crate::config::Config,
 ) -> Result<(scheduler::Request, Option<String>)> {
     if args.jobs == Some(0) {
         return Err(VfError::usage("--jobs must be at least 1"));
     }
-    let mut plan = plan::load_with(&args.plan, &cfg.user_defaults())?;
+    let path = args
+        .plan
+        .as_deref()
+        .ok_or_else(|| VfError::usage("the plan file is missing"))?;
+    let mut plan = plan::load_with(path, &cfg.user_defaults())?;
     crate::notify::timeout_from_env()?;
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
@@ -85,25 +89,37 @@ pub fn run(args: &OrchestrateArgs) -> Result<i32> {
 
 /// [`run`] under the user config `cfg`.
 pub fn run_with(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
+    #[cfg(feature = "temporal")]
+    if args.temporal.target.temporal.is_some() {
+        return super::orchestrate_temporal::run(args, cfg);
+    }
     let (req, on_plan_finish) = resolve(args, cfg)?;
     let (state_dir, grace) = (req.state_dir.clone(), req.kill_grace);
     let run = scheduler::open(req)?;
     for n in &run.notices {
         eprint_line(format_args!("vf: {n}"));
     }
-    let format = args.output.format();
-    let reporter: Rc<RefCell<dyn Reporter>> = match format {
-        OutputFormat::Human => Rc::new(RefCell::new(Human::new(run.reports()))),
-        OutputFormat::Json | OutputFormat::Jsonl => Rc::new(RefCell::new(Jsonl::new(
-            run.reports(),
-            format == OutputFormat::Jsonl,
-        ))),
-    };
+    let reporter = reporter_for(args.output.format(), run.reports());
     let result = run.execute(reporter)?;
     if let Some(cmd) = on_plan_finish {
         plan_hook(&cmd, &result, &state_dir, grace)?;
     }
     Ok(result.exit_code())
+}
+
+/// The renderer of `format` for a plan of these units (a local run's and a
+/// followed Temporal run's).
+pub(super) fn reporter_for<'a>(
+    format: OutputFormat,
+    units: impl Iterator<Item = &'a UnitReport>,
+) -> Rc<RefCell<dyn Reporter>> {
+    match format {
+        OutputFormat::Human => Rc::new(RefCell::new(Human::new(units))),
+        OutputFormat::Json | OutputFormat::Jsonl => Rc::new(RefCell::new(Jsonl::new(
+            units,
+            format == OutputFormat::Jsonl,
+        ))),
+    }
 }
 
 /// Where a unit's keys came from, when the user config set one of them (as a

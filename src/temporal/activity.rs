@@ -54,6 +54,8 @@ impl UnitActivities {
         };
         let r = run_beating(&ctx, spec, &self.host).await;
         row.settle(&r);
+        row.host = Some(self.host.clone());
+        row.duration_ms = r.as_ref().ok().map(|res| res.duration_ms);
         let exit = match &r {
             Ok(res) => res.vf_exit(),
             Err(e) => e.exit_code(),
@@ -150,6 +152,7 @@ impl UnitActivities {
         row.state = RunState::Failed;
         row.reason = Some(e.reason());
         row.error = Some(e.to_string());
+        row.host = Some(self.host.clone());
         Outcome {
             row,
             exit: e.exit_code(),
@@ -188,6 +191,7 @@ fn blank(attempt: u32) -> UnitReport {
         attempts: None,
         workspace: None,
         origins: None,
+        host: None,
     }
 }
 

@@ -331,6 +331,7 @@ fn fresh(u: &super::wire::UnitInput) -> UnitState {
             attempts: None,
             workspace: None,
             origins: None,
+            host: None,
         },
         tries: 0,
         retried: 0,

@@ -1,0 +1,255 @@
+//! `vf orchestrate --temporal`: the plan resolved and checked exactly as a
+//! local run's (every refusal before anything is submitted), sent as one
+//! workflow; then followed with the same renderers, or its id printed; or a
+//! submitted plan's status shown, or its cancellation.
+
+use std::collections::HashSet;
+use std::io::IsTerminal;
+
+use super::stdio::eprint_line;
+use crate::cli::{DEFAULT_TASK_QUEUE, OrchestrateArgs, OutputFormat};
+use crate::error::{Result, VfError};
+use crate::scheduler::{self, PlanResult, RunState};
+use crate::temporal::wire::{PlanInput, Progress, UnitInput};
+use crate::temporal::{self, Endpoint, client};
+
+/// How long an exact resume waits for its host before the replay elsewhere.
+const AFFINITY_MS_ENV: &str = "VF_TEMPORAL_AFFINITY_MS";
+const AFFINITY_MS: u64 = 30_000;
+/// Past this many history events the workflow continues as new (Temporal
+/// caps a history at about 50,000).
+const HISTORY_ENV: &str = "VF_TEMPORAL_HISTORY_EVENTS";
+const HISTORY_EVENTS: u32 = 10_000;
+
+pub fn run(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
+    let t = &args.temporal;
+    let endpoint = endpoint_of(&t.target)?;
+    let format = args.output.format();
+    if let Some(id) = &t.status {
+        let progress = super::block_on(async {
+            let c = temporal::connect(&endpoint).await?;
+            client::progress(&c, id).await
+        })??;
+        return render(format, &progress, false);
+    }
+    if let Some(id) = &t.cancel {
+        let progress = super::block_on(async {
+            let c = temporal::connect(&endpoint).await?;
+            client::cancel(&c, id).await?;
+            client::follow(&c, id, |_| {}).await
+        })??;
+        eprint_line(format_args!("vf: workflow {id} cancelled"));
+        render(format, &progress, true)?;
+        return Ok(0);
+    }
+    let input = plan_input(args, cfg, &endpoint)?;
+    let follow = t.follow || (!t.detach && std::io::stdout().is_terminal());
+    super::block_on(submit_and_follow(endpoint, input, format, follow))?
+}
+
+fn endpoint_of(t: &crate::cli::TemporalTarget) -> Result<Endpoint> {
+    let task_queue = t
+        .task_queue
+        .clone()
+        .unwrap_or_else(|| DEFAULT_TASK_QUEUE.into());
+    temporal::check_queue(&task_queue)?;
+    Ok(Endpoint {
+        address: t.temporal.clone().unwrap_or_default(),
+        namespace: t.namespace.clone(),
+        task_queue,
+    })
+}
+
+async fn submit_and_follow(
+    endpoint: Endpoint,
+    input: PlanInput,
+    format: OutputFormat,
+    follow: bool,
+) -> Result<i32> {
+    let c = temporal::connect(&endpoint).await?;
+    let (id, how) = client::submit(&c, input).await?;
+    let attached = how == client::Submitted::Attached;
+    if !follow {
+        match format {
+            OutputFormat::Human => {
+                use std::io::Write;
+                writeln!(super::stdio::out(), "{id}")?;
+            }
+            _ => super::print_json(&serde_json::json!({
+                "kind": "orchestrate.submitted", "workflowId": id, "attached": attached,
+            }))?,
+        }
+        return Ok(0);
+    }
+    if attached {
+        eprint_line(format_args!("vf: attached to the running workflow {id}"));
+    } else {
+        eprint_line(format_args!("vf: submitted as workflow {id}"));
+    }
+    let first = client::progress(&c, &id).await.unwrap_or_default();
+    let reporter = super::orchestrate::reporter_for(format, first.units.iter());
+    let mut last: Vec<RunState> = first.units.iter().map(|u| u.state).collect();
+    let end = client::follow(&c, &id, |p| report_changes(&reporter, &mut last, p)).await?;
+    report_changes(&reporter, &mut last, &end);
+    let result = plan_result(&end);
+    reporter.borrow_mut().plan_result(&result);
+    Ok(result.exit_code())
+}
+
+/// Tells the renderer each unit whose state changed since the last poll.
+fn report_changes(
+    reporter: &std::rc::Rc<std::cell::RefCell<dyn scheduler::Reporter>>,
+    last: &mut Vec<RunState>,
+    p: &Progress,
+) {
+    last.resize(p.units.len(), RunState::Waiting);
+    let mut r = reporter.borrow_mut();
+    for (i, u) in p.units.iter().enumerate() {
+        if last[i] == u.state {
+            continue;
+        }
+        last[i] = u.state;
+        match u.state {
+            RunState::Running => r.started(i, u),
+            RunState::Blocked => r.blocked(i, u),
+            RunState::Done | RunState::Failed => r.finished(i, u, None),
+            _ => {}
+        }
+    }
+}
+
+fn plan_result(p: &Progress) -> PlanResult {
+    let usage = crate::usage::total(p.units.iter().filter_map(|u| u.usage.as_ref()));
+    let interrupted = p
+        .units
+        .iter()
+        .any(|u| u.reason == Some(crate::error::Reason::Interrupted(None)))
+        .then_some(crate::error::exit::SIGTERM);
+    PlanResult {
+        kind: "orchestrate.result",
+        ok: p.units.iter().all(|u| u.state == RunState::Done),
+        plan: p.plan.clone(),
+        units: p.units.clone(),
+        usage,
+        interrupted,
+    }
+}
+
+/// `--status`: the rows as the workflow has them, as `orchestrate.result`.
+fn render(format: OutputFormat, p: &Progress, ended: bool) -> Result<i32> {
+    let result = plan_result(p);
+    let reporter = super::orchestrate::reporter_for(format, p.units.iter());
+    reporter.borrow_mut().plan_result(&result);
+    Ok(if p.ended || ended {
+        result.exit_code()
+    } else {
+        0
+    })
+}
+
+/// The plan resolved as a local run resolves it, then what Temporal cannot
+/// carry refused, each unit sent as its own one-unit plan.
+fn plan_input(
+    args: &OrchestrateArgs,
+    cfg: &crate::config::Config,
+    endpoint: &Endpoint,
+) -> Result<PlanInput> {
+    if args.resume {
+        return Err(VfError::usage(
+            "--resume does not apply to --temporal: the workflow is durable; submit the plan again to attach to it",
+        ));
+    }
+    let (req, on_plan_finish) = super::orchestrate::resolve(args, cfg)?;
+    if req.budget.hard {
+        return Err(VfError::usage(
+            "--hard-budget is not supported with --temporal yet: the plan's budget stops new units only",
+        ));
+    }
+    if on_plan_finish.is_some() {
+        return Err(VfError::usage(
+            "on_plan_finish is not supported with --temporal: it would run on whichever worker ends the plan",
+        ));
+    }
+    let text = std::fs::read_to_string(&req.plan)
+        .map_err(|e| VfError::usage(format!("cannot read plan {}: {e}", req.plan.display())))?;
+    let tables = crate::plan::unit_tables(&text, &cfg.user_defaults()).map_err(VfError::usage)?;
+    let worktrees: HashSet<&str> = req
+        .jobs
+        .iter()
+        .filter(|j| j.steps.workspace.is_some())
+        .map(|j| j.plan.name.as_str())
+        .collect();
+    let mut units = Vec::with_capacity(req.jobs.len());
+    for job in &req.jobs {
+        units.push(unit_input(job, &tables, &worktrees)?);
+    }
+    Ok(PlanInput {
+        plan: req.plan.clone(),
+        units,
+        parallel: req.parallel as u32,
+        task_queue: endpoint.task_queue.clone(),
+        cost_usd: req.budget.cost_usd,
+        tokens: req.budget.tokens,
+        affinity_ms: env_number(AFFINITY_MS_ENV).unwrap_or(AFFINITY_MS),
+        history_limit: env_number(HISTORY_ENV).map_or(HISTORY_EVENTS, |n| n as u32),
+        carried: Vec::new(),
+    })
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+}
+
+fn unit_input(
+    job: &scheduler::Job,
+    tables: &[toml::Table],
+    worktrees: &HashSet<&str>,
+) -> Result<UnitInput> {
+    let u = &job.plan;
+    let refuse = |why: &str| Err(VfError::usage(format!("unit {:?}: {why}", u.name)));
+    if !job.attachments.is_empty() || !u.attachments.is_empty() {
+        return refuse(
+            "attachments live in this machine's state dir; a Temporal worker cannot read them",
+        );
+    }
+    if job.steps.workspace.is_some() {
+        return refuse(
+            "a worktree unit on Temporal needs `push = \"REMOTE\"` (its branch must reach the other workers), which this vf does not support yet",
+        );
+    }
+    let name = |t: &toml::Table| t.get("name").and_then(|v| v.as_str()) == Some(u.name.as_str());
+    let Some(table) = tables.iter().find(|t| name(t)) else {
+        return refuse("not found in the plan's text");
+    };
+    let mut table = table.clone();
+    table.remove("depends_on");
+    table.remove("prompt_file");
+    table.insert("prompt".into(), toml::Value::String(u.prompt.clone()));
+    table.insert("engine".into(), toml::Value::String(job.engine.to_string()));
+    let mut doc = toml::Table::new();
+    doc.insert(
+        "unit".into(),
+        toml::Value::Array(vec![toml::Value::Table(table)]),
+    );
+    let toml = toml::to_string(&doc).map_err(anyhow::Error::from)?;
+    Ok(UnitInput {
+        name: u.name.clone(),
+        depends_on: u.depends_on.clone(),
+        engine: job.engine,
+        toml,
+        retries: 0,
+        stall_ms: u.stall_timeout.map(|d| d.as_millis() as u64),
+        timeout_ms: u.timeout.map(|d| d.as_millis() as u64),
+        rate_limit: u.rate_limit.clone(),
+        merge: u
+            .depends_on
+            .iter()
+            .filter(|d| worktrees.contains(d.as_str()))
+            .cloned()
+            .collect(),
+        model: u.model.clone(),
+    })
+}

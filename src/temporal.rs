@@ -39,6 +39,10 @@ pub async fn connect(ep: &Endpoint) -> Result<temporalio_client::Client> {
         ClientOptions::load_from_config(LoadClientConfigProfileOptions::default())
             .map_err(|e| VfError::usage(format!("Temporal client configuration: {e}")))?;
     let tls = conn.tls_options.is_some();
+    if tls {
+        crate::judge::tls::install_process_provider()
+            .map_err(|e| VfError::not_ready(format!("Temporal over TLS: {e}")))?;
+    }
     conn.target = target_url(&ep.address, tls)?;
     if let Some(ns) = &ep.namespace {
         opts.namespace = ns.clone();

@@ -43,6 +43,9 @@ pub fn run(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
         return Ok(0);
     }
     let input = plan_input(args, cfg, &endpoint)?;
+    // Before any connection: an oversized plan is refused whether or not
+    // Temporal is up.
+    client::check_size(&input)?;
     let follow = t.follow || (!t.detach && std::io::stdout().is_terminal());
     super::block_on(submit_and_follow(endpoint, input, format, follow))?
 }

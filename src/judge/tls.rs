@@ -58,6 +58,27 @@ pub fn config(extra: &[Certificate<'static>]) -> std::result::Result<TlsConfig, 
     Ok(with_crypto(builder)?.build())
 }
 
+/// Makes graviola rustls's process-wide crypto provider, for a TLS client
+/// that takes the default (Temporal's gRPC client); or says why it cannot.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+pub fn install_process_provider() -> std::result::Result<(), String> {
+    let missing = missing_cpu_features();
+    if !missing.is_empty() {
+        return Err(format!(
+            "this CPU lacks {}, which vf's TLS crypto (graviola) needs",
+            missing.join(", ")
+        ));
+    }
+    // Already installed (by an earlier call): the same provider.
+    let _ = rustls_graviola::default_provider().install_default();
+    Ok(())
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub fn install_process_provider() -> std::result::Result<(), String> {
+    Err("this build of vf has no TLS crypto (x86_64 and aarch64 only)".to_string())
+}
+
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn with_crypto(b: TlsConfigBuilder) -> std::result::Result<TlsConfigBuilder, String> {
     let missing = missing_cpu_features();

@@ -79,6 +79,8 @@ mod rerun;
 mod state;
 #[cfg(unix)]
 mod summary_schema;
+#[cfg(all(target_os = "linux", feature = "temporal"))]
+mod temporal;
 #[cfg(unix)]
 mod usage;
 #[cfg(unix)]

@@ -137,13 +137,26 @@ mod tests {
         // The unit's line (its `[[unit]]` header) and name, as for any bad key.
         let first = unit("ok", "");
         for (value, why) in [
-            ("11", "`retries` must be a whole number from 0 to 10, not 11"),
-            ("-1", "`retries` must be a whole number from 0 to 10, not -1"),
+            (
+                "11",
+                "`retries` must be a whole number from 0 to 10, not 11",
+            ),
+            (
+                "-1",
+                "`retries` must be a whole number from 0 to 10, not -1",
+            ),
             ("1.5", "invalid type: floating point `1.5`, expected i64"),
             ("\"2\"", "invalid type: string \"2\", expected i64"),
         ] {
-            let e = parsed(&format!("{first}{}", unit("r", &format!("retries = {value}"))));
-            assert_eq!(e.unwrap_err(), format!("line 6: unit \"r\": {why}"), "{value}");
+            let e = parsed(&format!(
+                "{first}{}",
+                unit("r", &format!("retries = {value}"))
+            ));
+            assert_eq!(
+                e.unwrap_err(),
+                format!("line 6: unit \"r\": {why}"),
+                "{value}"
+            );
         }
         // In [defaults], it reaches every unit.
         let d = parsed(&format!("[defaults]\nretries = 3\n{}", unit("a", ""))).unwrap();
@@ -192,7 +205,9 @@ mod tests {
             let e = parsed(&wt("h", &format!("push = \"{value}\""))).unwrap_err();
             assert_eq!(
                 e,
-                format!("line 1: unit \"h\": `push`: {value:?} is not a plain git remote name: {why}")
+                format!(
+                    "line 1: unit \"h\": `push`: {value:?} is not a plain git remote name: {why}"
+                )
             );
         }
     }
@@ -214,7 +229,10 @@ mod tests {
             .map(|(n, p)| (n.to_string(), p.map(str::to_string)));
         assert_eq!(got, want);
         // `worktree` itself from [defaults] counts.
-        let both = format!("[defaults]\nworktree = true\npush = \"o\"\n{}", unit("a", ""));
+        let both = format!(
+            "[defaults]\nworktree = true\npush = \"o\"\n{}",
+            unit("a", "")
+        );
         let u = parsed(&both).unwrap().remove(0);
         assert_eq!(u.worktree.and_then(|w| w.push).as_deref(), Some("o"));
     }

@@ -19,7 +19,9 @@ fn with_origin(r: &Repo) -> PathBuf {
 /// `git -C <bare> rev-parse REF`, `None` when it has no such ref.
 fn remote_ref(bare: &Path, reference: &str) -> Option<String> {
     let mut c = Command::new("git");
-    c.arg("-C").arg(bare).args(["rev-parse", "--verify", "--quiet", reference]);
+    c.arg("-C")
+        .arg(bare)
+        .args(["rev-parse", "--verify", "--quiet", reference]);
     git_env(&mut c);
     let out = c.output().unwrap();
     out.status
@@ -90,7 +92,10 @@ fn a_failed_push_fails_the_unit_keeps_its_worktree_and_blocks_its_dependent() {
     assert!(r.worktree("a").join("a.txt").is_file());
     assert!(a["workspace"].get("pushed").is_none(), "{a}");
     let m = r.env.marker("a");
-    assert_eq!((&m["state"], &m["reason"]), (&json!("failed"), &json!("remote")));
+    assert_eq!(
+        (&m["state"], &m["reason"]),
+        (&json!("failed"), &json!("remote"))
+    );
     let b = unit_of(&res, "b");
     assert_eq!(
         (&b["state"], &b["reason"]),
@@ -119,7 +124,7 @@ fn a_dependent_fetches_a_pushed_branch_this_clone_no_longer_has() {
     // b's branch: the merge of origin/vf/a, then b's own commit.
     assert_eq!(r.files_of("vf/b"), ["README.md", "a.txt", "b.txt"]);
     assert_eq!(
-        r.git(&["log", "--format=%s", "vf/b"]),
+        r.git(&["log", "--topo-order", "--format=%s", "vf/b"]),
         "vf: b\nvf: merge origin/vf/a into vf/b\nvf: a\ninit"
     );
     assert_eq!(r.git(&["rev-parse", "vf/b~1^2"]), pushed);
@@ -128,7 +133,11 @@ fn a_dependent_fetches_a_pushed_branch_this_clone_no_longer_has() {
         pushed,
         "the remote-tracking ref"
     );
-    assert_eq!(r.git(&["branch", "--list", "vf/a"]), "", "no local vf/a again");
+    assert_eq!(
+        r.git(&["branch", "--list", "vf/a"]),
+        "",
+        "no local vf/a again"
+    );
     // The dependent did not push: it has no `push`.
     assert_eq!(remote_ref(&bare, "refs/heads/vf/b"), None);
 }
@@ -182,7 +191,10 @@ fn push_is_checked_before_anything_starts() {
             "worktree = true\npush = \"host:repo\"\n",
             "is not a plain git remote name: it holds `:`",
         ),
-        ("push = \"origin\"\n", "unit \"x\": `push` needs `worktree = true`"),
+        (
+            "push = \"origin\"\n",
+            "unit \"x\": `push` needs `worktree = true`",
+        ),
         (
             "worktree = true\npush = \"upstream\"\n",
             "unit \"x\": push: the repository",

@@ -174,7 +174,9 @@ mod tests {
             wt("e", "depends_on = [\"d\", \"b\"]"),
         ]
         .concat();
-        let got: Vec<(String, Option<String>, Vec<(String, String)>)> = parsed(&plan)
+        // Per worktree unit: its name, `push`, `fetch_from`.
+        type Row = (String, Option<String>, Vec<(String, String)>);
+        let got: Vec<Row> = parsed(&plan)
             .unwrap()
             .into_iter()
             .filter_map(|u| {

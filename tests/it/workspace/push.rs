@@ -5,13 +5,18 @@
 
 use super::*;
 
+/// `git init --bare PATH`.
+fn init_bare(path: &Path) {
+    let mut c = Command::new("git");
+    c.args(["init", "-q", "--bare"]).arg(path);
+    git_env(&mut c);
+    assert!(c.status().unwrap().success());
+}
+
 /// A bare repository at `<dir>/remote.git`, the repository's `origin`.
 fn with_origin(r: &Repo) -> PathBuf {
     let bare = r.env.path().join("remote.git");
-    let mut c = Command::new("git");
-    c.args(["init", "-q", "--bare"]).arg(&bare);
-    git_env(&mut c);
-    assert!(c.status().unwrap().success());
+    init_bare(&bare);
     r.git(&["remote", "add", "origin", bare.to_str().unwrap()]);
     bare
 }
@@ -101,6 +106,15 @@ fn a_failed_push_fails_the_unit_keeps_its_worktree_and_blocks_its_dependent() {
         (&b["state"], &b["reason"]),
         (&json!("blocked"), &json!("dependency"))
     );
+    // Once the remote is there, `--resume` runs the unit again, and it pushes.
+    init_bare(&gone);
+    let out = orchestrate(&r, &plan, &["--resume"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let res = last_json(&out);
+    assert_eq!(unit_of(&res, "a")["workspace"]["pushed"], "backup");
+    let head = r.git(&["rev-parse", "vf/a"]);
+    assert_eq!(remote_ref(&gone, "refs/heads/vf/a"), Some(head));
+    assert_eq!(unit_of(&res, "b")["state"], "done");
 }
 
 #[test]

@@ -43,6 +43,8 @@ pub const DEFAULT_KEYS: &[&str] = &[
     "acp",
     "stall_timeout",
     "timeout",
+    "retries",
+    "push",
 ];
 
 /// Where an effective setting came from.

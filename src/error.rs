@@ -194,10 +194,13 @@ pub enum Reason {
     /// The run changed a path its guards refuse (`--deny-path`, `--allow-path`),
     /// or they could not be checked: nothing was committed.
     Policy,
+    /// A worktree unit's branch could not be pushed to its remote (plan key
+    /// `push`), or a dependency's pushed branch could not be fetched.
+    Remote,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 23] = [
+    pub const ALL: [Reason; 24] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -221,6 +224,7 @@ impl Reason {
         Reason::Refusal,
         Reason::Cancelled,
         Reason::Policy,
+        Reason::Remote,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -248,6 +252,7 @@ impl Reason {
             Reason::Refusal => "refusal",
             Reason::Cancelled => "cancelled",
             Reason::Policy => "policy",
+            Reason::Remote => "remote",
         }
     }
 
@@ -277,7 +282,8 @@ impl Reason {
             | Reason::MaxTurnRequests
             | Reason::Refusal
             | Reason::Cancelled
-            | Reason::Policy => exit::ENGINE_FAILED,
+            | Reason::Policy
+            | Reason::Remote => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
             Reason::Internal => exit::INTERNAL,
         }
@@ -340,7 +346,8 @@ mod tests {
                 "\"max-turn-requests\"",
                 "\"refusal\"",
                 "\"cancelled\"",
-                "\"policy\""
+                "\"policy\"",
+                "\"remote\""
             ]
         );
         for r in Reason::ALL {
@@ -359,10 +366,11 @@ mod tests {
             Reason::RateLimited,
             Reason::Workspace,
             Reason::Policy,
+            Reason::Remote,
         ]
         .map(Reason::exit_code)
         .into();
-        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75, 1, 1]);
+        assert_eq!(codes, [129, 130, 131, 143, 4, 5, 1, 75, 1, 1, 1]);
     }
 
     #[test]

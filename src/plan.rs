@@ -19,8 +19,11 @@ use crate::summary::schema::SummarySchema;
 use crate::text::{one_line, shown};
 
 mod defaults;
+mod worktree;
 
 pub use defaults::{Layer, UserDefaults, check_config_key};
+use worktree::worktree_of;
+pub use worktree::{MAX_RETRIES, PlanWorktree};
 
 /// Per unit, the layer that set each of its keys (`[defaults]`, user config).
 pub type Layers = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Layer>>;
@@ -79,6 +82,12 @@ struct RawUnit {
     worktree: bool,
     base: Option<String>,
     commit: Option<bool>,
+    /// A git remote's name (checked as it is read).
+    #[serde(default, deserialize_with = "worktree::remote")]
+    push: Option<String>,
+    /// 0 to [`MAX_RETRIES`] (checked as it is read).
+    #[serde(default, deserialize_with = "worktree::retries")]
+    retries: Option<u32>,
     setup: Option<String>,
     verify: Option<String>,
     #[serde(default)]
@@ -126,6 +135,9 @@ pub struct PlanUnit {
     pub rate_limit: crate::ratelimit::Policy,
     /// `worktree = true`: run in the unit's git worktree (docs/WORKSPACES.md).
     pub worktree: Option<PlanWorktree>,
+    /// `retries`: how many more times a unit whose engine failed (exit 1) or
+    /// stalled or timed out (exit 4) is started again (default 0).
+    pub retries: u32,
     pub setup: Option<String>,
     pub verify: Option<String>,
     /// Path guards checked after the run (globs compiled once at parse).
@@ -155,44 +167,6 @@ impl PlanUnit {
         )
         .with_agent(self.agent.clone())
     }
-}
-
-/// A worktree unit's keys. Its `cwd` then names the repository (the plan
-/// file's directory) and `rel_cwd` the engine's directory in the worktree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanWorktree {
-    pub base: Option<String>,
-    pub commit: bool,
-    pub rel_cwd: PathBuf,
-}
-
-/// `worktree`, `base`, `commit`: the latter two only with the first; a
-/// worktree `cwd` is relative to the worktree's root and stays inside it.
-fn worktree_of(u: &RawUnit) -> std::result::Result<Option<PlanWorktree>, String> {
-    if !u.worktree {
-        if u.base.is_some() || u.commit.is_some() {
-            return Err("`base` and `commit` need `worktree = true`".into());
-        }
-        return Ok(None);
-    }
-    let rel_cwd = u.cwd.clone().unwrap_or_default();
-    let inside = rel_cwd.components().all(|c| {
-        matches!(
-            c,
-            std::path::Component::Normal(_) | std::path::Component::CurDir
-        )
-    });
-    if !inside {
-        return Err(format!(
-            "cwd {} must be relative to the worktree's root, without `..`",
-            show_path(&rel_cwd)
-        ));
-    }
-    Ok(Some(PlanWorktree {
-        base: u.base.clone(),
-        commit: u.commit.unwrap_or(true),
-        rel_cwd,
-    }))
 }
 
 #[derive(Debug, Clone)]
@@ -314,6 +288,7 @@ fn parse_with_budget(
         }
     }
     let order = dependency_order(&units, &index).map_err(|c| cycle_message(&units, &c))?;
+    worktree::link_pushes(&mut units);
     let mut slots: Vec<Option<PlanUnit>> = units.into_iter().map(Some).collect();
     let budget = raw_budget.checked().map_err(|e| format!("[budget]: {e}"))?;
     Ok((
@@ -474,6 +449,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         attachments: u.attachments,
         skip_permissions: u.skip_permissions,
         worktree,
+        retries: u.retries.unwrap_or(0),
         setup: u.setup,
         verify: u.verify,
         deny_paths: u.deny_paths,

@@ -11,9 +11,11 @@ pub mod git;
 pub mod guard;
 mod identity;
 mod open;
+pub mod remote;
 mod remove;
 mod seal;
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +47,10 @@ pub struct Workspace {
     /// shown only then.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub commit: bool,
+    /// The remote the branch was pushed to once the unit was done (plan key
+    /// `push`); shown only then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<String>,
 }
 
 impl Workspace {
@@ -83,6 +89,12 @@ pub struct WorkspaceSpec {
     pub commit: bool,
     /// Dependency units whose branches (`vf/<unit>`) are merged in first.
     pub merge: Vec<String>,
+    /// Push the branch to this remote once the unit is done (plan key `push`).
+    pub push: Option<String>,
+    /// Per dependency unit, the remote its branch was pushed to: a dependency
+    /// in `merge` named here is fetched from that remote and merged as the
+    /// remote has it (it may have run on another machine).
+    pub fetch_from: BTreeMap<String, String>,
     /// The worktree's git dir as [`open`] proved it before the engine ran:
     /// what it must still be when vf commits.
     pub git_dir: Option<PathBuf>,
@@ -114,6 +126,8 @@ impl WorkspaceSpec {
                 .into(),
             commit: ws.commit,
             merge: Vec::new(),
+            push: None,
+            fetch_from: BTreeMap::new(),
             git_dir: None,
         }
     }
@@ -207,6 +221,8 @@ pub fn resolve(
         rel_cwd,
         commit: true,
         merge: Vec::new(),
+        push: None,
+        fetch_from: BTreeMap::new(),
         git_dir: None,
     })
 }
@@ -241,6 +257,7 @@ mod tests {
             head: None,
             changed_files: Vec::new(),
             commit: false,
+            pushed: Some("origin".into()),
         };
         let state = Path::new("/repo/.vibeflow");
         let spec = |cwd: &str| WorkspaceSpec::reuse(&recorded, Path::new(cwd), state, "u");
@@ -250,6 +267,8 @@ mod tests {
             rel_cwd: PathBuf::from(rel),
             commit: false,
             merge: Vec::new(),
+            push: None,
+            fetch_from: BTreeMap::new(),
             git_dir: None,
         };
         assert_eq!(spec("/elsewhere/wt/sub/dir"), want("sub/dir"));

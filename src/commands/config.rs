@@ -185,6 +185,7 @@ fn builtin(key: &str) -> Value {
     match key {
         "on_rate_limit" => Value::from("fail"),
         "read_only" | "require_enforced" => Value::Bool(false),
+        "retries" => Value::from(0),
         "fallback" | "allow_tools" | "deny_tools" | "deny_paths" | "allow_paths" => {
             Value::Array(Vec::new())
         }

@@ -422,8 +422,9 @@ fn max_cost_args(engine: &dyn crate::engine::Engine, usd: Option<f64>) -> Result
     })
 }
 
-/// A plan unit's `worktree`, `base`, `commit`, `setup`, `verify` (the base
-/// resolved once, before anything of the plan starts).
+/// A plan unit's `worktree`, `base`, `commit`, `push`, `setup`, `verify`
+/// (the base resolved once, `push`'s remote found in the repository, before
+/// anything of the plan starts).
 pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
     let workspace = match &u.worktree {
         Some(w) => {
@@ -436,6 +437,12 @@ pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
                 &flag,
             )?;
             ws.commit = w.commit;
+            if let Some(remote) = &w.push {
+                crate::workspace::remote::require(&ws.repo, remote)
+                    .map_err(|e| VfError::usage(format!("unit {:?}: push: {e}", u.name)))?;
+            }
+            ws.push = w.push.clone();
+            ws.fetch_from = w.fetch_from.clone();
             Some(ws)
         }
         None => None,

@@ -78,6 +78,10 @@ pub(super) async fn open_workspace(
             let end = (UnitState::Blocked, Reason::MergeConflict, message);
             unopened(spec, *workspace, end, started).await
         }
+        Err(OpenError::Remote { workspace, message }) => {
+            let end = (UnitState::Failed, Reason::Remote, message);
+            unopened(spec, *workspace, end, started).await
+        }
         Err(OpenError::Broken { workspace, message }) => {
             let end = (UnitState::Failed, Reason::Workspace, message);
             unopened(spec, *workspace, end, started).await
@@ -248,7 +252,35 @@ pub(super) async fn after_engine(
     if let (true, None, Some(cmd)) = (succeeded, &after.failure, &spec.steps.verify) {
         after.failure = run_step(spec, life, StepKind::Verify, cmd, session).await?;
     }
+    if succeeded && after.failure.is_none() {
+        after.failure = push(spec, life).await?;
+    }
     Ok(after)
+}
+
+/// A done worktree unit with `push`: its branch pushed to the remote, which
+/// its workspace then names (`pushed`); a failed push fails the unit
+/// (reason `remote`), its worktree kept.
+async fn push(spec: &UnitSpec, life: &mut UnitLife) -> Result<Option<(Reason, String)>> {
+    let ws_spec = spec.steps.workspace.as_ref();
+    let (Some(remote), Some(ws)) = (
+        ws_spec.and_then(|w| w.push.clone()),
+        life.marker().workspace.clone(),
+    ) else {
+        return Ok(None);
+    };
+    let git_dir = ws_spec.and_then(|w| w.git_dir.clone());
+    let (w, r) = (ws.clone(), remote.clone());
+    // git off the runtime's thread (see `open_workspace`).
+    match blocking(move || workspace::remote::push(&w, git_dir.as_deref(), &r)).await? {
+        Ok(()) => {
+            let pushed = Some(remote);
+            life.note_workspace(Some(Workspace { pushed, ..ws }));
+            Ok(None)
+        }
+        Err(SealError::Broken(message)) => Ok(Some((Reason::Workspace, message))),
+        Err(SealError::Git(e)) => Ok(Some((Reason::Remote, e.message))),
+    }
 }
 
 /// Runs one step; `None` when it succeeded, else the unit's failure.

@@ -90,6 +90,9 @@ pub fn check_config_key(key: &str, value: &Value, dir: &Path) -> Result<(), Stri
     if key == "bridge_output" {
         t.insert("bridge".into(), "true".into());
     }
+    if WORKTREE_ONLY.contains(&key) {
+        t.insert("worktree".into(), true.into());
+    }
     t.insert(key.into(), value.clone());
     let unit = super::RawUnit::deserialize(Value::Table(t))
         .map_err(|e| format!("`{key}`: {}", super::toml_message(&e)))?;
@@ -100,6 +103,10 @@ pub fn check_config_key(key: &str, value: &Value, dir: &Path) -> Result<(), Stri
         .map(|_| ())
         .map_err(|e| format!("`{key}`: {e}"))
 }
+
+/// Keys whose default reaches worktree units only (a unit's own one without
+/// `worktree = true` is refused).
+const WORKTREE_ONLY: &[&str] = &["push"];
 
 /// Keys that make no sense for every unit at once.
 const NOT_DEFAULTABLE: &[&str] = &["name"];
@@ -116,19 +123,24 @@ pub fn check(defaults: &Table) -> Result<(), String> {
     }
 }
 
-/// `unit` with every key of `defaults` it does not set itself, and of a
-/// command engine's keys only those of its own engine.
+/// `unit` with every key of `defaults` it does not set itself, of a command
+/// engine's keys only those of its own engine, and `push` only for a
+/// worktree unit.
 pub fn apply(defaults: &Table, unit: &mut Table) {
     let engine = unit.get("engine").or(defaults.get("engine"));
     let kind = engine
         .and_then(Value::as_str)
         .map(|e| e.split(':').next().unwrap_or(e));
     let kind = kind.map(str::to_string);
+    let worktree = unit.get("worktree").or(defaults.get("worktree")) == Some(&Value::Boolean(true));
     for (key, value) in defaults {
         if unit.contains_key(key) || sets_alternative(unit, key) {
             continue;
         }
         if owner(key).is_some_and(|e| Some(e.as_str()) != kind.as_deref()) {
+            continue;
+        }
+        if WORKTREE_ONLY.contains(&key.as_str()) && !worktree {
             continue;
         }
         unit.insert(key.clone(), value.clone());

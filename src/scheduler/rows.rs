@@ -123,6 +123,7 @@ mod tests {
                 head: None,
                 changed_files: vec!["b".into(), "a".into()],
                 commit: false,
+                pushed: None,
             }),
             origins: full.then(|| {
                 [("engine", "config:/c/config.toml"), ("model", "unit")]

@@ -44,20 +44,49 @@ pub fn run(dir: &Path, args: &[&str]) -> Result<String, GitError> {
 
 /// [`run`], its stdout as git wrote it (`-z` lists: names may hold any byte).
 pub fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
-    let out = command(dir, args).output().map_err(|e| GitError {
+    output(command(dir, args), args, 1)
+}
+
+/// [`run`] for a command that talks to a remote (`push`, `fetch`): git may
+/// not ask for credentials (no one is there to answer, and a prompt would
+/// hang the unit), and the error is the tail of git's stderr (a remote's
+/// reason spans several lines), its last [`REMOTE_TAIL`] lines joined by ` | `.
+pub fn run_remote(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let mut c = command(dir, args);
+    c.env("GIT_TERMINAL_PROMPT", "0");
+    let out = output(c, args, REMOTE_TAIL)?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
+/// How many of git's last stderr lines a remote command's error shows.
+const REMOTE_TAIL: usize = 4;
+
+/// Runs `c`; its stdout, or the last `tail` lines of its stderr (not the
+/// `hint:` lines git adds after the reason).
+fn output(mut c: Command, args: &[&str], tail: usize) -> Result<Vec<u8>, GitError> {
+    let out = c.output().map_err(|e| GitError {
         message: format!("cannot run git: {e}"),
     })?;
     if out.status.success() {
         return Ok(out.stdout);
     }
     let err = String::from_utf8_lossy(&out.stderr);
-    let line = err
+    let mut lines: Vec<&str> = err
         .lines()
         .map(str::trim)
-        .rfind(|l| !l.is_empty() && !l.starts_with("hint:"))
-        .unwrap_or("git failed");
+        .filter(|l| !l.is_empty() && !l.starts_with("hint:"))
+        .collect();
+    let lines = lines.split_off(lines.len().saturating_sub(tail));
+    let said = match lines.is_empty() {
+        true => "git failed".to_string(),
+        false => lines.join(" | "),
+    };
     Err(GitError {
-        message: format!("git {}: {}", args.join(" "), crate::text::cut(line, 300)),
+        message: format!(
+            "git {}: {}",
+            args.join(" "),
+            crate::text::cut(&said, 300 * tail)
+        ),
     })
 }
 

@@ -26,6 +26,12 @@ pub enum OpenError {
         workspace: Box<Workspace>,
         message: String,
     },
+    /// A dependency's branch could not be fetched from the remote it was
+    /// pushed to: nothing of it is merged.
+    Remote {
+        workspace: Box<Workspace>,
+        message: String,
+    },
     /// The unit's worktree is no longer the one vf made (an earlier engine
     /// removed or replaced its `.git`, or switched branch): no git ran in it.
     Broken {
@@ -82,6 +88,7 @@ pub fn open(
         head: None,
         changed_files: Vec::new(),
         commit: spec.commit,
+        pushed: None,
     };
     let git_dir = match super::prove(&path, Some(&workspace.branch), None) {
         Ok(p) => p.git_dir,
@@ -97,7 +104,8 @@ pub fn open(
     };
     let mut warnings = Vec::new();
     for dep in &spec.merge {
-        merge(&workspace, unit, dep, &mut warnings)?;
+        let remote = spec.fetch_from.get(dep).map(String::as_str);
+        merge(&workspace, unit, (dep, remote), &mut warnings)?;
     }
     let cwd = spec.cwd_in(state_dir, unit);
     if !cwd.is_dir() {
@@ -181,17 +189,27 @@ pub(super) fn branch_exists(dir: &Path, branch: &str) -> bool {
     )
 }
 
-/// Merges `vf/<dep>` into the worktree's branch unless it is already there.
-/// On a conflict the merge is aborted and the conflicting paths are named.
+/// Merges `vf/<dep>` into the worktree's branch unless it is already there;
+/// a dependency whose branch was pushed to `remote` is fetched from it first
+/// and merged as the remote has it. On a conflict the merge is aborted and
+/// the conflicting paths are named.
 fn merge(
     ws: &Workspace,
     unit: &str,
-    dep: &str,
+    (dep, remote): (&str, Option<&str>),
     warnings: &mut Vec<String>,
 ) -> Result<(), OpenError> {
     let dir = &ws.path;
-    let theirs = branch_of(dep);
-    if !branch_exists(dir, &theirs) {
+    let theirs = match remote {
+        Some(remote) => {
+            super::remote::fetch(dir, remote, dep).map_err(|message| OpenError::Remote {
+                workspace: Box::new(ws.clone()),
+                message,
+            })?
+        }
+        None => branch_of(dep),
+    };
+    if remote.is_none() && !branch_exists(dir, &theirs) {
         warnings.push(format!(
             "dependency {dep:?} has no branch {theirs}: nothing of it is merged"
         ));
@@ -200,7 +218,9 @@ fn merge(
     if git::succeeds(dir, &["merge-base", "--is-ancestor", &theirs, "HEAD"]) {
         return Ok(());
     }
-    let msg = format!("vf: merge {theirs} into {}", branch_of(unit));
+    // `origin/vf/<dep>` for a fetched branch.
+    let named = theirs.strip_prefix("refs/remotes/").unwrap_or(&theirs);
+    let msg = format!("vf: merge {named} into {}", branch_of(unit));
     let args = git::with_identity(dir, &["merge", "--no-ff", "--no-edit", "-m", &msg, &theirs]);
     if git::run(dir, &args).is_ok() {
         return Ok(());
@@ -210,7 +230,7 @@ fn merge(
     let aborted = git::run(dir, &["merge", "--abort"]);
     let paths: Vec<&str> = paths.lines().filter(|l| !l.is_empty()).collect();
     let mut message = format!(
-        "merge conflict: {theirs} does not merge into {}: {}",
+        "merge conflict: {named} does not merge into {}: {}",
         branch_of(unit),
         if paths.is_empty() {
             "(no conflicting path reported)".to_string()

@@ -75,7 +75,11 @@ fn field_value(key: &'static str) -> BoxedStrategy<String> {
                 format!("[{}]", items.join(", "))
             })
             .boxed(),
-        "skip_permissions" => pick(&["true", "false"]),
+        "skip_permissions" | "worktree" => pick(&["true", "false"]),
+        "push" => quoted(
+            &["origin", "team/fork"],
+            &["-x", "a b", "a:b", "..", "", "a\u{1b}"],
+        ),
         _ => prop_oneof![
             6 => pick(&["1", "1.5", "30"]),
             1 => pick(&["0", "-1", "1e9", "1e300", "nan", "inf", "-inf", "9223372036854775807"]),
@@ -106,6 +110,9 @@ const KEYS: &[(&str, f64)] = &[
     ("skip_permissions", 0.2),
     ("stall_timeout", 0.2),
     ("timeout", 0.2),
+    ("retries", 0.1),
+    ("worktree", 0.1),
+    ("push", 0.1),
     ("colour", 0.01),
 ];
 
@@ -240,6 +247,16 @@ fn check_plan(units: &[PlanUnit], dir: &Path) -> Result<(), String> {
         let positive = |d: Option<Duration>| d.is_none_or(|d| !d.is_zero());
         if !positive(u.timeout) || !positive(u.stall_timeout) {
             return Err(format!("unit {:?} accepted with a zero timeout", u.name));
+        }
+        if u.retries > vf::plan::MAX_RETRIES {
+            return Err(format!(
+                "unit {:?} accepted with retries {}",
+                u.name, u.retries
+            ));
+        }
+        let push = u.worktree.as_ref().and_then(|w| w.push.as_deref());
+        if let Some(p) = push.filter(|p| vf::workspace::remote::check_name(p).is_err()) {
+            return Err(format!("unit {:?} accepted with push {p:?}", u.name));
         }
     }
     Ok(())

@@ -661,7 +661,7 @@ impl Run {
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
         u.report.settle(&r);
         if let Ok(res) = &r
-            && self.after_attempt(i, res, reporter)
+            && (self.after_attempt(i, res, reporter) || self.retry_failed(i, res, reporter))
         {
             return;
         }

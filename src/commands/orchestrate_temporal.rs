@@ -218,11 +218,15 @@ fn unit_input(
             "attachments live in this machine's state dir; a Temporal worker cannot read them",
         );
     }
-    if job.steps.workspace.is_some() {
-        return refuse(
-            "a worktree unit on Temporal needs `push = \"REMOTE\"` (its branch must reach the other workers), which this vf does not support yet",
-        );
-    }
+    let fetch_from = match &job.steps.workspace {
+        Some(ws) if ws.push.is_none() => {
+            return refuse(
+                "a worktree unit on Temporal needs `push = \"REMOTE\"`: its branch must reach the workers that run its dependents",
+            );
+        }
+        Some(ws) => ws.fetch_from.clone(),
+        None => Default::default(),
+    };
     let name = |t: &toml::Table| t.get("name").and_then(|v| v.as_str()) == Some(u.name.as_str());
     let Some(table) = tables.iter().find(|t| name(t)) else {
         return refuse("not found in the plan's text");
@@ -243,7 +247,7 @@ fn unit_input(
         depends_on: u.depends_on.clone(),
         engine: job.engine,
         toml,
-        retries: 0,
+        retries: u.retries,
         stall_ms: u.stall_timeout.map(|d| d.as_millis() as u64),
         timeout_ms: u.timeout.map(|d| d.as_millis() as u64),
         rate_limit: u.rate_limit.clone(),
@@ -253,6 +257,7 @@ fn unit_input(
             .filter(|d| worktrees.contains(d.as_str()))
             .cloned()
             .collect(),
+        fetch_from,
         model: u.model.clone(),
     })
 }

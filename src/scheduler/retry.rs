@@ -17,6 +17,8 @@ pub(super) struct Retry {
     pub pending: bool,
     waited: Duration,
     waits: u32,
+    /// Starts again under `retries` so far.
+    retried: u32,
     /// What its rate-limited attempts consumed, the one it waits after included.
     pub earlier_usage: Option<crate::usage::Usage>,
 }
@@ -84,6 +86,29 @@ impl Run {
         u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(this));
         u.report.state = RunState::Waiting;
         u.report.error = Some(why);
+        reporter.borrow_mut().waiting(i, &u.report, res);
+        true
+    }
+
+    /// `retries = N`: a unit whose engine failed (exit 1) or stalled or timed
+    /// out (4) starts again, at most N times (its marker decides how: the
+    /// exact session, else a fresh one with the replay). True: it goes on.
+    pub(super) fn retry_failed(&mut self, i: usize, res: &DispatchResult, reporter: &Shared) -> bool {
+        use crate::error::exit;
+        let exit = res.vf_exit();
+        let retryable = res.state == crate::marker::UnitState::Failed
+            && (exit == exit::ENGINE_FAILED || exit == exit::TIMEOUT);
+        let (allowed, u) = (self.jobs[i].plan.retries, &mut self.units[i]);
+        if !retryable || u.retry.retried >= allowed {
+            return false;
+        }
+        u.retry.retried += 1;
+        u.retry.pending = true;
+        let this = u.report.usage.as_ref();
+        u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(this));
+        u.report.state = RunState::Waiting;
+        let why = u.report.error.take().unwrap_or_else(|| "failed".into());
+        u.report.error = Some(format!("{why}; retry {} of {allowed}", u.retry.retried));
         reporter.borrow_mut().waiting(i, &u.report, res);
         true
     }

@@ -94,6 +94,7 @@ impl UnitActivities {
         let mut spec = scheduler::spec_of(&job, dir, self.kill_grace, prompt, session);
         if let Some(ws) = &mut spec.steps.workspace {
             ws.merge = order.merge.clone();
+            ws.fetch_from = order.fetch_from.clone();
         }
         let mut row = blank_row(&job, order.attempt);
         row.start = Some(mode);

@@ -60,6 +60,10 @@ pub struct UnitInput {
     pub rate_limit: crate::ratelimit::Policy,
     /// Dependencies whose `vf/<unit>` branch its worktree merges.
     pub merge: Vec<String>,
+    /// Of those, each one's `push` remote: fetched first (it may have run
+    /// on another machine).
+    #[serde(default)]
+    pub fetch_from: std::collections::BTreeMap<String, String>,
     pub model: Option<String>,
 }
 
@@ -91,6 +95,8 @@ pub struct UnitOrder {
     /// The engine of this attempt (a rate-limit fallback changes it).
     pub engine: EngineId,
     pub merge: Vec<String>,
+    #[serde(default)]
+    pub fetch_from: std::collections::BTreeMap<String, String>,
     pub start: Start,
     /// This attempt's number in the workflow (1: the first).
     pub attempt: u32,

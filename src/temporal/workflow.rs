@@ -281,6 +281,7 @@ impl Driver {
             toml: u.toml.clone(),
             engine: self.units[i].row.engine,
             merge: u.merge.clone(),
+            fetch_from: u.fetch_from.clone(),
             start,
             attempt: self.units[i].tries + 1,
         }

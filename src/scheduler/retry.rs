@@ -93,7 +93,12 @@ impl Run {
     /// `retries = N`: a unit whose engine failed (exit 1) or stalled or timed
     /// out (4) starts again, at most N times (its marker decides how: the
     /// exact session, else a fresh one with the replay). True: it goes on.
-    pub(super) fn retry_failed(&mut self, i: usize, res: &DispatchResult, reporter: &Shared) -> bool {
+    pub(super) fn retry_failed(
+        &mut self,
+        i: usize,
+        res: &DispatchResult,
+        reporter: &Shared,
+    ) -> bool {
         use crate::error::exit;
         let exit = res.vf_exit();
         let retryable = res.state == crate::marker::UnitState::Failed

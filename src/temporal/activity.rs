@@ -52,7 +52,7 @@ impl UnitActivities {
             Ok(p) => p,
             Err(e) => return Ok(self.refused(&order, e)),
         };
-        let r = run_beating(&ctx, spec, &self.host).await;
+        let r = run_beating(&ctx, spec, &self.host, order.attempt).await;
         row.settle(&r);
         row.host = Some(self.host.clone());
         row.duration_ms = r.as_ref().ok().map(|res| res.duration_ms);
@@ -209,6 +209,7 @@ async fn run_beating(
     ctx: &ActivityContext,
     mut spec: dispatch::UnitSpec,
     host: &str,
+    attempt: u32,
 ) -> Result<DispatchResult> {
     let (cancel_tx, cancel_rx) = watch::channel(false);
     spec.cancel = Some(cancel_rx);
@@ -243,7 +244,7 @@ async fn run_beating(
             Some(n) = notes.recv() => {
                 match n {
                     Note::Session(id) => beat.session_id = Some(id),
-                    Note::Answer(text) => beat.answers.push(live_response(&unit, engine, text)),
+                    Note::Answer(text) => beat.answers.push(live_response(&unit, engine, attempt, text)),
                 }
                 let keep = history::recent(&beat.answers).len();
                 beat.answers.drain(..beat.answers.len() - keep);
@@ -259,12 +260,12 @@ async fn run_beating(
 }
 
 /// A public response seen live (the attempt has not ended: state running).
-fn live_response(unit: &str, engine: EngineId, text: String) -> Response {
+fn live_response(unit: &str, engine: EngineId, attempt: u32, text: String) -> Response {
     let (cut, truncated) = history::bounded(&text);
     Response {
         unit: unit.to_string(),
         engine,
-        attempt: 0,
+        attempt,
         state: UnitState::Running,
         sha256: history::sha256_hex(text.as_bytes()),
         bytes: text.len(),

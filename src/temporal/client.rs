@@ -13,7 +13,9 @@ use super::wire::{PlanInput, Progress, over_cap};
 use super::workflow::PlanWorkflow;
 use crate::error::{Result, VfError};
 
-/// The workflow id of a plan: its file's stem and a digest of what runs.
+/// The workflow id of a plan: its file's stem and a digest of its path and
+/// units as resolved (not of `--jobs` or other tuning: the same plan
+/// submitted again with another `--jobs` attaches to the running one).
 pub fn workflow_id(input: &PlanInput) -> Result<String> {
     let stem: String = input
         .plan
@@ -30,7 +32,7 @@ pub fn workflow_id(input: &PlanInput) -> Result<String> {
         })
         .take(60)
         .collect();
-    let text = serde_json::to_vec(input).map_err(anyhow::Error::from)?;
+    let text = serde_json::to_vec(&(&input.plan, &input.units)).map_err(anyhow::Error::from)?;
     let digest = crate::history::sha256_hex(&text);
     Ok(format!("vf-plan-{stem}-{}", &digest[..16]))
 }

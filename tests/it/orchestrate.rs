@@ -690,11 +690,24 @@ fn retries_starts_a_failed_unit_again_and_stops_at_the_limit() {
          [[unit]]\nname = \"b\"\nengine = \"codex\"\nprompt = \"do b\"\ncwd = \"b\"\ndepends_on = [\"a\"]\n",
     );
     let out = env.run_plan(&["--json"]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let a = &r["units"][0];
-    assert_eq!((a["state"].as_str(), a["attempt"].as_u64()), (Some("failed"), Some(3)), "{a}");
-    let starts = env.events().iter().filter(|e| e.0 == "start" && e.1 == "a").count();
+    assert_eq!(
+        (a["state"].as_str(), a["attempt"].as_u64()),
+        (Some("failed"), Some(3)),
+        "{a}"
+    );
+    let starts = env
+        .events()
+        .iter()
+        .filter(|e| e.0 == "start" && e.1 == "a")
+        .count();
     assert_eq!(starts, 3, "1 run + 2 retries");
     assert_eq!(r["units"][1]["state"], "blocked");
 }

@@ -94,6 +94,12 @@ async fn submit_and_follow(
     let mut last: Vec<RunState> = first.units.iter().map(|u| u.state).collect();
     let end = client::follow(&c, &id, |p| report_changes(&reporter, &mut last, p)).await?;
     report_changes(&reporter, &mut last, &end);
+    if end.runs > 1 {
+        eprint_line(format_args!(
+            "vf: workflow {id} ran as {} runs (continue-as-new keeps each history short)",
+            end.runs
+        ));
+    }
     let result = plan_result(&end);
     reporter.borrow_mut().plan_result(&result);
     Ok(result.exit_code())
@@ -196,6 +202,7 @@ fn plan_input(
         affinity_ms: env_number(AFFINITY_MS_ENV).unwrap_or(AFFINITY_MS),
         history_limit: env_number(HISTORY_ENV).map_or(HISTORY_EVENTS, |n| n as u32),
         carried: Vec::new(),
+        runs_before: 0,
     })
 }
 

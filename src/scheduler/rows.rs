@@ -130,6 +130,7 @@ mod tests {
                     .map(|(k, o)| (k.to_string(), o.to_string()))
                     .into()
             }),
+            host: full.then(|| "vm-1".into()),
         }
     }
 

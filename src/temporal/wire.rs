@@ -39,6 +39,9 @@ pub struct PlanInput {
     /// What the runs before a continue-as-new settled, by unit.
     #[serde(default)]
     pub carried: Vec<Option<UnitState>>,
+    /// Runs of the workflow before this one (continue-as-new).
+    #[serde(default)]
+    pub runs_before: u32,
 }
 
 /// One unit, resolved: its engine chosen, its keys as one `[[unit]]` table.
@@ -153,6 +156,9 @@ pub struct Progress {
     pub units: Vec<UnitReport>,
     /// True once every unit has settled.
     pub ended: bool,
+    /// The workflow's runs so far: more than one after a continue-as-new.
+    #[serde(default)]
+    pub runs: u32,
 }
 
 /// `what`'s JSON size when it is over [`PAYLOAD_CAP`].

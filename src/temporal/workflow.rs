@@ -189,6 +189,7 @@ impl Driver {
                 Some(u)
             })
             .collect();
+        input.runs_before += 1;
         input
     }
 
@@ -206,6 +207,7 @@ impl Driver {
             plan: self.input.plan.clone(),
             units,
             ended,
+            runs: self.input.runs_before + 1,
         }
     }
 

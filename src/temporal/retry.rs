@@ -164,3 +164,133 @@ fn replay(u: &UnitState) -> Start {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineId;
+    use crate::ratelimit::{OnRateLimit, Policy};
+
+    fn unit(retries: u32, rate_limit: Policy) -> UnitInput {
+        UnitInput {
+            name: "a".into(),
+            depends_on: Vec::new(),
+            engine: EngineId::Codex,
+            toml: String::new(),
+            retries,
+            stall_ms: None,
+            timeout_ms: None,
+            rate_limit,
+            merge: Vec::new(),
+            fetch_from: Default::default(),
+            model: None,
+        }
+    }
+
+    fn outcome(state: RunState, exit: i32, session: Option<&str>) -> Outcome {
+        let mut row = super::super::workflow::fresh(&unit(0, Policy::default())).row;
+        row.state = state;
+        row.session_id = session.map(String::from);
+        Outcome {
+            row,
+            exit,
+            host: "h1".into(),
+            retry_at: None,
+            answers: Vec::new(),
+        }
+    }
+
+    /// The decisions for one exit code, attempt after attempt, until final.
+    fn decisions(input: &UnitInput, exit: i32, session: Option<&str>) -> Vec<Decision> {
+        let mut u = super::super::workflow::fresh(input);
+        let state = if exit == 0 { RunState::Done } else { RunState::Failed };
+        let mut out = Vec::new();
+        for _ in 0..12 {
+            u.tries += 1;
+            // The worker ran the engine the order named (a fallback's).
+            let mut o = outcome(state, exit, session);
+            o.row.engine = u.row.engine;
+            let d = decide(input, &mut u, Ok(o), 0);
+            let last = d == Decision::Final;
+            out.push(d);
+            if last {
+                break;
+            }
+        }
+        out
+    }
+
+    fn again_exact() -> Decision {
+        Decision::Again {
+            delay: Duration::ZERO,
+            start: Start::Exact {
+                session_id: "s1".into(),
+                host: "h1".into(),
+                answers: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_table_by_exit_code() {
+        let none = unit(0, Policy::default());
+        let two = unit(2, Policy::default());
+        let fin = vec![Decision::Final];
+        for code in [exit::OK, exit::USAGE, exit::NOT_READY, exit::STATE, exit::INTERNAL] {
+            assert_eq!(decisions(&two, code, Some("s1")), fin, "exit {code} is final");
+        }
+        assert_eq!(decisions(&none, exit::ENGINE_FAILED, Some("s1")), fin);
+        let retried_twice = vec![again_exact(), again_exact(), Decision::Final];
+        assert_eq!(decisions(&two, exit::ENGINE_FAILED, Some("s1")), retried_twice);
+        // A stall or timeout: at least once, even at retries = 0.
+        assert_eq!(decisions(&none, exit::TIMEOUT, Some("s1")), vec![again_exact(), Decision::Final]);
+        assert_eq!(decisions(&two, exit::TIMEOUT, Some("s1")), retried_twice);
+        // Without a session id there is nothing to resume: a fresh start.
+        let fresh = Decision::Again {
+            delay: Duration::ZERO,
+            start: Start::Fresh,
+        };
+        assert_eq!(decisions(&none, exit::TIMEOUT, None), vec![fresh, Decision::Final]);
+        // A worker stopped by a signal hands the unit back, a bounded number of times.
+        assert_eq!(decisions(&none, exit::SIGTERM, Some("s1")).len(), MAX_LOST as usize + 1);
+    }
+
+    #[test]
+    fn a_rate_limit_follows_on_rate_limit() {
+        let fail = unit(0, Policy::default());
+        assert_eq!(decisions(&fail, exit::RATE_LIMITED, None), vec![Decision::Final]);
+        let fallback = Policy {
+            on: OnRateLimit::Fallback,
+            fallback: vec![EngineId::Claude],
+            max_wait: Duration::ZERO,
+        };
+        let d = decisions(&unit(0, fallback), exit::RATE_LIMITED, Some("s1"));
+        // Another engine cannot resume codex's session: fresh, then no engine is left.
+        let to_claude = Decision::Again {
+            delay: Duration::ZERO,
+            start: Start::Fresh,
+        };
+        assert_eq!(d, vec![to_claude, Decision::Final]);
+        let wait = Policy {
+            on: OnRateLimit::Wait,
+            fallback: Vec::new(),
+            max_wait: Duration::from_secs(3600),
+        };
+        let mut u = super::super::workflow::fresh(&unit(0, wait.clone()));
+        let mut out = outcome(RunState::Failed, exit::RATE_LIMITED, Some("s1"));
+        out.retry_at = Some("1970-01-01T00:10:00Z".into());
+        let d = decide(&unit(0, wait), &mut u, Ok(out), 0);
+        // The engine's reset time (10 minutes from "now" = 0), then the exact session.
+        assert_eq!(
+            d,
+            Decision::Again {
+                delay: ratelimit::scaled(Duration::from_secs(600)),
+                start: match again_exact() {
+                    Decision::Again { start, .. } => start,
+                    Decision::Final => unreachable!(),
+                },
+            }
+        );
+        assert_eq!((u.waits, u.waited_ms), (1, 600_000));
+    }
+}

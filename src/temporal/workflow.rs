@@ -314,7 +314,7 @@ impl Driver {
 }
 
 /// A unit's row before it runs.
-fn fresh(u: &super::wire::UnitInput) -> UnitState {
+pub(super) fn fresh(u: &super::wire::UnitInput) -> UnitState {
     UnitState {
         row: UnitReport {
             unit: u.name.clone(),

@@ -91,7 +91,9 @@ async fn submit_and_follow(
     }
     let first = client::progress(&c, &id).await.unwrap_or_default();
     let reporter = super::orchestrate::reporter_for(format, first.units.iter());
-    let mut last: Vec<RunState> = first.units.iter().map(|u| u.state).collect();
+    // Every unit is reported from the start: some may be running already.
+    let mut last = vec![RunState::Waiting; first.units.len()];
+    report_changes(&reporter, &mut last, &first);
     let end = client::follow(&c, &id, |p| report_changes(&reporter, &mut last, p)).await?;
     report_changes(&reporter, &mut last, &end);
     if end.runs > 1 {

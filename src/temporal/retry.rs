@@ -203,7 +203,11 @@ mod tests {
     /// The decisions for one exit code, attempt after attempt, until final.
     fn decisions(input: &UnitInput, exit: i32, session: Option<&str>) -> Vec<Decision> {
         let mut u = super::super::workflow::fresh(input);
-        let state = if exit == 0 { RunState::Done } else { RunState::Failed };
+        let state = if exit == 0 {
+            RunState::Done
+        } else {
+            RunState::Failed
+        };
         let mut out = Vec::new();
         for _ in 0..12 {
             u.tries += 1;
@@ -236,29 +240,54 @@ mod tests {
         let none = unit(0, Policy::default());
         let two = unit(2, Policy::default());
         let fin = vec![Decision::Final];
-        for code in [exit::OK, exit::USAGE, exit::NOT_READY, exit::STATE, exit::INTERNAL] {
-            assert_eq!(decisions(&two, code, Some("s1")), fin, "exit {code} is final");
+        for code in [
+            exit::OK,
+            exit::USAGE,
+            exit::NOT_READY,
+            exit::STATE,
+            exit::INTERNAL,
+        ] {
+            assert_eq!(
+                decisions(&two, code, Some("s1")),
+                fin,
+                "exit {code} is final"
+            );
         }
         assert_eq!(decisions(&none, exit::ENGINE_FAILED, Some("s1")), fin);
         let retried_twice = vec![again_exact(), again_exact(), Decision::Final];
-        assert_eq!(decisions(&two, exit::ENGINE_FAILED, Some("s1")), retried_twice);
+        assert_eq!(
+            decisions(&two, exit::ENGINE_FAILED, Some("s1")),
+            retried_twice
+        );
         // A stall or timeout: at least once, even at retries = 0.
-        assert_eq!(decisions(&none, exit::TIMEOUT, Some("s1")), vec![again_exact(), Decision::Final]);
+        assert_eq!(
+            decisions(&none, exit::TIMEOUT, Some("s1")),
+            vec![again_exact(), Decision::Final]
+        );
         assert_eq!(decisions(&two, exit::TIMEOUT, Some("s1")), retried_twice);
         // Without a session id there is nothing to resume: a fresh start.
         let fresh = Decision::Again {
             delay: Duration::ZERO,
             start: Start::Fresh,
         };
-        assert_eq!(decisions(&none, exit::TIMEOUT, None), vec![fresh, Decision::Final]);
+        assert_eq!(
+            decisions(&none, exit::TIMEOUT, None),
+            vec![fresh, Decision::Final]
+        );
         // A worker stopped by a signal hands the unit back, a bounded number of times.
-        assert_eq!(decisions(&none, exit::SIGTERM, Some("s1")).len(), MAX_LOST as usize + 1);
+        assert_eq!(
+            decisions(&none, exit::SIGTERM, Some("s1")).len(),
+            MAX_LOST as usize + 1
+        );
     }
 
     #[test]
     fn a_rate_limit_follows_on_rate_limit() {
         let fail = unit(0, Policy::default());
-        assert_eq!(decisions(&fail, exit::RATE_LIMITED, None), vec![Decision::Final]);
+        assert_eq!(
+            decisions(&fail, exit::RATE_LIMITED, None),
+            vec![Decision::Final]
+        );
         let fallback = Policy {
             on: OnRateLimit::Fallback,
             fallback: vec![EngineId::Claude],

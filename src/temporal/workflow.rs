@@ -235,6 +235,12 @@ impl Driver {
         u.row.state = RunState::Running;
         u.row.ran = true;
         u.row.engine = order.engine;
+        // How it is asked to start; the worker's outcome says how it did.
+        u.row.start = Some(match &order.start {
+            Start::Fresh => crate::scheduler::StartMode::Fresh,
+            Start::Exact { .. } => crate::scheduler::StartMode::ExactResume,
+            Start::Replay { .. } => crate::scheduler::StartMode::Replay,
+        });
         let opts = self.options(i, &order.start);
         Box::pin(async move {
             if !delay.is_zero() {

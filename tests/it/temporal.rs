@@ -61,7 +61,15 @@ impl Lab {
         self.worker_jobs(name, "4")
     }
 
+    fn worker_env(&self, name: &str, envs: &[(&str, &str)]) -> Worker {
+        self.worker_with(name, "4", envs)
+    }
+
     fn worker_jobs(&self, name: &str, jobs: &str) -> Worker {
+        self.worker_with(name, jobs, &[])
+    }
+
+    fn worker_with(&self, name: &str, jobs: &str, envs: &[(&str, &str)]) -> Worker {
         let state = self.path().join(name);
         let args = [
             "worker",
@@ -75,7 +83,9 @@ impl Lab {
             jobs,
         ];
         let log = self.path().join(format!("{name}.log"));
-        Worker::start(self.with_env(self.env.cmd(&args)), &log)
+        let mut c = self.with_env(self.env.cmd(&args));
+        c.envs(envs.iter().copied());
+        Worker::start(c, &log)
     }
 
     fn orchestrate(&self, extra: &[&str]) -> Command {
@@ -244,11 +254,14 @@ fn an_engine_failure_is_not_retried_by_default_and_blocks_its_dependents() {
     lab.unit("a", "FAKE_EXIT=1");
     lab.unit("b", "");
     lab.unit("c", "");
-    lab.env.write(
-        "plan.toml",
-        plan_units(&[("a", &[]), ("b", &["a"]), ("c", &[])], ""),
-    );
-    let _w = lab.worker("w1");
+    lab.unit("m", "");
+    lab.unit("n", "");
+    let mut plan = plan_units(&[("a", &[]), ("b", &["a"]), ("c", &[])], "");
+    // An engine missing on the worker (exit 3) is not retried, even with retries left.
+    let missing = plan_units(&[("m", &[]), ("n", &["m"])], "retries = 2");
+    plan.push_str(&missing.replace("\"codex\"", "\"claude\""));
+    lab.env.write("plan.toml", plan);
+    let _w = lab.worker_env("w1", &[("VF_CLAUDE_BIN", "/nonexistent/claude")]);
     let out = run_bounded(
         lab.orchestrate(&["--follow", "--json"]),
         Duration::from_secs(180),
@@ -267,6 +280,13 @@ fn an_engine_failure_is_not_retried_by_default_and_blocks_its_dependents() {
     assert_eq!(row(&r, "b")["error"], "dependency \"a\" is failed");
     assert_eq!(row(&r, "c")["state"], "done");
     assert_eq!((lab.starts("a").len(), lab.starts("b").len()), (1, 0));
+    let m = row(&r, "m");
+    assert_eq!(
+        (m["state"].as_str(), m["reason"].as_str()),
+        (Some("failed"), Some("missing")),
+        "{m}"
+    );
+    assert_eq!(row(&r, "n")["error"], "dependency \"m\" is failed");
 }
 
 #[test]

@@ -44,6 +44,9 @@ pub async fn connect(ep: &Endpoint) -> Result<temporalio_client::Client> {
             .map_err(|e| VfError::not_ready(format!("Temporal over TLS: {e}")))?;
     }
     conn.target = target_url(&ep.address, tls)?;
+    // An address that drops packets must not hang vf.
+    conn.connect_timeout
+        .get_or_insert(std::time::Duration::from_secs(15));
     if let Some(ns) = &ep.namespace {
         opts.namespace = ns.clone();
     }

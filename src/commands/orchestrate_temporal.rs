@@ -28,7 +28,7 @@ pub fn run(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
     if let Some(id) = &t.status {
         let progress = super::block_on(async {
             let c = temporal::connect(&endpoint).await?;
-            client::progress(&c, id).await
+            client::status(&c, id).await
         })??;
         return render(format, &progress, false);
     }

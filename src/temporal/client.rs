@@ -103,6 +103,29 @@ pub async fn progress(client: &Client, id: &str) -> Result<Progress> {
         .map_err(|e| VfError::usage(format!("workflow {id}: {e}")))
 }
 
+/// `--status`: the rows from the workflow's query; a workflow no worker
+/// serves any more (it has ended) answers with its result instead.
+pub async fn status(client: &Client, id: &str) -> Result<Progress> {
+    let asked = progress(client, id).await;
+    if asked.is_ok() {
+        return asked;
+    }
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    let d = h
+        .describe(WorkflowDescribeOptions::default())
+        .await
+        .map_err(|e| VfError::usage(format!("workflow {id}: {e}")))?;
+    if d.status() == temporalio_client::WorkflowExecutionStatus::Running {
+        return Err(VfError::not_ready(format!(
+            "workflow {id} is running, but no vf worker answered its query: is one polling task queue {:?}?",
+            d.task_queue()
+        )));
+    }
+    h.get_result(WorkflowGetResultOptions::default())
+        .await
+        .map_err(|e| VfError::usage(format!("workflow {id} ended without its rows: {e}")))
+}
+
 /// Polls the rows until the workflow ends; `seen` gets each new state.
 pub async fn follow(
     client: &Client,

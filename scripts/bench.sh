@@ -39,8 +39,11 @@ ENGINES_DIR=${ENGINES_DIR:-$ROOT/.engines}
 for t in jq node python3; do command -v $t >/dev/null || { echo "bench: $t missing" >&2; exit 2; }; done
 [ -x /usr/bin/time ] || { echo "bench: /usr/bin/time missing (apt-get install time)" >&2; exit 2; }
 mkdir -p "$WORK"
-cargo build --release --quiet
-VF="$ROOT/target/release/vf"
+# VF_BENCH_BIN: a release vf built elsewhere (no build here).
+if [ -n "${VF_BENCH_BIN:-}" ]; then VF=$VF_BENCH_BIN; else
+  cargo build --release --quiet
+  VF="$ROOT/target/release/vf"
+fi
 RUN="$(mktemp -d "$WORK/run.XXXXXX")"
 trap 'rm -rf "$RUN"' EXIT
 ROWS="$RUN/rows"

@@ -45,7 +45,7 @@ impl UnitActivities {
         ctx: ActivityContext,
         order: UnitOrder,
     ) -> std::result::Result<Outcome, ActivityError> {
-        let _slot = self.slots.clone().acquire_owned().await;
+        let _slot = self.slot(&ctx).await;
         let dir = self.plan_dir(&order.workflow_id);
         let prepared = self.prepare(&order, &dir);
         let (spec, mut row) = match prepared {
@@ -71,6 +71,24 @@ impl UnitActivities {
 }
 
 impl UnitActivities {
+    /// One of the worker's `--jobs` slots; heartbeats while it waits, so a
+    /// unit waiting here is not taken for a lost worker.
+    async fn slot(&self, ctx: &ActivityContext) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let acquire = self.slots.clone().acquire_owned();
+        tokio::pin!(acquire);
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        let beat = Beat {
+            host: self.host.clone(),
+            ..Beat::default()
+        };
+        loop {
+            tokio::select! {
+                p = &mut acquire => return p.ok(),
+                _ = ticker.tick() => { let _ = ctx.record_heartbeat(beat.clone()).await; }
+            }
+        }
+    }
+
     /// Each workflow's units live apart in the worker's state dir: two plans
     /// may name a unit alike.
     fn plan_dir(&self, workflow_id: &str) -> PathBuf {

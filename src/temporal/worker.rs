@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
 use super::activity::{BuildJob, UnitActivities};
@@ -46,6 +47,18 @@ pub fn default_host_id(state_dir: &std::path::Path) -> String {
     format!("{host}-{}", &digest[..8])
 }
 
+/// At most `jobs` attempts taken from each queue (the shared slots bound
+/// the engines to `jobs` in all): a worker never hoards what another could run.
+fn tuner(jobs: usize) -> TunerHolder {
+    let fixed = |n: usize| FixedSizeSlotSupplier::new(n);
+    TunerHolder::builder()
+        .workflow_task_slot_supplier(fixed(10))
+        .activity_task_slot_supplier(fixed(jobs))
+        .local_activity_task_slot_supplier(fixed(1))
+        .nexus_task_slot_supplier(fixed(1))
+        .build()
+}
+
 /// Runs until a signal; `ready` is told the queues once both poll.
 pub async fn serve(req: Request, ready: impl FnOnce(&str, &str)) -> Result<()> {
     let client = super::connect(&req.endpoint).await?;
@@ -65,9 +78,11 @@ pub async fn serve(req: Request, ready: impl FnOnce(&str, &str)) -> Result<()> {
         .register_workflow::<PlanWorkflow>()
         .map_err(|e| VfError::Other(anyhow::anyhow!("{e}")))?
         .register_activities(acts())
+        .tuner(tuner(req.jobs))
         .build();
     let host = WorkerOptions::new(host_q.clone())
         .register_activities(acts())
+        .tuner(tuner(req.jobs))
         .build();
     let new = |o| Worker::new(&runtime, client.clone(), o);
     let mut shared = new(shared).map_err(|e| VfError::Other(anyhow::anyhow!("{e}")))?;

@@ -569,3 +569,59 @@ fn a_plan_of_two_thousand_units_runs_through_continue_as_new() {
         n as f64 * 60.0 / secs
     );
 }
+
+#[test]
+fn a_worker_stopped_by_sigterm_hands_its_unit_back() {
+    let Some(lab) = Lab::new("sigterm") else {
+        return;
+    };
+    hanging_unit(&lab);
+    let mut w = lab.worker("w1");
+    lab.submit_detached();
+    wait_for("the session id", Duration::from_secs(60), || {
+        has_session(&walk_text(
+            &lab.path().join("w1/temporal"),
+            "units/a/marker.json",
+        ))
+    });
+    let pid = w.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = w.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the worker did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(read_text(&lab.path().join("w1.log")).contains("vf worker: stopped"));
+    // Its engine was ended, not left behind.
+    let engine = lab.starts("a")[0].clone();
+    wait_for("the engine to be gone", Duration::from_secs(10), || {
+        !pid_alive(&engine)
+    });
+    lab.unit("a", "");
+    let w = lab.worker("w1");
+    let out = run_bounded(
+        lab.orchestrate(&["--follow", "--json"]),
+        Duration::from_secs(180),
+    );
+    let r = result(&out);
+    let a = row(&r, "a");
+    assert_eq!(
+        (a["state"].as_str(), a["start"].as_str(), a["host"].as_str()),
+        (Some("done"), Some("exactResume"), Some(w.host.as_str())),
+        "{a}"
+    );
+    assert_eq!(lab.starts("a").len(), 2);
+}

@@ -271,8 +271,9 @@ pub struct Run {
     jobs: Vec<Job>,
     /// What this run knows of each, in the same order.
     units: Vec<Unit>,
-    /// Their dependencies (the rules shared with the Temporal workflow).
-    dag: dag::Dag,
+    /// Their dependencies (the rules shared with the Temporal workflow);
+    /// shared, so a sweep reads it while the run acts on its decisions.
+    dag: Rc<dag::Dag>,
     /// What vf did before running (orphans it ended), one line each.
     pub notices: Vec<String>,
     /// Ends the running units once a hard budget is reached.
@@ -290,7 +291,7 @@ pub struct Run {
 pub fn open(mut req: Request) -> Result<Run> {
     let store = MarkerStore::new(&req.state_dir);
     let jobs = std::mem::take(&mut req.jobs);
-    let dag = dag_of(&jobs);
+    let dag = Rc::new(dag_of(&jobs));
     let mut units: Vec<Unit> = jobs.iter().map(Unit::new).collect();
     let mut existing = Vec::new();
     let mut installed = HashMap::new();
@@ -493,13 +494,14 @@ impl Run {
         }
         let mut states: Vec<RunState> = self.units.iter().map(|u| u.report.state).collect();
         let room = self.req.parallel.saturating_sub(self.running);
-        for step in self.dag.sweep(&mut states, room, |i| self.due(i)) {
-            match step {
-                dag::Step::Block(i, why) => self.block(i, why, set),
-                dag::Step::Start(i) => self.start(i, set, reporter)?,
-            }
-        }
-        Ok(())
+        let due: Vec<bool> = (0..self.units.len()).map(|i| self.due(i)).collect();
+        let dag = self.dag.clone();
+        let mut local = Local {
+            run: self,
+            set,
+            reporter,
+        };
+        dag.drive(&mut states, room, |i| due[i], &mut local)
     }
 
     /// Unit `i` will not run: it is `blocked` at once (its dependents see
@@ -720,6 +722,25 @@ pub fn spec_of(
         cancel: None,
         keep_answer: true,
         command: job.plan.command.clone(),
+    }
+}
+
+/// The local executor: a unit blocked gets its marker, a unit started runs
+/// through `dispatch::run` as a task of this process.
+struct Local<'a> {
+    run: &'a mut Run,
+    set: &'a mut tokio::task::JoinSet<Joined>,
+    reporter: &'a Shared,
+}
+
+impl dag::Executor for Local<'_> {
+    fn block(&mut self, i: usize, why: String) -> Result<()> {
+        self.run.block(i, why, self.set);
+        Ok(())
+    }
+
+    fn start(&mut self, i: usize) -> Result<()> {
+        self.run.start(i, self.set, self.reporter)
     }
 }
 

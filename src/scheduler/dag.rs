@@ -5,6 +5,18 @@
 //! with the same rules; neither writes them again.
 
 use super::RunState;
+use crate::error::Result;
+
+/// What acts on the DAG's decisions, beside [`super::Reporter`] which tells
+/// what happened: the local executor (each unit through `dispatch::run` in
+/// this process) and the Temporal workflow (each unit attempt an activity on
+/// a worker). The rules that decide are [`Dag::drive`]'s, for both.
+pub trait Executor {
+    /// Unit `i` will never run: a dependency will not let it.
+    fn block(&mut self, i: usize, why: String) -> Result<()>;
+    /// Unit `i` may start now: begin its attempt.
+    fn start(&mut self, i: usize) -> Result<()>;
+}
 
 /// Each unit's dependencies: the name (for messages) and its place in the
 /// plan (`None`: not in it, which counts as failed).
@@ -73,6 +85,23 @@ impl Dag {
             done &= s == RunState::Done;
         }
         if done { Deps::Done } else { Deps::Pending }
+    }
+
+    /// One [`Dag::sweep`], each decision handed to `exec` in the order taken.
+    pub fn drive(
+        &self,
+        states: &mut [RunState],
+        room: usize,
+        due: impl Fn(usize) -> bool,
+        exec: &mut dyn Executor,
+    ) -> Result<()> {
+        for step in self.sweep(states, room, due) {
+            match step {
+                Step::Block(i, why) => exec.block(i, why)?,
+                Step::Start(i) => exec.start(i)?,
+            }
+        }
+        Ok(())
     }
 
     /// Blocks what cannot run and starts what can (at most `room`, each

@@ -18,7 +18,7 @@ use super::activity::UnitActivities;
 use super::retry::{self, Decision};
 use super::wire::{Outcome, PlanInput, Progress, Start, UnitOrder, UnitState};
 use crate::error::Reason;
-use crate::scheduler::dag::{Dag, Step};
+use crate::scheduler::dag::{Dag, Executor};
 use crate::scheduler::{RunState, UnitReport};
 
 /// A unit's heartbeat timeout when it has no `stall_timeout`: how soon a dead
@@ -85,7 +85,8 @@ impl PlanWorkflow {
 struct Driver {
     input: PlanInput,
     workflow_id: String,
-    dag: Dag,
+    /// Shared, so a sweep reads it while the workflow acts on its decisions.
+    dag: std::rc::Rc<Dag>,
     units: Vec<UnitState>,
     /// An attempt of it is scheduled (or waits out a rate limit).
     busy: Vec<bool>,
@@ -93,12 +94,12 @@ struct Driver {
 
 impl Driver {
     fn new(input: &PlanInput, workflow_id: String) -> Driver {
-        let dag = Dag::new(
+        let dag = std::rc::Rc::new(Dag::new(
             input
                 .units
                 .iter()
                 .map(|u| (u.name.as_str(), u.depends_on.as_slice())),
-        );
+        ));
         let units = input
             .units
             .iter()
@@ -129,25 +130,25 @@ impl Driver {
     fn sweep(&mut self, running: usize) -> Vec<usize> {
         let room = (self.input.parallel as usize).saturating_sub(running);
         let room = if self.over_budget() { 0 } else { room };
-        let mut states = self.states();
-        let mut starts = Vec::new();
-        for step in self.dag.sweep(&mut states, room, |_| true) {
-            match step {
-                Step::Block(i, why) => self.block(i, why),
-                Step::Start(i) => starts.push(i),
-            }
-        }
-        starts
+        self.drive(room)
     }
 
     /// Blocks what a failure upstream will never let run, starting nothing.
     fn block_only(&mut self) {
+        self.drive(0);
+    }
+
+    /// The scheduler's rules on this workflow (the [`Executor`] below).
+    fn drive(&mut self, room: usize) -> Vec<usize> {
         let mut states = self.states();
-        for step in self.dag.sweep(&mut states, 0, |_| true) {
-            if let Step::Block(i, why) = step {
-                self.block(i, why);
-            }
-        }
+        let dag = self.dag.clone();
+        let mut starts = Starts {
+            driver: self,
+            starts: Vec::new(),
+        };
+        // Neither of its methods fails.
+        let _ = dag.drive(&mut states, room, |_| true, &mut starts);
+        starts.starts
     }
 
     fn block(&mut self, i: usize, why: String) {
@@ -316,6 +317,25 @@ impl Driver {
                 Some((delay, order))
             }
         }
+    }
+}
+
+/// The workflow as the scheduler's executor: a block is recorded in its
+/// row; a start is collected, and the run loop schedules its activity.
+struct Starts<'a> {
+    driver: &'a mut Driver,
+    starts: Vec<usize>,
+}
+
+impl Executor for Starts<'_> {
+    fn block(&mut self, i: usize, why: String) -> crate::error::Result<()> {
+        self.driver.block(i, why);
+        Ok(())
+    }
+
+    fn start(&mut self, i: usize) -> crate::error::Result<()> {
+        self.starts.push(i);
+        Ok(())
     }
 }
 

@@ -60,14 +60,34 @@ impl UnitActivities {
             Ok(res) => res.vf_exit(),
             Err(e) => e.exit_code(),
         };
-        Ok(Outcome {
+        Ok(fit(Outcome {
             row,
             exit,
             host: self.host.clone(),
             retry_at: r.as_ref().ok().and_then(|res| res.retry_at.clone()),
             answers: history::recent(&history::load(&dir, &order.unit)).to_vec(),
-        })
+        }))
     }
+}
+
+/// An outcome Temporal can carry: one over the payload cap (a huge
+/// summary) fails the unit, saying so, rather than failing its delivery;
+/// the summary stays whole in the worker's marker. Never cut.
+fn fit(mut out: Outcome) -> Outcome {
+    let Some(n) = super::wire::over_cap(&out) else {
+        return out;
+    };
+    out.row.state = RunState::Failed;
+    out.row.reason = Some(crate::error::Reason::Internal);
+    out.row.error = Some(format!(
+        "its result is {n} bytes, over Temporal's payload cap of {} bytes; its summary is whole in the marker on worker {}",
+        super::wire::PAYLOAD_CAP,
+        out.host
+    ));
+    out.row.summary = None;
+    out.answers.clear();
+    out.exit = crate::error::exit::INTERNAL;
+    out
 }
 
 impl UnitActivities {
@@ -309,4 +329,41 @@ impl EventSink for NoteSink {
     }
 
     fn warning(&mut self, _message: &str) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_outcome_over_the_cap_fails_the_unit_and_says_where_its_summary_is() {
+        let row = |text: &str| UnitReport {
+            unit: "a".into(),
+            state: RunState::Done,
+            summary: Some(crate::scheduler::JsonText::new(
+                &serde_json::json!({ "t": text }),
+            )),
+            ..blank(1)
+        };
+        let out = |text: &str| Outcome {
+            row: row(text),
+            exit: 0,
+            host: "h1".into(),
+            retry_at: None,
+            answers: Vec::new(),
+        };
+        let small = fit(out("ok"));
+        assert_eq!((small.row.state, small.exit), (RunState::Done, 0));
+        let big = fit(out(&"x".repeat(super::super::wire::PAYLOAD_CAP)));
+        assert_eq!(
+            (big.row.state, big.exit, big.row.summary.is_none()),
+            (RunState::Failed, 70, true)
+        );
+        let err = big.row.error.unwrap();
+        assert!(
+            err.starts_with("its result is 2097384 bytes, over Temporal's payload cap of 2097152")
+                && err.ends_with("in the marker on worker h1"),
+            "{err}"
+        );
+    }
 }

@@ -625,3 +625,105 @@ fn a_worker_stopped_by_sigterm_hands_its_unit_back() {
     );
     assert_eq!(lab.starts("a").len(), 2);
 }
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Worktree units on two workers: `a` pushes `vf/a`, `b` (on whichever
+/// worker takes it) fetches and merges it; without `push` the plan is refused.
+#[test]
+fn worktree_units_push_their_branches_for_their_dependents_on_any_worker() {
+    let Some(lab) = Lab::new("worktrees") else {
+        return;
+    };
+    let (repo, remote) = (lab.path().join("repo"), lab.path().join("remote.git"));
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    );
+    git(
+        lab.path(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    // The fake writes `<unit>.txt` in its worktree (the fake reads its own `.env`).
+    let fake = lab.env.fake_for("codex");
+    let settings = format!(
+        "FAKE_STDOUT={}\nFAKE_WRITE=@NAME@.txt\n",
+        fixture(CAPTURE).display()
+    );
+    std::fs::write(fake.with_extension("env"), settings).unwrap();
+    let keys = "[defaults]\nengine = \"codex\"\nworktree = true\n";
+    let units = "[[unit]]\nname = \"a\"\nprompt = \"a\"\n[[unit]]\nname = \"b\"\nprompt = \"b\"\ndepends_on = [\"a\"]\n";
+    let plan = repo.join("plan.toml");
+    // Without `push`: refused before anything is submitted.
+    std::fs::write(&plan, format!("{keys}{units}")).unwrap();
+    let run = |extra: &[&str]| {
+        let mut c = lab.env.cmd(&[
+            "orchestrate",
+            plan.to_str().unwrap(),
+            "--temporal",
+            &lab.address,
+        ]);
+        c.args(["--task-queue", &lab.queue])
+            .args(extra)
+            .current_dir(&repo);
+        run_bounded(lab.with_env(c), Duration::from_secs(180))
+    };
+    let out = run(&["--detach"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs `push = \"REMOTE\"`"));
+    std::fs::write(&plan, format!("{keys}push = \"origin\"\n{units}")).unwrap();
+    let (w1, w2) = (lab.worker_jobs("w1", "1"), lab.worker_jobs("w2", "1"));
+    let out = run(&["--follow", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = result(&out);
+    let (a, b) = (row(&r, "a"), row(&r, "b"));
+    for u in [a, b] {
+        assert_eq!(
+            (u["state"].as_str(), u["workspace"]["pushed"].as_str()),
+            (Some("done"), Some("origin")),
+            "{u}"
+        );
+        assert!([&w1.host, &w2.host].contains(&&u["host"].as_str().unwrap().to_string()));
+    }
+    // b's branch on the remote holds a's work and its own.
+    let files = git(&remote, &["ls-tree", "--name-only", "vf/b"]);
+    assert_eq!(files.lines().collect::<Vec<_>>(), ["a.txt", "b.txt"]);
+    assert_eq!(
+        git(&remote, &["rev-parse", "vf/a"]),
+        a["workspace"]["head"].as_str().unwrap()
+    );
+}

@@ -99,9 +99,22 @@ pub enum Next {
 pub fn next(
     policy: &Policy,
     engine: EngineId,
+    spent: (Duration, u32),
+    retry_at_in: Option<Duration>,
+    ready: impl Fn(EngineId) -> bool,
+) -> Next {
+    next_jittered(policy, engine, spent, retry_at_in, ready, jitter())
+}
+
+/// [`next`] with the backoff's jitter (0..1) given: a Temporal workflow
+/// takes it from its replay-safe randomness.
+pub fn next_jittered(
+    policy: &Policy,
+    engine: EngineId,
     (waited, retries): (Duration, u32),
     retry_at_in: Option<Duration>,
     ready: impl Fn(EngineId) -> bool,
+    jitter: f64,
 ) -> Next {
     match policy.on {
         OnRateLimit::Fail => Next::Fail,
@@ -113,7 +126,7 @@ pub fn next(
                 .map_or(Next::Fail, |e| Next::Fallback(*e))
         }
         OnRateLimit::Wait => {
-            let d = retry_at_in.unwrap_or_else(|| backoff(retries, jitter()));
+            let d = retry_at_in.unwrap_or_else(|| backoff(retries, jitter));
             if waited + d > policy.max_wait {
                 Next::Fail
             } else {

@@ -36,19 +36,25 @@ pub enum Decision {
 }
 
 /// Updates the unit's row from the attempt and decides what comes next.
+/// `now_secs` and `jitter` (0..1) are the workflow's: replay-safe.
 pub fn decide(
     input: &UnitInput,
     u: &mut UnitState,
     r: Result<Outcome, ActivityExecutionError>,
-    now_secs: u64,
+    (now_secs, jitter): (u64, f64),
 ) -> Decision {
     match r {
-        Ok(out) => after_outcome(input, u, out, now_secs),
+        Ok(out) => after_outcome(input, u, out, (now_secs, jitter)),
         Err(e) => after_error(u, &e),
     }
 }
 
-fn after_outcome(input: &UnitInput, u: &mut UnitState, out: Outcome, now_secs: u64) -> Decision {
+fn after_outcome(
+    input: &UnitInput,
+    u: &mut UnitState,
+    out: Outcome,
+    clock: (u64, f64),
+) -> Decision {
     u.host = Some(out.host.clone());
     if !out.answers.is_empty() {
         u.answers = out.answers.clone();
@@ -64,7 +70,7 @@ fn after_outcome(input: &UnitInput, u: &mut UnitState, out: Outcome, now_secs: u
             u.retried += 1;
             again(u, Duration::ZERO)
         }
-        exit::RATE_LIMITED => rate_limited(input, u, retry_at.as_deref(), now_secs),
+        exit::RATE_LIMITED => rate_limited(input, u, retry_at.as_deref(), clock),
         129..=143 if u.tries <= MAX_LOST => again(u, Duration::ZERO),
         _ => Decision::Final,
     }
@@ -75,12 +81,13 @@ fn rate_limited(
     input: &UnitInput,
     u: &mut UnitState,
     retry_at: Option<&str>,
-    now_secs: u64,
+    (now_secs, jitter): (u64, f64),
 ) -> Decision {
     let reset = retry_at.and_then(|t| ratelimit::until(t, now_secs));
     let spent = (Duration::from_millis(u.waited_ms), u.waits);
+    let policy = &input.rate_limit;
     // Which engines a worker has is the worker's to say: none is skipped here.
-    match ratelimit::next(&input.rate_limit, u.row.engine, spent, reset, |_| true) {
+    match ratelimit::next_jittered(policy, u.row.engine, spent, reset, |_| true, jitter) {
         Next::Fail => Decision::Final,
         Next::Wait(d) => {
             u.waited_ms += d.as_millis() as u64;
@@ -214,7 +221,7 @@ mod tests {
             // The worker ran the engine the order named (a fallback's).
             let mut o = outcome(state, exit, session);
             o.row.engine = u.row.engine;
-            let d = decide(input, &mut u, Ok(o), 0);
+            let d = decide(input, &mut u, Ok(o), (0, 0.5));
             let last = d == Decision::Final;
             out.push(d);
             if last {
@@ -308,7 +315,7 @@ mod tests {
         let mut u = super::super::workflow::fresh(&unit(0, wait.clone()));
         let mut out = outcome(RunState::Failed, exit::RATE_LIMITED, Some("s1"));
         out.retry_at = Some("1970-01-01T00:10:00Z".into());
-        let d = decide(&unit(0, wait), &mut u, Ok(out), 0);
+        let d = decide(&unit(0, wait), &mut u, Ok(out), (0, 0.5));
         // The engine's reset time (10 minutes from "now" = 0), then the exact session.
         assert_eq!(
             d,

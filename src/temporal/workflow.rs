@@ -62,7 +62,8 @@ impl PlanWorkflow {
             }
             let ((i, r), _, rest) = select_all(running).await;
             running = rest;
-            if let Some((delay, order)) = plan.settle(i, r, ctx.workflow_time()) {
+            let jitter = ctx.random::<f64>();
+            if let Some((delay, order)) = plan.settle(i, r, (ctx.workflow_time(), jitter)) {
                 running.push(plan.attempt_after(ctx, i, delay, order));
             }
         }
@@ -302,13 +303,14 @@ impl Driver {
         &mut self,
         i: usize,
         r: Result<Outcome, ActivityExecutionError>,
-        now: Option<std::time::SystemTime>,
+        (now, jitter): (Option<std::time::SystemTime>, f64),
     ) -> Option<(Duration, UnitOrder)> {
         self.busy[i] = false;
         let now_secs = now
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_secs());
-        let decision = retry::decide(&self.input.units[i], &mut self.units[i], r, now_secs);
+        let clock = (now_secs, jitter);
+        let decision = retry::decide(&self.input.units[i], &mut self.units[i], r, clock);
         match decision {
             Decision::Final => None,
             Decision::Again { delay, start } => {

@@ -156,6 +156,31 @@ pub struct UnitReport {
 }
 
 impl UnitReport {
+    /// A unit's row before it runs (a local plan's, the Temporal workflow's
+    /// and a worker's).
+    pub fn waiting(unit: &str, engine: EngineId, model: Option<String>) -> UnitReport {
+        UnitReport {
+            unit: unit.to_string(),
+            engine,
+            state: RunState::Waiting,
+            ran: false,
+            start: None,
+            replay: None,
+            attempt: None,
+            session_id: None,
+            model,
+            summary: None,
+            error: None,
+            duration_ms: None,
+            usage: None,
+            reason: None,
+            attempts: None,
+            workspace: None,
+            origins: None,
+            host: None,
+        }
+    }
+
     /// What a run of the unit ended with (a local plan's and a Temporal
     /// worker's): its dispatch result, or the error that kept it from one.
     pub fn settle(&mut self, r: &Result<DispatchResult>) {
@@ -357,24 +382,8 @@ impl Unit {
     fn new(job: &Job) -> Unit {
         Unit {
             report: UnitReport {
-                unit: job.plan.name.clone(),
-                engine: job.engine,
-                state: RunState::Waiting,
-                ran: false,
-                start: None,
-                replay: None,
-                attempt: None,
-                session_id: None,
-                model: job.plan.model.clone(),
-                summary: None,
-                error: None,
-                duration_ms: None,
-                usage: None,
-                reason: None,
-                attempts: None,
-                workspace: None,
                 origins: job.origins.clone(),
-                host: None,
+                ..UnitReport::waiting(&job.plan.name, job.engine, job.plan.model.clone())
             },
             started: None,
             retry: retry::Retry::default(),

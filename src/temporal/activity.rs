@@ -47,6 +47,9 @@ impl UnitActivities {
     ) -> std::result::Result<Outcome, ActivityError> {
         let _slot = self.slot(&ctx).await;
         let dir = self.plan_dir(&order.workflow_id);
+        if let Some(done) = self.already_done(&order, &dir) {
+            return Ok(done);
+        }
         let prepared = self.prepare(&order, &dir);
         let (spec, mut row) = match prepared {
             Ok(p) => p,
@@ -109,6 +112,30 @@ impl UnitActivities {
         }
     }
 
+    /// A unit this worker already finished for this plan (an outcome lost
+    /// with a connection or a stop, or the plan submitted again after a
+    /// cancel): the marker's result, never a second run.
+    fn already_done(&self, order: &UnitOrder, dir: &Path) -> Option<Outcome> {
+        let m = MarkerStore::new(dir).load(&order.unit).ok()??;
+        if m.state != UnitState::Done || m.engine != order.engine {
+            return None;
+        }
+        let mut row = running_row(&order.unit, m.engine, m.model.clone(), m.attempts);
+        row.state = RunState::Done;
+        row.session_id = m.engine_session_id.clone();
+        row.summary = m.summary.as_ref().map(crate::scheduler::JsonText::new);
+        row.usage = m.usage.clone();
+        row.workspace = m.workspace.clone();
+        row.host = Some(self.host.clone());
+        Some(fit(Outcome {
+            row,
+            exit: crate::error::exit::OK,
+            host: self.host.clone(),
+            retry_at: None,
+            answers: history::recent(&history::load(dir, &order.unit)).to_vec(),
+        }))
+    }
+
     /// Each workflow's units live apart in the worker's state dir: two plans
     /// may name a unit alike.
     fn plan_dir(&self, workflow_id: &str) -> PathBuf {
@@ -134,7 +161,12 @@ impl UnitActivities {
             ws.merge = order.merge.clone();
             ws.fetch_from = order.fetch_from.clone();
         }
-        let mut row = blank_row(&job, order.attempt);
+        let mut row = running_row(
+            &job.plan.name,
+            job.engine,
+            job.plan.model.clone(),
+            order.attempt,
+        );
         row.start = Some(mode);
         row.replay = replay;
         Ok((spec, row))
@@ -183,11 +215,7 @@ impl UnitActivities {
     /// An order this worker cannot run (its plan directory, its schema): the
     /// unit fails with vf's exit code for it, nothing started.
     fn refused(&self, order: &UnitOrder, e: VfError) -> Outcome {
-        let mut row = UnitReport {
-            unit: order.unit.clone(),
-            engine: order.engine,
-            ..blank(order.attempt)
-        };
+        let mut row = running_row(&order.unit, order.engine, None, order.attempt);
         row.state = RunState::Failed;
         row.reason = Some(e.reason());
         row.error = Some(e.to_string());
@@ -202,35 +230,13 @@ impl UnitActivities {
     }
 }
 
-fn blank_row(job: &Job, attempt: u32) -> UnitReport {
+/// A row for an attempt that runs now.
+fn running_row(unit: &str, engine: EngineId, model: Option<String>, attempt: u32) -> UnitReport {
     UnitReport {
-        unit: job.plan.name.clone(),
-        engine: job.engine,
-        model: job.plan.model.clone(),
-        ..blank(attempt)
-    }
-}
-
-fn blank(attempt: u32) -> UnitReport {
-    UnitReport {
-        unit: String::new(),
-        engine: EngineId::Claude,
         state: RunState::Running,
         ran: true,
-        start: None,
-        replay: None,
         attempt: Some(attempt),
-        session_id: None,
-        model: None,
-        summary: None,
-        error: None,
-        duration_ms: None,
-        usage: None,
-        reason: None,
-        attempts: None,
-        workspace: None,
-        origins: None,
-        host: None,
+        ..UnitReport::waiting(unit, engine, model)
     }
 }
 
@@ -343,7 +349,7 @@ mod tests {
             summary: Some(crate::scheduler::JsonText::new(
                 &serde_json::json!({ "t": text }),
             )),
-            ..blank(1)
+            ..running_row("a", EngineId::Codex, None, 1)
         };
         let out = |text: &str| Outcome {
             row: row(text),
@@ -354,16 +360,18 @@ mod tests {
         };
         let small = fit(out("ok"));
         assert_eq!((small.row.state, small.exit), (RunState::Done, 0));
-        let big = fit(out(&"x".repeat(super::super::wire::PAYLOAD_CAP)));
+        let over = out(&"x".repeat(super::super::wire::PAYLOAD_CAP));
+        let size = serde_json::to_vec(&over).unwrap().len();
+        let big = fit(over);
         assert_eq!(
             (big.row.state, big.exit, big.row.summary.is_none()),
             (RunState::Failed, 70, true)
         );
         let err = big.row.error.unwrap();
-        assert!(
-            err.starts_with("its result is 2097384 bytes, over Temporal's payload cap of 2097152")
-                && err.ends_with("in the marker on worker h1"),
-            "{err}"
+        let want = format!(
+            "its result is {size} bytes, over Temporal's payload cap of 2097152 bytes; \
+             its summary is whole in the marker on worker h1"
         );
+        assert_eq!(err, want);
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use temporalio_client::{
     Client, WorkflowCancelOptions, WorkflowDescribeOptions, WorkflowGetResultOptions,
-    WorkflowIdConflictPolicy, WorkflowQueryOptions, WorkflowStartOptions,
+    WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowQueryOptions, WorkflowStartOptions,
 };
 
 use super::wire::{PlanInput, Progress, over_cap};
@@ -64,7 +64,9 @@ pub fn check_size(input: &PlanInput) -> Result<()> {
     Ok(())
 }
 
-/// Starts the plan's workflow, or attaches to the one already running.
+/// Starts the plan's workflow, or attaches to the one already running or
+/// already ended (a plan that completed is shown, not run again; one that
+/// failed, was cancelled or terminated may run again, its done units kept).
 pub async fn submit(client: &Client, input: PlanInput) -> Result<(String, Submitted)> {
     check_size(&input)?;
     let id = workflow_id(&input)?;
@@ -72,19 +74,25 @@ pub async fn submit(client: &Client, input: PlanInput) -> Result<(String, Submit
     let running = describe_running(client, &id).await;
     let opts = WorkflowStartOptions::new(queue, id.clone())
         .id_conflict_policy(WorkflowIdConflictPolicy::UseExisting)
+        .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicateFailedOnly)
         .build();
-    client
-        .start_workflow(PlanWorkflow::run, input, opts)
-        .await
-        .map_err(|e| VfError::not_ready(format!("cannot start workflow {id}: {e}")))?;
-    Ok((
-        id,
-        if running {
-            Submitted::Attached
-        } else {
-            Submitted::Started
+    let started = client.start_workflow(PlanWorkflow::run, input, opts).await;
+    match started {
+        Ok(_) if !running => Ok((id, Submitted::Started)),
+        Ok(_) => Ok((id, Submitted::Attached)),
+        // It completed: its id is taken for good; show that run.
+        Err(e) => match exists(client, &id).await {
+            true => Ok((id, Submitted::Attached)),
+            false => Err(VfError::not_ready(format!(
+                "cannot start workflow {id}: {e}"
+            ))),
         },
-    ))
+    }
+}
+
+async fn exists(client: &Client, id: &str) -> bool {
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    h.describe(WorkflowDescribeOptions::default()).await.is_ok()
 }
 
 async fn describe_running(client: &Client, id: &str) -> bool {

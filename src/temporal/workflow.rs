@@ -344,26 +344,7 @@ impl Executor for Starts<'_> {
 /// A unit's row before it runs.
 pub(super) fn fresh(u: &super::wire::UnitInput) -> UnitState {
     UnitState {
-        row: UnitReport {
-            unit: u.name.clone(),
-            engine: u.engine,
-            state: RunState::Waiting,
-            ran: false,
-            start: None,
-            replay: None,
-            attempt: None,
-            session_id: None,
-            model: u.model.clone(),
-            summary: None,
-            error: None,
-            duration_ms: None,
-            usage: None,
-            reason: None,
-            attempts: None,
-            workspace: None,
-            origins: None,
-            host: None,
-        },
+        row: UnitReport::waiting(&u.name, u.engine, u.model.clone()),
         tries: 0,
         retried: 0,
         waited_ms: 0,

@@ -313,6 +313,13 @@ fn the_same_plan_again_attaches_to_its_running_workflow() {
     );
     assert_eq!(result(&out)["ok"], true);
     assert_eq!(lab.starts("a").len(), 1, "{:?}", lab.events());
+    // Once it completed, the same plan again shows that run: nothing runs twice.
+    let out = run_bounded(
+        lab.orchestrate(&["--follow", "--json"]),
+        Duration::from_secs(120),
+    );
+    assert_eq!(result(&out)["ok"], true);
+    assert_eq!(lab.starts("a").len(), 1, "{:?}", lab.events());
 }
 
 #[test]

@@ -187,16 +187,22 @@ JS
 mb() { awk -v b="$1" -v s="$2" 'BEGIN { if (s <= 0) s = 0.01; printf "%.0f", b / 1e6 / s }'; }
 kib() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
 
+# instant_plan FAKE PLAN: an instant fake codex at FAKE, and a plan of UNITS
+# independent units on it at PLAN.
+instant_plan() {
+  printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "codex-cli 0.171.0"; exit 0; }\ncat >/dev/null\ncat "%s"\n' \
+    "$ROOT/fixtures/codex/0.171.0/a_json.stdout.jsonl" >"$1"
+  chmod +x "$1"
+  local i
+  for i in $(seq -w 1 "$UNITS"); do printf '[[unit]]\nname = "u%s"\nengine = "codex"\nprompt = "p"\n\n' "$i"; done >"$2"
+}
+
 # ---- orchestrate: N units, instant fake engine, --jobs 8 --------------------
 orchestrate_rows() {
   local dir="$RUN/orch" fake plan i bare vf
   mkdir -p "$dir"
-  fake="$dir/codex"
-  printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "codex-cli 0.171.0"; exit 0; }\ncat >/dev/null\ncat "%s"\n' \
-    "$ROOT/fixtures/codex/0.171.0/a_json.stdout.jsonl" >"$fake"
-  chmod +x "$fake"
-  plan="$dir/plan.toml"
-  for i in $(seq -w 1 "$UNITS"); do printf '[[unit]]\nname = "u%s"\nengine = "codex"\nprompt = "p"\n\n' "$i"; done >"$plan"
+  fake="$dir/codex" plan="$dir/plan.toml"
+  instant_plan "$fake" "$plan"
   bare=$(ms sh -c "seq $UNITS | xargs -P8 -I{} sh -c 'echo p | $fake exec --json - >/dev/null'")
   vf=$(ms env "PATH=/usr/bin:/bin" "HOME=$RUN" "XDG_CACHE_HOME=$RUN/cache3" "VF_CODEX_BIN=$fake" \
     "$VF" orchestrate "$plan" --jobs 8 --output json --state-dir "$dir/state")
@@ -335,12 +341,8 @@ temporal_rows() {
   fi
   local dir="$RUN/temporal" fake plan port w n local one two
   mkdir -p "$dir"
-  fake="$dir/codex"
-  printf '#!/bin/sh\n[ "$1" = "--version" ] && { echo "codex-cli 0.171.0"; exit 0; }\ncat >/dev/null\ncat "%s"\n' \
-    "$ROOT/fixtures/codex/0.171.0/a_json.stdout.jsonl" >"$fake"
-  chmod +x "$fake"
-  plan="$dir/plan.toml"
-  for i in $(seq -w 1 "$UNITS"); do printf '[[unit]]\nname = "u%s"\nengine = "codex"\nprompt = "p"\n\n' "$i"; done >"$plan"
+  fake="$dir/codex" plan="$dir/plan.toml"
+  instant_plan "$fake" "$plan"
   port=$(free_port)
   temporal server start-dev --headless --ip 127.0.0.1 --port "$port" --http-port "$(free_port)" \
     --ui-port "$(free_port)" --metrics-port "$(free_port)" --log-level error >/dev/null 2>&1 &

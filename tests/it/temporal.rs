@@ -96,6 +96,17 @@ impl Lab {
         self.with_env(c)
     }
 
+    /// `--follow --json` to the plan's end: its exit code checked, its result.
+    fn follow(&self, code: i32) -> Value {
+        let out = run_bounded(
+            self.orchestrate(&["--follow", "--json"]),
+            Duration::from_secs(180),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        result(&out)
+    }
+
     fn control(&self, flag: &str, id: &str) -> Output {
         let mut c = self.env.cmd(&[
             "orchestrate",
@@ -195,17 +206,7 @@ fn a_six_unit_dag_runs_each_unit_once_across_two_workers() {
     }
     lab.env.write("plan.toml", plan_units(&units, ""));
     let (w1, w2) = (lab.worker("w1"), lab.worker("w2"));
-    let out = run_bounded(
-        lab.orchestrate(&["--follow", "--json"]),
-        Duration::from_secs(180),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = result(&out);
+    let r = lab.follow(0);
     assert_eq!(r["kind"], "orchestrate.result");
     assert_eq!(r["ok"], true);
     for (u, _) in &units {
@@ -262,17 +263,7 @@ fn an_engine_failure_is_not_retried_by_default_and_blocks_its_dependents() {
     plan.push_str(&missing.replace("\"codex\"", "\"claude\""));
     lab.env.write("plan.toml", plan);
     let _w = lab.worker_env("w1", &[("VF_CLAUDE_BIN", "/nonexistent/claude")]);
-    let out = run_bounded(
-        lab.orchestrate(&["--follow", "--json"]),
-        Duration::from_secs(180),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = result(&out);
+    let r = lab.follow(1);
     assert_eq!(row(&r, "a")["state"], "failed");
     assert_eq!(row(&r, "a")["reason"], "engine");
     assert_eq!(row(&r, "b")["state"], "blocked");

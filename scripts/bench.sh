@@ -11,7 +11,8 @@
 # latency: what a reader of `vf orchestrate --output jsonl` waits for each
 # event, beside the same engines piped straight to it (scripts/bench-latency.py);
 # memory: peak RSS of a plan of 10,000 instant units beside 1,000 of them.
-# Both on the disk and with the state dir on tmpfs (/dev/shm).
+# Both on the disk and with the state dir on tmpfs (/dev/shm); latency also on
+# a journaled ext4 image when run as root (LAT_RUNS runs each, medians).
 # report: `vf report` over a state dir of REPORT_UNITS units with 112 KiB of
 # raw log each (scripts/bench-report.py; about 100 MB at 1,000 units).
 # temporal: units per minute of a plan of UNITS instant units on Temporal (a
@@ -25,10 +26,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY="" MEM_UNITS=10000 STREAMS=16 REPORT_UNITS=1000
+SIZE_MB=200 UNITS=1000 MARKERS=10000 ONLY="" MEM_UNITS=10000 STREAMS=16 REPORT_UNITS=1000 LAT_RUNS=5
 while [ $# -gt 0 ]; do
   case $1 in
-    --quick) SIZE_MB=50; UNITS=200; MEM_UNITS=2000; STREAMS=4; REPORT_UNITS=200 ;;
+    --quick) SIZE_MB=50; UNITS=200; MEM_UNITS=2000; STREAMS=4; REPORT_UNITS=200; LAT_RUNS=1 ;;
     --only) ONLY=$2; shift ;;
     *) echo "usage: scripts/bench.sh [--quick] [--only doctor|dispatch|projector|orchestrate|latency|memory|report|temporal]" >&2; exit 2 ;;
   esac
@@ -45,7 +46,7 @@ if [ -n "${VF_BENCH_BIN:-}" ]; then VF=$VF_BENCH_BIN; else
   VF="$ROOT/target/release/vf"
 fi
 RUN="$(mktemp -d "$WORK/run.XXXXXX")"
-trap 'rm -rf "$RUN"' EXIT
+trap 'mountpoint -q "$RUN/ext4" 2>/dev/null && umount "$RUN/ext4"; rm -rf "$RUN"' EXIT
 ROWS="$RUN/rows"
 : >"$ROWS"
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$ROWS"; }   # what, vf, baseline, ratio, goal
@@ -228,30 +229,51 @@ orchestrate_rows() {
 # its write time inside each; the reader stamps each on receipt. The same
 # engines piped straight to the reader are the baseline (same run). From the
 # start (the first events wait for each unit's durable start: its `running`
-# marker, then its session id), on the disk and on tmpfs; then on the disk
-# after a 0.5 s lead (as a model takes before its first words), which shows
-# the streaming alone, the other units' durable writes going on meanwhile.
+# marker, then its session id), with the state dir where $VF_BENCH_DIR is,
+# on a journaled ext4 (a loop-mounted image in $RUN: made only when run as
+# root with mkfs.ext4, else the row says it was skipped) and on tmpfs; then
+# where $VF_BENCH_DIR is after a 0.5 s lead (as a model takes before its
+# first words), which shows the streaming alone, the other units' durable
+# writes going on meanwhile. Each figure is the median of LAT_RUNS runs.
 latency_rows() {
-  local config where lead state shm="" vp50 vp99 vmax bp50 bp99 bmax p50 p99 worst
+  local config where lead state shm="" ext4="" vp50 vp99 vmax bp50 bp99 bmax p50 p99 worst fs
   if [ -d /dev/shm ] && [ -w /dev/shm ]; then shm=$(mktemp -d /dev/shm/vf-bench.XXXXXX); fi
-  for config in "disk 0" "tmpfs 0" "disk 500"; do
+  ext4=$(journaled_ext4 "$RUN/ext4") || ext4=""
+  fs=$(findmnt -n -o FSTYPE --target "$RUN" 2>/dev/null)
+  for config in "disk 0" "ext4 0" "tmpfs 0" "disk 500"; do
     read -r where lead <<<"$config"
     case $where in
       disk) state="$RUN/latency-state-$lead" ;;
+      ext4) if [ -z "$ext4" ]; then row "  journaled ext4: SKIPPED (needs root, mkfs.ext4 and a loop device)" "-" "-" "-" "-"; continue; fi
+        state="$ext4/state" ;;
       tmpfs) [ -n "$shm" ] || continue; state="$shm/state" ;;
     esac
-    read -r vp50 vp99 vmax bp50 bp99 bmax < <(python3 "$ROOT/scripts/bench-latency.py" "$VF" "$state" --units "$STREAMS" --lead-ms "$lead")
+    read -r vp50 vp99 vmax bp50 bp99 bmax < <(python3 "$ROOT/scripts/bench-latency.py" "$VF" "$state" \
+      --units "$STREAMS" --lead-ms "$lead" --runs "$LAT_RUNS")
     case $config in
-      "disk 0") p50="live latency, $STREAMS units x 200 events 5 ms apart: vf orchestrate --output jsonl vs the engines piped straight, p50"
+      "disk 0") p50="live latency, $STREAMS units x 200 events 5 ms apart: vf orchestrate --output jsonl vs the engines piped straight (median of $LAT_RUNS runs; state dir on ${fs:-the disk}), p50"
         p99="  p99" worst="  worst event" ;;
+      "ext4 0") p50="  state dir on a journaled ext4 (loop image, defaults): p50" p99="  journaled ext4: p99" worst="  journaled ext4: worst event" ;;
       "tmpfs 0") p50="  state dir on tmpfs (/dev/shm): p50" p99="  state dir on tmpfs: p99" worst="  state dir on tmpfs: worst event" ;;
-      *) p50="  after a 0.5 s lead (streaming alone), disk: p50" p99="  after a 0.5 s lead: p99" worst="  after a 0.5 s lead: worst event" ;;
+      *) p50="  after a 0.5 s lead (streaming alone), first state dir: p50" p99="  after a 0.5 s lead: p99" worst="  after a 0.5 s lead: worst event" ;;
     esac
     row "$p50" "$vp50 ms" "$bp50 ms" "$(awk -v a="$vp50" -v b="$bp50" 'BEGIN{printf "%+.2f ms", a-b}')" "-"
     row "$p99" "$vp99 ms" "$bp99 ms" "$(awk -v a="$vp99" -v b="$bp99" 'BEGIN{printf "%+.2f ms", a-b}')" "<= 1 ms added"
     row "$worst" "$vmax ms" "$bmax ms" "$(awk -v a="$vmax" -v b="$bmax" 'BEGIN{printf "%+.2f ms", a-b}')" "< 10 ms"
   done
   [ -n "$shm" ] && rm -rf "$shm"
+  if [ -n "$ext4" ]; then umount "$ext4" && rm -f "$RUN/ext4.img"; fi
+}
+
+# journaled_ext4 DIR: mounts a fresh 2 GiB ext4 image (mkfs defaults: a
+# journal, ordered data) on DIR and prints DIR; fails without root or tools.
+# The EXIT trap unmounts it should the bench stop early.
+journaled_ext4() {
+  local dir=$1 img="$RUN/ext4.img"
+  [ "$(id -u)" = 0 ] && command -v mkfs.ext4 >/dev/null && command -v findmnt >/dev/null || return 1
+  mkdir -p "$dir" && truncate -s 2G "$img" && mkfs.ext4 -q -F "$img" >/dev/null 2>&1 \
+    && mount -o loop "$img" "$dir" 2>/dev/null || { rm -f "$img"; return 1; }
+  echo "$dir"
 }
 
 # ---- memory at scale: peak RSS of MEM_UNITS instant units vs 1/10 of them ---

@@ -1,4 +1,10 @@
-//! The engine's process group: spawning it, forwarding signals, ending it.
+//! The engine's container: spawning it, forwarding signals, ending it.
+//!
+//! The rules below are written for Unix, where the container is a process
+//! group. On Windows (`sys/windows.rs`, docs/PLATFORMS.md) it is a
+//! kill-on-close Job Object the engine is put into before it runs; Ctrl-C,
+//! Ctrl-Break and the console closing stand for SIGINT, SIGTERM and SIGHUP,
+//! and the polite stop sent to the engine is Ctrl-Break.
 //!
 //! The rules:
 //! - The engine CLI is spawned as the leader of a new process group (pgid =

@@ -2,7 +2,8 @@
 //! executable identity so a warm `vf doctor`, `--engine auto` and a dispatch
 //! spawn nothing.
 //!
-//! Lives in the user cache dir (`$XDG_CACHE_HOME/vf`, else `~/.cache/vf`), not
+//! Lives in the user cache dir (`$XDG_CACHE_HOME/vf`, else `~/.cache/vf`; on
+//! macOS `~/Library/Caches/vf`, on Windows `%LOCALAPPDATA%\vf\cache`), not
 //! in a project's state: the answers are about this machine's binaries. Each
 //! entry holds the identity of the file it describes (resolved and canonical
 //! path, device, inode, size, mtime, ctime); any change to the binary makes the
@@ -34,11 +35,15 @@ const KEPT: usize = 4;
 const MAX_ENTRY: u64 = 8 << 20;
 
 /// The `directories` crate's cache dir for vf (it honours `XDG_CACHE_HOME`).
-/// Without `HOME` or `XDG_CACHE_HOME` in the environment nothing is
-/// remembered: a cleared environment (a sandbox, a test) gets no cache.
+/// Without `HOME`, `XDG_CACHE_HOME` or `LOCALAPPDATA` (what a Windows user
+/// has in place of `HOME`) in the environment nothing is remembered: a
+/// cleared environment (a sandbox, a test) gets no cache.
 pub fn dir() -> Option<PathBuf> {
     let set = |v: &str| std::env::var_os(v).is_some_and(|d| !d.is_empty());
-    if !set("HOME") && !set("XDG_CACHE_HOME") {
+    if !["HOME", "XDG_CACHE_HOME", "LOCALAPPDATA"]
+        .into_iter()
+        .any(set)
+    {
         return None;
     }
     directories::ProjectDirs::from("", "", "vf").map(|p| p.cache_dir().to_path_buf())

@@ -170,19 +170,29 @@ fn ended_by_vf(r: &Value, unit: &str, cap: &str, reason: &str, error: &str) -> V
 #[test]
 fn wall_timeout_kills_and_exits_4() {
     let env = Env::new();
+    let cap = "codex/0.171.0/b_tool.stdout.jsonl";
+    // The capture up to its first answer, printed at once; then the engine
+    // hangs. (Lines paced against the timeout made the cut depend on how
+    // fast a loaded machine starts the fake.)
+    let head: String = std::fs::read_to_string(common::fixture(cap))
+        .unwrap()
+        .lines()
+        .take(3)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let part = env.path().join("head.jsonl");
+    std::fs::write(&part, head).unwrap();
     let out = env.dispatch(
         "codex",
         "slow",
         &[
-            fake_stdout("codex/0.171.0/b_tool.stdout.jsonl"),
-            ("FAKE_DELAY", "0.4".into()),
+            ("FAKE_STDOUT", part.display().to_string()),
             ("FAKE_MODE", "hang".into()),
         ],
         &["--timeout", "1", "--stall-timeout", "30"],
     );
     let r = env.normalized(&last_json(&out));
     assert_eq!(out.status.code(), Some(4), "{r}");
-    let cap = "codex/0.171.0/b_tool.stdout.jsonl";
     let want = ended_by_vf(&r, "slow", cap, "timeout", "timed out after 1s");
     // Cut off mid-stream: the answer so far, no summary yet.
     assert_eq!(r["answer"], "I will run the command.", "{r}");

@@ -316,22 +316,27 @@ memory_rows() {
 status_rows() {
   local st="$RUN/status-state" one
   mkdir -p "$st/units"
-  one=$(set -- "$STATUS_DIR"/units/*.json; echo "$1")
+  # One unit's marker (units/<unit>/marker.json), copied under MARKERS names.
+  one=$(set -- "$STATUS_DIR"/units/*/marker.json; echo "$1")
   python3 - "$one" "$st/units" "$MARKERS" <<'PY'
-import json, sys
+import json, os, sys
 src, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-m = json.load(open(src))
+tpl = json.load(open(src))
 for i in range(n):
     u = f"s{i:05d}"
-    m["unit"] = u
+    m = dict(tpl, unit=u)
     for k in ("stdoutLog", "stderrLog"):
         if m.get(k):
-            m[k] = f"{out}/{u}/attempt-1.{k[:6]}.log"
-    json.dump(m, open(f"{out}/{u}.json", "w"), indent=2)
+            m[k] = tpl[k].replace(f"units/{tpl['unit']}/", f"units/{u}/")
+    os.mkdir(f"{out}/{u}")
+    json.dump(m, open(f"{out}/{u}/marker.json", "w"), indent=2)
 PY
-  local vf jqs
+  local vf jqs n
+  # Checked first: a status that refused the markers would time fast.
+  n=$("$VF" status --json --state-dir "$st" 2>/dev/null | jq '[.[] | select(.state == "done")] | length')
+  [ "$n" = "$MARKERS" ] || { echo "bench: vf status read ${n:-no} good markers, not $MARKERS" >&2; exit 1; }
   vf=$(median_ms 5 "$VF" status --json --state-dir "$st")
-  jqs=$(median_ms 5 sh -c "cat '$st'/units/*.json | jq -c . >/dev/null")
+  jqs=$(median_ms 5 sh -c "cat '$st'/units/*/marker.json | jq -c . >/dev/null")
   row "vf status --json over $MARKERS markers vs cat + jq -c over them" "$vf ms" "$jqs ms" "$(ratio "$vf" "$jqs")" "<= 200 ms"
 }
 

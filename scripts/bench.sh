@@ -386,7 +386,10 @@ temporal_rows() {
       pids+=($!)
     done
     sleep 2
-    eval "t$n=\$(ms env \"\${envs[@]}\" \"\$VF\" orchestrate \"\$plan\" --temporal 127.0.0.1:$port --task-queue q$n --jobs $((8 * n)) --follow --json)"
+    # A plan file of its own per run: the same plan again would only show the
+    # workflow that already ran it (its id is the plan's path and units).
+    cp "$plan" "$dir/plan-w$n.toml"
+    eval "t$n=\$(ms env \"\${envs[@]}\" \"\$VF\" orchestrate \"\$dir/plan-w$n.toml\" --temporal 127.0.0.1:$port --task-queue q$n --jobs $((8 * n)) --follow --json)"
     kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true
   done
   kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true

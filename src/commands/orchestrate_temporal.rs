@@ -70,8 +70,9 @@ async fn submit_and_follow(
     follow: bool,
 ) -> Result<i32> {
     let c = temporal::connect(&endpoint).await?;
+    let waiting = Progress::waiting(&input);
     let (id, how) = client::submit(&c, input).await?;
-    let attached = how == client::Submitted::Attached;
+    let attached = how != client::Submitted::Started;
     if !follow {
         match format {
             OutputFormat::Human => {
@@ -84,12 +85,22 @@ async fn submit_and_follow(
         }
         return Ok(0);
     }
-    if attached {
-        eprint_line(format_args!("vf: attached to the running workflow {id}"));
-    } else {
-        eprint_line(format_args!("vf: submitted as workflow {id}"));
-    }
-    let first = client::progress(&c, &id).await.unwrap_or_default();
+    let first = match how {
+        client::Submitted::Started => {
+            eprint_line(format_args!("vf: submitted as workflow {id}"));
+            waiting
+        }
+        client::Submitted::Attached => {
+            eprint_line(format_args!("vf: attached to the running workflow {id}"));
+            client::progress(&c, &id).await.unwrap_or(waiting)
+        }
+        client::Submitted::Completed => {
+            eprint_line(format_args!(
+                "vf: workflow {id} ran this plan to its end before; its result (nothing runs again)"
+            ));
+            client::status(&c, &id).await?
+        }
+    };
     let reporter = super::orchestrate::reporter_for(format, first.units.iter());
     // Every unit is reported from the start: some may be running already.
     let mut last = vec![RunState::Waiting; first.units.len()];

@@ -37,12 +37,21 @@ pub fn workflow_id(input: &PlanInput) -> Result<String> {
     Ok(format!("vf-plan-{stem}-{}", &digest[..16]))
 }
 
-/// Whether the plan's workflow was started now or was already running.
+/// Whether the plan's workflow was started now, was already running, or
+/// completed before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Submitted {
     Started,
+    /// To the run of this plan that is going on.
     Attached,
+    /// This plan ran to completion before: that run is shown.
+    Completed,
 }
+
+/// How long a query waits for a worker to answer. A workflow that no worker
+/// serves (none polls its queue, or it ended while its workers are gone)
+/// would otherwise hold the caller for as long as the server lets it wait.
+const QUERY_WAIT: Duration = Duration::from_secs(5);
 
 /// Refuses a plan whose input would be over Temporal's payload cap.
 pub fn check_size(input: &PlanInput) -> Result<()> {
@@ -82,7 +91,7 @@ pub async fn submit(client: &Client, input: PlanInput) -> Result<(String, Submit
         Ok(_) => Ok((id, Submitted::Attached)),
         // It completed: its id is taken for good; show that run.
         Err(e) => match exists(client, &id).await {
-            true => Ok((id, Submitted::Attached)),
+            true => Ok((id, Submitted::Completed)),
             false => Err(VfError::not_ready(format!(
                 "cannot start workflow {id}: {e}"
             ))),
@@ -103,38 +112,58 @@ async fn describe_running(client: &Client, id: &str) -> bool {
     }
 }
 
-/// The plan's rows as the workflow has them now.
+/// The plan's rows as the workflow has them now, if a worker answers
+/// within [`QUERY_WAIT`].
 pub async fn progress(client: &Client, id: &str) -> Result<Progress> {
     let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
-    h.query(PlanWorkflow::progress, (), WorkflowQueryOptions::default())
-        .await
-        .map_err(|e| VfError::usage(format!("workflow {id}: {e}")))
+    let asked = h.query(PlanWorkflow::progress, (), WorkflowQueryOptions::default());
+    match tokio::time::timeout(QUERY_WAIT, asked).await {
+        Ok(answer) => answer.map_err(|e| VfError::usage(format!("workflow {id}: {e}"))),
+        Err(_) => Err(VfError::not_ready(format!(
+            "workflow {id}: no vf worker answered its query within {} s",
+            QUERY_WAIT.as_secs()
+        ))),
+    }
 }
 
-/// `--status`: the rows from the workflow's query; a workflow no worker
-/// serves any more (it has ended) answers with its result instead.
+/// `--status`: a running workflow's rows from its query; an ended one's
+/// from its result (no worker needed), else, cancelled or failed, as they
+/// last stood, from a query.
 pub async fn status(client: &Client, id: &str) -> Result<Progress> {
-    let asked = progress(client, id).await;
-    if asked.is_ok() {
-        return asked;
-    }
     let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
     let d = h
         .describe(WorkflowDescribeOptions::default())
         .await
         .map_err(|e| VfError::usage(format!("workflow {id}: {e}")))?;
     if d.status() == temporalio_client::WorkflowExecutionStatus::Running {
-        return Err(VfError::not_ready(format!(
-            "workflow {id} is running, but no vf worker answered its query: is one polling task queue {:?}?",
-            d.task_queue()
-        )));
+        return progress(client, id).await.map_err(|_| {
+            VfError::not_ready(format!(
+                "workflow {id} is running, but no vf worker answered its query: is one polling task queue {:?}?",
+                d.task_queue()
+            ))
+        });
     }
-    h.get_result(WorkflowGetResultOptions::default())
-        .await
-        .map_err(|e| VfError::usage(format!("workflow {id} ended without its rows: {e}")))
+    let r = h.get_result(WorkflowGetResultOptions::default()).await;
+    ended(client, id, r).await
 }
 
-/// Polls the rows until the workflow ends; `seen` gets each new state.
+/// An ended workflow's rows: its result, or, cancelled or failed, its rows
+/// as they last stood.
+async fn ended<E: std::fmt::Display>(
+    client: &Client,
+    id: &str,
+    r: std::result::Result<Progress, E>,
+) -> Result<Progress> {
+    match r {
+        Ok(p) => Ok(p),
+        Err(e) => progress(client, id).await.map_err(|_| {
+            VfError::Other(anyhow::anyhow!("workflow {id} ended without its rows: {e}"))
+        }),
+    }
+}
+
+/// Polls the rows until the workflow ends; `seen` gets each new state. A
+/// query in flight never holds up the end: the two race.
 pub async fn follow(
     client: &Client,
     id: &str,
@@ -145,18 +174,14 @@ pub async fn follow(
     tokio::pin!(result);
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
     loop {
+        let poll = async {
+            ticker.tick().await;
+            progress(client, id).await
+        };
         tokio::select! {
-            r = &mut result => {
-                return match r {
-                    Ok(p) => Ok(p),
-                    // Cancelled or failed: its rows as they last stood.
-                    Err(e) => progress(client, id).await.map_err(|_| {
-                        VfError::Other(anyhow::anyhow!("workflow {id} ended: {e}"))
-                    }),
-                };
-            }
-            _ = ticker.tick() => {
-                if let Ok(p) = progress(client, id).await {
+            r = &mut result => return ended(client, id, r).await,
+            p = poll => {
+                if let Ok(p) = p {
                     seen(&p);
                 }
             }

@@ -161,6 +161,23 @@ pub struct Progress {
     pub runs: u32,
 }
 
+impl Progress {
+    /// A plan none of whose units has run yet: what a follower shows before
+    /// a worker first answers.
+    pub fn waiting(input: &PlanInput) -> Progress {
+        Progress {
+            plan: input.plan.clone(),
+            units: input
+                .units
+                .iter()
+                .map(|u| UnitReport::waiting(&u.name, u.engine, u.model.clone()))
+                .collect(),
+            ended: false,
+            runs: 0,
+        }
+    }
+}
+
 /// `what`'s JSON size when it is over [`PAYLOAD_CAP`].
 pub fn over_cap<T: Serialize>(what: &T) -> Option<usize> {
     let n = serde_json::to_vec(what).map_or(usize::MAX, |v| v.len());

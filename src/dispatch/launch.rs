@@ -1,7 +1,9 @@
 //! Phase 2, launch: the prompt file, spawn (stdin fed at once), the
 //! owned-process record, the log directory and raw logs, then the marker
-//! `running`, then the output pumps. A failure before the spawn writes no marker; a failure after
-//! it ends the group before returning.
+//! `running`, then the output pumps. The file writes run on the blocking
+//! pool: the runtime's one thread carries every unit's events. A failure
+//! before the spawn writes no marker; a failure after it ends the group
+//! before returning.
 
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,6 @@ use super::redact::Redactor;
 use super::{UnitSpec, prompt_file};
 use crate::child::{self, Group};
 use crate::error::{Reason, Result, VfError};
-use crate::marker::MarkerStore;
 use crate::owned::{self, ProcRecord};
 use crate::sys::OpenExt;
 
@@ -47,14 +48,7 @@ pub(super) async fn launch(
 ) -> Result<Launched> {
     let attempt = life.marker().attempts;
     let paths = log_paths(spec, life);
-    if let (Some(path), Some(contents)) = (&p.inv.prompt_file, &p.inv.prompt_file_contents) {
-        prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
-    }
-    // The unit's MCP config (`engine::mcp`), in the unit's own directory.
-    if let Some((path, contents)) = &p.inv.config_file {
-        crate::layout::make_unit_dir(&spec.state_dir, &spec.unit)?;
-        prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
-    }
+    write_inputs(spec, &p).await?;
     let signals = child::Signals::new().ok();
     let (mut child, group) = spawn_engine(spec, &mut p, life).await?;
     // The prompt goes in from a task, so the engine starts up while the record,
@@ -68,16 +62,15 @@ pub(super) async fn launch(
     let pid = child.id().unwrap_or(0);
     // The owned-process record exists before anything else happens with the child.
     let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
-    let mut record = ProcRecord::new(&spec.unit, attempt, spec.engine.as_str(), pid);
-    if let Err(e) = record.save(&record_path) {
-        abort(&group, &mut child, &p).await;
-        return Err(state_err(&record_path, &e));
-    }
-    let files = match create_logs(spec, life.store(), &paths) {
+    let record = ProcRecord::new(&spec.unit, attempt, spec.engine.as_str(), pid);
+    let logs = life.store().logs_dir(&spec.unit);
+    let files = match record_and_logs(spec, record, &record_path, logs, &paths).await {
         Ok(files) => files,
-        Err(e) => {
+        Err((e, recorded)) => {
             abort(&group, &mut child, &p).await;
-            let _ = owned::release(&record_path);
+            if recorded {
+                let _ = owned::release(&record_path);
+            }
             return Err(e);
         }
     };
@@ -115,6 +108,35 @@ pub(super) async fn launch(
     })
 }
 
+/// The prompt file and the unit's MCP config (`engine::mcp`, in the unit's
+/// own directory), when the engine takes them, on the blocking pool (see
+/// [`record_and_logs`]).
+async fn write_inputs(spec: &UnitSpec, p: &Prepared) -> Result<()> {
+    let prompt = p
+        .inv
+        .prompt_file
+        .clone()
+        .zip(p.inv.prompt_file_contents.clone());
+    let config = p.inv.config_file.clone();
+    if prompt.is_none() && config.is_none() {
+        return Ok(());
+    }
+    let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
+    let written = tokio::task::spawn_blocking(move || {
+        if let Some((path, contents)) = &prompt {
+            prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
+        }
+        if let Some((path, contents)) = &config {
+            crate::layout::make_unit_dir(&state_dir, &unit)?;
+            prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
+        }
+        Ok(())
+    })
+    .await;
+    written
+        .map_err(|e| VfError::state(format!("the engine's input files were not written: {e}")))?
+}
+
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
     VfError::state(format!("cannot write {}: {e}", what.display()))
 }
@@ -129,17 +151,40 @@ fn log_paths(spec: &UnitSpec, life: &UnitLife) -> [PathBuf; 2] {
     crate::marker::logs::STREAMS.map(|s| life.store().log_path(&spec.unit, attempt, s))
 }
 
-/// The log directory (checked for links again) and the two raw logs.
-fn create_logs(
+/// What failed, and whether the record was written by then.
+type RecordFailure = (VfError, bool);
+
+/// The owned-process record, then the log directory (checked for links
+/// again) and the two raw logs, on the blocking pool: creating files can
+/// wait on the file system's journal, and on the runtime's thread that wait
+/// would hold up every other unit's events.
+async fn record_and_logs(
     spec: &UnitSpec,
-    store: &MarkerStore,
+    mut record: ProcRecord,
+    record_path: &Path,
+    logs: PathBuf,
     paths: &[PathBuf; 2],
-) -> Result<[std::fs::File; 2]> {
-    let logs = store.logs_dir(&spec.unit);
-    real_dir(&spec.state_dir, &logs).map_err(|e| state_err(&logs, &e))?;
-    let out = create_log(&paths[0]).map_err(|e| state_err(&paths[0], &e))?;
-    let err = create_log(&paths[1]).map_err(|e| state_err(&paths[1], &e))?;
-    Ok([out, err])
+) -> std::result::Result<[std::fs::File; 2], RecordFailure> {
+    let (state_dir, record_path, paths) = (
+        spec.state_dir.clone(),
+        record_path.to_path_buf(),
+        paths.clone(),
+    );
+    let made = tokio::task::spawn_blocking(move || {
+        record
+            .save(&record_path)
+            .map_err(|e| (state_err(&record_path, &e), false))?;
+        real_dir(&state_dir, &logs).map_err(|e| (state_err(&logs, &e), true))?;
+        let out = create_log(&paths[0]).map_err(|e| (state_err(&paths[0], &e), true))?;
+        let err = create_log(&paths[1]).map_err(|e| (state_err(&paths[1], &e), true))?;
+        Ok([out, err])
+    })
+    .await;
+    made.unwrap_or_else(|e| {
+        let why = format!("the record and raw logs were not made: {e}");
+        // Whether the record was written is not known: release it anyway.
+        Err((VfError::state(why), true))
+    })
 }
 
 async fn spawn_engine(

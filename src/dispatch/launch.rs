@@ -48,7 +48,7 @@ pub(super) async fn launch(
 ) -> Result<Launched> {
     let attempt = life.marker().attempts;
     let paths = log_paths(spec, life);
-    write_inputs(spec, &p).await?;
+    write_inputs(spec, &mut p).await?;
     let signals = child::Signals::new().ok();
     let (mut child, group) = spawn_engine(spec, &mut p, life).await?;
     // The prompt goes in from a task, so the engine starts up while the record,
@@ -110,14 +110,15 @@ pub(super) async fn launch(
 
 /// The prompt file and the unit's MCP config (`engine::mcp`, in the unit's
 /// own directory), when the engine takes them, on the blocking pool (see
-/// [`record_and_logs`]).
-async fn write_inputs(spec: &UnitSpec, p: &Prepared) -> Result<()> {
+/// [`record_and_logs`]). Their contents are moved there, not copied (a
+/// prompt may be 16 MiB); nothing reads them after this.
+async fn write_inputs(spec: &UnitSpec, p: &mut Prepared) -> Result<()> {
     let prompt = p
         .inv
         .prompt_file
         .clone()
-        .zip(p.inv.prompt_file_contents.clone());
-    let config = p.inv.config_file.clone();
+        .zip(p.inv.prompt_file_contents.take());
+    let config = p.inv.config_file.take();
     if prompt.is_none() && config.is_none() {
         return Ok(());
     }

@@ -105,7 +105,11 @@ async fn submit_and_follow(
     // Every unit is reported from the start: some may be running already.
     let mut last = vec![RunState::Waiting; first.units.len()];
     report_changes(&reporter, &mut last, &first);
-    let end = client::follow(&c, &id, |p| report_changes(&reporter, &mut last, p)).await?;
+    // A completed plan's rows are its result already: nothing to follow.
+    let end = match how {
+        client::Submitted::Completed => first,
+        _ => client::follow(&c, &id, |p| report_changes(&reporter, &mut last, p)).await?,
+    };
     report_changes(&reporter, &mut last, &end);
     if end.runs > 1 {
         eprint_line(format_args!(

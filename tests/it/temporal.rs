@@ -109,6 +109,11 @@ impl Lab {
     }
 
     fn control(&self, flag: &str, id: &str) -> Output {
+        run_bounded(self.control_cmd(flag, id), Duration::from_secs(120))
+    }
+
+    /// `orchestrate --temporal … FLAG ID --json` (`--status`, `--cancel`).
+    fn control_cmd(&self, flag: &str, id: &str) -> Command {
         let mut c = self.env.cmd(&[
             "orchestrate",
             "--temporal",
@@ -118,7 +123,7 @@ impl Lab {
             "--json",
         ]);
         c.args(["--task-queue", &self.queue]);
-        run_bounded(c, Duration::from_secs(120))
+        c
     }
 
     /// `(kind, unit, pid)` of each line of the fake's event log.
@@ -317,15 +322,7 @@ fn the_same_plan_again_attaches_to_its_running_workflow() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ran this plan to its end before"), "{err}");
     assert_eq!(lab.starts("a").len(), 1, "{:?}", lab.events());
-    let status = lab.with_env(lab.env.cmd(&[
-        "orchestrate",
-        "--temporal",
-        &lab.address,
-        "--status",
-        &first,
-        "--json",
-    ]));
-    let out = run_bounded(status, Duration::from_secs(20));
+    let out = run_bounded(lab.control_cmd("--status", &first), Duration::from_secs(20));
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(row(&result(&out), "a")["state"], "done");
 }

@@ -227,18 +227,34 @@ async fn next_line<R: AsyncRead + Unpin>(s: &mut Incoming<R>) -> Option<std::io:
 
 /// The agent's stdin as the SDK's outgoing line sink: each line is logged
 /// and projected, then written with its newline and flushed.
+///
+/// An agent that closed its stdin (a broken pipe) does not end the session
+/// here: what it wrote before it went is still unread, and it is what
+/// explains the end. Later lines are dropped, and the session ends when its
+/// stdout does (or at its deadline), so the error names the agent's last words.
 pub fn outgoing<W: AsyncWrite + Unpin + Send + 'static>(
     writer: W,
     tee: SharedTee,
 ) -> impl Sink<String, Error = std::io::Error> + Send + 'static {
-    futures::sink::unfold((writer, tee), |(mut w, tee), line: String| async move {
+    let start = (Some(writer), tee);
+    futures::sink::unfold(start, |(mut w, tee), line: String| async move {
         let entry = wire::entry_of(&line);
         lock(&tee).wire(Dir::Out, &line, &entry)?;
-        w.write_all(line.as_bytes()).await?;
-        w.write_all(b"\n").await?;
-        w.flush().await?;
+        if let Some(out) = w.as_mut() {
+            match write_line(out, &line).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => w = None,
+                Err(e) => return Err(e),
+            }
+        }
         Ok((w, tee))
     })
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
+    w.write_all(line.as_bytes()).await?;
+    w.write_all(b"\n").await?;
+    w.flush().await
 }
 
 pub(super) fn finish(tee: &SharedTee) -> super::Outcome {

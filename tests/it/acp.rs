@@ -410,6 +410,22 @@ fn an_agent_that_exits_mid_prompt_is_an_error_not_a_hang() {
     );
 }
 
+/// An agent that closes its stdin and then explains itself on stdout: vf's
+/// next write meets a broken pipe, and the error still carries what it said
+/// (it was a bare "broken pipe" protocol error before).
+#[test]
+fn an_agent_that_closes_its_input_is_named_by_its_last_words() {
+    let (r, rec) = run(&["slam"], request("hi"), false);
+    let e = r.unwrap_err();
+    let said = Some("goodbye: out of credits".to_string());
+    assert_eq!(
+        (e.clone(), e.reason()),
+        (AcpError::Closed(said), vf::error::Reason::Engine)
+    );
+    let last = rec.raw.last().unwrap();
+    assert_eq!(last, r#"{"dir":"in","text":"goodbye: out of credits"}"#);
+}
+
 #[test]
 fn a_session_id_of_a_refused_shape_is_never_surfaced() {
     let (r, rec) = run(&["badid"], request("hi"), false);

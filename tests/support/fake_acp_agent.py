@@ -22,6 +22,8 @@ tool call of mode `tool` really creates x.txt in the session's cwd. --mcp-http a
   hang       answers initialize, then nothing ever
   garbage    writes a non-JSON line and a line of invalid UTF-8 instead of answering
   exit       session/prompt: one chunk, then exits with status 3
+  slam       session/new: closes its stdin, answers, then 0.3 s later writes a
+             non-JSON goodbye and exits 0 (vf's next write meets a broken pipe)
   error      session/prompt answered with JSON-RPC error -32603
   badid      session/new answers a session id vf must refuse
   blocks     session/prompt: answers with what each prompt block held
@@ -34,6 +36,7 @@ tool call of mode `tool` really creates x.txt in the session's cwd. --mcp-http a
 import json
 import os
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "json"
 FLAGS = set(sys.argv[2:])
@@ -185,6 +188,13 @@ def main():
             CWD[0] = msg["params"].get("cwd", ".")
             MCP[0] = msg["params"].get("mcpServers", [])
             sid = "bad id/../x" if MODE == "badid" else "sess-1"
+            if MODE == "slam":
+                os.close(0)
+                send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
+                time.sleep(0.3)
+                OUT.write(b"goodbye: out of credits\n")
+                OUT.flush()
+                sys.exit(0)
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
         elif method == "session/load":
             sid = msg["params"]["sessionId"]

@@ -45,6 +45,28 @@ pub fn one_line(s: &str, max_chars: usize) -> String {
     out
 }
 
+/// `s` for a multi-line display (a transcript), whole: line breaks and tabs
+/// stay, a `\r` before a `\n` goes, and every other control or invisible
+/// character is escaped (`\r`, `\u{1b}`), so text that is not vf's own
+/// cannot move the cursor, retitle or clear the terminal, or hide a line.
+pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    let keep = |c: char| matches!(c, '\n' | '\t') || !is_invisible(c);
+    if s.chars().all(keep) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\r' if it.peek() == Some(&'\n') => {}
+            '\r' => out.push_str("\\r"),
+            c if keep(c) => out.push(c),
+            c => out.extend(c.escape_unicode()),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Control characters plus the Unicode characters that change how text is
 /// displayed without being visible (bidi overrides, zero-width marks, BOM).
 pub fn is_invisible(c: char) -> bool {
@@ -111,6 +133,16 @@ mod tests {
         assert_eq!(shown("a\nb", 10), "\"a\\nb\"");
         let long = "x".repeat(10_000);
         assert_eq!(shown(&long, 3), "\"xxx\"… (10000 bytes)");
+    }
+
+    #[test]
+    fn visible_keeps_lines_and_escapes_what_drives_the_terminal() {
+        assert_eq!(visible("a\n\tb"), "a\n\tb");
+        assert!(matches!(visible("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            visible("x\u{1b}]0;t\u{7}\u{1b}[2J\r\ny\rz\u{9b}\u{202e}"),
+            "x\\u{1b}]0;t\\u{7}\\u{1b}[2J\ny\\rz\\u{9b}\\u{202e}"
+        );
     }
 
     #[test]

@@ -196,7 +196,7 @@ fn print_reports(
                     }
                 )?;
                 if let Some(answer) = r.result.answer.as_deref().filter(|_| r.recorded) {
-                    writeln!(out, "{answer}")?;
+                    writeln!(out, "{}", crate::text::visible(answer))?;
                 }
             }
         }
@@ -247,7 +247,7 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
             e.from,
             &e.sha256[..12]
         )?;
-        writeln!(out, "{}", e.text)?;
+        writeln!(out, "{}", crate::text::visible(&e.text))?;
     }
     Ok(0)
 }

@@ -18,6 +18,7 @@ use crate::error::{Result, VfError};
 use crate::frames::ConversationEvent;
 use crate::plan;
 use crate::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
+use crate::text::one_line;
 
 /// Everything is checked before anything starts; `auto` units ask the doctor
 /// which engines are ready (once for the whole plan).
@@ -276,6 +277,17 @@ impl Reporter for Jsonl {
 /// The characters of a unit's last event the live table shows.
 const LAST_EVENT_CHARS: usize = 60;
 
+/// An event's rows as one short line for the table: its kind and the start
+/// of what it says ("agent: I will run…"), without the raw-line reference.
+fn glance(text: &str) -> String {
+    let body = text
+        .strip_prefix('[')
+        .and_then(|t| t.split_once("] "))
+        .map_or(text, |(_, rest)| rest);
+    let words: Vec<&str> = body.split_whitespace().collect();
+    words.join(" ").chars().take(LAST_EVENT_CHARS).collect()
+}
+
 /// One row of the human rendering.
 struct Row {
     unit: String,
@@ -359,14 +371,19 @@ impl Reporter for Human {
     }
 
     fn event(&mut self, index: usize, event: &ConversationEvent) {
-        let line = human_line(event);
-        let first = line.lines().next().unwrap_or("").trim().to_string();
+        let text = human_line(event);
         if !self.table {
-            let s = format!("[{}] {first}\n", self.rows[index].unit);
+            // Every row of the event, each under its unit's name.
+            let unit = &self.rows[index].unit;
+            let mut s = String::new();
+            for line in text.lines() {
+                s.push_str(format!("[{unit}] {line}").trim_end());
+                s.push('\n');
+            }
             live(s.as_bytes());
         }
         // Only what the table shows is kept.
-        self.rows[index].last_event = first.chars().take(LAST_EVENT_CHARS).collect();
+        self.rows[index].last_event = glance(&text);
     }
 
     fn warning(&mut self, index: usize, message: &str) {
@@ -376,7 +393,10 @@ impl Reporter for Human {
     fn finished(&mut self, index: usize, report: &UnitReport, _: Option<&DispatchResult>) {
         self.update(index, report);
         if !self.table {
-            let error = report.error.as_deref().map(|e| format!(": {e}"));
+            let error = report
+                .error
+                .as_deref()
+                .map(|e| format!(": {}", one_line(e, 2000)));
             let s = format!(
                 "[{}] {}{}\n",
                 report.unit,
@@ -393,7 +413,7 @@ impl Reporter for Human {
 
     fn waiting(&mut self, index: usize, report: &UnitReport, _: &DispatchResult) {
         self.update(index, report);
-        let why = report.error.clone().unwrap_or_default();
+        let why = one_line(report.error.as_deref().unwrap_or_default(), 2000);
         if !self.table {
             let s = format!("[{}] {why}\n", report.unit);
             live(s.as_bytes());

@@ -136,7 +136,8 @@ impl StdoutSink {
                         crate::text::cut(&w.base, 12)
                     ));
                 }
-                self.write(s.as_bytes());
+                // An error or version may carry the engine's own words.
+                self.write(crate::text::visible(&s).as_bytes());
             }
         }
     }

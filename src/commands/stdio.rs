@@ -106,7 +106,9 @@ pub fn live_json(value: &impl serde::Serialize) {
 }
 
 /// One line on stderr. A failure to write there has nowhere to be reported
-/// and is ignored (never a panic).
+/// and is ignored (never a panic). A message may quote an engine (its last
+/// stderr line, a frame): what could drive the terminal is shown escaped.
 pub fn eprint_line(line: std::fmt::Arguments) {
-    let _ = writeln!(io::stderr(), "{line}");
+    let line = line.to_string();
+    let _ = writeln!(io::stderr(), "{}", crate::text::visible(&line));
 }

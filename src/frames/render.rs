@@ -27,8 +27,16 @@ fn indented(w: &mut impl Write, text: &str) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes one event as transcript rows.
+/// Writes one event as transcript rows. The engine's text is untrusted:
+/// what could drive a terminal is shown escaped ([`crate::text::visible`]).
 pub fn write_human(w: &mut impl Write, ev: &ConversationEvent) -> io::Result<()> {
+    let mut rows = Vec::new();
+    write_rows(&mut rows, ev)?;
+    let rows = String::from_utf8_lossy(&rows);
+    w.write_all(crate::text::visible(&rows).as_bytes())
+}
+
+fn write_rows(w: &mut impl Write, ev: &ConversationEvent) -> io::Result<()> {
     match ev {
         ConversationEvent::TaskAgent {
             text,

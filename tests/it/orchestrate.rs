@@ -429,6 +429,48 @@ fn jobs_bound_concurrency() {
     }
 }
 
+/// Human output to a pipe: every row of an event under its unit's name (a
+/// message's later lines were dropped), and an engine's terminal escapes shown
+/// escaped, never written raw.
+#[test]
+fn human_lines_carry_each_row_and_no_raw_escape() {
+    let env = PlanEnv::new();
+    let capture = std::fs::read_to_string(fixture(CLAUDE)).unwrap();
+    let hostile = capture.replace("I will run", r"I will\u001b]0;owned\u0007\u001b[2J run");
+    assert_ne!(hostile, capture);
+    let path = env.write("hostile.jsonl", hostile);
+    env.write(
+        "a/fake.env",
+        format!("FAKE_STDOUT={}\nFAKE_DELAY=0\n", path.display()),
+    );
+    env.plan(&unit_toml("a", "claude", &[]));
+    let out = env.run_plan(&["--output", "human"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = |l: &str| lines.iter().position(|x| *x == l);
+    let first = at(r"[a]     I will\u{1b}]0;owned\u{7}\u{1b}[2J run the command.");
+    let answer = [
+        "[a]     The command printed: hello",
+        "[a]",
+        "[a]     ```json",
+        r#"[a]     {"confidence":0.9,"files_changed":[]}"#,
+        "[a]     ```",
+    ];
+    let found: Vec<Option<usize>> = answer.iter().map(|l| at(l)).collect();
+    assert!(first.is_some(), "{stdout}");
+    assert!(
+        found
+            .windows(2)
+            .all(|w| w[0].is_some() && w[1] == w[0].map(|i| i + 1)),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('\u{1b}') && !stdout.contains('\u{7}'),
+        "{stdout:?}"
+    );
+}
+
 #[test]
 fn existing_markers_need_resume_and_done_units_are_skipped() {
     let env = PlanEnv::new();

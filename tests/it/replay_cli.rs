@@ -76,6 +76,42 @@ fn human_output_has_trace_refs_drift_rows_and_truncation() {
     assert!(!text.contains("hunter2"));
 }
 
+/// The engine's text is untrusted: a terminal escape in a message or a tool's
+/// output is shown escaped in the human transcript, never written raw (it
+/// would retitle, clear or recolour the user's terminal); JSON keeps it exact.
+#[test]
+fn human_output_never_writes_an_engines_escape_raw() {
+    let capture = std::fs::read_to_string(fixture("claude/2.1.332/b_tool.stdout.jsonl")).unwrap();
+    let hostile = capture
+        .replace(
+            "I will run",
+            r"I\u001b]52;c;aGk=\u0007 will\r\u001b[31m run",
+        )
+        .replace("\"hello\"", r#""he\u001b[2Jllo\u009b""#);
+    let human = vf()
+        .args(["replay", "-", "--cli", "claude"])
+        .write_stdin(hostile.clone())
+        .output()
+        .unwrap();
+    assert!(human.status.success());
+    let text = String::from_utf8(human.stdout).unwrap();
+    let said = r"    I\u{1b}]52;c;aGk=\u{7} will\r\u{1b}[31m run the command.";
+    assert!(text.lines().any(|l| l == said), "{text}");
+    assert!(text.contains(r"he\u{1b}[2Jllo\u{9b}"), "{text}");
+    let raw = ['\u{1b}', '\u{7}', '\r', '\u{9b}'];
+    assert!(!text.contains(raw), "{text:?}");
+    let json = vf()
+        .args(["replay", "-", "--cli", "claude", "--output", "jsonl"])
+        .write_stdin(hostile)
+        .output()
+        .unwrap();
+    let ev = jsonl(&json.stdout);
+    assert_eq!(
+        ev[1]["text"],
+        "I\u{1b}]52;c;aGk=\u{7} will\r\u{1b}[31m run the command."
+    );
+}
+
 #[test]
 fn a_huge_line_is_skipped_with_a_warning_and_the_stream_goes_on() {
     let mut log = Vec::new();

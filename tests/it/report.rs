@@ -379,6 +379,41 @@ fn bad_input_is_refused_and_writes_nothing() {
     assert_eq!(files_under(env.path()), Vec::<PathBuf>::new());
 }
 
+/// `--open` hands the written page to the platform's opener (`xdg-open`
+/// here, a recording stand-in on PATH) and does not wait for it; an opener
+/// that cannot be started is a warning, the page is still written, exit 0.
+#[test]
+fn open_hands_the_page_to_the_opener_and_a_missing_one_is_a_warning() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.state()).unwrap();
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let said = env.path().join("opened.txt");
+    write_exe(
+        &bin.join("xdg-open"),
+        &format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}.tmp\nmv {0}.tmp {0}\n", said.display()),
+    );
+    let mut c = env.cmd(&["report", "--open", "-o", "page.html"]);
+    c.current_dir(env.path()).env("PATH", format!("{}:/usr/bin:/bin", bin.display()));
+    let out = run_bounded(c, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = env.path().join("page.html");
+    assert!(page.is_file());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !said.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let got = std::fs::read_to_string(&said).unwrap_or_default();
+    let page = page.canonicalize().unwrap();
+    assert_eq!(got, format!("{}\n", page.display()));
+    let mut c = env.cmd(&["report", "--open", "-o", "page2.html"]);
+    c.current_dir(env.path()).env("PATH", "/nonexistent");
+    let out = run_bounded(c, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(env.path().join("page2.html").is_file());
+    assert!(stderr(&out).contains("cannot open the page"), "{}", stderr(&out));
+}
+
 /// The page in headless chromium, opened from disk: one bar per attempt,
 /// a click opens a unit's events and one of their raw lines, no console
 /// error, no request. Skipped loudly without chromium, unless

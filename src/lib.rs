@@ -28,6 +28,7 @@ pub mod layout;
 pub mod marker;
 pub mod names;
 pub mod notify;
+pub mod offload;
 pub mod orphans;
 pub mod owned;
 pub mod plan;

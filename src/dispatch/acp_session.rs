@@ -175,9 +175,9 @@ pub(super) fn start(
     };
     let task = tokio::spawn(async move {
         // The attachments are read on the blocking pool, not the runtime's thread.
-        let parts = tokio::task::spawn_blocking(move || prompt_parts(&cwd, &attachments, prompt))
+        let parts = crate::offload::run(move || prompt_parts(&cwd, &attachments, prompt))
             .await
-            .unwrap_or_else(|e| Err(AcpError::Attachment(e.to_string())));
+            .unwrap_or_else(|e| Err(AcpError::Attachment(format!("reading did not finish: {e}"))));
         let ended = match parts {
             Ok(prompt) => {
                 let req = SessionRequest { prompt, ..req };

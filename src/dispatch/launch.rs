@@ -123,7 +123,7 @@ async fn write_inputs(spec: &UnitSpec, p: &mut Prepared) -> Result<()> {
         return Ok(());
     }
     let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
-    let written = tokio::task::spawn_blocking(move || {
+    crate::offload::run_vf("writing the engine's input files", move || {
         if let Some((path, contents)) = &prompt {
             prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
         }
@@ -133,9 +133,7 @@ async fn write_inputs(spec: &UnitSpec, p: &mut Prepared) -> Result<()> {
         }
         Ok(())
     })
-    .await;
-    written
-        .map_err(|e| VfError::state(format!("the engine's input files were not written: {e}")))?
+    .await
 }
 
 fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
@@ -171,7 +169,7 @@ async fn record_and_logs(
         record_path.to_path_buf(),
         paths.clone(),
     );
-    let made = tokio::task::spawn_blocking(move || {
+    let made = crate::offload::run(move || {
         record
             .save(&record_path)
             .map_err(|e| (state_err(&record_path, &e), false))?;

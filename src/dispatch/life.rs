@@ -316,7 +316,7 @@ impl UnitLife {
     async fn save_off_thread(&mut self) -> Result<()> {
         let store = MarkerStore::new(self.store.state_dir());
         let mut copy = self.marker.clone();
-        let (copy, saved) = tokio::task::spawn_blocking(move || {
+        let (copy, saved) = crate::offload::run(move || {
             let saved = store.save(&mut copy);
             (copy, saved)
         })

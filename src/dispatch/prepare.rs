@@ -33,17 +33,8 @@ pub(super) async fn off_thread(
     spec: UnitSpec,
     lock: Option<UnitLock>,
 ) -> Result<(UnitSpec, Prepared, UnitLife)> {
-    let job =
-        tokio::task::spawn_blocking(move || prepare(&spec, lock).map(|(p, life)| (spec, p, life)));
-    match job.await {
-        Ok(prepared) => prepared,
-        Err(e) => match e.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            Err(e) => Err(VfError::state(format!(
-                "preparing the unit did not finish: {e}"
-            ))),
-        },
-    }
+    let job = move || prepare(&spec, lock).map(|(p, life)| (spec, p, life));
+    crate::offload::run_vf("preparing the unit", job).await
 }
 
 fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLife)> {

@@ -165,7 +165,7 @@ fn keep_answer(
         .map(str::to_string);
     let (dir, unit, engine) = (spec.state_dir.clone(), spec.unit.clone(), spec.engine);
     let job = answer.map(|answer| {
-        tokio::task::spawn_blocking(move || {
+        crate::offload::run(move || {
             crate::history::record(&dir, &unit, engine, attempt, state, &answer)
         })
     });
@@ -181,7 +181,7 @@ async fn release(e: &Ended, sink: &mut dyn EventSink) {
     e.launched.group.kill();
     let record = e.launched.record_path.clone();
     let prompt = e.launched.prepared.inv.prompt_file.clone();
-    let released = tokio::task::spawn_blocking(move || {
+    let released = crate::offload::run(move || {
         let released = crate::owned::release(&record);
         if let Some(p) = &prompt {
             super::prompt_file::remove(p);

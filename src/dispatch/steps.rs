@@ -364,7 +364,7 @@ async fn end_early(
 
 /// Runs `f` on tokio's blocking pool.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(f)
+    crate::offload::run(f)
         .await
         .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
 }

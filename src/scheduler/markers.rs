@@ -8,17 +8,12 @@ use std::path::PathBuf;
 
 use crate::dispatch::{DispatchResult, life};
 use crate::engine::EngineId;
-use crate::error::{Result, VfError};
+use crate::error::Result;
 use crate::ratelimit::Attempt;
 
 /// Runs `f` on the blocking pool.
 async fn off_thread(f: impl FnOnce() -> Result<()> + Send + 'static) -> Result<()> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(written) => written,
-        Err(e) => Err(VfError::state(format!(
-            "a marker write did not finish: {e}"
-        ))),
-    }
+    crate::offload::run_vf("a marker write", f).await
 }
 
 /// What a unit's `blocked` marker needs.

@@ -391,10 +391,14 @@ fn open_hands_the_page_to_the_opener_and_a_missing_one_is_a_warning() {
     let said = env.path().join("opened.txt");
     write_exe(
         &bin.join("xdg-open"),
-        &format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}.tmp\nmv {0}.tmp {0}\n", said.display()),
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}.tmp\nmv {0}.tmp {0}\n",
+            said.display()
+        ),
     );
     let mut c = env.cmd(&["report", "--open", "-o", "page.html"]);
-    c.current_dir(env.path()).env("PATH", format!("{}:/usr/bin:/bin", bin.display()));
+    c.current_dir(env.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()));
     let out = run_bounded(c, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let page = env.path().join("page.html");
@@ -411,7 +415,11 @@ fn open_hands_the_page_to_the_opener_and_a_missing_one_is_a_warning() {
     let out = run_bounded(c, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(env.path().join("page2.html").is_file());
-    assert!(stderr(&out).contains("cannot open the page"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot open the page"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// The page in headless chromium, opened from disk: one bar per attempt,

@@ -228,10 +228,12 @@ async fn next_line<R: AsyncRead + Unpin>(s: &mut Incoming<R>) -> Option<std::io:
 /// The agent's stdin as the SDK's outgoing line sink: each line is logged
 /// and projected, then written with its newline and flushed.
 ///
-/// An agent that closed its stdin (a broken pipe) does not end the session
-/// here: what it wrote before it went is still unread, and it is what
-/// explains the end. Later lines are dropped, and the session ends when its
-/// stdout does (or at its deadline), so the error names the agent's last words.
+/// An agent that closed its stdin (a broken pipe) usually exits: what it
+/// wrote before it went is still unread, and it is what explains the end.
+/// So the pipe error waits up to [`CLOSED_STDIN_GRACE`] for its stdout to
+/// end; if it does, the session ends on that, the agent's last words read.
+/// An agent still running with its stdin closed can never be asked anything
+/// again: then the pipe error ends the session.
 pub fn outgoing<W: AsyncWrite + Unpin + Send + 'static>(
     writer: W,
     tee: SharedTee,
@@ -243,12 +245,34 @@ pub fn outgoing<W: AsyncWrite + Unpin + Send + 'static>(
         if let Some(out) = w.as_mut() {
             match write_line(out, &line).await {
                 Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => w = None,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    if !stdout_ends(&tee).await {
+                        return Err(e);
+                    }
+                    w = None;
+                }
                 Err(e) => return Err(e),
             }
         }
         Ok((w, tee))
     })
+}
+
+/// How long an agent that closed its stdin has to end its stdout.
+pub const CLOSED_STDIN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the agent's stdout ends within [`CLOSED_STDIN_GRACE`].
+async fn stdout_ends(tee: &SharedTee) -> bool {
+    let step = std::time::Duration::from_millis(20);
+    let mut waited = std::time::Duration::ZERO;
+    while waited < CLOSED_STDIN_GRACE {
+        if lock(tee).eof {
+            return true;
+        }
+        tokio::time::sleep(step).await;
+        waited += step;
+    }
+    lock(tee).eof
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {

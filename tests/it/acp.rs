@@ -426,6 +426,21 @@ fn an_agent_that_closes_its_input_is_named_by_its_last_words() {
     assert_eq!(last, r#"{"dir":"in","text":"goodbye: out of credits"}"#);
 }
 
+/// An agent that closes its stdin and stays alive can never be asked
+/// anything again: the session ends soon after the broken pipe, not at its
+/// (here distant) deadline.
+#[test]
+fn an_agent_alive_with_its_input_closed_ends_the_session_soon() {
+    let started = std::time::Instant::now();
+    let (r, _) = run(&["deaf"], within(Duration::from_secs(30)), false);
+    let took = started.elapsed();
+    assert!(
+        matches!(r, Err(AcpError::Protocol(ref e)) if e.contains("Broken pipe")),
+        "{r:?}"
+    );
+    assert!(took < Duration::from_secs(15), "{took:?}");
+}
+
 #[test]
 fn a_session_id_of_a_refused_shape_is_never_surfaced() {
     let (r, rec) = run(&["badid"], request("hi"), false);

@@ -24,6 +24,7 @@ tool call of mode `tool` really creates x.txt in the session's cwd. --mcp-http a
   exit       session/prompt: one chunk, then exits with status 3
   slam       session/new: closes its stdin, answers, then 0.3 s later writes a
              non-JSON goodbye and exits 0 (vf's next write meets a broken pipe)
+  deaf       session/new: closes its stdin, answers, then sleeps 60 s
   error      session/prompt answered with JSON-RPC error -32603
   badid      session/new answers a session id vf must refuse
   blocks     session/prompt: answers with what each prompt block held
@@ -188,10 +189,10 @@ def main():
             CWD[0] = msg["params"].get("cwd", ".")
             MCP[0] = msg["params"].get("mcpServers", [])
             sid = "bad id/../x" if MODE == "badid" else "sess-1"
-            if MODE == "slam":
+            if MODE in ("slam", "deaf"):
                 os.close(0)
                 send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
-                time.sleep(0.3)
+                time.sleep(0.3 if MODE == "slam" else 60)
                 OUT.write(b"goodbye: out of credits\n")
                 OUT.flush()
                 sys.exit(0)

@@ -46,11 +46,13 @@ pub fn one_line(s: &str, max_chars: usize) -> String {
 }
 
 /// `s` for a multi-line display (a transcript), whole: line breaks and tabs
-/// stay, a `\r` before a `\n` goes, and every other control or invisible
-/// character is escaped (`\r`, `\u{1b}`), so text that is not vf's own
-/// cannot move the cursor, retitle or clear the terminal, or hide a line.
+/// stay, a `\r` before a `\n` goes, and every other control character and
+/// every bidi override or isolate is escaped (`\r`, `\u{1b}`, `\u{202e}`),
+/// so text that is not vf's own can neither drive the terminal (move the
+/// cursor, retitle, clear it) nor show its lines in another order. Joiners
+/// and marks that writing needs (ZWJ in emoji, ZWNJ in Persian) stay.
 pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
-    let keep = |c: char| matches!(c, '\n' | '\t') || !is_invisible(c);
+    let keep = |c: char| matches!(c, '\n' | '\t') || !(c.is_control() || reorders(c));
     if s.chars().all(keep) {
         return std::borrow::Cow::Borrowed(s);
     }
@@ -65,6 +67,12 @@ pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// A bidi override, embedding or isolate, or a line or paragraph separator:
+/// what can show text in another order or on other lines than it is.
+fn reorders(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
 }
 
 /// Control characters plus the Unicode characters that change how text is
@@ -139,6 +147,8 @@ mod tests {
     fn visible_keeps_lines_and_escapes_what_drives_the_terminal() {
         assert_eq!(visible("a\n\tb"), "a\n\tb");
         assert!(matches!(visible("plain"), std::borrow::Cow::Borrowed(_)));
+        let written = "👨\u{200d}👩\u{200d}👧 می\u{200c}خواهم";
+        assert_eq!(visible(written), written);
         assert_eq!(
             visible("x\u{1b}]0;t\u{7}\u{1b}[2J\r\ny\rz\u{9b}\u{202e}"),
             "x\\u{1b}]0;t\\u{7}\\u{1b}[2J\ny\\rz\\u{9b}\\u{202e}"

@@ -83,3 +83,37 @@ fn say_require_enforced_is_refused_and_nothing_is_saved() {
     assert_eq!(after, before);
     assert_eq!(common::files_under(&env.state()), files);
 }
+
+/// `conv show` prints a transcript that is not vf's own (an engine's answer,
+/// a file from a cloned repository): terminal escapes are shown escaped,
+/// never written raw; `--json` keeps the text exact.
+#[test]
+fn show_never_writes_a_transcripts_escape_raw() {
+    let env = Env::new();
+    assert!(
+        env.run(&["conv", "new", "d", "--with", "codex"])
+            .status
+            .success()
+    );
+    let file = env.state().join("conversations/d/conversation.json");
+    let mut conv: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let text = "done\u{1b}]0;owned\u{7}\u{1b}[2J\rhidden";
+    conv["transcript"] = serde_json::json!([{
+        "id": 1, "kind": "response", "from": "codex", "text": text,
+        "sha256": vf::history::sha256_hex(text.as_bytes())
+    }]);
+    std::fs::write(&file, serde_json::to_vec(&conv).unwrap()).unwrap();
+    let out = env.run(&["conv", "show", "d"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        shown
+            .lines()
+            .any(|l| l == r"done\u{1b}]0;owned\u{7}\u{1b}[2J\rhidden"),
+        "{shown}"
+    );
+    assert!(!shown.contains(['\u{1b}', '\u{7}', '\r']), "{shown:?}");
+    let json = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
+    assert_eq!(json["transcript"][0]["text"], text);
+}

@@ -48,4 +48,11 @@ esac
 mkdir -p "$out"
 "$ROOT/scripts/engine-sandbox.sh" "$cli" --version "$version" --timeout 900 -- \
   python3 "$ROOT/tests/real-engines/acp_capture.py" --out "$out" "${extra[@]}" "${cases[@]}" -- "${agent[@]}"
+# The capturing machine's own paths never stay in a capture: what the
+# rewriting above missed (a path outside HOME, TMPDIR and the engine dir,
+# e.g. under /tmp) fails the capture. /home/dev/tmp is TMPDIR's neutral name.
+if leftover=$(grep -rlP '(?<![A-Za-z0-9_.-])/tmp/' "$out"); then
+  echo "capture-acp: paths of this machine's /tmp left in: $leftover (rewrite them, see tests/real-engines/cases.py)" >&2
+  exit 1
+fi
 echo "capture-acp: $cli $version recorded in ${out#"$ROOT"/}"

@@ -76,6 +76,11 @@ pub struct ConvSayArgs {
     /// where the engine can enforce it, reported per turn).
     #[arg(long)]
     pub write: bool,
+    /// Run a read-only turn even where the engine cannot hold it read-only
+    /// (opencode, copilot, agy, a resumed codex turn): it may edit, and the
+    /// turn says `unenforced` (default: such a turn is refused, exit 2).
+    #[arg(long, conflicts_with = "write")]
+    pub allow_unenforced: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
     /// MCP servers for every turn of this `say`: a `{"mcpServers": ...}` JSON

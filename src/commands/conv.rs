@@ -85,6 +85,14 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         let p = conv.participant(t)?;
         let resume = !a.fresh && p.binding.is_some();
         tools = super::run_options::policy(&asked, false, p.engine, None, resume)?;
+        if !a.write && !a.allow_unenforced {
+            turn::require_read_only(t, p.engine, resume)?;
+        }
+    }
+    // A participant that cannot run is refused before its message enters
+    // the transcript: saying it again must not enter it twice.
+    for t in &targets {
+        crate::binary::resolve_binary(conv.participant(t)?.engine, None)?;
     }
     let mcp = match &a.mcp {
         Some(f) => {

@@ -211,65 +211,97 @@ fn print_total(t: &Total, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// The fixed columns' headers; the last, free-width one is SUMMARY / ERROR.
+const HEADERS: [&str; 6] = ["UNIT", "STATE", "ENGINE", "VERSION", "SESSION", "USAGE"];
+
 fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
     let mut out = super::stdio::out();
     if rows.is_empty() {
         writeln!(out, "no units under {}", state_dir.display())?;
         return Ok(());
     }
-    writeln!(
-        out,
-        "{:<24} {:<8} {:<9} {:<9} {:<38} {:<22} SUMMARY / ERROR",
-        "UNIT", "STATE", "ENGINE", "VERSION", "SESSION", "USAGE"
-    )?;
-    for r in rows {
-        match r {
-            Row::Unit {
-                marker: m,
-                owner_state,
-                ..
-            } => {
-                // A dead vf's `running` marker: the run is over, not running.
-                let dead = *owner_state == Some("dead");
-                let detail = match (&m.summary, &m.error) {
-                    _ if dead => format!(
-                        "its vf (pid {}) is dead; resumable: {}",
-                        m.owner.as_ref().map_or(0, |o| o.supervisor.pid),
-                        // `status` runs no CLI: the recorded version stands in.
-                        match resolve_resume_id(m, recorded_version(m).as_ref()) {
-                            Ok(_) => format!("vf resume {}", m.unit),
-                            Err(_) => "dispatch it again".to_string(),
-                        }
-                    ),
-                    (_, Some(e)) => format!("error: {e}"),
-                    (Some(s), None) => format!("summary: {s}"),
-                    (None, None) => String::new(),
-                };
-                // In the free-width last column: the fixed columns stay aligned.
-                let detail = match &m.command {
-                    Some(c) => format!("command: {} {detail}", crate::text::one_line(&c.line, 60)),
-                    None => detail,
-                };
-                let detail = match &m.workspace {
-                    Some(w) => format!("{} {detail}", w.short()).trim_end().to_string(),
-                    None => detail,
-                };
-                writeln!(
-                    out,
-                    "{:<24} {:<8} {:<9} {:<9} {:<38} {:<22} {}",
-                    m.unit,
-                    if dead { "dead" } else { m.state.as_str() },
-                    m.engine.as_str(),
-                    m.engine_version.as_deref().unwrap_or("-"),
-                    m.engine_session_id.as_deref().unwrap_or("-"),
-                    m.usage.as_ref().map_or("-".into(), |u| u.short()),
-                    detail
-                )?;
-            }
-            Row::Unusable { unit, problem, .. } => writeln!(out, "{unit:<24} {problem}")?,
+    let cells: Vec<Cells> = rows.iter().map(cells).collect();
+    // Each column as wide as its widest cell: a long version or unit name
+    // never pushes the columns after it out of line.
+    let mut widths = HEADERS.map(|h| h.chars().count());
+    for c in &cells {
+        for (w, cell) in widths.iter_mut().zip(c.fixed.iter()) {
+            *w = (*w).max(cell.chars().count());
         }
     }
+    let line = |fixed: &[String], last: &str| {
+        let mut l = String::new();
+        for (cell, w) in fixed.iter().zip(widths) {
+            l.push_str(&format!("{cell:<w$}   "));
+        }
+        l.push_str(last);
+        l.trim_end().to_string()
+    };
+    let headers = HEADERS.map(String::from);
+    writeln!(out, "{}", line(&headers, "SUMMARY / ERROR"))?;
+    for c in &cells {
+        writeln!(out, "{}", line(&c.fixed, &c.last))?;
+    }
     Ok(())
+}
+
+/// One row of the table: the fixed columns (an unusable marker fills only
+/// the first) and the free-width last.
+struct Cells {
+    fixed: Vec<String>,
+    last: String,
+}
+
+fn cells(r: &Row) -> Cells {
+    let (marker, owner_state) = match r {
+        Row::Unit {
+            marker,
+            owner_state,
+            ..
+        } => (marker, owner_state),
+        Row::Unusable { unit, problem, .. } => {
+            return Cells {
+                fixed: vec![unit.to_string()],
+                last: problem.to_string(),
+            };
+        }
+    };
+    let m = marker;
+    // A dead vf's `running` marker: the run is over, not running.
+    let dead = *owner_state == Some("dead");
+    let detail = match (&m.summary, &m.error) {
+        _ if dead => format!(
+            "its vf (pid {}) is dead; resumable: {}",
+            m.owner.as_ref().map_or(0, |o| o.supervisor.pid),
+            // `status` runs no CLI: the recorded version stands in.
+            match resolve_resume_id(m, recorded_version(m).as_ref()) {
+                Ok(_) => format!("vf resume {}", m.unit),
+                Err(_) => "dispatch it again".to_string(),
+            }
+        ),
+        (_, Some(e)) => format!("error: {e}"),
+        (Some(s), None) => format!("summary: {s}"),
+        (None, None) => String::new(),
+    };
+    let detail = match &m.command {
+        Some(c) => format!("command: {} {detail}", crate::text::one_line(&c.line, 60)),
+        None => detail,
+    };
+    let detail = match &m.workspace {
+        Some(w) => format!("{} {detail}", w.short()).trim_end().to_string(),
+        None => detail,
+    };
+    Cells {
+        fixed: vec![
+            m.unit.clone(),
+            if dead { "dead" } else { m.state.as_str() }.to_string(),
+            m.engine.as_str().to_string(),
+            m.engine_version.as_deref().unwrap_or("-").to_string(),
+            m.engine_session_id.as_deref().unwrap_or("-").to_string(),
+            m.usage.as_ref().map_or("-".into(), |u| u.short()),
+        ],
+        last: detail,
+    }
 }
 
 fn recorded_version(m: &Marker) -> Option<crate::version::Version> {

@@ -73,6 +73,20 @@ pub fn read_only(engine: EngineId, write: bool, resume: bool) -> Enforcement {
         .read_only
 }
 
+/// A read-only turn `engine` cannot hold read-only is refused (exit 2)
+/// unless the user opted in (`--allow-unenforced`) or lets it edit
+/// (`--write`): a turn is never called read-only when it is not.
+pub fn require_read_only(alias: &str, engine: EngineId, resume: bool) -> Result<()> {
+    if read_only(engine, false, resume) != Enforcement::Unenforced {
+        return Ok(());
+    }
+    Err(crate::error::VfError::usage(format!(
+        "participant {alias} ({engine}) cannot be held read-only{}: give --write to let it \
+         edit, or --allow-unenforced to run the turn read-only in name only",
+        if resume { " on a resumed turn" } else { "" }
+    )))
+}
+
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CursorRange {
     pub from: u64,

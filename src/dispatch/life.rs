@@ -7,7 +7,7 @@
 //!
 //! | from \ to | pending | running | done | failed | blocked |
 //! |---|---|---|---|---|---|
-//! | (none) | claim | | | | plan block |
+//! | (none) | claim (durable before `setup` with a workspace) | | | | plan block |
 //! | pending | claim | start | | before spawn, end early | end early, plan block |
 //! | running | claim (owner dead) | | finish | finish | plan block |
 //! | done | claim (a resume) | | | | plan block |
@@ -105,7 +105,9 @@ pub struct UnitLife {
 impl UnitLife {
     /// Loads (or creates) the unit's marker and claims it for a new attempt,
     /// in memory only: the first write is the `running` marker after the
-    /// spawn. A crash or a refusal before that leaves the marker as it was.
+    /// spawn, or, for a unit with a workspace, the `pending` one before its
+    /// `setup` ([`UnitLife::record_workspace`]). A crash or a refusal before
+    /// that leaves the marker as it was.
     pub(super) fn claim(spec: &UnitSpec) -> Result<UnitLife> {
         let store = MarkerStore::new(&spec.state_dir);
         let is_new = !store.path(&spec.unit).exists();
@@ -209,6 +211,17 @@ impl UnitLife {
         m.owner = None;
         m.exit_code = None;
         m.finished_at = Some(now_rfc3339());
+        self.save_off_thread().await
+    }
+
+    /// A unit with a workspace is known on disk from then on: its `pending`
+    /// marker, naming the worktree, is made durable before `setup` runs, so
+    /// a vf killed during setup leaves a unit that `vf status` and `vf
+    /// resume` know, not a worktree and branch nobody owns.
+    pub(super) async fn record_workspace(&mut self) -> Result<()> {
+        if self.marker.workspace.is_none() {
+            return Ok(());
+        }
         self.save_off_thread().await
     }
 

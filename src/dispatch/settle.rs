@@ -42,6 +42,7 @@ pub(super) async fn settle(
     // on the blocking pool, not on the thread every unit of a plan shares.
     let saved = life.finish(judged.finish(exit_code), sink).await;
     let mut warnings = e.launched.prepared.warnings.clone();
+    warnings.extend(e.projector.warnings().iter().cloned());
     warnings.extend(after.warnings);
     if let Some(Err(err)) = answer_kept.await {
         let msg = format!("cannot record its answer for a later replay: {err}");

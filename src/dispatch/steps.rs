@@ -102,13 +102,15 @@ async fn unopened(
     Ok(Opened::Ended(Box::new(res)))
 }
 
-/// Runs `setup` before the engine; on failure the unit is failed (reason
-/// `setup`) and its result returned: the engine never starts.
+/// Runs `setup` before the engine, the unit's workspace recorded in its
+/// marker first; on failure the unit is failed (reason `setup`) and its
+/// result returned: the engine never starts.
 pub(super) async fn setup(
     spec: &UnitSpec,
     life: &mut UnitLife,
     started: Instant,
 ) -> Result<Option<DispatchResult>> {
+    life.record_workspace().await?;
     let Some(cmd) = &spec.steps.setup else {
         return Ok(None);
     };

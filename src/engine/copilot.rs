@@ -35,22 +35,52 @@ const TELEMETRY_FLAG_SINCE: Version = Version {
 /// Versions whose captures prove `--resume=<id>` keeps the session id.
 const EXACT_RESUME_VERIFIED: &[&str] = &["1.0.102", "1.0.83"];
 
-/// The built-in permission intents (its help: `shell(git:*)`, `write`, …).
-const INTENTS: &[&str] = &["shell", "write", "read", "url", "memory"];
-
-/// `--allow-tool` / `--deny-tool` (any name) from this version on.
+/// `--allow-tool` / `--deny-tool` (permission patterns) from this version on.
 const ALLOW_DENY_SINCE: Version = Version {
     major: 1,
     minor: 0,
     patch: 102,
 };
-/// `--available-tools` / `--excluded-tools` (MCP tool names only) from this
-/// version on, up to [`ALLOW_DENY_SINCE`].
-const MCP_ONLY_SINCE: Version = Version {
+/// `--available-tools` / `--excluded-tools` (the model's tool names) from
+/// this version on, up to [`ALLOW_DENY_SINCE`].
+const AVAILABLE_TOOLS_SINCE: Version = Version {
     major: 1,
     minor: 0,
     patch: 83,
 };
+
+/// The permission kinds `--allow-tool`/`--deny-tool` take (`kind(argument)`,
+/// the argument optional): 1.0.102's `copilot help permissions`
+/// (`fixtures/copilot/1.0.102/help/permissions.txt`). Any other name is read
+/// by copilot as an MCP server's name, which vf cannot check.
+const PERMISSION_KINDS: &[&str] = &["shell", "write", "url"];
+
+/// The tools copilot offers its model, the names `--available-tools` and
+/// `--excluded-tools` filter: the 17 of 1.0.102's requests
+/// (`COPILOT_OFFLINE`, which drops the web tools), and `web_fetch` from
+/// copilot's own documentation. An MCP server's tool is `<server>-<tool>`.
+/// Claude's names (`Read`, `Grep`, `WebFetch`) are not among them: copilot
+/// ignores them, so they are never called enforced.
+const MODEL_TOOLS: &[&str] = &[
+    "bash",
+    "create",
+    "edit",
+    "fetch_copilot_cli_documentation",
+    "glob",
+    "grep",
+    "list_agents",
+    "list_bash",
+    "read_agent",
+    "read_bash",
+    "session_store_sql",
+    "skill",
+    "sql",
+    "stop_bash",
+    "task",
+    "view",
+    "web_fetch",
+    "write_agent",
+];
 
 /// The allow and deny flags at `version` (an unreadable one is run as the
 /// newest family): `engine::policy` maps `--allow-tool`/`--deny-tool` here.
@@ -58,16 +88,35 @@ pub(super) fn tool_flags(
     version: Option<&Version>,
 ) -> (Option<&'static str>, Option<&'static str>) {
     match version {
-        Some(v) if *v < MCP_ONLY_SINCE => (None, None),
+        Some(v) if *v < AVAILABLE_TOOLS_SINCE => (None, None),
         Some(v) if *v < ALLOW_DENY_SINCE => (Some("--available-tools"), Some("--excluded-tools")),
         _ => (Some("--allow-tool"), Some("--deny-tool")),
     }
 }
 
-/// `shell`, `shell(git:*)`, `write`…: a built-in intent, not an MCP tool name.
-pub(super) fn is_intent(name: &str) -> bool {
-    let head = name.split('(').next().unwrap_or(name).trim();
-    INTENTS.contains(&head)
+/// Whether `name` means something to the tool flags of `version`'s family
+/// (`None`: the newest). A name it does not know is never sent: copilot
+/// would ignore it, and the policy would be called enforced when it is not.
+pub(super) fn knows_tool(version: Option<&Version>, name: &str) -> bool {
+    let name = name.trim();
+    if version.is_some_and(|v| *v < ALLOW_DENY_SINCE) {
+        return MODEL_TOOLS.contains(&name) || is_mcp_tool(name);
+    }
+    let kind = name.split('(').next().unwrap_or(name).trim();
+    let argument_closed = kind.len() == name.len() || name.ends_with(')');
+    argument_closed && !kind.is_empty() && (PERMISSION_KINDS.contains(&kind) || is_identifier(kind))
+}
+
+/// `<server>-<tool>`: how copilot names an MCP server's tool to its model.
+fn is_mcp_tool(name: &str) -> bool {
+    name.split_once('-')
+        .is_some_and(|(server, tool)| is_identifier(server) && is_identifier(tool))
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
 static SPEC: Spec = Spec {
@@ -195,18 +244,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn intents_are_told_from_mcp_names() {
-        let intents: Vec<bool> = [
+    fn tool_names_are_known_per_family() {
+        let v83 = Version::parse("1.0.83");
+        let names = [
+            "Read",
+            "WebFetch",
+            "view",
+            "grep",
             "shell(git:*)",
-            "write",
-            "url",
+            "MyMCP-drop_db",
             "MyMCP(x)",
-            "github",
-            "shellx",
-        ]
-        .iter()
-        .map(|n| is_intent(n))
-        .collect();
-        assert_eq!(intents, [true, true, true, false, false, false]);
+        ];
+        let known =
+            |v: Option<&Version>| -> Vec<bool> { names.iter().map(|n| knows_tool(v, n)).collect() };
+        assert_eq!(
+            known(v83.as_ref()),
+            [false, false, true, true, false, true, false]
+        );
+        // The permission patterns: a kind or an MCP server, `(…)` closed.
+        assert_eq!(known(None), [true, true, true, true, true, true, true]);
+        assert!(!knows_tool(None, "shell(git:*"));
+        assert!(!knows_tool(None, "(x)"));
     }
 }

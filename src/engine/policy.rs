@@ -20,12 +20,14 @@
 //!   `run_shell_command` write under `--approval-mode plan`): with read-only,
 //!   the allow list is not sent (a warning; tools unenforced).
 //! - copilot: no read-only mode. 1.0.102 (and an unreadable version, run as
-//!   the newest): `--allow-tool=NAME`, `--deny-tool=NAME`. 1.0.83 up to
-//!   1.0.102: `--available-tools=NAME`, `--excluded-tools=NAME`, which take
-//!   MCP tool names only: a built-in intent (`shell`, `write`, `read`, `url`,
-//!   `memory`, with or without `(…)`) is dropped with a warning, never sent.
-//!   Older versions: unenforced. (The families, their flags and the
-//!   intents are copilot's own description: `engine::copilot::tool_flags`.)
+//!   the newest): `--allow-tool=NAME`, `--deny-tool=NAME` (permission
+//!   patterns: `shell`, `write`, `url` or an MCP server, with or without
+//!   `(…)`). 1.0.83 up to 1.0.102: `--available-tools=NAME`,
+//!   `--excluded-tools=NAME`, which filter the model's tool names (`bash`,
+//!   `view`, `grep`, …, an MCP tool as `server-tool`). A name the family does
+//!   not know (claude's `Read`) is dropped with a warning, never sent, and
+//!   tools are unenforced. Older versions: unenforced. (The families, their
+//!   flags and names are copilot's own description: `engine::copilot`.)
 //! - acp: read-only is vf's own answer to permission requests
 //!   (`acp::policy`), nothing in argv; a permission request names no tool
 //!   vf could match, so tools are unenforced.
@@ -201,11 +203,16 @@ fn tool_flags(engine: EngineId, version: Option<&Version>) -> (Option<&str>, Opt
     }
 }
 
+/// Whether the tool flags of `engine` at `version` know `name`: only copilot's
+/// names are recorded per family; the others take whatever they are given.
+fn knows_tool(engine: EngineId, version: Option<&Version>, name: &str) -> bool {
+    engine != EngineId::Copilot || super::copilot::knows_tool(version, name)
+}
+
 fn tool_args(engine: EngineId, version: Option<&Version>, p: &ToolPolicy, out: &mut Applied) {
     let (allow, deny) = tool_flags(engine, version);
     // gemini runs an allowed tool even in plan mode: read-only wins.
     let allow_breaks_read_only = engine == EngineId::Gemini && p.read_only;
-    let mcp_only = engine == EngineId::Copilot && allow == Some("--available-tools");
     let mut unenforced = Vec::new();
     for (flag, names, what) in [
         (allow, &p.allow_tools, "allow"),
@@ -229,12 +236,12 @@ fn tool_args(engine: EngineId, version: Option<&Version>, p: &ToolPolicy, out: &
             }
         };
         for name in names {
-            if mcp_only && super::copilot::is_intent(name) {
+            if !knows_tool(engine, version, name) {
                 out.warnings.push(format!(
-                    "copilot {}: built-in intent {name:?} dropped ({flag} takes MCP tool names only): not sent",
-                    version.map_or_else(String::new, Version::to_string)
+                    "{engine} {}: tool {name:?} is not a name {flag} knows: not sent",
+                    version.map_or_else(|| "(newest)".to_string(), Version::to_string)
                 ));
-                unenforced.push(format!("{what} {name:?} dropped"));
+                unenforced.push(format!("{what} {name:?} unknown"));
                 continue;
             }
             out.args.push(format!("{flag}={name}"));

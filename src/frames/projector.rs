@@ -97,6 +97,9 @@ pub struct Projector {
     pub(super) burst: Option<Burst>,
     /// What the manifest reads of a frame: the rest is never built.
     pub(super) keep: Keep,
+    /// What the run's result says besides the rows: an unverified version,
+    /// a truncated output ([`Projector::warnings`]).
+    pub(super) warnings: Vec<String>,
 }
 
 impl Projector {
@@ -116,7 +119,9 @@ impl Projector {
         let resolved = manifests::resolve(family, version);
         let none = RawRange { start: 0, end: 0 };
         let mut startup = Vec::new();
+        let mut warnings = Vec::new();
         if let Some(w) = resolved.warning {
+            warnings.push(w.clone());
             startup.push(ConversationEvent::status(
                 Level::Warning,
                 "Unverified CLI version",
@@ -161,6 +166,7 @@ impl Projector {
             last_agent: None,
             burst: None,
             keep: Keep::for_manifest(resolved.manifest, table),
+            warnings,
         }
     }
 
@@ -261,6 +267,12 @@ impl Projector {
         self.flush_burst(&mut out);
         self.flush_text(&mut out, false);
         out
+    }
+
+    /// The warnings the run's result carries from its stream: the version's
+    /// (a patch or family never verified) and each truncated output.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The engine's reading of the stream so far (session id, outcome).

@@ -141,6 +141,12 @@ impl Projector {
                 if *explains_failure {
                     self.tracker.note(detail.clone());
                 }
+                // A cut stream is never a clean result: the run says so too.
+                self.warnings
+                    .push(match detail.as_deref().filter(|d| !d.is_empty()) {
+                        Some(d) => format!("{}: its output was truncated: {d}", self.cli),
+                        None => format!("{}: its output was truncated", self.cli),
+                    });
                 out.push(ConversationEvent::status(
                     Level::Warning,
                     "Output truncated",

@@ -117,3 +117,81 @@ fn show_never_writes_a_transcripts_escape_raw() {
     let json = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
     assert_eq!(json["transcript"][0]["text"], text);
 }
+
+/// Issue 39: a read-only turn on an engine that cannot hold it read-only
+/// (opencode; codex on a resumed turn) ran `unenforced` with only a warning.
+/// It is refused (exit 2, nothing saved) unless the `say` opts in with
+/// `--allow-unenforced`; `--write` needs no opt-in.
+#[test]
+fn say_refuses_a_read_only_turn_the_engine_cannot_hold() {
+    let env = Env::new();
+    assert!(
+        env.run(&["conv", "new", "d", "--with", "opencode"])
+            .status
+            .success()
+    );
+    let before = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
+    let files = common::files_under(&env.state());
+    let bin = env.fake_for("opencode");
+    let stdout = common::fixture("opencode/1.18.33/a_json.stdout.jsonl");
+    let say = |extra: &[&str]| {
+        let mut args = vec!["conv", "say", "d", "--all", "--prompt", "hello", "--json"];
+        args.extend_from_slice(extra);
+        let mut c = env.cmd(&args);
+        c.env("VF_OPENCODE_BIN", &bin)
+            .env("FAKE_VERSION", "1.18.33")
+            .env("FAKE_STDOUT", &stdout);
+        common::run_bounded(c, std::time::Duration::from_secs(60))
+    };
+    let out = say(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("participant opencode (opencode) cannot be held read-only: give --write"),
+        "{err}"
+    );
+    assert_eq!(
+        stdout_json(&env.run(&["conv", "show", "d", "--json"])),
+        before
+    );
+    assert_eq!(common::files_under(&env.state()), files);
+    let out = say(&["--allow-unenforced"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let turn = &stdout_json(&out)["turns"][0];
+    assert_eq!(turn["readOnly"], "unenforced", "{turn}");
+    assert!(
+        turn["result"]["warnings"]
+            .to_string()
+            .contains("opencode: read-only unenforced"),
+        "{turn}"
+    );
+}
+
+/// Issue 39: `say` to a participant whose binary is missing exited 3 after
+/// the message had entered the transcript, so saying it again entered it
+/// twice. Nothing is written until every addressee can run.
+#[test]
+fn say_to_a_participant_that_cannot_run_writes_nothing() {
+    let env = Env::new();
+    assert!(
+        env.run(&["conv", "new", "d", "--with", "codex"])
+            .status
+            .success()
+    );
+    let before = stdout_json(&env.run(&["conv", "show", "d", "--json"]));
+    let files = common::files_under(&env.state());
+    let missing = env.path().join("no-such-codex");
+    for _ in 0..2 {
+        let mut c = env.cmd(&["conv", "say", "d", "--all", "--prompt", "hello"]);
+        c.env("VF_CODEX_BIN", &missing);
+        let out = common::run_bounded(c, std::time::Duration::from_secs(60));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(3), "{err}");
+        assert!(err.contains("no such file"), "{err}");
+    }
+    assert_eq!(
+        stdout_json(&env.run(&["conv", "show", "d", "--json"])),
+        before
+    );
+    assert_eq!(common::files_under(&env.state()), files);
+}

@@ -707,3 +707,29 @@ fn failing_rows_and_narration_give_no_answer() {
     .finish(Some(0));
     assert_eq!((narration.failed, narration.answer), (false, None));
 }
+
+/// Issue 39: captures keep no path of the machine that recorded them (an
+/// ACP stack trace kept `/tmp/ci-check/.engines/...`): every path is one of
+/// the neutral ones the capture scripts rewrite to (`/home/dev`,
+/// `/home/dev/tmp`, `/opt/engines`). `scripts/capture.sh` and
+/// `capture-acp.sh` fail on the same finding.
+#[test]
+fn captures_keep_no_path_of_the_capturing_machines_tmp() {
+    let mut found = Vec::new();
+    for f in common::files_under(&fixtures()) {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        // `/tmp/` not inside a longer path component (`/home/dev/tmp/`).
+        let leaks = text.match_indices("/tmp/").any(|(i, _)| {
+            !text[..i]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+        });
+        if leaks {
+            found.push(f.display().to_string());
+        }
+    }
+    assert_eq!(found, Vec::<String>::new());
+}

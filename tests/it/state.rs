@@ -555,3 +555,52 @@ fn a_failed_final_marker_write_shows_a_dead_owner_and_a_resumable_unit() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(state_of(marker()), Some("done".into()));
 }
+
+/// Issue 39: a long version (`claude 2.1.332 capture`, the demo's) pushed
+/// the `vf status` columns after it out of line. Each column is as wide as
+/// its widest cell: every row's session starts under SESSION, its usage
+/// under USAGE.
+#[test]
+fn status_columns_are_sized_to_their_content() {
+    let env = Env::new();
+    for unit in ["a", "a-unit-whose-name-is-longer-than-the-old-column"] {
+        let out = env.dispatch(
+            "codex",
+            unit,
+            &[fake_stdout("codex/0.171.0/a_json.stdout.jsonl")],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    let mut m = env.marker("a");
+    m["engineVersion"] = "2.1.332 capture".into();
+    std::fs::write(env.marker_path("a"), serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = env.run(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let col = |name: &str| header.find(name).unwrap();
+    let rows: Vec<(&str, &str)> = lines
+        .map(|l| {
+            (
+                &l[col("VERSION")..col("SESSION")],
+                &l[col("SESSION")..col("USAGE")],
+            )
+        })
+        .collect();
+    let session = env.marker("a")["engineSessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        rows.iter()
+            .map(|(v, s)| (v.trim_end(), s.trim_end()))
+            .collect::<Vec<_>>(),
+        [
+            ("2.1.332 capture", session.as_str()),
+            ("0.171.0", session.as_str())
+        ],
+        "{text}"
+    );
+}

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -177,7 +178,13 @@ def sanitize(text):
                   (home, "/home/dev")]
     for a, b in pairs:
         text = text.replace(a, b)
-    return text
+    # An engine dir reached by another path (a symlink, a checkout under /tmp
+    # that the agent resolved itself, as in a stack trace): /opt/engines too.
+    return ENGINE_DIR.sub("/opt/engines", text)
+
+
+# Any absolute path to `.engines/<cli>-<version>` (scripts/install-engines.sh).
+ENGINE_DIR = re.compile(r"(?:/[^/\s\"'()]+)*/\.engines/[A-Za-z0-9_-]+-[0-9][0-9A-Za-z.+-]*")
 
 
 def write_case(args, name, log, stderr, policy, code, note):

@@ -461,7 +461,13 @@ class Sanitizer:
     def __call__(self, text):
         for a, b in self.pairs:
             text = text.replace(a, b)
-        return text
+        # An engine dir reached by another path (a symlink, a checkout under
+        # /tmp the CLI resolved itself, as in a stack trace): /opt/engines too.
+        return ENGINE_DIR.sub("/opt/engines", text) if self.pairs else text
+
+
+# Any absolute path to `.engines/<cli>-<version>` (scripts/install-engines.sh).
+ENGINE_DIR = re.compile(r"(?:/[^/\s\"'()]+)*/\.engines/[A-Za-z0-9_-]+-[0-9][0-9A-Za-z.+-]*")
 
 
 def shell_quote(arg):

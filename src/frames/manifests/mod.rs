@@ -118,7 +118,7 @@ pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
             Some(m) => Resolved {
                 manifest: m,
                 cli_version: v.to_string(),
-                warning: None,
+                warning: unverified_patch(cli, v),
             },
             None => Resolved {
                 manifest: newest,
@@ -132,6 +132,33 @@ pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
             },
         },
     }
+}
+
+/// A version of a known family that is not itself verified (codex 0.146.9
+/// beside 0.146.0): read with its family's manifest, and said so, as
+/// `vf doctor` says it.
+fn unverified_patch(cli: EngineId, v: &Version) -> Option<String> {
+    let verified: Vec<&str> = cli
+        .engine()
+        .spec()
+        .verified_versions
+        .iter()
+        .copied()
+        .filter(|s| Version::parse(s).is_some_and(|x| x.family() == v.family()))
+        .collect();
+    if verified.is_empty()
+        || verified
+            .iter()
+            .any(|s| Version::parse(s).as_ref() == Some(v))
+    {
+        return None;
+    }
+    Some(format!(
+        "{cli} {v} is unverified: its family {}.{} is verified at {}",
+        v.major,
+        v.minor,
+        verified.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -217,10 +244,20 @@ mod tests {
     #[test]
     fn resolution_picks_family_or_newest_with_warning() {
         let v = |s| Version::parse(s).unwrap();
-        let r = resolve(EngineId::Codex, Some(&v("0.146.9")));
+        let r = resolve(EngineId::Codex, Some(&v("0.146.0")));
         assert_eq!(
             (r.manifest.family(), r.warning.is_none()),
             ("0.146".into(), true)
+        );
+        // A patch its family was never verified at is read with the family's
+        // manifest, and said so (issue 39).
+        let r = resolve(EngineId::Codex, Some(&v("0.146.9")));
+        assert_eq!(
+            (r.manifest.family(), r.warning.as_deref()),
+            (
+                "0.146".into(),
+                Some("codex 0.146.9 is unverified: its family 0.146 is verified at 0.146.0")
+            )
         );
         let r = resolve(EngineId::Codex, Some(&v("0.100.0")));
         assert_eq!(r.manifest.family(), "0.171");

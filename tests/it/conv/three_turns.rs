@@ -66,8 +66,16 @@ impl Fakes {
         .unwrap();
     }
 
+    /// `vf` with the fakes. These conversations are about delivery: a `say`
+    /// without `--write` opts in to the turns its engines cannot hold
+    /// read-only (a resumed codex turn, copilot), which `conv.rs` shows
+    /// refused without it.
     fn cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut c = self.env.cmd(args);
+        let mut args = args.to_vec();
+        if args.get(1) == Some(&"say") && !args.contains(&"--write") {
+            args.push("--allow-unenforced");
+        }
+        let mut c = self.env.cmd(&args);
         for e in ENGINES {
             c.env(format!("VF_{}_BIN", e.to_uppercase()), self.env.fake_for(e));
         }

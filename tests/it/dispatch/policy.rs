@@ -47,7 +47,7 @@ fn an_enforced_policy_reaches_argv_the_result_and_the_marker() {
 }
 
 #[test]
-fn an_unenforced_part_is_a_warning_and_a_dropped_intent_is_never_sent() {
+fn an_unenforced_part_is_a_warning_and_an_unknown_tool_is_never_sent() {
     let env = Env::new();
     let log = env.path().join("args.log");
     let out = env.dispatch(
@@ -58,16 +58,16 @@ fn an_unenforced_part_is_a_warning_and_a_dropped_intent_is_never_sent() {
             ("FAKE_VERSION", "1.0.83".into()),
             ("FAKE_ARGS_LOG", log.display().to_string()),
         ],
-        &["--allow-tool", "write", "--allow-tool", "MyMCP"],
+        &["--allow-tool", "Read", "--allow-tool", "MyMCP-query"],
     );
     let r = last_json(&out);
     assert_eq!(out.status.code(), Some(0), "{r}");
     let args = logged_args(&log);
     assert!(
-        args.contains(&"--available-tools=MyMCP".to_string()),
+        args.contains(&"--available-tools=MyMCP-query".to_string()),
         "{args:?}"
     );
-    assert!(!args.iter().any(|a| a.contains("write")), "{args:?}");
+    assert!(!args.iter().any(|a| a.contains("Read")), "{args:?}");
     assert_eq!(
         r["policy"],
         json!({"readOnly": "off", "tools": "unenforced"})
@@ -75,8 +75,8 @@ fn an_unenforced_part_is_a_warning_and_a_dropped_intent_is_never_sent() {
     assert_eq!(
         r["warnings"],
         json!([
-            "copilot 1.0.83: built-in intent \"write\" dropped (--available-tools takes MCP tool names only): not sent",
-            "copilot: tools unenforced: allow \"write\" dropped"
+            "copilot 1.0.83: tool \"Read\" is not a name --available-tools knows: not sent",
+            "copilot: tools unenforced: allow \"Read\" unknown"
         ])
     );
     // The live output shows them as warning rows too.
@@ -145,5 +145,79 @@ fn an_older_marker_without_policy_is_readable() {
             .as_str()
             .is_some_and(|w| w.contains("read-only unenforced")),
         "{r}"
+    );
+}
+
+/// Issue 39: a stream the engine cut short (codex's `output.truncated`)
+/// left the unit done with `warnings: []`; the result says so now.
+#[test]
+fn a_truncated_stream_is_a_warning_in_the_result() {
+    let env = Env::new();
+    let mut log = std::fs::read(fixture("codex/0.171.0/a_json.stdout.jsonl")).unwrap();
+    log.extend_from_slice(b"{\"type\":\"output.truncated\"}\n");
+    let stdout = env.write("truncated.jsonl", log);
+    let out = env.dispatch(
+        "codex",
+        "cut",
+        &[
+            ("FAKE_STDOUT", stdout.display().to_string()),
+            ("FAKE_VERSION", "0.171.0".into()),
+        ],
+        &[],
+    );
+    let r = last_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(
+        (&r["state"], &r["warnings"]),
+        (&json!("done"), &json!(["codex: its output was truncated"]))
+    );
+}
+
+/// Issue 39: a patch of a known family that is not itself verified (codex
+/// 0.146.9 beside 0.146.0) ran and replayed with no word; only `vf doctor`
+/// said so. The run's warnings say it, and so does the replay.
+#[test]
+fn an_unverified_patch_is_a_warning_in_the_result_and_the_replay() {
+    let env = Env::new();
+    let out = env.dispatch(
+        "codex",
+        "patch",
+        &[
+            fake_stdout("codex/0.171.0/a_json.stdout.jsonl"),
+            ("FAKE_VERSION", "0.146.9".into()),
+        ],
+        &[],
+    );
+    let r = last_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    let said = "codex 0.146.9 is unverified: its family 0.146 is verified at 0.146.0";
+    assert_eq!(
+        (&r["state"], &r["warnings"]),
+        (&json!("done"), &json!([said]))
+    );
+    let replay = vf_cli()
+        .args([
+            "replay",
+            "--cli",
+            "codex",
+            "--cli-version",
+            "0.146.9",
+            "--output",
+            "jsonl",
+        ])
+        .arg(fixture("codex/0.171.0/a_json.stdout.jsonl"))
+        .output()
+        .unwrap();
+    assert!(replay.status.success(), "{}", stderr(&replay));
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&replay.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (&first["label"], &first["detail"]),
+        (&json!("Unverified CLI version"), &json!(said))
     );
 }

@@ -9,7 +9,7 @@ use vf::engine::{EngineId, Invocation, Request};
 use vf::error::exit;
 use vf::version::Version;
 
-use super::common::{Env, files_under, vf_cli};
+use super::common::{Env, files_under, vf_cli, write_exe};
 use super::{CLAUDE_ID, CODEX_ID, args, build, fixtures, refused, req, v};
 
 const E: Enforcement = Enforcement::Enforced;
@@ -173,30 +173,65 @@ fn copilot_by_version_family_and_intents_dropped_on_1_0_83() {
     let unread = run(EngineId::Copilot, None, None, &p);
     assert_eq!(unread["args"], new_family["args"]);
     assert_eq!(unread["policy"], new_family["policy"]);
+    // 1.0.83: the model's tool names; claude's names and intents are unknown.
     let v83 = v("1.0.83");
+    let p83 = pol(
+        true,
+        &["Read", "view", "MyMCP-query", "shell(git:*)"],
+        &["WebFetch", "bash"],
+    );
     assert_eq!(
-        run(EngineId::Copilot, Some(&v83), None, &p),
+        run(EngineId::Copilot, Some(&v83), None, &p83),
         json!({
             "args": [head[0], head[1], head[2],
-                "--available-tools=MyMCP", "--excluded-tools=MyMCP(drop_db)", "-p", "x"],
+                "--available-tools=view", "--available-tools=MyMCP-query",
+                "--excluded-tools=bash", "-p", "x"],
             "policy": status(U, U),
             "warnings": [
-                "copilot 1.0.83: built-in intent \"shell(git:*)\" dropped (--available-tools takes MCP tool names only): not sent",
-                "copilot 1.0.83: built-in intent \"write\" dropped (--excluded-tools takes MCP tool names only): not sent",
-                "copilot: tools unenforced: allow \"shell(git:*)\" dropped, deny \"write\" dropped",
+                "copilot 1.0.83: tool \"Read\" is not a name --available-tools knows: not sent",
+                "copilot 1.0.83: tool \"shell(git:*)\" is not a name --available-tools knows: not sent",
+                "copilot 1.0.83: tool \"WebFetch\" is not a name --excluded-tools knows: not sent",
+                "copilot: tools unenforced: allow \"Read\" unknown, allow \"shell(git:*)\" unknown, deny \"WebFetch\" unknown",
                 "copilot: read-only unenforced: no verified read-only mode; it may edit files"
             ]
         })
     );
-    // MCP names only: the 1.0.83 family holds them.
+    // Known names only: the 1.0.83 family holds them.
     assert_eq!(
         run(
             EngineId::Copilot,
             Some(&v83),
             None,
-            &pol(false, &["MyMCP"], &[])
+            &pol(false, &["view", "MyMCP-query"], &["bash"])
         )["policy"],
         status(OFF, E)
+    );
+}
+
+/// The repro: claude's `Read` on copilot 1.0.83 under
+/// `--require-enforced` was sent, ignored by copilot, and called enforced.
+#[test]
+fn copilot_1_0_83_refuses_an_unknown_tool_under_require_enforced() {
+    let tmp = Env::new();
+    let bin = write_exe(
+        &tmp.path().join("copilot"),
+        "#!/bin/sh\necho 'GitHub Copilot CLI 1.0.83.'\n",
+    );
+    let bin = bin.to_str().unwrap();
+    let out = vf_dispatch(
+        tmp.path(),
+        &["-e", "copilot", "--engine-bin", bin, "--allow-tool", "Read"]
+            .into_iter()
+            .chain(["--require-enforced", "--dry-run", "--prompt", "x"])
+            .collect::<Vec<_>>(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(exit::USAGE), "{stderr}");
+    assert!(
+        stderr.contains(
+            "require-enforced: copilot cannot enforce this policy: copilot 1.0.83: tool \"Read\" is not a name --available-tools knows"
+        ),
+        "{stderr}"
     );
 }
 

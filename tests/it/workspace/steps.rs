@@ -256,3 +256,60 @@ fn the_units_next_run_ends_a_verify_that_outlived_a_killed_vf() {
     assert!(stderr(&out).contains(&notice), "{}", stderr(&out));
     assert_ended(&r, "kr", [sh, sleep]);
 }
+
+/// Issue 39: `kill -9` of vf while `setup` runs left a worktree and branch
+/// but no marker, so `vf status` and `vf resume` did not know the unit. The
+/// unit is known (pending, with its workspace) from the moment its
+/// workspace exists, and its next run takes it up.
+#[test]
+fn a_vf_killed_during_setup_leaves_a_unit_status_and_resume_know() {
+    let r = Repo::new();
+    let (sh_file, sleep_file) = (r.env.path().join("sh.pid"), r.env.path().join("sleep.pid"));
+    let setup = format!(
+        "[ -e {done} ] && exit 0; echo $$ > {}; sleep 37 & echo $! > {}; wait",
+        sh_file.display(),
+        sleep_file.display(),
+        done = r.env.path().join("setup.done").display(),
+    );
+    let mut c = r.dispatch_cmd("ks", &["--setup", &setup]);
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut vf = c.spawn().unwrap();
+    let pid_in = |f: &Path| -> Option<i32> {
+        let text = std::fs::read_to_string(f).ok()?;
+        text.strip_suffix('\n')?.parse().ok()
+    };
+    wait_for("the setup step", Duration::from_secs(30), || {
+        pid_in(&sh_file).is_some() && pid_in(&sleep_file).is_some()
+    });
+    let _guard = GroupGuard(pid_in(&sh_file).unwrap());
+    vf.kill().unwrap(); // SIGKILL: vf writes nothing more
+    vf.wait().unwrap();
+    assert!(r.worktree("ks").is_dir());
+    let out = r.run(&["status", "ks", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let m = stdout_json(&out);
+    assert_eq!(
+        (&m["state"], &m["workspace"]["branch"]),
+        (&json!("pending"), &json!("vf/ks")),
+        "{m}"
+    );
+    // `vf resume` knows it (it never reached its engine), and its next
+    // dispatch takes the same worktree up and finishes it.
+    let out = r.run(&["resume", "ks", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("it never started (pending); dispatch it instead"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::write(r.env.path().join("setup.done"), "").unwrap();
+    let out = r.dispatch("ks", &["--setup", &setup]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["attempt"]),
+        (&json!("done"), &json!(2)),
+        "{res}"
+    );
+}

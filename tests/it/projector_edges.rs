@@ -269,8 +269,14 @@ fn unknown_versions_use_their_family_or_the_newest_with_a_warning() {
         let mut p = Projector::new(cli, Some(&v), OutputTransport::Jsonl);
         (p.family(), p.finish())
     };
+    // A patch its family was never verified at: the family, and a warning.
     let (fam, ev) = first(EngineId::Codex, "0.146.3");
     assert_eq!(fam, "0.146");
+    assert_eq!(
+        labels(&ev),
+        vec![("Warning:Unverified CLI version".into(), range(0, 0))]
+    );
+    let (_, ev) = first(EngineId::Codex, "0.146.0");
     assert!(ev.is_empty());
     let (fam, ev) = first(EngineId::Codex, "0.199.0");
     assert_eq!(fam, "0.171");

@@ -138,27 +138,24 @@ pub fn resolve(cli: EngineId, version: Option<&Version>) -> Resolved {
 /// beside 0.146.0): read with its family's manifest, and said so, as
 /// `vf doctor` says it.
 fn unverified_patch(cli: EngineId, v: &Version) -> Option<String> {
-    let verified: Vec<&str> = cli
-        .engine()
-        .spec()
-        .verified_versions
+    let all = cli.engine().spec().verified_versions;
+    // An engine with no verified version at all says so elsewhere.
+    if all.is_empty() || all.iter().any(|s| Version::parse(s).as_ref() == Some(v)) {
+        return None;
+    }
+    let family: Vec<&str> = all
         .iter()
         .copied()
         .filter(|s| Version::parse(s).is_some_and(|x| x.family() == v.family()))
         .collect();
-    if verified.is_empty()
-        || verified
-            .iter()
-            .any(|s| Version::parse(s).as_ref() == Some(v))
-    {
-        return None;
-    }
-    Some(format!(
-        "{cli} {v} is unverified: its family {}.{} is verified at {}",
-        v.major,
-        v.minor,
-        verified.join(", ")
-    ))
+    let (major, minor) = (v.major, v.minor);
+    Some(match family.as_slice() {
+        [] => format!("{cli} {v} is unverified: no version of its family {major}.{minor} is"),
+        _ => format!(
+            "{cli} {v} is unverified: its family {major}.{minor} is verified at {}",
+            family.join(", ")
+        ),
+    })
 }
 
 #[cfg(test)]

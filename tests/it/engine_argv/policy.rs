@@ -153,7 +153,7 @@ fn gemini_both_families_plan_mode_and_allowed_tools_but_no_deny() {
 }
 
 #[test]
-fn copilot_by_version_family_and_intents_dropped_on_1_0_83() {
+fn copilot_by_version_family_and_unknown_names_dropped_on_1_0_83() {
     let p = pol(
         true,
         &["shell(git:*)", "MyMCP"],

@@ -71,7 +71,8 @@ fi
 # The capturing machine's own paths never stay in a capture: what the
 # rewriting above missed (a path outside HOME, TMPDIR and the engine dir,
 # e.g. under /tmp) fails the capture. /home/dev/tmp is TMPDIR's neutral name.
-if leftover=$(grep -rlP '(?<![A-Za-z0-9_.-])/tmp/' "$out"); then
+# claude's project folder spells the path with dashes (-tmp-x-project).
+if leftover=$(grep -rlP '(?<![A-Za-z0-9_.-])/tmp/|/\.claude/projects/-tmp-' "$out"); then
   echo "capture: paths of this machine's /tmp left in: $leftover (rewrite them, see tests/real-engines/cases.py)" >&2
   exit 1
 fi

@@ -454,7 +454,10 @@ class Sanitizer:
                     # .../.engines/<cli>-<v>/node_modules/.bin/<cli> -> /opt/engines
                     pairs.append((os.path.dirname(os.path.dirname(os.path.dirname(b))), "/opt/engines"))
             pairs += [(cwd, "/home/dev/project"), (tmp, "/home/dev/tmp"), (home, "/home/dev")]
-        self.pairs = [(a, b) for a, b in pairs if a and a != "/"]
+        # claude's project folder names the path with a dash for every other
+        # character (/tmp/x/project -> -tmp-x-project): rewritten the same way.
+        pairs += [(re.sub(r"[^A-Za-z0-9]", "-", a), re.sub(r"[^A-Za-z0-9]", "-", b)) for a, b in pairs if a]
+        self.pairs = [(a, b) for a, b in pairs if a and a not in ("/", "-")]
         # Longest first, so that /x/home/project wins over /x/home.
         self.pairs.sort(key=lambda p: -len(p[0]))
 

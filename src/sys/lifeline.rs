@@ -69,7 +69,12 @@ pub fn attach(cmd: &mut std::process::Command) -> std::io::Result<Held> {
 /// In the child (after std's stdio and group set-up, before exec): forks a
 /// child that forks the watcher and exits, reaps it, and waits until the
 /// watcher has exec'd, so that the engine never runs unwatched.
-fn start_watcher(shell: &CString, args: &[CString; 3], read: i32, null: i32) -> std::io::Result<()> {
+fn start_watcher(
+    shell: &CString,
+    args: &[CString; 3],
+    read: i32,
+    null: i32,
+) -> std::io::Result<()> {
     // SAFETY: plain calls in a single-threaded child; every pointer refers
     // to memory owned by the closure or to this stack frame.
     unsafe {
@@ -126,7 +131,13 @@ fn start_watcher(shell: &CString, args: &[CString; 3], read: i32, null: i32) -> 
 
 /// The watcher, just forked: the pipe on stdin, the null device on stdout
 /// and stderr, stop signals ignored, then the shell. Never returns.
-unsafe fn exec_watcher(shell: &CString, args: &[CString; 3], read: i32, null: i32, status: i32) -> ! {
+unsafe fn exec_watcher(
+    shell: &CString,
+    args: &[CString; 3],
+    read: i32,
+    null: i32,
+    status: i32,
+) -> ! {
     // SAFETY: as in `start_watcher`: async-signal-safe calls only.
     unsafe {
         libc::dup2(read, 0);
@@ -135,7 +146,12 @@ unsafe fn exec_watcher(shell: &CString, args: &[CString; 3], read: i32, null: i3
         for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
             libc::signal(sig, libc::SIG_IGN);
         }
-        let argv = [args[0].as_ptr(), args[1].as_ptr(), args[2].as_ptr(), std::ptr::null()];
+        let argv = [
+            args[0].as_ptr(),
+            args[1].as_ptr(),
+            args[2].as_ptr(),
+            std::ptr::null(),
+        ];
         let envp = [std::ptr::null::<libc::c_char>()];
         libc::execve(shell.as_ptr(), argv.as_ptr(), envp.as_ptr());
         let code = errno();

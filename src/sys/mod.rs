@@ -29,6 +29,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(unix)]
+mod lifeline;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "macos")]
@@ -36,8 +38,6 @@ mod macos;
 /// What macOS's `sysctl` answers, decoded: pure, so tested on every platform.
 #[cfg(any(test, target_os = "macos"))]
 mod macos_decode;
-#[cfg(unix)]
-mod lifeline;
 #[cfg(unix)]
 mod unix;
 #[cfg(windows)]

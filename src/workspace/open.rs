@@ -215,7 +215,10 @@ fn redo_interrupted_merge(ws: &Workspace, git_dir: &Path) -> Result<(), OpenErro
     }
     git::run(dir, &["merge", "--abort"]).map_err(|e| OpenError::Conflict {
         workspace: Box::new(ws.clone()),
-        message: format!("an interrupted merge into {} could not be undone: {e}", ws.branch),
+        message: format!(
+            "an interrupted merge into {} could not be undone: {e}",
+            ws.branch
+        ),
     })?;
     Ok(())
 }

@@ -14,9 +14,12 @@ const WITHIN: Duration = Duration::from_secs(1);
 #[test]
 fn kill_9_of_orchestrate_mid_engine_ends_every_group_and_resume_runs_each_once() {
     let env = PlanEnv::new();
-    // Each engine prints one line per 0.4 s: seconds of work, killed midway.
-    env.unit_dir("a", CODEX, "0.4", "");
-    env.unit_dir("b", CLAUDE, "0.4", "");
+    // a and b work silently until `go` exists (up to 30 s): killed midway,
+    // and never ended by a write to a pipe vf no longer reads (SIGPIPE).
+    let go = env.path().join("go");
+    let wait = format!("FAKE_WAIT_FILE={}", go.display());
+    env.unit_dir("a", CODEX, "0", &wait);
+    env.unit_dir("b", CLAUDE, "0", &wait);
     env.unit_dir("c", CODEX, "0", "");
     env.plan(&format!(
         "{}{}{}",
@@ -31,13 +34,11 @@ fn kill_9_of_orchestrate_mid_engine_ends_every_group_and_resume_runs_each_once()
     wait_for("both engines to start", Duration::from_secs(30), || {
         started(&env) >= 2
     });
-    let groups: Vec<i32> = env
-        .events()
-        .iter()
-        .map(|e| e.2.parse().unwrap())
-        .collect();
+    let groups: Vec<i32> = env.events().iter().map(|e| e.2.parse().unwrap()).collect();
     assert!(
-        groups.iter().all(|g| !vf::orphans::group_members(*g).is_empty()),
+        groups
+            .iter()
+            .all(|g| !vf::orphans::group_members(*g).is_empty()),
         "an engine ended before the kill: {:?}",
         env.events()
     );
@@ -54,6 +55,7 @@ fn kill_9_of_orchestrate_mid_engine_ends_every_group_and_resume_runs_each_once()
         env.events()
     );
 
+    std::fs::write(&go, "").unwrap();
     let out = env.run_plan(&["--resume", "--output", "json"]);
     assert_eq!(
         out.status.code(),

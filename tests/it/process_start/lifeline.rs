@@ -45,7 +45,14 @@ fn kill_9_of_dispatch_at_the_engines_first_step_ends_its_group() {
         ),
     );
     let mut c = env.cmd(&[
-        "dispatch", "--engine", "codex", "--unit", "w", "--prompt", "p", "--engine-bin",
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "w",
+        "--prompt",
+        "p",
+        "--engine-bin",
     ]);
     c.arg(&engine).stdout(Stdio::null()).stderr(Stdio::null());
     let mut vf_proc = c.spawn().unwrap();

@@ -37,7 +37,14 @@ fn a_resume_redoes_a_merge_vf_left_unfinished() {
     git_in(&wt, &["reset", "-q", "--hard", "HEAD^1"]);
     git_in(
         &wt,
-        &["merge", "--no-ff", "--no-commit", "-m", "vf: merge vf/b into vf/c", "vf/b"],
+        &[
+            "merge",
+            "--no-ff",
+            "--no-commit",
+            "-m",
+            "vf: merge vf/b into vf/c",
+            "vf/b",
+        ],
     );
     assert!(git_dir_has(&wt, "MERGE_HEAD"));
 
@@ -76,7 +83,9 @@ fn an_unfinished_merge_with_a_conflict_is_left_to_report() {
     git_in(&wt, &["add", "b.txt"]);
     git_in(&wt, &["commit", "-q", "-m", "c's b"]);
     let mut m = Command::new("git");
-    m.arg("-C").arg(&wt).args(["merge", "--no-ff", "-m", "vf: merge vf/b into vf/c", "vf/b"]);
+    m.arg("-C")
+        .arg(&wt)
+        .args(["merge", "--no-ff", "-m", "vf: merge vf/b into vf/c", "vf/b"]);
     git_env(&mut m);
     assert!(!m.output().unwrap().status.success(), "the merge conflicts");
     assert!(git_dir_has(&wt, "MERGE_HEAD"));
@@ -85,5 +94,9 @@ fn an_unfinished_merge_with_a_conflict_is_left_to_report() {
     let again = r.run(&["orchestrate", ".plan/plan.toml", "--resume", "--json"]);
     assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
     let c = unit_of(&last_json(&again), "c").clone();
-    assert_eq!((&c["state"], &c["reason"]), (&json!("blocked"), &json!("merge-conflict")), "{c}");
+    assert_eq!(
+        (&c["state"], &c["reason"]),
+        (&json!("blocked"), &json!("merge-conflict")),
+        "{c}"
+    );
 }

@@ -164,3 +164,58 @@ unsafe fn exec_watcher(
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Container, contain, group_members};
+    use std::time::{Duration, Instant};
+
+    /// The group's live members, once `done` holds or 10 s have passed.
+    fn members_when(group: i32, done: impl Fn(&[u32]) -> bool) -> Vec<u32> {
+        let start = Instant::now();
+        loop {
+            let m = group_members(group);
+            if done(&m) || start.elapsed() > Duration::from_secs(10) {
+                return m;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// vf's end closing (here: the last clone of the container dropped, as
+    /// the kernel closes it when vf dies) ends the group, its leader by
+    /// SIGKILL; until then the watcher is one more member, in the group.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_group_ends_when_vfs_end_closes() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut cmd = super::super::shell("sleep 30 & wait");
+        let made = contain(&mut cmd).unwrap();
+        let mut child = cmd.spawn().unwrap();
+        let group = Container::adopt(&child, made).unwrap();
+        let pgid = group.id();
+        let running = members_when(pgid, |m| m.len() >= 3);
+        assert_eq!(running.len(), 3, "shell, sleep and watcher: {running:?}");
+        let kept = group.clone();
+        drop(group);
+        assert_eq!(group_members(pgid).len(), 3, "a clone keeps it alive");
+        drop(kept);
+        let left = members_when(pgid, <[u32]>::is_empty);
+        let status = child.wait().unwrap();
+        assert!(left.is_empty(), "{left:?}");
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+    }
+
+    /// The engine's own exit status and output are untouched by the watcher.
+    #[test]
+    fn the_childs_status_and_output_are_its_own() {
+        let mut cmd = super::super::shell("echo out; exit 7");
+        cmd.stdout(std::process::Stdio::piped());
+        let made = contain(&mut cmd).unwrap();
+        let child = cmd.spawn().unwrap();
+        let _group = Container::adopt(&child, made).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(7));
+        assert_eq!(out.stdout, b"out\n");
+    }
+}

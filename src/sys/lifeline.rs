@@ -167,11 +167,13 @@ fn errno() -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Container, contain, group_members};
-    use std::time::{Duration, Instant};
+    use super::super::{Container, contain};
 
     /// The group's live members, once `done` holds or 10 s have passed.
+    #[cfg(target_os = "linux")]
     fn members_when(group: i32, done: impl Fn(&[u32]) -> bool) -> Vec<u32> {
+        use super::super::group_members;
+        use std::time::{Duration, Instant};
         let start = Instant::now();
         loop {
             let m = group_members(group);
@@ -188,6 +190,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn the_group_ends_when_vfs_end_closes() {
+        use super::super::group_members;
         use std::os::unix::process::ExitStatusExt;
         let mut cmd = super::super::shell("sleep 30 & wait");
         let made = contain(&mut cmd).unwrap();

@@ -184,9 +184,9 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<C
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env("NO_COLOR", "1");
-    sys::contain(&mut cmd);
+    let made = sys::contain(&mut cmd).map_err(|e| RunError::Spawn(e.to_string()))?;
     let mut child = spawn_retrying(&mut cmd)?;
-    let group = match Container::adopt(&child) {
+    let group = match Container::adopt(&child, made) {
         Ok(g) => g,
         Err(e) => {
             let _ = child.kill();

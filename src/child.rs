@@ -22,8 +22,11 @@
 //!   rest of the group has one grace to finish and close stdout/stderr
 //!   before SIGKILL.
 //! - When vf is done with the unit the group gets SIGKILL: nothing of it
-//!   outlives the run. Only a `kill -9` of vf itself can orphan it, and the
-//!   owned-process record lets `vf doctor --fix` prove and end it.
+//!   outlives the run. Nor does it outlive vf: a `kill -9` of vf closes vf's
+//!   end of the group's lifeline and its watcher kills the group
+//!   (`sys/lifeline.rs`; on Windows the job closes). What escapes that (a
+//!   descendant that left the group, a watcher someone killed) the
+//!   owned-process record lets `vf doctor --fix` prove and end.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -93,7 +96,7 @@ pub fn spawn(
     let mut std_cmd = crate::sys::command(program, args);
     std_cmd.current_dir(cwd);
     std_cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    crate::sys::contain(&mut std_cmd);
+    let made = crate::sys::contain(&mut std_cmd)?;
     let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.stdin(if piped_stdin {
         Stdio::piped()
@@ -104,7 +107,7 @@ pub fn spawn(
     .stderr(Stdio::piped())
     .kill_on_drop(false);
     let mut child = cmd.spawn()?;
-    match Group::adopt(&child) {
+    match Group::adopt(&child, made) {
         Ok(group) => Ok((child, group)),
         Err(e) => {
             // Not contained: it must not run on unsupervised.

@@ -81,7 +81,10 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         })
         .stdout(log)
         .stderr(err);
-    sys::contain(&mut std_cmd);
+    let made = match sys::contain(&mut std_cmd) {
+        Ok(m) => m,
+        Err(e) => return StepEnd::NotStarted(format!("cannot contain the command: {e}")),
+    };
     let shell = std_cmd.get_program().to_string_lossy().into_owned();
     let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.kill_on_drop(false);
@@ -89,7 +92,7 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         Ok(c) => c,
         Err(e) => return StepEnd::NotStarted(format!("cannot run {shell}: {e}")),
     };
-    let group = match Container::adopt(&child) {
+    let group = match Container::adopt(&child, made) {
         Ok(g) => g,
         Err(e) => {
             let _ = child.start_kill();

@@ -9,8 +9,9 @@
 //!   and callers fail closed.
 //! - **Containment**: [`contain`] prepares a command so that it and
 //!   everything it starts can be ended as one ([`Container`]): a POSIX
-//!   process group, or a kill-on-close Job Object assigned before the child
-//!   runs. [`Signals`] are the stop requests vf itself receives.
+//!   process group whose lifeline watcher ends it when vf dies
+//!   (`lifeline.rs`), or a kill-on-close Job Object assigned before the
+//!   child runs. [`Signals`] are the stop requests vf itself receives.
 //! - **Files**: no-follow and non-blocking opens ([`OpenExt`]), the atomic
 //!   replace and the directory sync the durable write is made of
 //!   ([`replace_file`], [`sync_dir`]), [`is_executable`], [`shell`].
@@ -28,6 +29,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(unix)]
+mod lifeline;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "macos")]
@@ -59,7 +62,7 @@ use windows as family;
 #[cfg(windows)]
 use windows as os;
 
-pub use family::{ChildHandle, Container, Signals};
+pub use family::{ChildHandle, Contained, Container, Signals};
 
 /// A child's stdout or stderr, taken off tokio's reactor to be read with
 /// blocking reads ([`stoppable`]).
@@ -234,9 +237,11 @@ pub fn is_superuser() -> bool {
     family::is_superuser()
 }
 
-/// Prepares `cmd` to start contained: its own process group, or suspended
-/// until [`Container::adopt`] has put it into its job.
-pub fn contain(cmd: &mut std::process::Command) {
+/// Prepares `cmd` to start contained: its own process group with a
+/// lifeline watcher that ends the group when vf dies, or suspended until
+/// [`Container::adopt`] has put it into its kill-on-close job. What it
+/// returns goes to [`Container::adopt`] once the child is spawned.
+pub fn contain(cmd: &mut std::process::Command) -> std::io::Result<Contained> {
     family::contain(cmd)
 }
 

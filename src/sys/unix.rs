@@ -27,26 +27,40 @@ fn signal_of(sig: Sig) -> Signal {
     }
 }
 
-/// The child leads a new process group (pgid = its pid). No `pre_exec`
-/// hook: std may then spawn with `posix_spawn`.
-pub fn contain(cmd: &mut std::process::Command) {
+/// The child leads a new process group (pgid = its pid) and, before it
+/// execs, starts the group's lifeline watcher (`super::lifeline`).
+pub fn contain(cmd: &mut std::process::Command) -> std::io::Result<Contained> {
     cmd.process_group(0);
+    Ok(Contained {
+        lifeline: super::lifeline::attach(cmd)?,
+    })
+}
+
+/// What [`contain`] made for the child's container: vf's end of its lifeline.
+#[derive(Debug)]
+pub struct Contained {
+    lifeline: super::lifeline::Held,
 }
 
 /// A process group: the engine and whatever it starts (unless something
-/// leaves the group on purpose: hence "cooperative").
+/// leaves the group on purpose: hence "cooperative"). The group is killed
+/// by its lifeline's watcher when the last clone is dropped or vf dies.
 #[derive(Debug, Clone)]
 pub struct Container {
     pgid: i32,
+    _lifeline: super::lifeline::Held,
 }
 
 impl Container {
     /// The group of a child started from a [`contain`]ed command.
-    pub fn adopt(child: &impl ChildHandle) -> std::io::Result<Container> {
+    pub fn adopt(child: &impl ChildHandle, made: Contained) -> std::io::Result<Container> {
         let pid = child
             .pid()
             .ok_or_else(|| std::io::Error::other("the child has no pid"))?;
-        Ok(Container { pgid: pid as i32 })
+        Ok(Container {
+            pgid: pid as i32,
+            _lifeline: made.lifeline,
+        })
     }
 
     /// What the owned-process record keeps: the process group id.

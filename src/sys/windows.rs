@@ -209,9 +209,14 @@ pub fn group_members(_group: i32) -> Vec<u32> {
 /// Created suspended, so it runs nothing before [`Container::adopt`] has put
 /// it into its job, and as a new console process group, so Ctrl-Break can be
 /// sent to it alone and vf's own Ctrl-C does not reach it unasked.
-pub fn contain(cmd: &mut std::process::Command) {
+pub fn contain(cmd: &mut std::process::Command) -> std::io::Result<Contained> {
     cmd.creation_flags(CREATE_SUSPENDED | CREATE_NEW_PROCESS_GROUP);
+    Ok(Contained(()))
 }
+
+/// What [`contain`] made: nothing yet (the job is made by [`Container::adopt`]).
+#[derive(Debug)]
+pub struct Contained(());
 
 #[derive(Debug)]
 struct Job {
@@ -233,7 +238,7 @@ impl Container {
     /// Puts a child started from a [`contain`]ed command (still suspended)
     /// into a new kill-on-close job, then lets it run. If any step fails the
     /// child is terminated: an uncontained engine never runs.
-    pub fn adopt(child: &impl ChildHandle) -> std::io::Result<Container> {
+    pub fn adopt(child: &impl ChildHandle, _made: Contained) -> std::io::Result<Container> {
         let handle = child
             .process_handle()
             .ok_or_else(|| std::io::Error::other("the child has no process handle"))?;

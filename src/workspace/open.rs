@@ -102,6 +102,9 @@ pub fn open(
             });
         }
     };
+    if !spec.merge.is_empty() {
+        redo_interrupted_merge(&workspace, &git_dir)?;
+    }
     let mut warnings = Vec::new();
     for dep in &spec.merge {
         let remote = spec.fetch_from.get(dep).map(String::as_str);
@@ -187,6 +190,55 @@ pub(super) fn branch_exists(dir: &Path, branch: &str) -> bool {
             &format!("refs/heads/{branch}"),
         ],
     )
+}
+
+/// A dependency merge vf itself left unfinished (vf killed while its `git
+/// merge` ran: `MERGE_HEAD` stays, committed or not): its message is vf's
+/// own for this branch and no path is in conflict. It is aborted, which puts
+/// the worktree back at its branch's commit, and the merges that follow redo
+/// it (or find it done, when the killed merge had committed). Any other
+/// unfinished merge is left as it is: the merge below then reports it.
+fn redo_interrupted_merge(ws: &Workspace, git_dir: &Path) -> Result<(), OpenError> {
+    let dir = &ws.path;
+    if !git::succeeds(dir, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]) {
+        return Ok(());
+    }
+    let ours = read_small(&git_dir.join("MERGE_MSG")).is_some_and(|m| {
+        m.lines().next().is_some_and(|first| {
+            first.starts_with("vf: merge ") && first.ends_with(&format!(" into {}", ws.branch))
+        })
+    });
+    let conflicted = git::run(dir, &["diff", "--name-only", "--diff-filter=U"])
+        .map_or(true, |paths| !paths.is_empty());
+    if !ours || conflicted {
+        return Ok(());
+    }
+    git::run(dir, &["merge", "--abort"]).map_err(|e| OpenError::Conflict {
+        workspace: Box::new(ws.clone()),
+        message: format!(
+            "an interrupted merge into {} could not be undone: {e}",
+            ws.branch
+        ),
+    })?;
+    Ok(())
+}
+
+/// A regular file's first 4 KiB as text; never through a link, never
+/// waiting on a FIFO.
+fn read_small(path: &Path) -> Option<String> {
+    use crate::sys::OpenExt;
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .no_follow_no_block()
+        .open_checked(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(4096).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// Merges `vf/<dep>` into the worktree's branch unless it is already there;

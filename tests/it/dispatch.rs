@@ -547,6 +547,8 @@ fn doctor_fix_ends_exactly_the_orphaned_group() {
     let rec: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
     let pgid = rec["pgid"].as_i64().unwrap() as i32;
     assert!(pgid > 1 && group_alive(pgid));
+    // Without its watcher the group outlives vf (src/sys/lifeline.rs).
+    cut_lifeline(pgid);
     vf_proc.kill().unwrap(); // kill -9 the supervisor: the engine is now an orphan
     vf_proc.wait().unwrap();
     assert!(

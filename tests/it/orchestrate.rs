@@ -12,6 +12,8 @@ use common::*;
 
 #[path = "orchestrate/crash.rs"]
 mod crash;
+#[path = "orchestrate/lifeline.rs"]
+mod lifeline;
 
 const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 const CLAUDE: &str = "claude/2.1.332/b_tool.stdout.jsonl";

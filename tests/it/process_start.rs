@@ -12,6 +12,8 @@ use std::time::Duration;
 use crate::common;
 use common::{Env, files_under, fixture, read_text, run_bounded, vf, wait_exit, write_exe};
 
+#[path = "process_start/lifeline.rs"]
+mod lifeline;
 #[path = "process_start/output.rs"]
 mod output;
 

@@ -274,6 +274,10 @@ fn ends_the_orphan_before(rerun: &[&str]) {
         std::fs::read_to_string(env.marker_path("a"))
             .is_ok_and(|t| t.contains(&capture_session_id(CODEX)))
     });
+    // Without its watcher the group outlives vf, as one of a vf without a
+    // lifeline would.
+    let marker: Value = serde_json::from_str(&read_text(&env.marker_path("a"))).unwrap();
+    cut_lifeline(marker["owner"]["pgid"].as_i64().unwrap() as i32);
     child.kill().unwrap();
     child.wait().unwrap();
     let found = vf::orphans::scan(&env.state());

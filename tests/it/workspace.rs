@@ -22,6 +22,8 @@ mod hooks;
 mod identity;
 #[path = "workspace/kept.rs"]
 mod kept;
+#[path = "workspace/merge.rs"]
+mod merge;
 #[path = "workspace/push.rs"]
 mod push;
 #[path = "workspace/resume.rs"]

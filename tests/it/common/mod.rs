@@ -231,6 +231,51 @@ pub fn group_alive(pgid: i32) -> bool {
     signal(-pgid, 0)
 }
 
+/// The lifeline watchers (`vf-lifeline`, src/sys/lifeline.rs) among the
+/// live members of group `pgid`.
+#[cfg(unix)]
+pub fn lifeline_watchers(pgid: i32) -> Vec<u32> {
+    vf::orphans::group_members(pgid)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.starts_with(b"vf-lifeline\0"))
+        })
+        .collect()
+}
+
+/// Kills the lifeline watcher of group `pgid` (it must have exactly one),
+/// so that a `kill -9` of its vf leaves the group running: how tests make
+/// the orphans that `vf doctor --fix` and a resume are for (a watcher
+/// someone killed, a group a vf without a lifeline left).
+#[cfg(unix)]
+pub fn cut_lifeline(pgid: i32) {
+    let watchers = lifeline_watchers(pgid);
+    assert_eq!(watchers.len(), 1, "group {pgid}: watchers {watchers:?}");
+    signal(watchers[0] as i32, libc::SIGKILL);
+    wait_for("the watcher to end", Duration::from_secs(10), || {
+        lifeline_watchers(pgid).is_empty()
+    });
+}
+
+/// Waits until group `pgid` has no live member, at most `limit`; returns
+/// how long that took. (A killed member may stay a zombie until init reaps it.)
+#[cfg(unix)]
+pub fn group_ends_within(pgid: i32, limit: Duration) -> Duration {
+    let start = Instant::now();
+    loop {
+        let left = vf::orphans::group_members(pgid);
+        if left.is_empty() {
+            return start.elapsed();
+        }
+        if start.elapsed() > limit {
+            signal(-pgid, libc::SIGKILL);
+            panic!("group {pgid} still runs {limit:?} after its vf died: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A child that has exited and is not reaped: a zombie with the identity it had.
 #[cfg(unix)]
 pub fn zombie() -> std::process::Child {

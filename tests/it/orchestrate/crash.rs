@@ -390,6 +390,10 @@ fn resume_ends_the_exact_orphan_of_its_unit_first() {
         assert!(start.elapsed() < Duration::from_secs(20), "no session id");
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Without its watcher the group outlives vf, as one of a vf without a
+    // lifeline would (src/sys/lifeline.rs).
+    let marker: Value = serde_json::from_str(&read_text(&env.marker_path("a"))).unwrap();
+    cut_lifeline(marker["owner"]["pgid"].as_i64().unwrap() as i32);
     child.kill().unwrap();
     child.wait().unwrap();
     let found = vf::orphans::scan(&env.state());

@@ -204,6 +204,8 @@ fn orphaned_verify(r: &Repo, unit: &str) -> (i32, i32, GroupGuard) {
     });
     let (sh, sleep) = (pid_in(&sh_file).unwrap(), pid_in(&sleep_file).unwrap());
     let guard = GroupGuard(sh);
+    // Without its watcher the group outlives vf (src/sys/lifeline.rs).
+    cut_lifeline(sh);
     vf.kill().unwrap(); // SIGKILL: vf ends nothing itself
     vf.wait().unwrap();
     assert!(

@@ -94,21 +94,34 @@ fn a_fifo_is_streamed_to_its_reader_or_refused_without_one() {
         stderr(&out)
     );
     assert!(is_fifo(&fifo));
-    // A reader, there before vf opens (a non-blocking open, then blocking
-    // reads to the end vf's close makes): the page goes through it.
-    let reader = {
+    // A reader, there before vf opens; a writer of the test's own keeps its
+    // reads waiting (no writer would be an end of file) until the page's end.
+    let (reader, keeper) = {
         use nix::fcntl::{FcntlArg, OFlag, fcntl};
         use std::os::unix::fs::OpenOptionsExt;
-        let f = std::fs::OpenOptions::new()
+        let mut f = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
             .open(&fifo)
             .unwrap();
         fcntl(&f, FcntlArg::F_SETFL(OFlag::empty())).unwrap();
-        std::thread::spawn(move || std::io::read_to_string(f).unwrap())
+        let keeper = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let (mut page, mut buf) = (Vec::new(), [0u8; 64 << 10]);
+            while !String::from_utf8_lossy(&page).contains("</html>") {
+                match f.read(&mut buf).unwrap() {
+                    0 => break,
+                    n => page.extend_from_slice(&buf[..n]),
+                }
+            }
+            String::from_utf8(page).unwrap()
+        });
+        (reader, keeper)
     };
     let out = report(&env, &["-o", fifo.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    drop(keeper);
     let page = reader.join().unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"), "{page:.40}");
     // The line that says so is on stderr: the page may be stdout itself.

@@ -5,7 +5,7 @@
 //! dir can carry one) is never waited on.
 
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
@@ -129,25 +129,51 @@ fn a_fifo_is_streamed_to_its_reader_or_refused_without_one() {
     assert!(is_fifo(&fifo));
 }
 
+/// The device `/dev/NAME` (major 1, `minor`) to write to. As root, a copy of
+/// the test's own (`mknod`): a vf that replaced what it writes would replace
+/// the system's `/dev/null` otherwise, as the old vf did. Not root: the
+/// system's, which vf cannot replace. `None`: root without `mknod`.
+fn device(env: &Env, name: &str, minor: u64) -> Option<PathBuf> {
+    use nix::sys::stat::{Mode, SFlag, makedev, mknod};
+    // SAFETY: geteuid only reads this process's credentials.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some(Path::new("/dev").join(name));
+    }
+    let p = env.path().join(name);
+    let mode = Mode::from_bits_truncate(0o666);
+    mknod(&p, SFlag::S_IFCHR, mode, makedev(1, minor)).ok()?;
+    Some(p)
+}
+
 #[test]
 fn devices_are_streams_never_replaced_and_a_full_one_is_exit_74() {
     let env = empty();
-    let out = report(&env, &["-o", "/dev/null"]);
+    let (Some(null), Some(full)) = (device(&env, "null", 3), device(&env, "full", 7)) else {
+        eprintln!("skipped: root without mknod, and the system's devices are not to be risked");
+        return;
+    };
+    let out = report(&env, &["-o", null.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(is_char_device(Path::new("/dev/null")));
-    let out = report(&env, &["-o", "/dev/full"]);
+    assert!(is_char_device(&null));
+    let out = report(&env, &["-o", full.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(74), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("cannot write /dev/full: No space left on device"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(is_char_device(Path::new("/dev/full")));
-    // /dev/stdout, a link to the pipe the test reads: the page arrives there.
-    let out = report(&env, &["-o", "/dev/stdout"]);
+    let want = format!("cannot write {}: No space left on device", full.display());
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    assert!(is_char_device(&full));
+    // A link to the pipe the test reads, as /dev/stdout is (a link of the
+    // test's own: the system's is not to be risked either).
+    let to_stdout = env.path().join("stdout");
+    std::os::unix::fs::symlink("/proc/self/fd/1", &to_stdout).unwrap();
+    let out = report(&env, &["-o", to_stdout.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("<!DOCTYPE html>"));
     assert!(!stdout(&out).contains("wrote "));
+    assert!(
+        std::fs::symlink_metadata(&to_stdout)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
 }
 
 /// The page's default place is vf's own file in the state dir: a FIFO there

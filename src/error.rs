@@ -49,6 +49,10 @@ pub enum VfError {
     /// from an error [`output_error`] tagged.
     #[error("the output could not be written to stdout: {0}")]
     Output(std::io::Error),
+    /// A file named for the command's output (`vf report -o`) could not be
+    /// written (a full disk, `/dev/full`): exit 74, as stdout would be.
+    #[error("{0}")]
+    OutputFile(String),
     /// Anything vf did not expect of itself: exit 70, never the engine's 1.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
@@ -74,7 +78,7 @@ impl VfError {
             VfError::Usage(_) => exit::USAGE,
             VfError::NotReady(_) => exit::NOT_READY,
             VfError::State(_) => exit::STATE,
-            VfError::Output(_) => exit::OUTPUT,
+            VfError::Output(_) | VfError::OutputFile(_) => exit::OUTPUT,
             VfError::Other(_) => exit::INTERNAL,
             VfError::Refused { error, .. } => error.exit_code(),
         }
@@ -88,7 +92,7 @@ impl VfError {
             VfError::Usage(_) => Reason::Invalid,
             VfError::NotReady(_) => Reason::Missing,
             VfError::State(_) => Reason::State,
-            VfError::Output(_) | VfError::Other(_) => Reason::Internal,
+            VfError::Output(_) | VfError::OutputFile(_) | VfError::Other(_) => Reason::Internal,
             VfError::Refused { reason, .. } => *reason,
         }
     }

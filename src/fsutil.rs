@@ -1,4 +1,8 @@
-//! Durable file writes, and the clean-up of what a crash left of them.
+//! Durable file writes, and the clean-up of what a crash left of them;
+//! reads of state files that never block; writes to a path a user named
+//! ([`output`]).
+
+pub mod output;
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -145,18 +149,51 @@ fn writer_of(rest: &str) -> Option<ProcIdentity> {
     })
 }
 
-/// Reads a file without following a symbolic link at its last component
-/// (`ELOOP` then): state read from a cloned repository never reaches outside.
-pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+/// Opens a file vf reads from a state dir: never through a symbolic link at
+/// its last component (`ELOOP` then), never blocking on a FIFO, and only a
+/// regular file: a FIFO or a device is refused ([`is_not_regular`]) before a
+/// byte is read. State read from a cloned repository never reaches outside
+/// and never stops vf.
+pub fn open_state_file(path: &Path) -> std::io::Result<std::fs::File> {
     use crate::sys::OpenExt;
-    use std::io::Read;
-    let mut f = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
-        .no_follow()
+        .no_follow_no_block()
         .open_checked(path)?;
+    let kind = crate::sys::file_kind(&file.metadata()?.file_type());
+    if kind != crate::sys::FileKind::Regular {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            NotRegular(kind),
+        ));
+    }
+    Ok(file)
+}
+
+/// The whole of a file in a state dir, opened as [`open_state_file`] does.
+pub fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
     let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)?;
+    open_state_file(path)?.read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// The error [`open_state_file`] gives for what is not a regular file.
+#[derive(Debug)]
+struct NotRegular(crate::sys::FileKind);
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "it is {}, not a regular file", self.0.name())
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+/// Whether `e` is [`open_state_file`]'s refusal of a FIFO, a device or a
+/// directory.
+pub fn is_not_regular(e: &std::io::Error) -> bool {
+    e.get_ref().is_some_and(|inner| inner.is::<NotRegular>())
 }
 
 /// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-30T01:33:10.123Z`.
@@ -309,6 +346,30 @@ mod tests {
         }
         assert_eq!(clean_stale_tmps(t.path()).unwrap(), 2);
         assert!(keep.exists() && t.path().join(".tmp-dir").exists());
+    }
+
+    /// A state file is read only when it is a regular file: a FIFO (with
+    /// no writer, which a blocking open would wait for) and a link are
+    /// refused at once, each recognisably.
+    #[cfg(unix)]
+    #[test]
+    fn state_files_are_regular_never_waited_on_never_followed() {
+        let t = tempfile::tempdir().unwrap();
+        let (file, fifo, link) = (t.path().join("f"), t.path().join("p"), t.path().join("l"));
+        std::fs::write(&file, b"state").unwrap();
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_no_follow(&file).unwrap(), b"state");
+        let e = read_no_follow(&fifo).unwrap_err();
+        assert!(is_not_regular(&e), "{e}");
+        assert_eq!(e.to_string(), "it is a FIFO, not a regular file");
+        let e = read_no_follow(t.path()).unwrap_err();
+        assert!(is_not_regular(&e), "{e}");
+        let e = read_no_follow(&link).unwrap_err();
+        assert!(
+            crate::sys::is_link_refusal(&e) && !is_not_regular(&e),
+            "{e}"
+        );
     }
 
     #[test]

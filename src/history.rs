@@ -88,7 +88,7 @@ pub fn record(
     full: &str,
 ) -> std::io::Result<()> {
     let path = history_path(state_dir, unit);
-    let mut bytes = match std::fs::read(&path) {
+    let mut bytes = match crate::fsutil::read_no_follow(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(e),
@@ -114,15 +114,25 @@ pub fn record(
     write_atomic(&path, &bytes)
 }
 
-/// The unit's recorded responses, oldest first (unreadable lines are skipped).
+/// The unit's recorded responses, oldest first (unreadable lines are skipped;
+/// an unreadable file is none: [`load_checked`] says why).
 pub fn load(state_dir: &Path, unit: &str) -> Vec<Response> {
-    let Ok(text) = std::fs::read_to_string(history_path(state_dir, unit)) else {
-        return Vec::new();
+    load_checked(state_dir, unit).unwrap_or_default()
+}
+
+/// As [`load`], but a file that cannot be read (a FIFO or a link planted in
+/// a cloned state dir: never waited on, never followed) is an error.
+pub fn load_checked(state_dir: &Path, unit: &str) -> std::io::Result<Vec<Response>> {
+    let bytes = match crate::fsutil::read_no_follow(&history_path(state_dir, unit)) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
-    text.lines()
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
         .filter_map(|l| serde_json::from_str::<Response>(l).ok())
         .filter(|r| r.unit == unit)
-        .collect()
+        .collect())
 }
 
 /// The replay block for `unit` followed by `prompt`, or `None` when there is

@@ -68,21 +68,13 @@ pub fn decide(event: Event, payload: Option<&Value>, deny: &[String]) -> Decisio
     }
 }
 
-/// Appends `d` as one JSON line to `path`, never through a link.
-pub fn log(path: &Path, d: &Decision) -> std::io::Result<()> {
-    use crate::sys::OpenExt;
-    use std::io::Write;
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .no_follow_no_block()
-        .open_checked(path)?;
-    let mut line = serde_json::to_vec(d).map_err(std::io::Error::other)?;
+/// Appends `d` as one JSON line to `path` (a regular file, a FIFO that is
+/// read, a terminal), never through a link: fsutil::output's rule.
+pub fn log(path: &Path, d: &Decision) -> Result<(), crate::fsutil::output::OutputError> {
+    use crate::fsutil::output::{OutputError, append};
+    let mut line = serde_json::to_vec(d).map_err(|e| OutputError::Io(std::io::Error::other(e)))?;
     line.push(b'\n');
-    f.write_all(&line)
+    append(path, &line)
 }
 
 #[cfg(test)]

@@ -273,7 +273,7 @@ fn drop_legacy_lock(unit: &str, path: &Path) -> Result<()> {
 pub fn holder_pid(path: &Path) -> String {
     for _ in 0..50 {
         let mut s = String::new();
-        if let Ok(f) = std::fs::File::open(path) {
+        if let Ok(f) = crate::fsutil::open_state_file(path) {
             let _ = f.take(32).read_to_string(&mut s);
         }
         if let Ok(pid) = s.trim().parse::<u32>() {

@@ -243,7 +243,8 @@ pub fn stage_private_ranges(
             Some(found) => found,
             None => relative_text(spec, cwd)?,
         };
-        let bytes = std::fs::read(&path).map_err(|e| {
+        // A canonical path: no link to refuse, but a FIFO is refused at once.
+        let bytes = crate::fsutil::read_no_follow(&path).map_err(|e| {
             VfError::usage(format!(
                 "--private-range {spec}: cannot read {}: {e}",
                 path.display()

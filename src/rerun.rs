@@ -16,9 +16,21 @@ use crate::version::Version;
 pub const START_REPLAY: &str = "replay";
 
 /// `prompt` behind the replay block of `unit`'s recorded answers, or `None`
-/// when nothing is recorded.
-pub fn primed(state_dir: &Path, unit: &str, prompt: &str) -> Option<(String, Counts)> {
-    history::prepend(unit, &history::load(state_dir, unit), prompt)
+/// when nothing is recorded. Errors: the recorded answers cannot be read
+/// (what is wrong with the file, in one line).
+pub fn primed(
+    state_dir: &Path,
+    unit: &str,
+    prompt: &str,
+) -> Result<Option<(String, Counts)>, String> {
+    let recorded = history::load_checked(state_dir, unit).map_err(|e| {
+        let path = history::history_path(state_dir, unit);
+        format!(
+            "its recorded answers {} cannot be read: {e}",
+            path.display()
+        )
+    })?;
+    Ok(history::prepend(unit, &recorded, prompt))
 }
 
 /// For `vf dispatch` (under the unit's lock): a re-run of an existing, not
@@ -29,10 +41,10 @@ pub fn for_dispatch(
     marker: Option<&Marker>,
     session: Option<&str>,
     prompt: &str,
-) -> Option<(String, Counts)> {
-    let m = marker?;
+) -> Result<Option<(String, Counts)>, String> {
+    let Some(m) = marker else { return Ok(None) };
     if session.is_some() || m.state == UnitState::Done {
-        return None;
+        return Ok(None);
     }
     primed(state_dir, &m.unit, prompt)
 }
@@ -52,6 +64,7 @@ pub fn for_resume(
         return Err(why);
     }
     primed(state_dir, &marker.unit, prompt)
+        .map_err(|e| format!("{why}, and {e}"))?
         .ok_or_else(|| format!("{why}, and no earlier answer is recorded to replay"))
 }
 

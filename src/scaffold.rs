@@ -16,7 +16,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, VfError};
-use crate::fsutil::{read_no_follow, write_atomic};
+use crate::fsutil::output::{self, Streams};
+use crate::fsutil::read_no_follow;
 use crate::history::sha256_hex;
 
 pub const LEDGER: &str = ".vf-generated.json";
@@ -112,8 +113,7 @@ pub fn apply(dir: &Path, items: &[Item], force: bool) -> Result<Vec<Written>> {
     let mut out = Vec::new();
     for (item, path, bytes, action) in planned {
         if action != Action::Unchanged {
-            write_atomic(&path, bytes.as_bytes())
-                .map_err(|e| VfError::usage(format!("cannot write {}: {e}", path.display())))?;
+            write_generated(&path, bytes.as_bytes())?;
         }
         ledger
             .files
@@ -126,10 +126,17 @@ pub fn apply(dir: &Path, items: &[Item], force: bool) -> Result<Vec<Written>> {
     ledger.format = 1;
     let text = serde_json::to_string_pretty(&ledger).map_err(anyhow::Error::from)? + "\n";
     if read_current(&ledger_path)?.as_deref() != Some(text.as_str()) {
-        write_atomic(&ledger_path, text.as_bytes())
-            .map_err(|e| VfError::usage(format!("cannot write {}: {e}", ledger_path.display())))?;
+        write_generated(&ledger_path, text.as_bytes())?;
     }
     Ok(out)
+}
+
+/// A generated file is vf's own: a new or regular file only, never a link,
+/// a FIFO or a device put where it goes (checked again as it is written).
+fn write_generated(path: &Path, bytes: &[u8]) -> Result<()> {
+    output::write(path, bytes, Streams::Refused)
+        .map(drop)
+        .map_err(|e| VfError::usage(format!("cannot write {}: {e}", path.display())))
 }
 
 /// `rel` under `dir`: relative, plain components only, and no existing

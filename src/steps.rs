@@ -175,7 +175,8 @@ async fn supervise(
 /// line each, escaped for a one-line error.
 pub fn tail(log: &Path) -> String {
     let mut buf = Vec::new();
-    if let Ok(mut f) = std::fs::File::open(log) {
+    // Never blocking on a FIFO put where the log goes.
+    if let Ok(mut f) = crate::fsutil::open_state_file(log) {
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let _ = f.seek(SeekFrom::Start(len.saturating_sub(8192)));
         let _ = f.read_to_end(&mut buf);

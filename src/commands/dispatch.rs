@@ -355,7 +355,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let lock = UnitLock::acquire(&r.state_dir, &r.unit)?;
     let marker = crate::marker::MarkerStore::new(&r.state_dir).load(&r.unit)?;
     let replay =
-        crate::rerun::for_dispatch(&r.state_dir, marker.as_ref(), r.session.as_deref(), &prompt);
+        crate::rerun::for_dispatch(&r.state_dir, marker.as_ref(), r.session.as_deref(), &prompt)
+            .map_err(|why| VfError::state(format!("cannot re-run unit {:?}: {why}", r.unit)))?;
     let (prompt, replay) = match replay {
         Some((primed, counts)) => (primed, Some(counts)),
         None => (prompt, None),

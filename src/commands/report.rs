@@ -7,11 +7,13 @@ use std::path::PathBuf;
 
 use crate::cli::ReportArgs;
 use crate::error::{Result, VfError};
+use crate::fsutil::output::{self, OutputError, Streams};
 use crate::report::{self, Request};
 use crate::{names, state};
 
 struct Resolved {
     req: Request,
+    streams: Streams,
     output: PathBuf,
     json: bool,
     open: bool,
@@ -52,13 +54,20 @@ fn resolve(a: &ReportArgs) -> Result<Resolved> {
             .unwrap_or_else(|| state_dir.join("report.html")),
     )?;
     let page_dir = output.parent().map(PathBuf::from);
+    // A page in the state dir is vf's own file; a path named with -o may be
+    // a stream (a FIFO, a terminal, /dev/null).
+    let streams = match a.output {
+        Some(_) => Streams::Allowed,
+        None => Streams::Refused,
+    };
     if !a.json {
-        check_output(&output)?;
+        check_output(&output, streams)?;
     }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     Ok(Resolved {
+        streams,
         req: Request {
             state_dir,
             depends_on,
@@ -74,8 +83,9 @@ fn resolve(a: &ReportArgs) -> Result<Resolved> {
     })
 }
 
-/// `-o` must name a file in an existing directory.
-fn check_output(output: &std::path::Path) -> Result<()> {
+/// `-o` must name a file in an existing directory, and one vf may write
+/// (fsutil::output: never a link, a device or a FIFO replaced).
+fn check_output(output: &std::path::Path, streams: Streams) -> Result<()> {
     let parent = output.parent().unwrap_or(std::path::Path::new("/"));
     if !parent.is_dir() {
         return Err(VfError::usage(format!(
@@ -90,7 +100,16 @@ fn check_output(output: &std::path::Path) -> Result<()> {
             output.display()
         )));
     }
+    output::check(output, streams).map_err(|e| unwritable(output, e))?;
     Ok(())
+}
+
+/// A refusal is the user's (exit 2); a failed write is the output's (74).
+fn unwritable(path: &std::path::Path, e: OutputError) -> VfError {
+    match e {
+        OutputError::Refused(why) => VfError::usage(format!("-o {}: {why}", path.display())),
+        OutputError::Io(e) => VfError::OutputFile(format!("cannot write {}: {e}", path.display())),
+    }
 }
 
 pub fn run(a: &ReportArgs) -> Result<i32> {
@@ -99,8 +118,15 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
         super::print_json(&report::build(&r.req)?)?;
         return Ok(0);
     }
-    let line = write(&r)?;
-    std::io::Write::write_all(&mut super::stdio::out(), format!("{line}\n").as_bytes())?;
+    let (line, how) = write(&r)?;
+    match how {
+        // The page may be on stdout itself (`-o /dev/stdout`): the line
+        // must not end up inside it.
+        output::How::Stream { .. } => super::stdio::eprint_line(format_args!("{line}")),
+        output::How::Replace => {
+            std::io::Write::write_all(&mut super::stdio::out(), format!("{line}\n").as_bytes())?
+        }
+    }
     if r.open {
         // The viewer is the user's; failing to start it is said, not fatal.
         if let Err(e) = crate::sys::opener(&r.output).spawn() {
@@ -112,18 +138,19 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
 
 /// Writes the page `a` asks for; the line that says so (`vf demo`).
 pub fn write_page(a: &ReportArgs) -> Result<String> {
-    write(&resolve(a)?)
+    Ok(write(&resolve(a)?)?.0)
 }
 
-fn write(r: &Resolved) -> Result<String> {
+fn write(r: &Resolved) -> Result<(String, output::How)> {
     let model = report::build(&r.req)?;
     let page = report::html::render(&model);
-    crate::fsutil::write_atomic(&r.output, page.as_bytes())
-        .map_err(|e| VfError::usage(format!("cannot write {}: {e}", r.output.display())))?;
-    Ok(format!(
+    let how = output::write(&r.output, page.as_bytes(), r.streams)
+        .map_err(|e| unwritable(&r.output, e))?;
+    let line = format!(
         "wrote {} ({} unit(s), {} bytes)",
         r.output.display(),
         model.units.len(),
         page.len()
-    ))
+    );
+    Ok((line, how))
 }

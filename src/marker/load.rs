@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::sys::OpenExt;
-
 use super::{MARKER_FORMAT, Marker, MarkerStore, Problem, Unusable, logs};
 use crate::error::Result;
 use crate::text::one_line;
@@ -213,11 +211,7 @@ type ReadMarker = std::result::Result<Option<Vec<u8>>, (Problem, String)>;
 fn read_marker(path: &Path) -> ReadMarker {
     let unreadable = |e: std::io::Error| (Problem::Unreadable, e.to_string());
     let corrupt = |why: &str| (Problem::Corrupt, why.to_string());
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .no_follow_no_block()
-        .open_checked(path);
-    let file = match file {
+    let file = match crate::fsutil::open_state_file(path) {
         Ok(f) => f,
         // Not a directory: an older vf's file where the unit's directory goes.
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
@@ -226,12 +220,12 @@ fn read_marker(path: &Path) -> ReadMarker {
         Err(e) if crate::sys::is_link_refusal(&e) => {
             return Err(corrupt("it is a symbolic link"));
         }
+        Err(e) if crate::fsutil::is_not_regular(&e) => {
+            return Err(corrupt("it is not a regular file"));
+        }
         Err(e) => return Err(unreadable(e)),
     };
     let meta = file.metadata().map_err(unreadable)?;
-    if !meta.file_type().is_file() {
-        return Err(corrupt("it is not a regular file"));
-    }
     // Sized from the file: one read instead of a growing buffer's many.
     let size = meta.len().min(MAX_MARKER_BYTES);
     let mut bytes = Vec::with_capacity(size as usize + 1);

@@ -14,7 +14,9 @@
 //!   child runs. [`Signals`] are the stop requests vf itself receives.
 //! - **Files**: no-follow and non-blocking opens ([`OpenExt`]), the atomic
 //!   replace and the directory sync the durable write is made of
-//!   ([`replace_file`], [`sync_dir`]), [`is_executable`], [`shell`].
+//!   ([`replace_file`], [`sync_dir`]), [`is_executable`], [`shell`]; what
+//!   kind a path holds ([`file_kind`]) and writing into a FIFO or a device
+//!   as a stream ([`set_blocking`], [`is_no_reader`]).
 //!
 //! - **The engine's output**: [`stoppable`] reads a child's pipe with
 //!   blocking reads on a thread of vf's own, and stops that read on request
@@ -63,6 +65,9 @@ use windows as family;
 use windows as os;
 
 pub use family::{ChildHandle, Contained, Container, Signals};
+
+mod files;
+pub use files::{FileKind, file_kind, is_no_reader, is_null_device, set_blocking};
 
 /// A child's stdout or stderr, taken off tokio's reactor to be read with
 /// blocking reads ([`stoppable`]).

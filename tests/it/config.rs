@@ -446,3 +446,29 @@ fn no_test_reads_the_developers_own_config() {
         "spawn vf without VF_CONFIG: {missing:?}"
     );
 }
+
+/// `VF_CONFIG=/dev/null` (also through a link) is "no config": builtins, exit
+/// 0; another device or a FIFO is still refused at once, never read or
+/// waited on.
+#[cfg(unix)]
+#[test]
+fn the_null_device_is_an_empty_config_other_devices_and_fifos_are_refused() {
+    let env = Env::new();
+    let null = Path::new("/dev/null");
+    let link = env.path().join("cfg-null");
+    std::os::unix::fs::symlink(null, &link).unwrap();
+    for p in [null, link.as_path()] {
+        let v = shown(&env, p, &[]);
+        assert_eq!(v["exists"], json!(false), "{}", p.display());
+        assert_eq!(setting(&v, "jobs"), (json!(4), json!("builtin")));
+    }
+    let fifo = env.path().join("cfg-fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    for p in [fifo.as_path(), Path::new("/dev/zero")] {
+        assert!(
+            refused(&env, p).contains("is not a regular file"),
+            "{}",
+            p.display()
+        );
+    }
+}

@@ -74,6 +74,8 @@ mod ratelimit;
 #[cfg(unix)]
 mod report;
 #[cfg(unix)]
+mod report_paths;
+#[cfg(unix)]
 mod rerun;
 #[cfg(unix)]
 mod state;

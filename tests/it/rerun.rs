@@ -209,3 +209,26 @@ fn human_output_says_the_run_was_primed_with_a_replay() {
         "{text}"
     );
 }
+
+/// A `responses.jsonl` that is a FIFO (a cloned state dir can carry one) is
+/// never waited on: the re-run is refused at once, exit 5, saying what the
+/// file is, and no engine starts.
+#[test]
+fn a_fifo_for_the_recorded_answers_is_refused_not_waited_on() {
+    let env = Env::new();
+    let (out, _) = dispatch(&env, "u", "1");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let p = env.state().join("units/u/responses.jsonl");
+    std::fs::remove_file(&p).unwrap();
+    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let (out, argv) = dispatch(&env, "u", "0");
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("responses.jsonl") && e.contains("it is a FIFO, not a regular file"),
+        "{e}"
+    );
+    assert!(argv.is_empty(), "an engine was started: {argv}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&p).unwrap().file_type().is_fifo());
+}

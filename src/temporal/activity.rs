@@ -1,8 +1,9 @@
 //! One unit attempt on a worker: the same runtime as `vf dispatch` (process
 //! group, projection, marker, raw logs in the worker's state dir), on a
 //! thread of its own (the dispatch runtime is single-threaded), heartbeating
-//! the session id and public responses as they come, and ending the
-//! engine's group when the workflow cancels the attempt.
+//! the session id (at once) and public responses as they come, and ending
+//! the engine's group when the workflow cancels the attempt. A retry of an
+//! attempt this worker still runs attaches to its run ([`super::runs`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -111,12 +112,12 @@ impl UnitActivities {
                 },
                 Found::Nothing => match self.start(&ctx, &order, &dir, key.clone(), ticket).await {
                     Started::Run(run) => run,
-                    Started::Answer(out) => return Ok(out),
+                    Started::Answer(out) => return Ok(*out),
                     Started::Raced => continue,
                 },
             };
             match self.own(&ctx, &run, ticket).await {
-                Owned::Ended(r) => return Ok(self.outcome(&order, &dir, run.row.clone(), r)),
+                Owned::Ended(r) => return Ok(self.outcome(&order, &dir, run.row.clone(), *r)),
                 Owned::TakenOver => {
                     return Ok(self.interrupted(&order, "a newer attempt took over its run"));
                 }
@@ -129,7 +130,7 @@ impl UnitActivities {
 enum Started {
     Run(Arc<Run>),
     /// Its answer without a run: the unit was done, or refused.
-    Answer(Outcome),
+    Answer(Box<Outcome>),
     /// Another attempt of the unit started its run first.
     Raced,
 }
@@ -190,14 +191,16 @@ impl UnitActivities {
         ticket: u64,
     ) -> Started {
         if let Some(done) = self.already_done(order, dir) {
-            return Started::Answer(done);
+            return Started::Answer(Box::new(done));
         }
         let Some(slot) = self.slot(ctx).await else {
-            return Started::Answer(self.interrupted(order, "cancelled while waiting for a slot"));
+            return Started::Answer(Box::new(
+                self.interrupted(order, "cancelled while waiting for a slot"),
+            ));
         };
         let (mut spec, row) = match self.prepare(order, dir) {
             Ok(p) => p,
-            Err(e) => return Started::Answer(self.refused(order, e)),
+            Err(e) => return Started::Answer(Box::new(self.refused(order, e))),
         };
         let sink = BeatSink::new(&self.host, &order.unit, order.engine, order.attempt);
         let work: Work = Box::new(move |cancel, sink| {
@@ -208,7 +211,7 @@ impl UnitActivities {
         match self.runs.start(key, how, sink, Some(slot), work) {
             Ok(Some(run)) => Started::Run(run),
             Ok(None) => Started::Raced,
-            Err(e) => Started::Answer(self.refused(order, e)),
+            Err(e) => Started::Answer(Box::new(self.refused(order, e))),
         }
     }
 

@@ -65,7 +65,7 @@ pub enum Found {
 
 /// How an owned run ended for its attempt.
 pub enum Owned {
-    Ended(Result<DispatchResult>),
+    Ended(Box<Result<DispatchResult>>),
     /// A newer attempt took it over.
     TakenOver,
 }
@@ -184,7 +184,7 @@ impl Run {
     pub fn outcome_for(&self, ticket: u64) -> Owned {
         let mine = self.owned_by(ticket) && *self.ended.borrow();
         match mine.then(|| locked(&self.result).take()).flatten() {
-            Some(r) => Owned::Ended(r),
+            Some(r) => Owned::Ended(Box::new(r)),
             None => Owned::TakenOver,
         }
     }

@@ -1,6 +1,8 @@
 //! `vf worker --temporal`: polls the shared queue `Q` (the plans' workflows
 //! and unit attempts) and its host's queue `Q@<host-id>` (the exact resumes
-//! of sessions it holds), runs at most `jobs` engines at once, and on SIGTERM
+//! of sessions it holds), runs at most `jobs` engines at once (a retry of an
+//! attempt it still runs attaches to that run), heartbeats at most every
+//! [`BEAT_EVERY`] (so a cancel reaches it within that), and on SIGTERM
 //! or SIGINT stops polling: each running unit's own dispatch gets the signal
 //! too, ends its engine and hands the unit back (`interrupted`, retried by
 //! the workflow).

@@ -47,8 +47,10 @@ fn ended(run: &Run) {
 
 fn message(o: Owned) -> String {
     match o {
-        Owned::Ended(Err(e)) => e.to_string(),
-        Owned::Ended(Ok(_)) => "ok".into(),
+        Owned::Ended(r) => match *r {
+            Err(e) => e.to_string(),
+            Ok(_) => "ok".into(),
+        },
         Owned::TakenOver => "taken over".into(),
     }
 }

@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod client;
 pub mod retry;
+pub mod runs;
 pub mod wire;
 pub mod worker;
 pub mod workflow;

@@ -106,9 +106,23 @@ async fn submit_and_follow(
     let mut last = vec![RunState::Waiting; first.units.len()];
     report_changes(&reporter, &mut last, &first);
     // A completed plan's rows are its result already: nothing to follow.
+    let mut latest = first.clone();
     let end = match how {
         client::Submitted::Completed => first,
-        _ => client::follow(&c, &id, |p| report_changes(&reporter, &mut last, p)).await?,
+        _ => {
+            let seen = |p: &Progress| {
+                report_changes(&reporter, &mut last, p);
+                latest = p.clone();
+            };
+            match client::follow(&c, &id, seen).await {
+                Ok(end) => end,
+                // The server went away: the plan as last seen, then why.
+                Err(e) => {
+                    reporter.borrow_mut().plan_result(&plan_result(&latest));
+                    return Err(e);
+                }
+            }
+        }
     };
     report_changes(&reporter, &mut last, &end);
     if end.runs > 1 {

@@ -1,8 +1,9 @@
 //! One unit attempt on a worker: the same runtime as `vf dispatch` (process
 //! group, projection, marker, raw logs in the worker's state dir), on a
 //! thread of its own (the dispatch runtime is single-threaded), heartbeating
-//! the session id and public responses as they come, and ending the
-//! engine's group when the workflow cancels the attempt.
+//! the session id (at once) and public responses as they come, and ending
+//! the engine's group when the workflow cancels the attempt. A retry of an
+//! attempt this worker still runs attaches to its run ([`super::runs`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,14 +11,14 @@ use std::time::Duration;
 
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::oneshot;
 
+use super::runs::{BeatSink, Found, Key, Owned, Run, Runs, Work};
 use super::wire::{Beat, Outcome, Start, UnitOrder};
-use crate::dispatch::{self, DispatchResult, EventSink};
+use crate::dispatch::{self, DispatchResult};
 use crate::engine::EngineId;
 use crate::error::{Result, VfError};
-use crate::frames::ConversationEvent;
-use crate::history::{self, Response};
+use crate::history;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::marker::{MarkerStore, UnitState};
 use crate::plan::PlanUnit;
@@ -35,6 +36,60 @@ pub struct UnitActivities {
     pub build: Arc<BuildJob>,
     /// At most `--jobs` engines at once, over both of the worker's queues.
     pub slots: Arc<tokio::sync::Semaphore>,
+    /// The runs this worker holds (a retry of one attaches to it).
+    pub runs: Arc<Runs>,
+    /// For the heartbeats sent at once (the session id).
+    pub client: temporalio_client::Client,
+}
+
+/// How often a running attempt heartbeats, at most (the worker's SDK
+/// throttle is the same): a cancel reaches the engine within it.
+pub const BEAT_EVERY: Duration = Duration::from_secs(2);
+
+/// How long a heartbeat sent at once may take.
+const BEAT_NOW_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a run whose attempt the server lost waits for the retry to
+/// attach to it before its engine is ended.
+pub const ADOPT_WAIT: Duration = Duration::from_secs(60);
+
+/// One heartbeat of the attempt `token`, sent now; whether the server took it.
+async fn beat_by_token(client: &temporalio_client::Client, token: Vec<u8>, beat: Beat) -> bool {
+    use temporalio_client::{ActivityIdentifier, RpcOptions};
+    let token = temporalio_common::protos::TaskToken::from(token);
+    let handle = client.get_async_activity_handle(ActivityIdentifier::from_task_token(token));
+    let sent = handle.heartbeat(Some(beat), RpcOptions::default());
+    matches!(tokio::time::timeout(BEAT_NOW_WAIT, sent).await, Ok(Ok(_)))
+}
+
+/// The server lost the attempt `token` (or is out of reach) while its
+/// plan's workflow still runs: a retry will follow.
+async fn lost(
+    client: &temporalio_client::Client,
+    token: Vec<u8>,
+    beat: Beat,
+    workflow: Option<String>,
+) -> bool {
+    if beat_by_token(client, token, beat).await {
+        return false;
+    }
+    let Some(id) = workflow else { return false };
+    let h = client.get_workflow_handle::<super::workflow::PlanWorkflow>(id);
+    let asked = h.describe(temporalio_client::WorkflowDescribeOptions::default());
+    match tokio::time::timeout(BEAT_NOW_WAIT, asked).await {
+        Ok(Ok(d)) => d.status() == temporalio_client::WorkflowExecutionStatus::Running,
+        // Out of reach: the retry comes once it is back.
+        _ => true,
+    }
+}
+
+/// A third of the attempt's heartbeat timeout, at most [`BEAT_EVERY`].
+fn beat_every(ctx: &ActivityContext) -> Duration {
+    let every = ctx
+        .info()
+        .heartbeat_timeout
+        .map_or(BEAT_EVERY, |t| (t / 3).min(BEAT_EVERY));
+    every.max(Duration::from_millis(200))
 }
 
 #[activities]
@@ -45,32 +100,39 @@ impl UnitActivities {
         ctx: ActivityContext,
         order: UnitOrder,
     ) -> std::result::Result<Outcome, ActivityError> {
-        let _slot = self.slot(&ctx).await;
         let dir = self.plan_dir(&order.workflow_id);
-        if let Some(done) = self.already_done(&order, &dir) {
-            return Ok(done);
+        let key = (dir.clone(), order.unit.clone());
+        let ticket = self.runs.ticket();
+        loop {
+            let run = match self.runs.attach(&key, order.engine, ticket) {
+                Found::Attached(run) => run,
+                Found::Ending(run) => match self.wait_end(&ctx, &run).await {
+                    true => continue,
+                    false => return Ok(self.interrupted(&order, "cancelled while waiting")),
+                },
+                Found::Nothing => match self.start(&ctx, &order, &dir, key.clone(), ticket).await {
+                    Started::Run(run) => run,
+                    Started::Answer(out) => return Ok(*out),
+                    Started::Raced => continue,
+                },
+            };
+            match self.own(&ctx, &run, ticket).await {
+                Owned::Ended(r) => return Ok(self.outcome(&order, &dir, run.row.clone(), *r)),
+                Owned::TakenOver => {
+                    return Ok(self.interrupted(&order, "a newer attempt took over its run"));
+                }
+            }
         }
-        let prepared = self.prepare(&order, &dir);
-        let (spec, mut row) = match prepared {
-            Ok(p) => p,
-            Err(e) => return Ok(self.refused(&order, e)),
-        };
-        let r = run_beating(&ctx, spec, &self.host, order.attempt).await;
-        row.settle(&r);
-        row.host = Some(self.host.clone());
-        row.duration_ms = r.as_ref().ok().map(|res| res.duration_ms);
-        let exit = match &r {
-            Ok(res) => res.vf_exit(),
-            Err(e) => e.exit_code(),
-        };
-        Ok(fit(Outcome {
-            row,
-            exit,
-            host: self.host.clone(),
-            retry_at: r.as_ref().ok().and_then(|res| res.retry_at.clone()),
-            answers: history::recent(&history::load(&dir, &order.unit)).to_vec(),
-        }))
     }
+}
+
+/// What an attempt that found no run did.
+enum Started {
+    Run(Arc<Run>),
+    /// Its answer without a run: the unit was done, or refused.
+    Answer(Box<Outcome>),
+    /// Another attempt of the unit started its run first.
+    Raced,
 }
 
 /// An outcome Temporal can carry: one over the payload cap (a huge
@@ -95,20 +157,193 @@ fn fit(mut out: Outcome) -> Outcome {
 
 impl UnitActivities {
     /// One of the worker's `--jobs` slots; heartbeats while it waits, so a
-    /// unit waiting here is not taken for a lost worker.
+    /// unit waiting here is not taken for a lost worker. `None` once the
+    /// attempt is cancelled.
     async fn slot(&self, ctx: &ActivityContext) -> Option<tokio::sync::OwnedSemaphorePermit> {
         let acquire = self.slots.clone().acquire_owned();
         tokio::pin!(acquire);
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
-        let beat = Beat {
-            host: self.host.clone(),
-            ..Beat::default()
-        };
+        let mut ticker = tokio::time::interval(beat_every(ctx));
+        let beat = self.idle_beat();
         loop {
             tokio::select! {
                 p = &mut acquire => return p.ok(),
                 _ = ticker.tick() => { let _ = ctx.record_heartbeat(beat.clone()).await; }
+                _ = ctx.cancelled() => return None,
             }
+        }
+    }
+
+    fn idle_beat(&self) -> Beat {
+        Beat {
+            host: self.host.clone(),
+            ..Beat::default()
+        }
+    }
+
+    /// No run of the unit here: its marker's result if it is done, else a
+    /// run started for this attempt (a slot first).
+    async fn start(
+        &self,
+        ctx: &ActivityContext,
+        order: &UnitOrder,
+        dir: &Path,
+        key: Key,
+        ticket: u64,
+    ) -> Started {
+        if let Some(done) = self.already_done(order, dir) {
+            return Started::Answer(Box::new(done));
+        }
+        let Some(slot) = self.slot(ctx).await else {
+            return Started::Answer(Box::new(
+                self.interrupted(order, "cancelled while waiting for a slot"),
+            ));
+        };
+        let (mut spec, row) = match self.prepare(order, dir) {
+            Ok(p) => p,
+            Err(e) => return Started::Answer(Box::new(self.refused(order, e))),
+        };
+        let sink = BeatSink::new(&self.host, &order.unit, order.engine, order.attempt);
+        let work: Work = Box::new(move |cancel, sink| {
+            spec.cancel = Some(cancel);
+            dispatch::run_blocking(spec, sink)
+        });
+        let how = (order.engine, row, ticket);
+        match self.runs.start(key, how, sink, Some(slot), work) {
+            Ok(Some(run)) => Started::Run(run),
+            Ok(None) => Started::Raced,
+            Err(e) => Started::Answer(Box::new(self.refused(order, e))),
+        }
+    }
+
+    /// Owns `run` until it ends or a newer attempt takes it over:
+    /// heartbeats what the workflow needs to retry it (the session id at
+    /// once, bypassing the SDK's throttle), and turns a cancel into the end
+    /// of the engine's group ([`Self::stop_when`]).
+    async fn own(&self, ctx: &ActivityContext, run: &Run, ticket: u64) -> Owned {
+        let (mut beats, mut owners, mut ends) = (run.beats(), run.owners(), run.ends());
+        let mut ticker = tokio::time::interval(beat_every(ctx));
+        let (mut sent_id, mut cancelled, mut beating) = (false, false, true);
+        let mut stop: Option<oneshot::Receiver<()>> = None;
+        loop {
+            if *ends.borrow() {
+                return run.outcome_for(ticket);
+            }
+            if !run.owned_by(ticket) {
+                return Owned::TakenOver;
+            }
+            let beat = beats.borrow_and_update().clone();
+            if !sent_id && beat.session_id.is_some() {
+                sent_id = true;
+                self.beat_now(ctx, beat.clone());
+            }
+            tokio::select! {
+                _ = ends.changed() => {}
+                _ = owners.changed() => {}
+                r = beats.changed(), if beating => match r {
+                    Ok(()) => {
+                        let now = beats.borrow().clone();
+                        let _ = ctx.record_heartbeat(now).await;
+                    }
+                    Err(_) => beating = false,
+                },
+                _ = ticker.tick() => { let _ = ctx.record_heartbeat(beat.clone()).await; }
+                _ = ctx.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    stop = Some(self.stop_when(ctx, beat));
+                }
+                _ = async { stop.as_mut().expect("guarded").await }, if stop.is_some() => {
+                    stop = None;
+                    run.cancel(ticket);
+                }
+            }
+        }
+    }
+
+    /// When a cancelled attempt's engine must end: at once when the server
+    /// asked it (a cancel, a pause, a reset) or this worker is stopping; not
+    /// yet when the server lost the attempt (it timed it out, or is out of
+    /// reach): the retry that follows, sent to this host when the session
+    /// id is known, attaches to the run. Ended after [`ADOPT_WAIT`] if none
+    /// did, or at once when the plan's workflow is over.
+    fn stop_when(&self, ctx: &ActivityContext, beat: Beat) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let client = self.client.clone();
+        let token = ctx.info().task_token.clone();
+        let workflow = ctx.info().workflow_id.clone();
+        tokio::spawn(async move {
+            if lost(&client, token, beat, workflow).await {
+                tokio::time::sleep(ADOPT_WAIT).await;
+            }
+            let _ = tx.send(());
+        });
+        rx
+    }
+
+    /// Waits, heartbeating, for a run that is being ended; false when this
+    /// attempt is cancelled meanwhile.
+    async fn wait_end(&self, ctx: &ActivityContext, run: &Run) -> bool {
+        let mut ends = run.ends();
+        let mut ticker = tokio::time::interval(beat_every(ctx));
+        let beat = self.idle_beat();
+        loop {
+            if *ends.borrow_and_update() {
+                return true;
+            }
+            tokio::select! {
+                _ = ends.changed() => {}
+                _ = ticker.tick() => { let _ = ctx.record_heartbeat(beat.clone()).await; }
+                _ = ctx.cancelled() => return false,
+            }
+        }
+    }
+
+    /// Sends `beat` now, not on the SDK's throttled schedule: a worker lost
+    /// the next moment must not cost the unit its exact resume.
+    fn beat_now(&self, ctx: &ActivityContext, beat: Beat) {
+        let (client, token) = (self.client.clone(), ctx.info().task_token.clone());
+        // The throttled heartbeats carry it too, should this one fail.
+        tokio::spawn(async move { beat_by_token(&client, token, beat).await });
+    }
+
+    /// The attempt's outcome from its run's result.
+    fn outcome(
+        &self,
+        order: &UnitOrder,
+        dir: &Path,
+        mut row: UnitReport,
+        r: Result<DispatchResult>,
+    ) -> Outcome {
+        row.attempt = Some(order.attempt);
+        row.settle(&r);
+        row.host = Some(self.host.clone());
+        row.duration_ms = r.as_ref().ok().map(|res| res.duration_ms);
+        let exit = match &r {
+            Ok(res) => res.vf_exit(),
+            Err(e) => e.exit_code(),
+        };
+        fit(Outcome {
+            row,
+            exit,
+            host: self.host.clone(),
+            retry_at: r.as_ref().ok().and_then(|res| res.retry_at.clone()),
+            answers: history::recent(&history::load(dir, &order.unit)).to_vec(),
+        })
+    }
+
+    /// An attempt that ended without an outcome of its own: handed back
+    /// (the retry table runs it again), as a stopped worker's would be.
+    fn interrupted(&self, order: &UnitOrder, why: &str) -> Outcome {
+        let mut row = running_row(&order.unit, order.engine, None, order.attempt);
+        row.state = RunState::Failed;
+        row.reason = Some(crate::error::Reason::Interrupted(None));
+        row.error = Some(format!("this attempt was {why} on worker {}", self.host));
+        row.host = Some(self.host.clone());
+        Outcome {
+            row,
+            exit: crate::error::exit::SIGTERM,
+            host: self.host.clone(),
+            retry_at: None,
+            answers: Vec::new(),
         }
     }
 
@@ -238,103 +473,6 @@ fn running_row(unit: &str, engine: EngineId, model: Option<String>, attempt: u32
         attempt: Some(attempt),
         ..UnitReport::waiting(unit, engine, model)
     }
-}
-
-/// What the dispatch thread tells the activity as the run goes.
-enum Note {
-    Session(String),
-    Answer(String),
-}
-
-/// Runs the dispatch on its own thread; heartbeats what the workflow needs
-/// to retry it (at least every few seconds, so a cancel reaches it), and
-/// turns a cancel into the end of the engine's group.
-async fn run_beating(
-    ctx: &ActivityContext,
-    mut spec: dispatch::UnitSpec,
-    host: &str,
-    attempt: u32,
-) -> Result<DispatchResult> {
-    let (cancel_tx, cancel_rx) = watch::channel(false);
-    spec.cancel = Some(cancel_rx);
-    let (note_tx, mut notes) = mpsc::unbounded_channel();
-    let (done_tx, mut done) = oneshot::channel();
-    let unit = spec.unit.clone();
-    let engine = spec.engine;
-    std::thread::Builder::new()
-        .name(format!("vf-unit-{unit}"))
-        .spawn(move || {
-            let mut sink = NoteSink(note_tx);
-            let _ = done_tx.send(crate::dispatch::run_blocking(spec, &mut sink));
-        })
-        .map_err(anyhow::Error::from)?;
-    let mut beat = Beat {
-        host: host.to_string(),
-        ..Beat::default()
-    };
-    let every = ctx
-        .info()
-        .heartbeat_timeout
-        .map_or(Duration::from_secs(5), |t| {
-            (t / 3).min(Duration::from_secs(5))
-        });
-    let mut ticker = tokio::time::interval(every.max(Duration::from_millis(200)));
-    let mut cancelled = false;
-    loop {
-        tokio::select! {
-            r = &mut done => {
-                return r.unwrap_or_else(|_| Err(VfError::Other(anyhow::anyhow!("the unit's thread ended without a result"))));
-            }
-            Some(n) = notes.recv() => {
-                match n {
-                    Note::Session(id) => beat.session_id = Some(id),
-                    Note::Answer(text) => beat.answers.push(live_response(&unit, engine, attempt, text)),
-                }
-                let keep = history::recent(&beat.answers).len();
-                beat.answers.drain(..beat.answers.len() - keep);
-                let _ = ctx.record_heartbeat(beat.clone()).await;
-            }
-            _ = ticker.tick() => { let _ = ctx.record_heartbeat(beat.clone()).await; }
-            _ = ctx.cancelled(), if !cancelled => {
-                cancelled = true;
-                let _ = cancel_tx.send(true);
-            }
-        }
-    }
-}
-
-/// A public response seen live (the attempt has not ended: state running).
-fn live_response(unit: &str, engine: EngineId, attempt: u32, text: String) -> Response {
-    let (cut, truncated) = history::bounded(&text);
-    Response {
-        unit: unit.to_string(),
-        engine,
-        attempt,
-        state: UnitState::Running,
-        sha256: history::sha256_hex(text.as_bytes()),
-        bytes: text.len(),
-        text: cut.to_string(),
-        truncated,
-        recorded_at: String::new(),
-    }
-}
-
-struct NoteSink(mpsc::UnboundedSender<Note>);
-
-impl EventSink for NoteSink {
-    fn event(&mut self, event: &ConversationEvent) {
-        let note = match event {
-            ConversationEvent::Status {
-                session_id: Some(id),
-                ..
-            } => Note::Session(id.clone()),
-            ConversationEvent::TaskAgent { text, .. } => Note::Answer(text.clone()),
-            _ => return,
-        };
-        let _ = self.0.send(note);
-    }
-
-    fn warning(&mut self, _message: &str) {}
 }
 
 #[cfg(test)]

@@ -179,7 +179,10 @@ pub async fn follow(
             progress(client, id).await
         };
         tokio::select! {
-            r = &mut result => return ended(client, id, r).await,
+            r = &mut result => return match r {
+                Err(e) if !reachable(client, id).await => Err(lost(id, e)),
+                r => ended(client, id, r).await,
+            },
             p = poll => {
                 if let Ok(p) = p {
                     seen(&p);
@@ -187,6 +190,25 @@ pub async fn follow(
             }
         }
     }
+}
+
+/// How long a follower asks whether the server is still there.
+const REACH_WAIT: Duration = Duration::from_secs(10);
+
+/// The server answers about the workflow (whatever it says).
+async fn reachable(client: &Client, id: &str) -> bool {
+    let h = client.get_workflow_handle::<PlanWorkflow>(id.to_string());
+    let asked = h.describe(WorkflowDescribeOptions::default());
+    matches!(tokio::time::timeout(REACH_WAIT, asked).await, Ok(Ok(_)))
+}
+
+/// The server went away while a follower waited for the plan's end: it
+/// cannot be reached (exit 3), which is no bug of vf's.
+fn lost(id: &str, e: impl std::fmt::Display) -> VfError {
+    VfError::not_ready(format!(
+        "lost Temporal while following workflow {id} ({e}); the rows above are its last known state; \
+         `vf orchestrate --temporal ADDRESS --status {id}` shows it once the server is back"
+    ))
 }
 
 /// Requests the workflow's cancellation (its running units' engines are ended).

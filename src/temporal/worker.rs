@@ -1,6 +1,8 @@
 //! `vf worker --temporal`: polls the shared queue `Q` (the plans' workflows
 //! and unit attempts) and its host's queue `Q@<host-id>` (the exact resumes
-//! of sessions it holds), runs at most `jobs` engines at once, and on SIGTERM
+//! of sessions it holds), runs at most `jobs` engines at once (a retry of an
+//! attempt it still runs attaches to that run), heartbeats at most every
+//! [`BEAT_EVERY`] (so a cancel reaches it within that), and on SIGTERM
 //! or SIGINT stops polling: each running unit's own dispatch gets the signal
 //! too, ends its engine and hands the unit back (`interrupted`, retried by
 //! the workflow).
@@ -12,7 +14,8 @@ use std::time::Duration;
 use temporalio_sdk::runtime::worker_tuner::{FixedSizeSlotSupplier, TunerHolder};
 use temporalio_sdk::{Runtime, Worker, WorkerOptions};
 
-use super::activity::{BuildJob, UnitActivities};
+use super::activity::{BEAT_EVERY, BuildJob, UnitActivities};
+use super::runs::Runs;
 use super::workflow::PlanWorkflow;
 use super::{Endpoint, host_queue};
 use crate::error::{Result, VfError};
@@ -65,12 +68,15 @@ pub async fn serve(req: Request, ready: impl FnOnce(&str, &str)) -> Result<()> {
     let runtime = Runtime::from_current_tokio(Default::default())
         .map_err(|e| VfError::Other(anyhow::anyhow!("Temporal runtime: {e}")))?;
     let slots = Arc::new(tokio::sync::Semaphore::new(req.jobs));
+    let runs = Arc::new(Runs::default());
     let acts = || UnitActivities {
         host: req.host_id.clone(),
         state_dir: req.state_dir.clone(),
         kill_grace: req.kill_grace,
         build: req.build.clone(),
         slots: slots.clone(),
+        runs: runs.clone(),
+        client: client.clone(),
     };
     let shared_q = req.endpoint.task_queue.clone();
     let host_q = host_queue(&shared_q, &req.host_id);
@@ -79,10 +85,12 @@ pub async fn serve(req: Request, ready: impl FnOnce(&str, &str)) -> Result<()> {
         .map_err(|e| VfError::Other(anyhow::anyhow!("{e}")))?
         .register_activities(acts())
         .tuner(tuner(req.jobs))
+        .max_heartbeat_throttle_interval(BEAT_EVERY)
         .build();
     let host = WorkerOptions::new(host_q.clone())
         .register_activities(acts())
         .tuner(tuner(req.jobs))
+        .max_heartbeat_throttle_interval(BEAT_EVERY)
         .build();
     let new = |o| Worker::new(&runtime, client.clone(), o);
     let mut shared = new(shared).map_err(|e| VfError::Other(anyhow::anyhow!("{e}")))?;

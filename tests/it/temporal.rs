@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::common::*;
 
+mod lost;
 #[path = "temporal/server.rs"]
 mod server;
 mod tls;
@@ -30,15 +31,19 @@ struct Lab {
 
 impl Lab {
     fn new(queue: &str) -> Option<Lab> {
-        let s = server()?;
+        Some(Lab::on(&server()?.address, queue))
+    }
+
+    /// A lab on the server at `address` (a proxy, a server of its own).
+    fn on(address: &str, queue: &str) -> Lab {
         let env = Env::new();
         std::fs::create_dir_all(env.path().join("runs")).unwrap();
         env.fake_for("codex");
-        Some(Lab {
+        Lab {
             env,
-            address: s.address.clone(),
+            address: address.to_string(),
             queue: queue.to_string(),
-        })
+        }
     }
 
     fn path(&self) -> &Path {

@@ -35,6 +35,20 @@ pub fn server() -> Option<&'static Server> {
     S.get_or_init(start).as_ref()
 }
 
+/// A server of the test's own, which it may stop; `None` as for [`server`].
+pub fn own_server() -> Option<Server> {
+    start()
+}
+
+impl Server {
+    /// Ends the server (SIGTERM, as an operator stops it) and waits for it.
+    pub fn stop(self) {
+        let (mut child, stdin) = self._keep.into_inner().unwrap();
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
 fn start() -> Option<Server> {
     if !on_path("temporal") {
         let required = std::env::var("VF_TEMPORAL_TESTS").as_deref() == Ok("1");

@@ -147,34 +147,35 @@ fn mcp_echo(env: &Env, token: &str, split: usize) -> PathBuf {
     env.write(&format!("mcp{split}.jsonl"), lines.join("\n") + "\n")
 }
 
-/// An engine that echoes an MCP server's env value (whole, and split across
-/// two deltas): the value is redacted everywhere vf writes, the raw logs are
-/// 0600, and the unit's MCP config (which holds the value) is removed once
-/// the engine has ended, whether it succeeded or failed.
-#[test]
-fn mcp_secrets_echoed_by_an_engine_are_redacted_and_their_file_removed() {
-    let env = Env::new();
-    let token = "mcp-T0KEN-value-98765";
+fn mcp_file(env: &Env, token: &str) -> PathBuf {
     let servers = json!({"mcpServers": {"files": {"command": "mcp-files",
         "env": {"FILES_TOKEN": token}}}});
-    let file = env.write("servers.json", servers.to_string());
-    for (k, exit) in [(1, "0"), (8, "0"), (20, "3")] {
+    env.write("servers.json", servers.to_string())
+}
+
+/// An engine that echoes an MCP server's env value, whole (its final
+/// message) and split across two deltas at several points: the value is in
+/// no event, no result and no file of the state dir.
+#[test]
+fn mcp_secrets_echoed_by_an_engine_are_redacted_everywhere() {
+    let env = Env::new();
+    let token = "mcp-T0KEN-value-98765";
+    let file = mcp_file(&env, token);
+    for k in [1, 8, 20] {
         let unit = format!("m{k}");
-        let extra = ["--mcp", file.to_str().unwrap()];
-        let mut c = env.live("copilot", &unit, "go", &extra);
+        let mut c = env.live("copilot", &unit, "go", &["--mcp", file.to_str().unwrap()]);
         c.env("FAKE_STDOUT", mcp_echo(&env, token, k))
-            .env("FAKE_EXIT", exit)
             .env("FAKE_VERSION", version_of("copilot"));
         let out = run_bounded(c, Duration::from_secs(60));
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let r = last_json(&out);
-        let want = if exit == "0" { "done" } else { "failed" };
-        assert_eq!(r["state"], want, "{r}");
+        assert_eq!(last_json(&out)["state"], "done", "{stdout}");
         assert!(!stdout.contains(token), "split at {k}: {stdout}");
+        let (a, b) = token.split_at(k);
         assert!(
-            !stdout.contains(&token[..k.max(4)]),
+            !stdout.contains(&format!("is {a}")),
             "split at {k}: {stdout}"
         );
+        assert!(!stdout.contains(&format!("{b},")), "split at {k}: {stdout}");
         assert!(
             stdout.contains(vf::dispatch::REDACTED),
             "split at {k}: {stdout}"
@@ -182,15 +183,50 @@ fn mcp_secrets_echoed_by_an_engine_are_redacted_and_their_file_removed() {
         for (path, text) in all_files(&env.state()) {
             assert!(!text.contains(token), "{} holds the token", path.display());
         }
-        let unit_dir = env.state().join("units").join(&unit);
+    }
+}
+
+/// The unit's MCP config (it holds the values) is removed once the engine
+/// has ended, whether it succeeded or failed; the raw logs, the verify
+/// step's included, are the owner's only.
+#[test]
+fn the_mcp_config_is_removed_after_the_run_and_raw_logs_are_0600() {
+    let env = Env::new();
+    let file = mcp_file(&env, "mcp-T0KEN-value-98765");
+    for (unit, exit, want) in [("ok", "0", "done"), ("bad", "3", "failed")] {
+        let extra = ["--mcp", file.to_str().unwrap(), "--verify", "echo checked"];
+        let mut c = env.live("copilot", unit, "go", &extra);
+        c.env(
+            "FAKE_STDOUT",
+            fixture("copilot/1.0.102/a_json.stdout.jsonl"),
+        )
+        .env("FAKE_EXIT", exit)
+        .env("FAKE_VERSION", version_of("copilot"));
+        let out = run_bounded(c, Duration::from_secs(60));
+        assert_eq!(last_json(&out)["state"], want, "{}", stderr(&out));
+        let dir = env.state().join("units").join(unit);
         assert!(
-            !unit_dir.join("mcp-copilot.json").exists(),
+            !dir.join("mcp-copilot.json").exists(),
             "{unit}: config left"
         );
-        for log in ["stdout", "stderr"] {
-            let p = unit_dir.join(format!("attempt-1.{log}.log"));
-            let mode = std::fs::metadata(&p).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600, "{}", p.display());
+        let mut logs: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".log"))
+            .collect();
+        logs.sort();
+        let mut want_logs = vec!["attempt-1.stderr.log", "attempt-1.stdout.log"];
+        if exit == "0" {
+            want_logs.push("attempt-1.verify.log");
+        }
+        assert_eq!(logs, want_logs, "{unit}");
+        for log in logs {
+            let mode = std::fs::metadata(dir.join(&log))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{unit}: {log}");
         }
     }
 }

@@ -87,10 +87,10 @@ impl Rules {
 /// `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
 fn excludes_file(root: &Path) -> Option<PathBuf> {
     let set = run(root, &["config", "--path", "core.excludesFile"]).ok();
-    if let Some(p) = set.map(|p| text(&p).trim().to_string()) {
-        if !p.is_empty() {
-            return Some(root.join(p));
-        }
+    if let Some(p) = set.map(|p| text(&p).trim().to_string())
+        && !p.is_empty()
+    {
+        return Some(root.join(p));
     }
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|x| !x.is_empty())

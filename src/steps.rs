@@ -57,10 +57,12 @@ pub enum StepEnd {
 }
 
 pub async fn run(step: &Step<'_>) -> StepEnd {
+    // The step's output may echo what the engine wrote: owner only.
     let log = match std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
+        .owner_only()
         .no_follow()
         .open_checked(step.log)
     {

@@ -22,12 +22,18 @@ use crate::frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
 pub trait SessionSink: Send {
     /// One raw-log line (no newline). An error ends the session.
     fn raw_line(&mut self, line: &str) -> std::io::Result<()>;
-    /// The raw-log line with the unit's private text removed, `None` when it
-    /// holds none. What is logged and projected is this line, so no event,
-    /// answer or record can carry what the log does not (the agent itself
-    /// still gets every message whole).
-    fn redact(&self, _line: &str) -> Option<String> {
-        None
+    /// Takes one raw-log line (`follows`: the agent's) and gives back the
+    /// lines now safe to log, in order, with the unit's private text removed.
+    /// A line whose text may end with the beginning of a secret waits for
+    /// the next one (a secret split across frames). What is logged and
+    /// projected is these lines, so no event, answer or record can carry what
+    /// the log does not (the agent itself still gets every message whole).
+    fn redact(&mut self, line: String, _follows: bool) -> Vec<String> {
+        vec![line]
+    }
+    /// The session ended: the lines still held.
+    fn redact_end(&mut self) -> Vec<String> {
+        Vec::new()
     }
     /// A validated session id, before any event shows it: the runtime makes
     /// it durable here. An error ends the session.
@@ -49,6 +55,9 @@ pub struct Tee {
     eof: bool,
     /// The raw log or the marker failed: the session ends.
     pub(super) failed: Option<String>,
+    /// Lines given to [`SessionSink::redact`] and not yet logged: their
+    /// direction, entry and logged text.
+    waiting: VecDeque<(Dir, Entry, String)>,
 }
 
 pub type SharedTee = Arc<Mutex<Tee>>;
@@ -62,6 +71,7 @@ impl Tee {
             session_shown: None,
             eof: false,
             failed: None,
+            waiting: VecDeque::new(),
         }))
     }
 
@@ -84,25 +94,37 @@ impl Tee {
             hidden_text.as_deref().unwrap_or(text),
             hidden.as_ref().unwrap_or(entry),
         );
-        let mut logged = wire::log_line(dir, text, entry);
-        let mut cleaned = None;
-        if let Some(r) = self.sink.redact(&logged) {
-            let entry = wire::parse_log_line(&r).map(|(_, e)| e);
-            cleaned = Some(entry.unwrap_or_else(|| Entry::Text(r.clone())));
-            logged = r;
-        }
-        if let Err(e) = self.sink.raw_line(&logged) {
-            self.failed = Some(format!("the raw log could not be written: {e}"));
-            return Err(e);
-        }
-        self.lines += 1;
+        let logged = wire::log_line(dir, text, entry);
         if dir == Dir::In {
             self.sink.heard();
         }
-        let events = self
-            .projector
-            .push(dir, cleaned.as_ref().unwrap_or(entry), self.lines);
-        self.emit(events)
+        self.waiting.push_back((dir, entry.clone(), logged.clone()));
+        let ready = self.sink.redact(logged, dir == Dir::In);
+        self.log_ready(ready)
+    }
+
+    /// Logs and projects the lines redaction released, the oldest waiting
+    /// first; a changed line is projected as it was logged.
+    fn log_ready(&mut self, ready: Vec<String>) -> std::io::Result<()> {
+        for r in ready {
+            let Some((dir, entry, logged)) = self.waiting.pop_front() else {
+                break;
+            };
+            let entry = match r == logged {
+                true => entry,
+                false => wire::parse_log_line(&r)
+                    .map(|(_, e)| e)
+                    .unwrap_or_else(|| Entry::Text(r.clone())),
+            };
+            if let Err(e) = self.sink.raw_line(&r) {
+                self.failed = Some(format!("the raw log could not be written: {e}"));
+                return Err(e);
+            }
+            self.lines += 1;
+            let events = self.projector.push(dir, &entry, self.lines);
+            self.emit(events)?;
+        }
+        Ok(())
     }
 
     fn emit(&mut self, events: Vec<ConversationEvent>) -> std::io::Result<()> {
@@ -126,6 +148,8 @@ impl Tee {
 
     /// Flushes the projection at the end of the session.
     pub fn finish(&mut self) -> super::Outcome {
+        let held = self.sink.redact_end();
+        let _ = self.log_ready(held);
         let events = self.projector.finish();
         let _ = self.emit(events);
         self.projector.outcome().clone()

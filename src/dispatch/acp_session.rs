@@ -18,6 +18,7 @@ use super::UnitSpec;
 use super::life::SessionRecorder;
 use super::pump::Msg;
 use super::redact::Redactor;
+use super::redact::stream::Stream;
 use crate::acp::{self, AcpError, Policy, PromptPart, SessionRequest, SessionSink};
 use crate::engine::{AttachmentKind, Outcome};
 use crate::error::Reason;
@@ -47,7 +48,7 @@ pub(super) struct AcpRun {
 /// Where the session's lines, ids and events go.
 struct Sink {
     log: File,
-    redactor: Arc<Redactor>,
+    redactor: Stream<()>,
     recorder: SessionRecorder,
     tx: mpsc::UnboundedSender<SessionMsg>,
 }
@@ -59,9 +60,14 @@ impl SessionSink for Sink {
         self.log.write_all(b"\n")
     }
 
-    fn redact(&self, line: &str) -> Option<String> {
-        let redacted = self.redactor.line(line.as_bytes())?;
-        Some(String::from_utf8_lossy(&redacted).into_owned())
+    fn redact(&mut self, line: String, follows: bool) -> Vec<String> {
+        let out = self.redactor.push(line.into_bytes(), (), follows);
+        out.into_iter().map(|(l, ())| text(l)).collect()
+    }
+
+    fn redact_end(&mut self) -> Vec<String> {
+        let out = self.redactor.finish();
+        out.into_iter().map(|(l, ())| text(l)).collect()
     }
 
     fn session_id(&mut self, id: &str) -> std::io::Result<()> {
@@ -77,6 +83,10 @@ impl SessionSink for Sink {
     fn heard(&mut self) {
         let _ = self.tx.send(SessionMsg::Heard);
     }
+}
+
+fn text(line: Vec<u8>) -> String {
+    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The unit's answer to permission requests.
@@ -156,7 +166,7 @@ pub(super) fn start(
     let (cancel, cancel_rx) = watch::channel(false);
     let sink = Sink {
         log,
-        redactor,
+        redactor: Stream::new(redactor),
         recorder,
         tx: tx.clone(),
     };

@@ -111,14 +111,19 @@ pub(super) async fn launch(
 /// The prompt file and the unit's MCP config (`engine::mcp`, in the unit's
 /// own directory), when the engine takes them, on the blocking pool (see
 /// [`record_and_logs`]). Their contents are moved there, not copied (a
-/// prompt may be 16 MiB); nothing reads them after this.
+/// prompt may be 16 MiB); nothing reads them after this. The paths stay:
+/// both files go when the engine has ended ([`remove_input_files`]).
 async fn write_inputs(spec: &UnitSpec, p: &mut Prepared) -> Result<()> {
     let prompt = p
         .inv
         .prompt_file
         .clone()
         .zip(p.inv.prompt_file_contents.take());
-    let config = p.inv.config_file.take();
+    let config = p
+        .inv
+        .config_file
+        .as_mut()
+        .map(|(path, contents)| (path.clone(), std::mem::take(contents)));
     if prompt.is_none() && config.is_none() {
         return Ok(());
     }
@@ -193,7 +198,7 @@ async fn spawn_engine(
 ) -> Result<(tokio::process::Child, Group)> {
     let spawned = child::spawn_off_thread(&p.program, &p.inv).await;
     spawned.map_err(|e| {
-        remove_prompt_file(p);
+        remove_input_files(p);
         let err = VfError::not_ready(format!(
             "{}: cannot start {}: {}",
             spec.engine,
@@ -216,7 +221,8 @@ fn start_pumps(
     files: [std::fs::File; 2],
     session: Session,
 ) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2], Option<AcpRun>) {
-    let redactor = Arc::new(Redactor::new(&spec.redact));
+    let secrets = spec.mcp.as_ref().map(|m| m.secrets()).unwrap_or_default();
+    let redactor = Arc::new(Redactor::with_secrets(&spec.redact, &secrets));
     let (tx, rx) = mpsc::channel::<Msg>(256);
     let err = child.stderr.take().expect("stderr is piped");
     let [out_file, err_file] = files;
@@ -278,22 +284,28 @@ fn feed_stdin(child: &mut tokio::process::Child, text: Option<String>) {
 async fn abort(group: &Group, child: &mut tokio::process::Child, p: &Prepared) {
     group.kill();
     let _ = child.wait().await;
-    remove_prompt_file(p);
+    remove_input_files(p);
 }
 
-pub(super) fn remove_prompt_file(p: &Prepared) {
-    if let Some(path) = &p.inv.prompt_file {
+/// The prompt file and the MCP config (it holds the servers' env and header
+/// values): neither outlives the engine's run.
+pub(super) fn remove_input_files(p: &Prepared) {
+    let config = p.inv.config_file.as_ref().map(|(path, _)| path);
+    for path in p.inv.prompt_file.iter().chain(config) {
         prompt_file::remove(path);
     }
 }
 
-/// A new raw log; never through a symlink planted in the state dir, and
-/// never waiting on a FIFO planted there (a regular file ignores O_NONBLOCK).
+/// A new raw log, readable by the owner only (it holds the engine's output,
+/// whatever the engine echoed); never through a symlink planted in the state
+/// dir, and never waiting on a FIFO planted there (a regular file ignores
+/// O_NONBLOCK).
 fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
     OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
+        .owner_only()
         .no_follow_no_block()
         .open_checked(path)
 }

@@ -47,6 +47,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLif
     let mut life = UnitLife::claim(spec)?;
     // Left by a vf that was killed: under the lock nobody else can be using it.
     prompt_file::remove_for_unit(&spec.state_dir, &spec.unit);
+    crate::engine::mcp::remove_files(&spec.state_dir, &spec.unit);
     let is_command = spec.engine.engine().own_program();
     // A command engine runs what its launch names (resolved after the build):
     // no binary of its own, no version to read.

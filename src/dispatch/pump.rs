@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::redact::stream::Stream as Redacting;
 use super::redact::{REDACTED, Redactor};
 use crate::frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
 use crate::sys::{ChildPipe, Got, StoppableReader};
@@ -111,9 +112,8 @@ struct Pump {
 
 impl Pump {
     fn run(mut self, mut src: StoppableReader) {
-        let redactor = self.redactor.clone();
         let mut split = Splitter::new(MAX_LINE_BYTES);
-        let mut batch = Batch::new(&redactor, self.stream == Stream::Stdout);
+        let mut batch = Batch::new(self.redactor.clone(), self.stream == Stream::Stdout);
         let mut buf = vec![0u8; 64 * 1024];
         let mut tail: Vec<u8> = Vec::new();
         let mut failed = false;
@@ -137,13 +137,14 @@ impl Pump {
                 Found::Oversized(n) => batch.oversized(n, false),
                 Found::Nothing | Found::Direct(_) => {}
             }
+            batch.release_all();
             self.flush(&mut batch, &mut tail);
         }
         let _ = self.tx.blocking_send(eof(self.stream, tail));
     }
 
     /// Writes the batch's log bytes, then sends its lines; false once the log failed.
-    fn flush(&mut self, batch: &mut Batch<'_>, tail: &mut Vec<u8>) -> bool {
+    fn flush(&mut self, batch: &mut Batch, tail: &mut Vec<u8>) -> bool {
         let bytes = std::mem::take(&mut batch.log);
         // Its error is this chunk's own.
         if let Err(e) = self.log.write_all(&bytes) {
@@ -169,8 +170,11 @@ impl Pump {
 }
 
 /// What one chunk of a stream adds to its log and to the projector.
-struct Batch<'r> {
-    redactor: &'r Redactor,
+struct Batch {
+    redactor: Arc<Redactor>,
+    /// Lines, redacted across lines (a line whose end may begin a secret
+    /// waits for the next); `true`: it ended with a newline.
+    lines_in: Redacting<bool>,
     /// stdout: the lines go on to the projector; stderr: only the log.
     keep_lines: bool,
     log: Vec<u8>,
@@ -182,9 +186,10 @@ struct Batch<'r> {
     withholding: bool,
 }
 
-impl<'r> Batch<'r> {
-    fn new(redactor: &'r Redactor, keep_lines: bool) -> Self {
+impl Batch {
+    fn new(redactor: Arc<Redactor>, keep_lines: bool) -> Self {
         Batch {
+            lines_in: Redacting::new(redactor.clone()),
             redactor,
             keep_lines,
             log: Vec::new(),
@@ -195,18 +200,31 @@ impl<'r> Batch<'r> {
     }
 
     fn text(&mut self, line: &[u8], newline: bool) {
-        let redacted = self.redactor.line(line);
-        let line = redacted.as_deref().unwrap_or(line);
-        self.log.extend_from_slice(line);
-        if newline {
-            self.log.push(b'\n');
-        }
-        if self.keep_lines {
-            self.lines.push(Piece::Text(line.to_vec()));
+        let out = self.lines_in.push(line.to_vec(), newline, true);
+        self.put(out);
+    }
+
+    fn put(&mut self, lines: Vec<(Vec<u8>, bool)>) {
+        for (line, newline) in lines {
+            self.log.extend_from_slice(&line);
+            if newline {
+                self.log.push(b'\n');
+            }
+            if self.keep_lines {
+                self.lines.push(Piece::Text(line));
+            }
         }
     }
 
+    /// The held lines go out as they are: the stream ends, or an over-long
+    /// line (never held) comes next.
+    fn release_all(&mut self) {
+        let out = self.lines_in.finish();
+        self.put(out);
+    }
+
     fn oversized(&mut self, n: u64, newline: bool) {
+        self.release_all();
         if !std::mem::take(&mut self.withholding) {
             self.log.append(&mut self.held);
         }
@@ -220,7 +238,7 @@ impl<'r> Batch<'r> {
     }
 }
 
-impl LineSink for Batch<'_> {
+impl LineSink for Batch {
     fn line(&mut self, line: Line<'_>) {
         match line {
             Line::Text(b) => self.text(b, true),
@@ -232,6 +250,7 @@ impl LineSink for Batch<'_> {
         if self.withholding {
             return;
         }
+        self.release_all();
         let overlap = self.redactor.trigger_overlap();
         let held = std::mem::take(&mut self.held);
         // A trigger that spans the held bytes and the new ones, then one inside the new ones.
@@ -266,9 +285,9 @@ mod tests {
 
     /// The log bytes of `input` pushed in chunks of `step`.
     fn logged(input: &[u8], cap: usize, step: usize, blocks: &[String]) -> Vec<u8> {
-        let redactor = Redactor::new(blocks);
+        let redactor = Arc::new(Redactor::new(blocks));
         let mut split = Splitter::new(cap);
-        let mut batch = Batch::new(&redactor, true);
+        let mut batch = Batch::new(redactor, true);
         for chunk in input.chunks(step) {
             split.feed(chunk, &mut batch);
         }
@@ -277,6 +296,7 @@ mod tests {
             Found::Oversized(n) => batch.oversized(n, false),
             _ => {}
         }
+        batch.release_all();
         batch.log
     }
 

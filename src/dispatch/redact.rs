@@ -25,8 +25,14 @@
 //!
 //! Steps 2 and 3 also catch blocks vf did not deliver in this run (a resumed
 //! session echoing an earlier turn).
+//!
+//! The secrets of the unit's MCP servers (their `env` and `headers` values,
+//! at least [`MIN_SECRET`] bytes) are redacted the same way: each is a form
+//! and a trigger of its own. A secret split across lines (frames, text
+//! lines) is the [`stream`] redactor's.
 
 mod escapes;
+pub mod stream;
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -45,6 +51,10 @@ const MARK_HALVES: [&[u8]; 2] = [b"VF-PRIVATE-", b"FILE-RANGES"];
 /// echo splits the block over two lines.
 const JSON_STARTS: [&[u8]; 2] = [b"[{\"end\":", b"[{\\\"end\\\":"];
 
+/// The shortest MCP secret redacted: a shorter value (`1`, `on`) cannot be
+/// told from other text.
+pub const MIN_SECRET: usize = 4;
+
 pub struct Redactor {
     /// The delivered block texts (and their JSON lines), longest first: as
     /// written in a text line, and what a decoded string may hold.
@@ -54,13 +64,21 @@ pub struct Redactor {
     mark: Finder<'static>,
     /// What makes a line worth a look.
     triggers: Vec<Finder<'static>>,
+    /// The longest trigger's length.
+    longest_trigger: usize,
     /// `\u`: the line may spell a trigger with escapes.
     escape: Finder<'static>,
 }
 
 impl Redactor {
     /// `blocks`: the exact private-range blocks delivered in this run.
+    #[cfg(test)]
     pub fn new(blocks: &[String]) -> Redactor {
+        Redactor::with_secrets(blocks, &[])
+    }
+
+    /// `secrets`: the unit's MCP `env` and `headers` values as well.
+    pub fn with_secrets(blocks: &[String], secrets: &[String]) -> Redactor {
         let mut forms = Vec::new();
         for block in blocks.iter().filter(|b| !b.is_empty()) {
             forms.push(block.as_str());
@@ -68,6 +86,12 @@ impl Redactor {
             forms.extend(block.split_once('\n').map(|(_, json)| json));
         }
         forms.retain(|f| f.len() >= PIECE);
+        let secrets: Vec<&str> = secrets
+            .iter()
+            .map(String::as_str)
+            .filter(|s| s.len() >= MIN_SECRET)
+            .collect();
+        forms.extend(&secrets);
         let mut escaped = Vec::new();
         for form in &forms {
             let quoted = serde_json::to_string(form).unwrap_or_default();
@@ -79,12 +103,25 @@ impl Redactor {
             list.dedup();
         }
         let starts: &[&[u8]] = if blocks.is_empty() { &[] } else { &JSON_STARTS };
-        let triggers = MARK_HALVES.iter().chain(starts).map(|s| Finder::new(*s));
+        let mut words: Vec<Vec<u8>> = MARK_HALVES
+            .iter()
+            .chain(starts)
+            .map(|s| s.to_vec())
+            .collect();
+        // A secret is its own trigger, as written and JSON-escaped.
+        for secret in secrets {
+            let quoted = serde_json::to_string(secret).unwrap_or_default();
+            words.push(secret.as_bytes().to_vec());
+            words.push(quoted.as_bytes()[1..quoted.len() - 1].to_vec());
+        }
+        words.dedup();
+        let longest_trigger = words.iter().map(Vec::len).max().unwrap_or(0);
         Redactor {
             forms,
             escaped,
             mark: Finder::new(MARK),
-            triggers: triggers.collect(),
+            triggers: words.iter().map(|w| Finder::new(w).into_owned()).collect(),
+            longest_trigger,
             escape: Finder::new(b"\\u"),
         }
     }
@@ -113,12 +150,7 @@ impl Redactor {
     /// The longest trigger in its longest spelling, less one: what a stream
     /// must hold back.
     pub fn trigger_overlap(&self) -> usize {
-        let longest = JSON_STARTS
-            .iter()
-            .chain(&MARK_HALVES)
-            .map(|s| s.len())
-            .max();
-        longest.unwrap_or(0) * escapes::MAX_SPELLING - 1
+        self.longest_trigger * escapes::MAX_SPELLING - 1
     }
 
     /// The line redacted, or `None` when it holds nothing private.
@@ -254,7 +286,7 @@ fn pieces(s: &[u8], form: &[u8]) -> Vec<Range<usize>> {
 
 /// `line` with each string that has cuts written anew: its decoded text, each
 /// run of cut bytes replaced by [`REDACTED`], encoded again.
-fn splice(
+pub(super) fn splice(
     line: &[u8],
     lits: &[Literal],
     texts: &[Cow<[u8]>],

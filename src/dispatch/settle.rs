@@ -176,15 +176,18 @@ fn keep_answer(
     }
 }
 
-/// Nothing of the group survives the run; its record and prompt file go
-/// (on the blocking pool: file-system work stays off the shared thread).
+/// Nothing of the group survives the run; its record, prompt file and MCP
+/// config go (on the blocking pool: file-system work stays off the shared
+/// thread).
 async fn release(e: &Ended, sink: &mut dyn EventSink) {
     e.launched.group.kill();
     let record = e.launched.record_path.clone();
-    let prompt = e.launched.prepared.inv.prompt_file.clone();
+    let inv = &e.launched.prepared.inv;
+    let config = inv.config_file.as_ref().map(|(path, _)| path.clone());
+    let inputs: Vec<_> = inv.prompt_file.iter().cloned().chain(config).collect();
     let released = crate::offload::run(move || {
         let released = crate::owned::release(&record);
-        if let Some(p) = &prompt {
+        for p in &inputs {
             super::prompt_file::remove(p);
         }
         released.map_err(|err| (record, err))

@@ -179,7 +179,7 @@ async fn check_guards(
         if let Some((root, branch, git_dir)) = &proof
             && workspace::prove(root, Some(branch), git_dir.as_deref()).is_err()
         {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         }
         b.changed_by_run()
     })
@@ -189,11 +189,7 @@ async fn check_guards(
             Vec::new(),
             format!("cannot check the path guards, so nothing is committed: {e}"),
         )),
-        Ok(changed) => {
-            let bad: Vec<String> = guards.violations(&changed).into_iter().cloned().collect();
-            let msg = workspace::guard::violation_message(&bad);
-            (!bad.is_empty()).then_some((bad, msg))
-        }
+        Ok(changed) => workspace::guard::refusal(&guards, &changed),
     })
 }
 

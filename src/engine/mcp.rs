@@ -27,7 +27,10 @@
 //!
 //! Every file is written into the unit's own directory
 //! (`<state>/units/<unit>/`) by the launch, 0600, never into the user's
-//! files; env values and headers never reach argv, a result or a log.
+//! files, and removed when the engine has ended (failed or not; one a
+//! `kill -9` of vf left is removed by the unit's next run, which writes its
+//! own). Env values and headers never reach argv, a result or a log: an
+//! engine that echoes one has it redacted ([`McpServers::secrets`]).
 
 use std::path::{Path, PathBuf};
 
@@ -106,6 +109,28 @@ pub fn parse(text: &str) -> Result<McpServers> {
     Ok(McpServers {
         servers: servers.clone(),
     })
+}
+
+impl McpServers {
+    /// Every `env` and `headers` value: what vf redacts from whatever it
+    /// writes of the run (`dispatch::redact`).
+    pub fn secrets(&self) -> Vec<String> {
+        let values = self
+            .servers
+            .values()
+            .flat_map(|s| ["env", "headers"].map(|k| s.get(k)))
+            .flatten()
+            .filter_map(Value::as_object)
+            .flat_map(|m| m.values().filter_map(Value::as_str));
+        values.map(str::to_string).collect()
+    }
+}
+
+/// Removes the unit's MCP config files a killed vf left (every engine's name).
+pub fn remove_files(state_dir: &Path, unit: &str) {
+    for engine in EngineId::ALL {
+        let _ = std::fs::remove_file(file_path(state_dir, unit, engine));
+    }
 }
 
 /// What the servers amount to for one run of `engine`.

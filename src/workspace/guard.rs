@@ -12,6 +12,17 @@
 //! nothing is exempt, since all of it would go into the `vf: <unit>` commit.
 //! vf's own state dir is never looked at. Paths are matched relative to the
 //! repository's root with `/` separators.
+//!
+//! An engine can blind git's view ([`hidden`]): what git ignores is judged by
+//! the rules as they were when the run started (when the run changed them,
+//! every untracked path is listed but those the old rules hid), a tracked
+//! file marked `--assume-unchanged` / `--skip-worktree` is compared on disk,
+//! a rule file outside the work tree that the run changed (`info/exclude`,
+//! shared with the user's repository) and a flag the run set fail the unit.
+//! In a worktree run, the user's own checkout is read too: a change there to
+//! a guarded path fails the unit. Nothing is restored.
+
+mod hidden;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -104,6 +115,22 @@ pub struct Baseline {
     skip: Option<String>,
     /// Files dirty before the run, and what they were.
     dirty: BTreeMap<String, (Vec<u8>, Print)>,
+    rules: hidden::Rules,
+    /// What the rules hid when the run started.
+    ignored: Vec<String>,
+    flags: hidden::Flags,
+    /// For a run in a worktree: the user's own checkout.
+    user: Option<Box<Baseline>>,
+}
+
+/// What the run changed, as the guards judge it.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub paths: Vec<String>,
+    /// Changed paths in the user's own checkout (a worktree run).
+    pub user: Vec<String>,
+    /// Changes made to hide others: each one fails the unit.
+    pub tampering: Vec<String>,
 }
 
 /// Reads the repository `cwd` is in before the engine runs; `exempt_dirty`
@@ -119,16 +146,30 @@ pub fn baseline(cwd: &Path, state_dir: &Path, exempt_dirty: bool) -> Result<Base
     )
     .unwrap_or_else(|_| EMPTY_TREE.to_string());
     let skip = inside(&root, state_dir);
+    let user = match exempt_dirty {
+        true => None,
+        false => hidden::user_checkout(&root)
+            .map(|u| baseline(&u, state_dir, true).map(Box::new))
+            .transpose()?,
+    };
     let mut b = Baseline {
+        rules: hidden::Rules::read(&root)?,
+        ignored: hidden::ignored(&root)?,
+        flags: hidden::flags(&root)?,
         root,
         start,
         skip,
         dirty: BTreeMap::new(),
+        user,
     };
     if exempt_dirty {
-        for (raw, name) in b.changed()? {
+        for (raw, name) in b.changed(false)? {
             let print = fingerprint(&b.root.join(crate::sys::path_from_bytes(&raw)));
             b.dirty.insert(name, (raw, print));
+        }
+        // A flagged file's hidden edits are the user's, as a dirty one's.
+        for (name, (_, raw, print)) in &b.flags {
+            b.dirty.insert(name.clone(), (raw.clone(), *print));
         }
     }
     Ok(b)
@@ -146,8 +187,10 @@ fn inside(root: &Path, dir: &Path) -> Option<String> {
 }
 
 impl Baseline {
-    /// Every path that differs from the start (raw and as text), minus vf's own.
-    fn changed(&self) -> Result<Vec<(Vec<u8>, String)>, String> {
+    /// Every path that differs from the start (raw and as text), minus vf's
+    /// own; `strict`: the run changed the ignore rules, so every untracked
+    /// path counts but those the rules hid when it started.
+    fn changed(&self, strict: bool) -> Result<Vec<(Vec<u8>, String)>, String> {
         let err = |e: git::GitError| e.message;
         // No fsmonitor command runs for vf's own look.
         let diff = [
@@ -169,7 +212,15 @@ impl Baseline {
             "--others",
             "--exclude-standard",
         ];
-        out.extend(git::run_bytes(&self.root, &others).map_err(err)?);
+        match strict {
+            true => {
+                for n in hidden::untracked_unruled(&self.root, &self.ignored)? {
+                    out.extend_from_slice(&n);
+                    out.push(0);
+                }
+            }
+            false => out.extend(git::run_bytes(&self.root, &others).map_err(err)?),
+        }
         let mut names: Vec<(Vec<u8>, String)> = out
             .split(|b| *b == 0)
             .filter(|n| !n.is_empty())
@@ -185,12 +236,45 @@ impl Baseline {
         Ok(names)
     }
 
+    /// What the run changed: the paths ([`Baseline::paths_changed`]), the
+    /// user's checkout's for a worktree run, and what it did to hide them.
+    pub fn changed_by_run(&self) -> Result<Changes, String> {
+        let rules = hidden::Rules::read(&self.root)?;
+        let mut c = Changes::default();
+        for p in rules.changed_outside(&self.rules) {
+            c.tampering
+                .push(format!("it changed git's ignore rules in {p:?}"));
+        }
+        let flags = hidden::flags(&self.root)?;
+        let flagged = hidden::flagged_changes(&flags, &self.flags);
+        let set: Vec<&String> = flagged.iter().filter(|f| f.2).map(|f| &f.1).collect();
+        if !set.is_empty() {
+            c.tampering.push(format!(
+                "it marked {} tracked path(s) --assume-unchanged or --skip-worktree: {}",
+                set.len(),
+                shown(&set)
+            ));
+        }
+        let mut now = self.changed(rules != self.rules)?;
+        now.extend(flagged.into_iter().map(|(raw, name, _)| (raw, name)));
+        now.sort();
+        now.dedup();
+        c.paths = self.paths_changed(&now);
+        if let Some(user) = &self.user {
+            let theirs = user.changed_by_run()?;
+            c.user = theirs.paths;
+            c.tampering.extend(theirs.tampering);
+        }
+        c.tampering.sort();
+        c.tampering.dedup();
+        Ok(c)
+    }
+
     /// The paths the run changed: changed now and clean before, or dirty
     /// before and different now (reverted ones included).
-    pub fn changed_by_run(&self) -> Result<Vec<String>, String> {
-        let now = self.changed()?;
+    fn paths_changed(&self, now: &[(Vec<u8>, String)]) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for (raw, name) in &now {
+        for (raw, name) in now {
             match self.dirty.get(name) {
                 Some((_, before)) if *before == fingerprint(&self.path(raw)) => {}
                 _ => out.push(name.clone()),
@@ -203,7 +287,8 @@ impl Baseline {
             }
         }
         out.sort();
-        Ok(out)
+        out.dedup();
+        out
     }
 
     fn path(&self, raw: &[u8]) -> PathBuf {
@@ -236,24 +321,57 @@ fn fingerprint(p: &Path) -> Print {
     Some(h.finalize().into())
 }
 
-/// The unit's error for `violations` (at most [`NAMED`] paths, escaped).
-pub fn violation_message(violations: &[String]) -> String {
-    let shown: Vec<String> = violations
+/// At most [`NAMED`] paths, escaped.
+fn shown<S: AsRef<str>>(paths: &[S]) -> String {
+    let shown: Vec<String> = paths
         .iter()
         .take(NAMED)
-        .map(|p| format!("{p:?}"))
+        .map(|p| format!("{:?}", p.as_ref()))
         .collect();
-    let more = violations.len().saturating_sub(NAMED);
-    let tail = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
+    let more = paths.len().saturating_sub(NAMED);
+    match more {
+        0 => shown.join(", "),
+        _ => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+/// The unit's error for `violations` (at most [`NAMED`] paths, escaped).
+pub fn violation_message(violations: &[String]) -> String {
     format!(
-        "the run changed {} path(s) its path guards refuse: {}{tail}",
+        "the run changed {} path(s) its path guards refuse: {}",
         violations.len(),
-        shown.join(", ")
+        shown(violations)
     )
+}
+
+/// The unit's error for what the guards refuse in `c`: the paths in the
+/// run's tree, those in the user's checkout, what hid them. `None`: nothing.
+pub fn refusal(guards: &PathGuards, c: &Changes) -> Option<(Vec<String>, String)> {
+    let bad: Vec<String> = guards.violations(&c.paths).into_iter().cloned().collect();
+    let theirs: Vec<String> = guards.violations(&c.user).into_iter().cloned().collect();
+    let mut parts = Vec::new();
+    if !bad.is_empty() {
+        parts.push(violation_message(&bad));
+    }
+    if !theirs.is_empty() {
+        parts.push(format!(
+            "the run changed {} path(s) its path guards refuse in the user's own checkout \
+             (left as they are): {}",
+            theirs.len(),
+            shown(&theirs)
+        ));
+    }
+    if !c.tampering.is_empty() {
+        parts.push(format!(
+            "the run hid changes from git (left as they are): {}",
+            c.tampering.join("; ")
+        ));
+    }
+    let mut all = bad;
+    all.extend(theirs);
+    all.sort();
+    all.dedup();
+    (!parts.is_empty()).then(|| (all, parts.join("; ")))
 }
 
 #[cfg(test)]

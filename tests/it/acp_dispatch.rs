@@ -256,6 +256,63 @@ fn private_text_echoed_by_an_agent_is_redacted_everywhere() {
     assert_eq!(leaked, Vec::<std::path::PathBuf>::new());
 }
 
+/// The agent echoes the prompt in two `agent_message_chunk` frames, split
+/// at each position around the private line (issue 38): no piece of it
+/// reaches an event, the result, the raw log or any file of the state dir.
+#[test]
+fn a_private_line_split_across_two_chunks_is_redacted_at_every_position() {
+    let env = Env::new();
+    let secret = "SECRET-TOKEN-vf-12345678";
+    env.write("sec.txt", format!("one\n{secret}\nthree\n"));
+    let script = root().join("tests/support/echo_acp_agent.py");
+    let block = json!([{"end": 2, "file": "sec.txt", "start": 2, "text": format!("{secret}\n")}]);
+    let echo = format!("You said: the task\n\nVF-PRIVATE-FILE-RANGES/1\n{block}");
+    let at = echo.find(secret).unwrap();
+    let pieces = |text: &str| -> Vec<String> {
+        let windows = (0..=secret.len() - 6).map(|i| &secret[i..i + 6]);
+        windows
+            .filter(|w| text.contains(w))
+            .map(str::to_string)
+            .collect()
+    };
+    for k in at - 1..=at + secret.len() {
+        let unit = format!("p{k}");
+        let line = format!("python3 {} {k}", script.display());
+        let range = ["--private-range", "sec.txt:2-2", "--output", "jsonl"];
+        let out = run(acp(&env, &unit, &line, &range));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let r = last_json(&out);
+        assert_eq!(r["state"], "done", "split at {k}: {stdout}");
+        let answer = r["answer"].as_str().unwrap_or_default();
+        assert!(
+            answer.starts_with("You said: the task"),
+            "split at {k}: {answer}"
+        );
+        assert_eq!(
+            pieces(&stdout),
+            Vec::<String>::new(),
+            "split at {k}: {stdout}"
+        );
+        let mut stack = vec![env.state()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let p = entry.path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+                assert_eq!(
+                    pieces(&text),
+                    Vec::<String>::new(),
+                    "split at {k}: {}",
+                    p.display()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn the_default_policy_rejects_a_write_and_skip_permissions_allows_it() {
     let env = Env::new();

@@ -20,6 +20,8 @@ mod hardening;
 mod policy;
 #[path = "dispatch/private.rs"]
 mod private;
+#[path = "dispatch/split_secrets.rs"]
+mod split_secrets;
 
 const SUCCESS: &[(&str, &str)] = &[
     ("codex", "codex/0.171.0/a_json.stdout.jsonl"),

@@ -242,3 +242,92 @@ fn a_violating_plan_unit_blocks_its_dependent_and_the_hooks_run() {
         (&json!("c"), &json!("done"))
     );
 }
+
+/// Issue 38, section 5: an engine adds `secrets/` to the shared
+/// `info/exclude` (a worktree run) or to a new `.gitignore` (a plain run),
+/// then writes a denied file: the file is still seen, the unit fails, and
+/// the rule it added stays where it put it (vf restores nothing).
+#[test]
+fn an_ignore_rule_the_run_adds_does_not_hide_a_denied_file() {
+    let r = Repo::new();
+    let exclude =
+        "echo 'secrets/' >> \"$(git rev-parse --path-format=absolute --git-path info/exclude)\"";
+    r.fake_env(&engine_only(&format!(
+        "{exclude}; mkdir -p secrets; echo k > secrets/key"
+    )));
+    let out = r.dispatch("x1", &["--deny-path", "secrets/**"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["reason"], &res["pathViolations"]),
+        (&json!("failed"), &json!("policy"), &json!(["secrets/key"])),
+        "{res}"
+    );
+    let error = res["error"].as_str().unwrap();
+    assert!(error.contains("changed git's ignore rules in"), "{error}");
+    assert!(error.contains("info/exclude"), "{error}");
+    let rules = read_text(&r.repo().join(".git/info/exclude"));
+    assert!(rules.ends_with("secrets/\n"), "{rules}");
+    // A `.gitignore` of its own, in a plain run.
+    std::fs::write(r.repo().join(".git/info/exclude"), "").unwrap();
+    r.fake_env(&engine_only(
+        "mkdir -p secrets; printf '*\\n' > secrets/.gitignore; echo k > secrets/key",
+    ));
+    let out = plain(&r, "x2", &["--deny-path", "secrets/key"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_json_eq(&outcome(&stdout_json(&out)), &refused("secrets/key"));
+}
+
+/// A tracked denied file changed and then marked `--assume-unchanged` or
+/// `--skip-worktree`: git's status no longer shows it, the guard does; the
+/// mark itself is named, and the change is left as it is.
+#[test]
+fn an_index_flag_does_not_hide_a_changed_denied_file() {
+    for flag in ["--assume-unchanged", "--skip-worktree"] {
+        let r = Repo::new();
+        r.fake_env(&engine_only(&format!(
+            "echo changed > README.md; git update-index {flag} README.md"
+        )));
+        let out = plain(&r, "f1", &["--deny-path", "README.md"]);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr(&out));
+        let res = stdout_json(&out);
+        assert_eq!(res["pathViolations"], json!(["README.md"]), "{flag}: {res}");
+        let error = res["error"].as_str().unwrap();
+        assert!(
+            error.contains(
+                "marked 1 tracked path(s) --assume-unchanged or --skip-worktree: \"README.md\""
+            ),
+            "{flag}: {error}"
+        );
+        assert_eq!(read_text(&r.repo().join("README.md")), "changed\n");
+    }
+}
+
+/// A worktree run that writes the user's own checkout (through the shared
+/// git dir): the guard reads that checkout too, fails the unit, names the
+/// path, and leaves the user's file as the engine left it.
+#[test]
+fn a_worktree_run_that_writes_the_users_checkout_is_refused() {
+    let r = Repo::new();
+    let user = "\"$(git rev-parse --path-format=absolute --git-common-dir)/..\"";
+    r.fake_env(&engine_only(&format!("echo pwned >> {user}/README.md")));
+    let out = r.dispatch("u1", &["--deny-path", "README.md"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let res = stdout_json(&out);
+    assert_eq!(
+        (&res["state"], &res["reason"], &res["pathViolations"]),
+        (&json!("failed"), &json!("policy"), &json!(["README.md"])),
+        "{res}"
+    );
+    let error = res["error"].as_str().unwrap();
+    assert!(
+        error.contains("refuse in the user's own checkout (left as they are): \"README.md\""),
+        "{error}"
+    );
+    assert_eq!(read_text(&r.repo().join("README.md")), "hello\npwned\n");
+    // The same run touching only its own worktree passes.
+    r.git(&["checkout", "--", "README.md"]);
+    r.fake_env("");
+    let out = r.dispatch("u2", &["--deny-path", "README.md"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

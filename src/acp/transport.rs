@@ -37,6 +37,9 @@ pub trait SessionSink: Send {
     /// The agent wrote a line (an event or not: a permission request, a
     /// response): it is alive, as the stall timer counts it.
     fn heard(&mut self) {}
+    /// The agent as `initialize` described it, once known: a run that fails
+    /// later still names the agent's version.
+    fn agent(&mut self, _facts: &super::AgentFacts) {}
 }
 
 /// The shared end of the tee: numbers lines, logs them, projects them.
@@ -47,6 +50,12 @@ pub struct Tee {
     session_shown: Option<String>,
     /// The agent's stdout ended.
     eof: bool,
+    /// Lines the agent wrote so far (the replay drain watches it).
+    heard: u64,
+    /// Told once the projector found a malformed response: the session
+    /// ends at once instead of waiting for an answer that cannot come.
+    fault: Arc<tokio::sync::Notify>,
+    agent_told: bool,
     /// The raw log or the marker failed: the session ends.
     pub(super) failed: Option<String>,
 }
@@ -61,6 +70,9 @@ impl Tee {
             lines: 0,
             session_shown: None,
             eof: false,
+            heard: 0,
+            fault: Arc::new(tokio::sync::Notify::new()),
+            agent_told: false,
             failed: None,
         }))
     }
@@ -97,11 +109,22 @@ impl Tee {
         }
         self.lines += 1;
         if dir == Dir::In {
+            self.heard += 1;
             self.sink.heard();
         }
+        let had_fault = self.projector.outcome.fault.is_some();
         let events = self
             .projector
             .push(dir, cleaned.as_ref().unwrap_or(entry), self.lines);
+        if !had_fault && self.projector.outcome.fault.is_some() {
+            self.fault.notify_one();
+        }
+        if !self.agent_told
+            && let Some(a) = &self.projector.outcome.agent
+        {
+            self.agent_told = true;
+            self.sink.agent(a);
+        }
         self.emit(events)
     }
 
@@ -291,4 +314,14 @@ pub(super) fn failure(tee: &SharedTee) -> Option<String> {
 
 pub(super) fn ended(tee: &SharedTee) -> bool {
     lock(tee).eof
+}
+
+/// How many lines the agent wrote so far.
+pub(super) fn heard(tee: &SharedTee) -> u64 {
+    lock(tee).heard
+}
+
+/// Resolves once a response to one of vf's requests was malformed.
+pub(super) fn fault(tee: &SharedTee) -> Arc<tokio::sync::Notify> {
+    lock(tee).fault.clone()
 }

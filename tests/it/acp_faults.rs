@@ -55,6 +55,23 @@ fn replayed_history_is_never_the_answer_in_any_order() {
     }
 }
 
+/// History of several messages (text, a tool, the answer) that the agent
+/// replays after `session/load`'s answer is drained before the prompt goes
+/// out: logged before it, it is history, live and replayed.
+#[test]
+fn history_replayed_after_the_loads_answer_is_drained_before_the_prompt() {
+    for place in ["before", "after"] {
+        let replay = format!("--replay={place}");
+        let (r, rec) = run(&["json", &replay, "--history=tool"], resume(), false);
+        assert_eq!(r.unwrap().answer.as_deref(), Some(NEW), "{place}");
+        let prompt_at = rec.raw.iter().position(|l| l.contains("session/prompt"));
+        let old_at = rec.raw.iter().position(|l| l.contains("Old answer."));
+        let before = matches!((old_at, prompt_at), (Some(o), Some(p)) if o < p);
+        assert!(before, "{place}: {:?}", rec.raw);
+        assert_replays(&rec);
+    }
+}
+
 /// A user chunk that only echoes the prompt just sent replays nothing: the
 /// agent text after it is the answer.
 #[test]

@@ -49,7 +49,8 @@ gemini does), prompt (when session/prompt arrives, before the new answer), split
 user chunk of a session-context preamble before load's answer, the old turn when the
 prompt arrives: gemini 0.61's c_resume capture). --acu=WHERE puts an
 available_commands_update before the replayed turn, between its user and agent chunks,
-after it, or nowhere (none, the default). The new answer is always
+after it, or nowhere (none, the default). --history=tool makes the old turn a tool turn
+(text, a tool call, then the old answer). The new answer is always
 "New answer." with a fenced {"new":1} summary, in two chunks.
 """
 
@@ -101,6 +102,10 @@ def replay_turn(sid):
     chunk(sid, "user_message_chunk", "earlier prompt")
     if acu == "between":
         commands_update(sid)
+    if opt("history", "") == "tool":
+        chunk(sid, "agent_message_chunk", "Let me look.")
+        update(sid, {"sessionUpdate": "tool_call", "toolCallId": "t0", "title": "ls",
+                     "kind": "execute", "status": "completed"})
     chunk(sid, "agent_message_chunk", "Old answer.\n\n```json\n{\"old\":1}\n```\n")
     if acu == "after":
         commands_update(sid)

@@ -63,6 +63,32 @@ pub enum AcpError {
     Log(String),
     #[error("ACP protocol error: {0}")]
     Protocol(String),
+    #[error("the agent sent a malformed response to {0}")]
+    Malformed(String),
+    #[error("the agent did not answer {step} within {} ({HANDSHAKE_TIMEOUT_VAR})", secs(*.1), step = .0)]
+    Handshake(&'static str, Duration),
+}
+
+/// How long each handshake step (`initialize`, `session/new`,
+/// `session/load`) may take by default.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Overrides [`DEFAULT_HANDSHAKE_TIMEOUT`], in milliseconds.
+pub const HANDSHAKE_TIMEOUT_VAR: &str = "VF_ACP_HANDSHAKE_TIMEOUT_MS";
+
+/// `VF_ACP_HANDSHAKE_TIMEOUT_MS`, or the default; a value that is not a
+/// positive number of milliseconds is a usage error (entry points check it
+/// first).
+pub fn handshake_timeout_from_env() -> crate::error::Result<Duration> {
+    match std::env::var(HANDSHAKE_TIMEOUT_VAR) {
+        Err(_) => Ok(DEFAULT_HANDSHAKE_TIMEOUT),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+            _ => Err(crate::error::VfError::usage(format!(
+                "{HANDSHAKE_TIMEOUT_VAR} must be a positive number of milliseconds, not {}",
+                crate::text::shown(&v, 40)
+            ))),
+        },
+    }
 }
 
 fn secs(d: Duration) -> String {
@@ -79,7 +105,7 @@ impl AcpError {
     /// The unit's failure reason for this error.
     pub fn reason(&self) -> Reason {
         match self {
-            AcpError::Timeout(..) => Reason::Timeout,
+            AcpError::Timeout(..) | AcpError::Handshake(..) => Reason::Timeout,
             AcpError::Unsupported(..)
             | AcpError::Attachment(_)
             | AcpError::Mcp(_)
@@ -89,6 +115,7 @@ impl AcpError {
             AcpError::Rejected(_)
             | AcpError::Closed(_)
             | AcpError::BadSessionId(_)
+            | AcpError::Malformed(_)
             | AcpError::Protocol(_) => Reason::Engine,
         }
     }

@@ -56,7 +56,17 @@ pub struct SessionRequest {
     /// A bound on the whole session; dispatch leaves it `None` (its own
     /// stall and wall timeouts end the group).
     pub deadline: Option<Duration>,
+    /// A bound on each handshake step: `initialize`, `session/new`,
+    /// `session/load` ([`super::handshake_timeout_from_env`]).
+    pub handshake: Duration,
 }
+
+/// After `session/load` answers, the agent may still be replaying history
+/// (gemini streams it after its own response): vf sends the prompt once it
+/// has been quiet this long, so the replay lands before the prompt.
+pub const REPLAY_QUIET: Duration = Duration::from_millis(500);
+/// The longest the replay drain waits, however chatty the agent.
+pub const REPLAY_CAP: Duration = Duration::from_secs(5);
 
 /// The client capabilities vf offers: none. vf implements no `fs/*` and no
 /// `terminal/*` method, so the agent uses its own tools, and asks.
@@ -88,7 +98,14 @@ where
 {
     let tee = Tee::new(sink);
     let deadline = req.deadline;
-    let run = connect(stdout, stdin, tee.clone(), req, cancel);
+    let fault = transport::fault(&tee);
+    // A malformed response ends the session at once ([`classify`] says why).
+    let run = async {
+        tokio::select! {
+            r = connect(stdout, stdin, tee.clone(), req, cancel) => r,
+            () = fault.notified() => Ok(Ok(())),
+        }
+    };
     let result = match deadline {
         Some(d) => tokio::time::timeout(d, run).await.ok(),
         None => Some(run.await),
@@ -112,7 +129,7 @@ where
 {
     let lines = Lines::new(
         transport::outgoing(stdin, tee.clone()),
-        transport::incoming(stdout, tee),
+        transport::incoming(stdout, tee.clone()),
     );
     let policy = req.policy;
     Client
@@ -125,7 +142,7 @@ where
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(lines, async move |cx: ConnectionTo<Agent>| {
-            drive(&cx, &req, cancel).await
+            drive(&cx, &req, &tee, cancel).await
         })
         .await
 }
@@ -165,9 +182,13 @@ fn wire_name<T: serde::Serialize>(v: &T) -> Option<String> {
 async fn drive(
     cx: &ConnectionTo<Agent>,
     req: &SessionRequest,
+    tee: &SharedTee,
     mut cancel: watch::Receiver<bool>,
 ) -> Driven {
-    let init = cx.send_request(initialize_request()).block_task().await?;
+    let limit = req.handshake;
+    let Some(init) = step(limit, cx.send_request(initialize_request()).block_task()).await? else {
+        return Ok(Err(AcpError::Handshake("initialize", limit)));
+    };
     let agent = AgentFacts::from_initialize(&serde_json::to_value(&init).unwrap_or_default());
     let blocks = match prompt_blocks(&req.prompt, &agent) {
         Ok(b) => b,
@@ -181,13 +202,21 @@ async fn drive(
         Some(id) => {
             let load =
                 LoadSessionRequest::new(id.clone(), req.cwd.clone()).mcp_servers(req.mcp.clone());
-            cx.send_request(load).block_task().await?;
+            if step(limit, cx.send_request(load).block_task())
+                .await?
+                .is_none()
+            {
+                return Ok(Err(AcpError::Handshake("session/load", limit)));
+            }
+            drain_replay(tee).await;
             id.clone()
         }
         None => {
             let new = NewSessionRequest::new(req.cwd.clone()).mcp_servers(req.mcp.clone());
-            let r = cx.send_request(new).block_task().await?;
-            r.session_id.0.to_string()
+            match step(limit, cx.send_request(new).block_task()).await? {
+                Some(r) => r.session_id.0.to_string(),
+                None => return Ok(Err(AcpError::Handshake("session/new", limit))),
+            }
         }
     };
     if !valid_session_id(&session) {
@@ -213,6 +242,31 @@ async fn drive(
                     watching = false;
                 }
             }
+        }
+    }
+}
+
+/// One handshake request, bounded: `None` when `limit` passed first.
+async fn step<T>(
+    limit: Duration,
+    answer: impl std::future::Future<Output = Result<T, agent_client_protocol::Error>>,
+) -> Result<Option<T>, agent_client_protocol::Error> {
+    match tokio::time::timeout(limit, answer).await {
+        Ok(r) => r.map(Some),
+        Err(_) => Ok(None),
+    }
+}
+
+/// Waits until the agent has written nothing for [`REPLAY_QUIET`] (at most
+/// [`REPLAY_CAP`]), so that history replayed after `session/load`'s answer
+/// is logged before the prompt and projected as history, live and replayed.
+async fn drain_replay(tee: &SharedTee) {
+    let start = tokio::time::Instant::now();
+    loop {
+        let before = transport::heard(tee);
+        tokio::time::sleep(REPLAY_QUIET).await;
+        if transport::heard(tee) == before || start.elapsed() >= REPLAY_CAP {
+            return;
         }
     }
 }
@@ -258,10 +312,16 @@ fn classify(
     if let Some(f) = transport::failure(tee) {
         return Err(AcpError::Log(f));
     }
+    if let Some(f) = &outcome.fault {
+        return Err(AcpError::Malformed(f.clone()));
+    }
     let answered =
         outcome.stop_reason.is_some() || outcome.failed_method.as_deref() == Some("session/prompt");
     if answered {
         return Ok(outcome);
+    }
+    if let Some(why) = outcome.bad_session_detail.clone() {
+        return Err(AcpError::BadSessionId(why));
     }
     let hint = outcome.garbage.clone();
     match result {

@@ -81,6 +81,13 @@ pub struct Outcome {
     pub session_id: Option<String>,
     /// The agent named a session id of a shape vf refuses.
     pub bad_session: bool,
+    /// What was wrong with it, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bad_session_detail: Option<String>,
+    /// A response to one of vf's requests that is not JSON-RPC 2.0
+    /// (`method: what was wrong`): the session ends at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
     /// `stopReason` of the prompt's response.
     pub stop_reason: Option<String>,
     /// The turn's final answer: the agent's text after its last tool call.
@@ -113,6 +120,9 @@ impl Outcome {
     /// Why the run failed, if it did: the stop reason, an error response, or
     /// no answer to the prompt at all.
     pub fn failure(&self) -> Option<(Reason, String)> {
+        if let Some(f) = &self.fault {
+            return Some((Reason::Engine, format!("a malformed response: {f}")));
+        }
         if let Some(stop) = &self.stop_reason {
             return stop_failure(stop);
         }

@@ -33,6 +33,8 @@ enum Role {
 /// Message chunks being merged.
 struct Pending {
     role: Role,
+    /// Agent text of a replayed turn (never merged with the new answer).
+    replayed: bool,
     text: String,
     range: RawRange,
 }
@@ -60,10 +62,18 @@ pub struct Projector {
     prompting: bool,
     /// The agent's text since the turn's last tool call.
     answer: String,
-    /// History `session/load` replays after its own response (gemini does,
-    /// against the spec): a `user_message_chunk` during the turn starts it,
-    /// the next frame that is no chunk ends it; its agent text is no answer.
-    replaying: bool,
+    /// History replayed during the turn (an agent may replay `session/load`'s
+    /// history after vf's prompt): the user text of a replayed message since
+    /// the last agent chunk. The first agent chunk after it is that message's
+    /// replayed answer (an agent replays a stored message as one chunk), so
+    /// it is no answer, whatever bookkeeping frames come between.
+    replayed_user: Option<String>,
+    /// The text of the prompt sent: a user chunk that only echoes it starts
+    /// no replay.
+    prompt_text: String,
+    /// The unit's session (asked for by `session/load`, named by
+    /// `session/new`'s result): updates of another session are drift.
+    session: Option<String>,
     pub(super) outcome: Outcome,
 }
 
@@ -98,7 +108,9 @@ impl Projector {
             burst: None,
             prompting: false,
             answer: String::new(),
-            replaying: false,
+            replayed_user: None,
+            prompt_text: String::new(),
+            session: None,
             outcome: Outcome::default(),
         }
     }
@@ -155,7 +167,7 @@ impl Projector {
             Role::Agent => ConversationEvent::TaskAgent {
                 text: p.text,
                 raw_range: p.range,
-                is_final: turn_end && self.burst.is_none(),
+                is_final: turn_end && self.burst.is_none() && !p.replayed,
             },
             Role::User => ConversationEvent::User {
                 text: p.text,
@@ -173,12 +185,18 @@ impl Projector {
         let id = id_key(v.get("id"));
         match (str_at(v, "method"), id) {
             (Some(method), Some(id)) => {
+                let params = v.get("params").cloned().unwrap_or(Value::Null);
                 if method == "session/prompt" {
                     self.flush(out, false);
                     self.prompting = true;
                     self.answer.clear();
+                    self.replayed_user = None;
+                    self.prompt_text = prompt_text(&params);
                 }
-                let params = v.get("params").cloned().unwrap_or(Value::Null);
+                if matches!(method, "session/prompt" | "session/load") {
+                    let id = str_at(&params, "sessionId").map(str::to_string);
+                    self.session = id.or(self.session.take());
+                }
                 let method = method.to_string();
                 self.out_requests.insert(id, Asked { method, params });
             }
@@ -244,16 +262,24 @@ impl Projector {
     fn update(&mut self, v: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
         let u = v.pointer("/params/update").unwrap_or(&Value::Null);
         let kind = str_at(u, "sessionUpdate").unwrap_or("");
+        let sid = v.pointer("/params/sessionId");
+        if let Some(mine) = &self.session
+            && sid.and_then(Value::as_str) != Some(mine.as_str())
+        {
+            // Another session's update: drift, never this unit's answer.
+            out.push(self.unknown("session/update (another session)", line));
+            return;
+        }
         match kind {
             "agent_message_chunk" => self.chunk(Role::Agent, u, line, out),
             "user_message_chunk" => self.chunk(Role::User, u, line, out),
             "agent_thought_chunk" => self.chunk(Role::Thought, u, line, out),
             "tool_call" | "tool_call_update" => {
-                self.replaying = false;
+                self.replayed_user = None;
                 self.tool(u, line, out);
             }
             "plan" => {
-                self.replaying = false;
+                self.replayed_user = None;
                 self.flush(out, false);
                 let rows =
                     ConversationEvent::status(Level::Info, "Plan", plan_text(u), range(line));
@@ -261,31 +287,35 @@ impl Projector {
             }
             // Known bookkeeping ends a run of chunks (the contract merges
             // deltas until the next frame that is no delta).
-            k if QUIET_UPDATES.contains(&k) => {
-                self.replaying = false;
-                self.flush_text(out, false);
-            }
+            k if QUIET_UPDATES.contains(&k) => self.flush_text(out, false),
             k => out.push(self.unknown(&format!("session/update/{k}"), line)),
         }
     }
 
     fn chunk(&mut self, role: Role, u: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
         let text = content_text(u.get("content").unwrap_or(&Value::Null));
+        let replayed = role == Role::Agent && self.prompting && self.replay_answer();
         if self.burst.is_some() {
             self.flush(out, false);
         }
-        if self.pending.as_ref().is_some_and(|p| p.role != role) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.role != role || p.replayed != replayed)
+        {
             self.flush_text(out, false);
         }
         if role == Role::User && self.prompting {
-            self.replaying = true;
+            // A replayed message: what the agent said before it is no answer.
+            self.replayed_user.get_or_insert_default().push_str(&text);
             self.answer.clear();
         }
-        if role == Role::Agent && self.prompting && !self.replaying {
+        if role == Role::Agent && self.prompting && !replayed {
             self.answer.push_str(&text);
         }
         let p = self.pending.get_or_insert_with(|| Pending {
             role,
+            replayed,
             text: String::new(),
             range: range(line),
         });
@@ -293,6 +323,16 @@ impl Projector {
             p.text.push_str(cut(&text, DETAIL_MAX - p.text.len()));
         }
         p.range.end = line;
+    }
+
+    /// Whether an agent chunk of the turn is the replayed answer to a
+    /// replayed user message (consumed: only its first chunk is). A user
+    /// chunk that only echoes the prompt just sent replays nothing.
+    fn replay_answer(&mut self) -> bool {
+        match self.replayed_user.take() {
+            Some(user) => user.trim() != self.prompt_text.trim(),
+            None => false,
+        }
     }
 
     fn tool(&mut self, u: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
@@ -320,6 +360,19 @@ impl Projector {
             out.push(warning("Response to no request of vf", None, line));
             return;
         };
+        if let Some(wrong) = malformed(v) {
+            self.flush(out, false);
+            let detail = format!("{}: {wrong}", asked.method);
+            self.outcome.fault.get_or_insert(detail.clone());
+            let row = ConversationEvent::status(
+                Level::Error,
+                "Malformed response",
+                Some(detail),
+                range(line),
+            );
+            out.push(row);
+            return;
+        }
         if let Some(err) = v.get("error") {
             self.flush(out, false);
             let msg = str_at(err, "message").unwrap_or("(no message)");
@@ -362,11 +415,12 @@ impl Projector {
         self.flush(out, false);
         let loaded = asked.method == "session/load";
         // session/load answers without the id: it is the one vf asked for.
-        let id = if loaded {
-            str_at(&asked.params, "sessionId")
+        let field = if loaded {
+            asked.params.get("sessionId")
         } else {
-            str_at(result, "sessionId")
+            result.get("sessionId")
         };
+        let id = field.and_then(Value::as_str);
         let label = if loaded {
             "Session loaded"
         } else {
@@ -374,6 +428,7 @@ impl Projector {
         };
         match id {
             Some(id) if outcome::valid_session_id(id) => {
+                self.session = Some(id.to_string());
                 self.outcome.session_id = Some(id.to_string());
                 out.push(ConversationEvent::Status {
                     level: Level::Info,
@@ -386,8 +441,14 @@ impl Projector {
                 });
             }
             other => {
-                let detail = other.map(|id| one_line(id, 80));
+                let detail = match (other, field) {
+                    (Some(id), _) => one_line(id, 80),
+                    (None, Some(f)) => format!("sessionId is {}, not a string", json_type(f)),
+                    (None, None) => "no sessionId".to_string(),
+                };
                 self.outcome.bad_session = true;
+                self.outcome.bad_session_detail = Some(detail.clone());
+                let detail = Some(detail);
                 out.push(ConversationEvent::status(
                     Level::Error,
                     "Invalid session id",
@@ -400,7 +461,10 @@ impl Projector {
 
     fn turn_end(&mut self, result: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
         self.flush(out, true);
-        let stop = str_at(result, "stopReason").unwrap_or("").to_string();
+        let stop = match result.get("stopReason") {
+            Some(Value::String(s)) if !s.is_empty() => s.clone(),
+            other => return self.bad_turn_end(result, other, line, out),
+        };
         let usage = outcome::usage_of(result);
         let answer = (!self.answer.is_empty()).then(|| self.answer.clone());
         self.outcome
@@ -419,6 +483,80 @@ impl Projector {
             answer,
             raw_range: range(line),
         });
+    }
+
+    /// A prompt result without a `stopReason` string: the turn failed, and
+    /// the error says in one line what was wrong.
+    fn bad_turn_end(
+        &mut self,
+        result: &Value,
+        stop: Option<&Value>,
+        line: u64,
+        out: &mut Vec<ConversationEvent>,
+    ) {
+        let wrong = match stop {
+            _ if !result.is_object() => {
+                format!("the result is {}, not an object", json_type(result))
+            }
+            None => "the result has no stopReason".to_string(),
+            Some(Value::String(_)) => "the result's stopReason is empty".to_string(),
+            Some(v) => format!("the result's stopReason is {}, not a string", json_type(v)),
+        };
+        let detail = format!("session/prompt: {wrong}");
+        self.outcome.error.get_or_insert(detail.clone());
+        self.outcome
+            .failed_method
+            .get_or_insert("session/prompt".to_string());
+        out.push(ConversationEvent::status(
+            Level::Error,
+            "Malformed response",
+            Some(detail),
+            range(line),
+        ));
+    }
+}
+
+/// The text blocks of a `session/prompt`'s params, joined.
+fn prompt_text(params: &Value) -> String {
+    let blocks = params.get("prompt").and_then(Value::as_array);
+    blocks
+        .into_iter()
+        .flatten()
+        .filter(|b| str_at(b, "type") == Some("text"))
+        .filter_map(|b| str_at(b, "text"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What makes a response to one of vf's requests not JSON-RPC 2.0, if
+/// anything: it must say `"jsonrpc": "2.0"` and hold exactly one of
+/// `result` and `error`, the error an object.
+fn malformed(v: &Value) -> Option<String> {
+    let wrong = match (v.get("result"), v.get("error")) {
+        _ if v.get("jsonrpc").is_none() => "the response has no \"jsonrpc\"".to_string(),
+        _ if str_at(v, "jsonrpc") != Some("2.0") => format!(
+            "the response says \"jsonrpc\": {}, not \"2.0\"",
+            one_line(&v["jsonrpc"].to_string(), 40)
+        ),
+        (Some(_), Some(_)) => "the response has both a result and an error".to_string(),
+        (None, None) => "the response has neither a result nor an error".to_string(),
+        (None, Some(e)) if !e.is_object() => {
+            format!("the error is {}, not an object", json_type(e))
+        }
+        _ => return None,
+    };
+    Some(wrong)
+}
+
+/// A JSON value's type, as an error names it (`a number`).
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

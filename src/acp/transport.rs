@@ -31,7 +31,8 @@ pub trait SessionSink: Send {
     fn redact(&mut self, line: String, _follows: bool) -> Vec<String> {
         vec![line]
     }
-    /// The session ended: the lines still held.
+    /// The session ended, or the agent answered a request (which ends its
+    /// run of text): the lines still held.
     fn redact_end(&mut self) -> Vec<String> {
         Vec::new()
     }
@@ -43,6 +44,9 @@ pub trait SessionSink: Send {
     /// The agent wrote a line (an event or not: a permission request, a
     /// response): it is alive, as the stall timer counts it.
     fn heard(&mut self) {}
+    /// The agent as `initialize` described it, once known: a run that fails
+    /// later still names the agent's version.
+    fn agent(&mut self, _facts: &super::AgentFacts) {}
 }
 
 /// The shared end of the tee: numbers lines, logs them, projects them.
@@ -53,6 +57,12 @@ pub struct Tee {
     session_shown: Option<String>,
     /// The agent's stdout ended.
     eof: bool,
+    /// Lines the agent wrote so far (the replay drain watches it).
+    heard: u64,
+    /// Told once the projector found a malformed response: the session
+    /// ends at once instead of waiting for an answer that cannot come.
+    fault: Arc<tokio::sync::Notify>,
+    agent_told: bool,
     /// The raw log or the marker failed: the session ends.
     pub(super) failed: Option<String>,
     /// Lines given to [`SessionSink::redact`] and not yet logged: their
@@ -70,6 +80,9 @@ impl Tee {
             lines: 0,
             session_shown: None,
             eof: false,
+            heard: 0,
+            fault: Arc::new(tokio::sync::Notify::new()),
+            agent_told: false,
             failed: None,
             waiting: VecDeque::new(),
         }))
@@ -96,10 +109,17 @@ impl Tee {
         );
         let logged = wire::log_line(dir, text, entry);
         if dir == Dir::In {
+            self.heard += 1;
             self.sink.heard();
         }
         self.waiting.push_back((dir, entry.clone(), logged.clone()));
-        let ready = self.sink.redact(logged, dir == Dir::In);
+        let mut ready = self.sink.redact(logged, dir == Dir::In);
+        // A response ends the agent's run of text: nothing before it waits
+        // for a secret's next piece, and it is never held itself, since the
+        // session may be waiting on it (a malformed one ends the session).
+        if dir == Dir::In && is_response(entry) {
+            ready.extend(self.sink.redact_end());
+        }
         self.log_ready(ready)
     }
 
@@ -121,7 +141,17 @@ impl Tee {
                 return Err(e);
             }
             self.lines += 1;
+            let had_fault = self.projector.outcome.fault.is_some();
             let events = self.projector.push(dir, &entry, self.lines);
+            if !had_fault && self.projector.outcome.fault.is_some() {
+                self.fault.notify_one();
+            }
+            if !self.agent_told
+                && let Some(a) = &self.projector.outcome.agent
+            {
+                self.agent_told = true;
+                self.sink.agent(a);
+            }
             self.emit(events)?;
         }
         Ok(())
@@ -315,4 +345,19 @@ pub(super) fn failure(tee: &SharedTee) -> Option<String> {
 
 pub(super) fn ended(tee: &SharedTee) -> bool {
     lock(tee).eof
+}
+
+/// How many lines the agent wrote so far.
+pub(super) fn heard(tee: &SharedTee) -> u64 {
+    lock(tee).heard
+}
+
+/// Resolves once a response to one of vf's requests was malformed.
+pub(super) fn fault(tee: &SharedTee) -> Arc<tokio::sync::Notify> {
+    lock(tee).fault.clone()
+}
+
+/// A JSON-RPC response (an id and no method).
+fn is_response(entry: &Entry) -> bool {
+    matches!(entry, Entry::Msg(v) if v.get("method").is_none() && v.get("id").is_some())
 }

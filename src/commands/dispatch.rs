@@ -656,6 +656,7 @@ fn run_unit_with(
 /// `--on-finish` / `--on-fail` (`VF_HOOK_TIMEOUT_MS` checked: exit 2).
 pub fn hooks_of(a: &crate::marker::Asked) -> Result<Hooks> {
     crate::notify::timeout_from_env()?;
+    crate::acp::handshake_timeout_from_env()?;
     Ok(Hooks {
         on_finish: a.on_finish.clone(),
         on_fail: a.on_fail.clone(),

@@ -37,6 +37,7 @@ pub(super) fn resolve(
         .ok_or_else(|| VfError::usage("the plan file is missing"))?;
     let mut plan = plan::load_with(path, &cfg.user_defaults())?;
     crate::notify::timeout_from_env()?;
+    crate::acp::handshake_timeout_from_env()?;
     let flags = crate::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,

@@ -28,6 +28,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let state_dir = super::config::state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::child::kill_grace_from_env()?;
     crate::notify::timeout_from_env()?;
+    crate::acp::handshake_timeout_from_env()?;
     let store = MarkerStore::new(&state_dir);
     let no_unit = || {
         VfError::usage(format!(

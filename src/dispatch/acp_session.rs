@@ -31,6 +31,8 @@ pub(super) enum SessionMsg {
     Session(String),
     /// The agent wrote a line: it is not stalled.
     Heard,
+    /// `agentInfo.version` from `initialize`, when it reads as a version.
+    AgentVersion(String),
     Done(Box<Result<acp::Outcome, AcpError>>),
 }
 
@@ -43,6 +45,9 @@ pub(super) struct AcpRun {
     pub done: Option<Result<acp::Outcome, AcpError>>,
     /// `system.unknownFrame` rows shown (the result's `unknownFrames`).
     pub unknown: u64,
+    /// The agent's version, once `initialize` named one: kept for the
+    /// result even when the session fails later.
+    pub agent_version: Option<String>,
 }
 
 /// Where the session's lines, ids and events go.
@@ -83,6 +88,18 @@ impl SessionSink for Sink {
     fn heard(&mut self) {
         let _ = self.tx.send(SessionMsg::Heard);
     }
+
+    fn agent(&mut self, facts: &acp::AgentFacts) {
+        if let Some(v) = agent_version(facts) {
+            let _ = self.tx.send(SessionMsg::AgentVersion(v));
+        }
+    }
+}
+
+/// `agentInfo.version`, when it reads as a version (the result's
+/// `engineVersion`: an agent command has no `--version`).
+fn agent_version(facts: &acp::AgentFacts) -> Option<String> {
+    crate::version::Version::parse(&facts.version).map(|v| v.to_string())
 }
 
 fn text(line: Vec<u8>) -> String {
@@ -182,6 +199,7 @@ pub(super) fn start(
             .map(|m| acp::mcp_servers(&m.to_value()["mcpServers"]))
             .unwrap_or_default(),
         deadline: None,
+        handshake: acp::handshake_timeout_from_env().unwrap_or(acp::DEFAULT_HANDSHAKE_TIMEOUT),
     };
     let task = tokio::spawn(async move {
         // The attachments are read on the blocking pool, not the runtime's thread.
@@ -203,6 +221,7 @@ pub(super) fn start(
         cancel,
         done: None,
         unknown: 0,
+        agent_version: None,
     };
     (run, task)
 }
@@ -212,10 +231,8 @@ pub(super) fn start(
 /// resume the agent cannot load (no `loadSession`, or `session/load`
 /// answered with an error) is a session mismatch: [`super::run_locked`]
 /// then starts a fresh session primed with the bounded replay.
-pub(super) fn outcome(
-    done: &Option<Result<acp::Outcome, AcpError>>,
-    resumed: bool,
-) -> (Outcome, AcpVerdict) {
+pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
+    let done = &run.done;
     let (o, failure) = match done {
         Some(Ok(o)) => (o.clone(), o.failure()),
         Some(Err(e @ (AcpError::NoLoad(_) | AcpError::Rejected(_)))) if resumed => (
@@ -244,8 +261,8 @@ pub(super) fn outcome(
         agent_version: o
             .agent
             .as_ref()
-            .and_then(|a| crate::version::Version::parse(&a.version))
-            .map(|v| v.to_string()),
+            .and_then(agent_version)
+            .or_else(|| run.agent_version.clone()),
     };
     (outcome, verdict)
 }

@@ -103,7 +103,7 @@ fn outcome(spec: &UnitSpec, e: &Ended, exit_code: Option<i32>) -> (Outcome, Opti
         .launched
         .acp
         .as_ref()
-        .map(|run| acp_session::outcome(&run.done, resumed))
+        .map(|run| acp_session::outcome(run, resumed))
     {
         Some((outcome, verdict)) => (outcome, Some(verdict)),
         None => (e.projector.tracker().finish(exit_code), None),

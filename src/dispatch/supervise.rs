@@ -255,6 +255,7 @@ impl<'a> Supervisor<'a> {
             }
             Some(SessionMsg::Session(id)) => self.life.session_durable(id),
             Some(SessionMsg::Heard) => {}
+            Some(SessionMsg::AgentVersion(v)) => acp.agent_version = Some(v),
             Some(SessionMsg::Done(ended)) => {
                 acp.done = Some(*ended);
                 if self.exit_status.is_none() {

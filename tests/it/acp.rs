@@ -16,10 +16,10 @@ use vf::frames::ConversationEvent;
 use crate::common::{self, assert_json_eq};
 
 #[derive(Default)]
-struct Rec {
-    raw: Vec<String>,
-    ids: Vec<String>,
-    events: Vec<ConversationEvent>,
+pub(crate) struct Rec {
+    pub(crate) raw: Vec<String>,
+    pub(crate) ids: Vec<String>,
+    pub(crate) events: Vec<ConversationEvent>,
     /// How many events had gone out when each session id was saved.
     events_before_id: Vec<usize>,
 }
@@ -50,7 +50,7 @@ impl SessionSink for Mem {
     }
 }
 
-fn request(prompt: &str) -> SessionRequest {
+pub(crate) fn request(prompt: &str) -> SessionRequest {
     SessionRequest {
         cwd: common::root(),
         prompt: vec![PromptPart::Text(prompt.to_string())],
@@ -58,6 +58,7 @@ fn request(prompt: &str) -> SessionRequest {
         policy: Policy::Default,
         mcp: Vec::new(),
         deadline: Some(Duration::from_secs(20)),
+        handshake: vf::acp::DEFAULT_HANDSHAKE_TIMEOUT,
     }
 }
 
@@ -74,7 +75,11 @@ fn agent_script() -> PathBuf {
 
 /// Runs one session against the fake agent in `args`; with `cancel`, the
 /// cancel signal turns on at the agent's first message chunk.
-fn run(args: &[&str], req: SessionRequest, cancel: bool) -> (Result<Outcome, AcpError>, Rec) {
+pub(crate) fn run(
+    args: &[&str],
+    req: SessionRequest,
+    cancel: bool,
+) -> (Result<Outcome, AcpError>, Rec) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -101,7 +106,7 @@ fn run(args: &[&str], req: SessionRequest, cancel: bool) -> (Result<Outcome, Acp
     (result, rec)
 }
 
-fn events(rec: &Rec) -> Value {
+pub(crate) fn events(rec: &Rec) -> Value {
     serde_json::to_value(&rec.events).unwrap()
 }
 
@@ -170,7 +175,7 @@ fn a_json_run_streams_merges_and_ends_with_usage_and_summary() {
 
 /// The raw log, projected again, gives the live events and outcome.
 #[track_caller]
-fn assert_replays(rec: &Rec) {
+pub(crate) fn assert_replays(rec: &Rec) {
     let (replayed, _) = vf::acp::project_log(&rec.raw.join("\n"));
     assert_json_eq(&serde_json::to_value(&replayed).unwrap(), &events(rec));
 }

@@ -595,3 +595,79 @@ fn mcp_servers_go_in_session_new_and_their_secrets_never_reach_disk() {
     );
     assert!(!log_of(&env, "m2", 1).contains("\"session/new\""));
 }
+
+/// A resumed unit's answer and summary are the new turn's, wherever the
+/// agent replays the loaded history (before or after `session/load`'s answer,
+/// after the prompt, split around it) and wherever its bookkeeping comes.
+#[test]
+fn a_resumed_units_answer_is_the_new_turns_in_every_replay_order() {
+    let env = Env::new();
+    for place in ["before", "after", "prompt", "split"] {
+        for acu in ["none", "before", "between", "after"] {
+            let unit = format!("r-{place}-{acu}");
+            let line = agent("json", &format!("--replay={place} --acu={acu}"));
+            let extra = ["--session", "sess-1", "--output", "json"];
+            let out = run(acp(&env, &unit, &line, &extra));
+            let r = last_json(&out);
+            assert_eq!(out.status.code(), Some(0), "{unit}: {r}");
+            assert_eq!(
+                r["answer"], "New answer.\n\n```json\n{\"new\":1}\n```\n",
+                "{unit}: {r}"
+            );
+            assert_eq!(r["summary"], json!({"new": 1}), "{unit}: {r}");
+        }
+    }
+}
+
+/// A malformed response to the prompt fails the unit at once (exit 1,
+/// reason engine), saying what was wrong; another session's updates are
+/// counted as drift and kept out of the answer.
+#[test]
+fn a_malformed_response_fails_the_unit_and_foreign_updates_are_drift() {
+    let env = Env::new();
+    let line = agent("malformed", "--shape=neither");
+    let out = run(acp(&env, "mal", &line, &["--output", "json"]));
+    let r = last_json(&out);
+    assert_eq!(out.status.code(), Some(1), "{r}");
+    assert_eq!(r["reason"], "engine", "{r}");
+    let want = "the agent sent a malformed response to session/prompt: \
+                the response has neither a result nor an error";
+    assert_eq!(r["error"], want, "{r}");
+    let out = run(acp(
+        &env,
+        "fo",
+        &agent("foreign", ""),
+        &["--output", "json"],
+    ));
+    let r = last_json(&out);
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(r["summary"], json!({"confidence": 1}), "{r}");
+    assert_eq!(r["unknownFrames"], 2, "{r}");
+}
+
+/// A handshake step the agent never answers fails the unit at
+/// `VF_ACP_HANDSHAKE_TIMEOUT_MS` (exit 4, reason timeout), naming the step
+/// and keeping the version `initialize` named; a bad value is exit 2.
+#[test]
+fn a_silent_handshake_times_out_naming_the_step_and_keeping_the_version() {
+    let env = Env::new();
+    let mut c = acp(&env, "mute", &agent("mute-new", ""), &["--output", "json"]);
+    // Long enough for the fake to answer `initialize` on a busy machine.
+    c.env("VF_ACP_HANDSHAKE_TIMEOUT_MS", "3000");
+    let out = run(c);
+    let r = last_json(&out);
+    assert_eq!(out.status.code(), Some(4), "{r}");
+    assert_eq!(r["reason"], "timeout", "{r}");
+    let want = "the agent did not answer session/new within 3.0 s (VF_ACP_HANDSHAKE_TIMEOUT_MS)";
+    assert_eq!(r["error"], want, "{r}");
+    assert_eq!(r["engineVersion"], "1.0.0", "{r}");
+    let mut c = acp(&env, "mute2", &agent("mute-new", ""), &["--output", "json"]);
+    c.env("VF_ACP_HANDSHAKE_TIMEOUT_MS", "soon");
+    let out = run(c);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("VF_ACP_HANDSHAKE_TIMEOUT_MS"),
+        "{}",
+        stderr(&out)
+    );
+}

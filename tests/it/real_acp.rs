@@ -89,6 +89,7 @@ fn session(
         policy: Policy::Default,
         mcp: Vec::new(),
         deadline: Some(Duration::from_secs(180)),
+        handshake: vf::acp::DEFAULT_HANDSHAKE_TIMEOUT,
     };
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = std::fs::OpenOptions::new()

@@ -32,6 +32,26 @@ tool call of mode `tool` really creates x.txt in the session's cwd. --mcp-http a
   mcp        session/prompt: answers with the mcpServers that session/new or session/load
              got: each one's name, type, and its env/header names with the length of
              each value (never a value), then a fenced json summary
+  silent     never answers initialize (nor anything else)
+  mute-new   answers initialize, never session/new (`hang`, named for the step)
+  mute-load  answers initialize and session/new, never session/load
+  malformed  the response to the request named by --step=METHOD (default
+             session/prompt) is not JSON-RPC 2.0, as --shape= says: both (result and
+             error), neither, nojsonrpc (no "jsonrpc"), v1 ("jsonrpc": "1.0")
+  foreign    session/prompt: chunks of another session (sess-other) first, then as json
+  badstop    session/prompt answered {"stopReason": 5}; with --shape=none, {}
+  numid      session/new answers a session id that is a number (42)
+
+Replayed history (a resume): --replay=WHERE makes session/load replay one old turn (a
+user chunk "earlier prompt", one agent chunk with a fenced {"old":1} summary) at WHERE:
+before (before load's answer, as the spec says), after (0.1 s after load's answer, as
+gemini does), prompt (when session/prompt arrives, before the new answer), split (the
+user chunk of a session-context preamble before load's answer, the old turn when the
+prompt arrives: gemini 0.61's c_resume capture). --acu=WHERE puts an
+available_commands_update before the replayed turn, between its user and agent chunks,
+after it, or nowhere (none, the default). --history=tool makes the old turn a tool turn
+(text, a tool call, then the old answer). The new answer is always
+"New answer." with a fenced {"new":1} summary, in two chunks.
 """
 
 import json
@@ -59,6 +79,65 @@ def update(sid, upd):
 
 def chunk(sid, kind, text):
     update(sid, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+
+
+def opt(name, default):
+    """The value of a --name=VALUE flag."""
+    for f in FLAGS:
+        if f.startswith("--%s=" % name):
+            return f.split("=", 1)[1]
+    return default
+
+
+def commands_update(sid):
+    update(sid, {"sessionUpdate": "available_commands_update",
+                 "availableCommands": [{"name": "memory", "description": "Manage memory."}]})
+
+
+def replay_turn(sid):
+    """One old turn as an agent replays it, bookkeeping where --acu says."""
+    acu = opt("acu", "none")
+    if acu == "before":
+        commands_update(sid)
+    chunk(sid, "user_message_chunk", "earlier prompt")
+    if acu == "between":
+        commands_update(sid)
+    if opt("history", "") == "tool":
+        chunk(sid, "agent_message_chunk", "Let me look.")
+        update(sid, {"sessionUpdate": "tool_call", "toolCallId": "t0", "title": "ls",
+                     "kind": "execute", "status": "completed"})
+    chunk(sid, "agent_message_chunk", "Old answer.\n\n```json\n{\"old\":1}\n```\n")
+    if acu == "after":
+        commands_update(sid)
+
+
+def load(msg, rid):
+    sid = msg["params"]["sessionId"]
+    where = opt("replay", None)
+    if where is None:
+        chunk(sid, "user_message_chunk", "earlier prompt")
+        chunk(sid, "agent_message_chunk", "earlier answer")
+    elif where == "before":
+        replay_turn(sid)
+    elif where == "split":
+        chunk(sid, "user_message_chunk", "<session_context>preamble</session_context>")
+    send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    if where == "after":
+        time.sleep(0.1)
+        replay_turn(sid)
+
+
+def malformed(rid, result):
+    shape = opt("shape", "both")
+    msg = {"jsonrpc": "2.0", "id": rid}
+    if shape == "both":
+        msg.update(result=result, error={"code": -1, "message": "and an error"})
+    elif shape == "nojsonrpc":
+        del msg["jsonrpc"]
+        msg["result"] = result
+    elif shape == "v1":
+        msg.update(jsonrpc="1.0", result=result)
+    send(msg)
 
 
 def read():
@@ -106,11 +185,23 @@ def tool_turn(sid):
 
 
 def prompt(msg, sid):
+    if opt("replay", None) in ("prompt", "split"):
+        replay_turn(sid)
+    if opt("replay", None) is not None:
+        chunk(sid, "agent_message_chunk", "New answer.\n\n```js")
+        chunk(sid, "agent_message_chunk", "on\n{\"new\":1}\n```\n")
+        return {"stopReason": "end_turn"}
+    if MODE == "foreign":
+        chunk("sess-other", "agent_message_chunk", "FOREIGN text\n\n```json\n{\"foreign\":1}\n```\n")
+        update("sess-other", {"sessionUpdate": "tool_call", "toolCallId": "f1",
+                              "title": "secret-foreign-payload", "kind": "execute"})
+    if MODE == "badstop":
+        return {} if opt("shape", "") == "none" else {"stopReason": 5}
     if MODE == "huge":
         OUT.write(b'{"jsonrpc":"2.0","method":"session/update","params":{"pad":"'
                   + b"x" * (9 << 20) + b'"}}\n')
         OUT.flush()
-    if MODE in ("json", "huge"):
+    if MODE in ("json", "huge", "foreign", "malformed"):
         chunk(sid, "agent_message_chunk", "Done.\n\n```json\n{\"conf")
         chunk(sid, "agent_message_chunk", "idence\":1}\n```\n")
         return {"stopReason": "end_turn",
@@ -168,6 +259,13 @@ def main():
     while True:
         msg = read()
         method, rid = msg.get("method"), msg.get("id")
+        if MODE == "silent" or (MODE == "mute-new" and method == "session/new") \
+                or (MODE == "mute-load" and method == "session/load"):
+            continue
+        if MODE == "malformed" and method == opt("step", "session/prompt") \
+                and method != "session/prompt":
+            malformed(rid, {"sessionId": "sess-1"} if method == "session/new" else {})
+            continue
         if method == "initialize":
             if MODE == "garbage":
                 OUT.write(b"Welcome to the agent!\n\xff\xfe not utf-8\n")
@@ -188,7 +286,7 @@ def main():
         elif method == "session/new":
             CWD[0] = msg["params"].get("cwd", ".")
             MCP[0] = msg["params"].get("mcpServers", [])
-            sid = "bad id/../x" if MODE == "badid" else "sess-1"
+            sid = {"badid": "bad id/../x", "numid": 42}.get(MODE, "sess-1")
             if MODE in ("slam", "deaf"):
                 os.close(0)
                 send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
@@ -198,14 +296,13 @@ def main():
                 sys.exit(0)
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}})
         elif method == "session/load":
-            sid = msg["params"]["sessionId"]
             MCP[0] = msg["params"].get("mcpServers", [])
-            chunk(sid, "user_message_chunk", "earlier prompt")
-            chunk(sid, "agent_message_chunk", "earlier answer")
-            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+            load(msg, rid)
         elif method == "session/prompt":
             result = prompt(msg, msg["params"]["sessionId"])
-            if result is not None:
+            if MODE == "malformed" and opt("step", "session/prompt") == "session/prompt":
+                malformed(rid, result)
+            elif result is not None:
                 send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif rid is not None:
             send({"jsonrpc": "2.0", "id": rid,

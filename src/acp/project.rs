@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::outcome::{self, Outcome};
+use super::usage::UsageSeen;
 use super::wire::{Dir, Entry};
 use crate::frames::{ConversationEvent, Level, RawRange, ToolCall};
-use crate::text::{cut, one_line};
+use crate::text::{ANSWER_MAX, Tail, cut, one_line};
 
 /// `sessionUpdate` kinds known to carry nothing worth a row.
 const QUIET_UPDATES: &[&str] = &[
@@ -58,12 +59,15 @@ pub struct Projector {
     /// The prompt went out: chunks from here on are the turn's, not history
     /// replayed by `session/load`.
     prompting: bool,
-    /// The agent's text since the turn's last tool call.
-    answer: String,
+    /// The agent's text since the turn's last tool call (its last
+    /// [`ANSWER_MAX`] bytes: the rest is only in the raw log).
+    answer: Tail,
     /// History `session/load` replays after its own response (gemini does,
     /// against the spec): a `user_message_chunk` during the turn starts it,
     /// the next frame that is no chunk ends it; its agent text is no answer.
     replaying: bool,
+    /// Usage the turn's session updates reported.
+    usage: UsageSeen,
     pub(super) outcome: Outcome,
 }
 
@@ -97,8 +101,9 @@ impl Projector {
             pending: None,
             burst: None,
             prompting: false,
-            answer: String::new(),
+            answer: Tail::new(ANSWER_MAX),
             replaying: false,
+            usage: UsageSeen::default(),
             outcome: Outcome::default(),
         }
     }
@@ -177,6 +182,7 @@ impl Projector {
                     self.flush(out, false);
                     self.prompting = true;
                     self.answer.clear();
+                    self.usage = UsageSeen::default();
                 }
                 let params = v.get("params").cloned().unwrap_or(Value::Null);
                 let method = method.to_string();
@@ -267,6 +273,9 @@ impl Projector {
             }
             k => out.push(self.unknown(&format!("session/update/{k}"), line)),
         }
+        if self.prompting && !self.replaying {
+            self.usage.update(v.get("params").unwrap_or(&Value::Null));
+        }
     }
 
     fn chunk(&mut self, role: Role, u: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
@@ -282,7 +291,7 @@ impl Projector {
             self.answer.clear();
         }
         if role == Role::Agent && self.prompting && !self.replaying {
-            self.answer.push_str(&text);
+            self.answer.push(&text);
         }
         let p = self.pending.get_or_insert_with(|| Pending {
             role,
@@ -401,10 +410,12 @@ impl Projector {
     fn turn_end(&mut self, result: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
         self.flush(out, true);
         let stop = str_at(result, "stopReason").unwrap_or("").to_string();
-        let usage = outcome::usage_of(result);
-        let answer = (!self.answer.is_empty()).then(|| self.answer.clone());
+        let (usage, cost_is_running) = self.usage.turn(result);
+        self.outcome.cost_is_running = cost_is_running;
+        let answer = (!self.answer.is_empty()).then(|| self.answer.as_str().to_string());
         self.outcome
             .turn_ended(&stop, usage.clone(), answer.clone());
+        self.outcome.answer_cut = self.answer.dropped();
         let level = if stop == "end_turn" {
             Level::Info
         } else {

@@ -46,6 +46,8 @@ mod acp;
 #[cfg(unix)]
 mod acp_dispatch;
 #[cfg(unix)]
+mod acp_limits;
+#[cfg(unix)]
 mod attach;
 #[cfg(unix)]
 mod bridge;

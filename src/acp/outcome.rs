@@ -160,7 +160,6 @@ pub fn valid_session_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn session_ids_of_a_safe_shape_only() {

@@ -167,7 +167,10 @@ mod tests {
                "content": {"type": "text", "text": "x"}, "_meta": meta}})
     }
 
-    fn tokens(u: &Option<Usage>) -> Option<(Option<u64>, Option<u64>, Option<u64>, &str)> {
+    /// Input, output, total and source.
+    type Tokens<'a> = (Option<u64>, Option<u64>, Option<u64>, &'a str);
+
+    fn tokens(u: &Option<Usage>) -> Option<Tokens<'_>> {
         u.as_ref().map(|u| {
             (
                 u.input_tokens,

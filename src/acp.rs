@@ -9,7 +9,8 @@
 //! - `wire`: the raw-log format (`{"dir":"in"|"out","msg":…}`);
 //! - `transport`: the SDK's line transport on the agent's stdio, teed;
 //! - `project`: wire lines to events (pure: live, replay and captures);
-//! - `outcome`: stop reason, usage, session-id rule, failure reasons;
+//! - `outcome`: stop reason, answer, session-id rule, failure reasons;
+//! - `usage`: the turn's usage from every place agents report it;
 //! - `policy`: the answer to `session/request_permission` (pure);
 //! - `driver`: one session (`run_session`);
 //! - `handshake`: `initialize` only, for `vf doctor`;
@@ -22,6 +23,7 @@ mod outcome;
 mod policy;
 mod project;
 mod transport;
+mod usage;
 mod wire;
 
 use std::time::Duration;
@@ -29,10 +31,11 @@ use std::time::Duration;
 pub use driver::{PromptPart, SessionRequest, run_session};
 pub use handshake::{HandshakeError, handshake};
 pub use mcp::servers as mcp_servers;
-pub use outcome::{AgentFacts, Outcome, stop_failure, usage_of, valid_session_id};
+pub use outcome::{AgentFacts, Outcome, stop_failure, valid_session_id};
 pub use policy::{Decision, Offered, Policy, allows, decide};
 pub use project::Projector;
 pub use transport::SessionSink;
+pub use usage::usage_of;
 pub use wire::{Dir, Entry, entry_of, log_line, parse_log_line};
 
 use crate::error::Reason;

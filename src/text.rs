@@ -90,6 +90,94 @@ pub fn is_invisible(c: char) -> bool {
             | '\u{FFF9}'..='\u{FFFB}')
 }
 
+/// The longest answer vf keeps in memory, for every engine: beyond it only
+/// the answer's last bytes are kept (its fenced summary is last), the whole
+/// of it stays in the raw log, and the result's `warnings` say so.
+pub const ANSWER_MAX: usize = 4 << 20;
+
+/// The last `max` bytes of a text that arrives in pieces, and how many came
+/// before them: memory stays under twice `max` however long the text grows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tail {
+    text: String,
+    /// Bytes dropped from the front of `text` so far.
+    dropped: u64,
+    max: usize,
+}
+
+/// The first char boundary of `s` at or after `i`.
+fn boundary_from(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+impl Tail {
+    pub fn new(max: usize) -> Tail {
+        Tail {
+            text: String::new(),
+            dropped: 0,
+            max,
+        }
+    }
+
+    /// `s`'s last `max` bytes.
+    pub fn of(s: &str, max: usize) -> Tail {
+        let mut t = Tail::new(max);
+        t.push(s);
+        t
+    }
+
+    pub fn push(&mut self, s: &str) {
+        if s.len() >= self.max {
+            // Nothing kept so far can stay: only `s`'s own end.
+            let start = boundary_from(s, s.len() - self.max);
+            self.dropped += (self.text.len() + start) as u64;
+            self.text.clear();
+            self.text.push_str(&s[start..]);
+            return;
+        }
+        self.text.push_str(s);
+        if self.text.len() > 2 * self.max {
+            // Moved once per `max` bytes at most: linear in the text's length.
+            let start = self.start();
+            self.text.drain(..start);
+            self.dropped += start as u64;
+        }
+    }
+
+    /// Where the kept text begins in `text`.
+    fn start(&self) -> usize {
+        boundary_from(&self.text, self.text.len().saturating_sub(self.max))
+    }
+
+    /// The kept text: the last `max` bytes at most.
+    pub fn as_str(&self) -> &str {
+        &self.text[self.start()..]
+    }
+
+    /// Bytes of the text that are not kept.
+    pub fn dropped(&self) -> u64 {
+        self.dropped + self.start() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.dropped = 0;
+    }
+
+    pub fn into_string(mut self) -> String {
+        let start = self.start();
+        self.text.drain(..start);
+        self.text
+    }
+}
+
 /// Removes ANSI escape sequences (CSI `ESC [ ... final` and two-byte `ESC x`),
 /// which some CLIs print around option names even with `NO_COLOR`.
 pub fn strip_ansi(s: &str) -> String {
@@ -163,6 +251,37 @@ mod tests {
         );
         assert_eq!(one_line(&"é".repeat(1000), 3), "ééé… (2000 bytes)");
         assert_eq!(one_line("abc", 3), "abc");
+    }
+
+    #[test]
+    fn a_tail_keeps_the_last_bytes_on_char_boundaries() {
+        let mut t = Tail::new(4);
+        t.push("ab");
+        assert_eq!((t.as_str(), t.dropped()), ("ab", 0));
+        // A piece of `max` bytes or more leaves only itself.
+        t.push("cdé");
+        assert_eq!((t.as_str(), t.dropped()), ("cdé", 2));
+        t.push("x");
+        assert_eq!((t.as_str(), t.dropped()), ("déx", 3));
+        t.push("0123456789");
+        assert_eq!((t.as_str(), t.dropped()), ("6789", 13));
+        assert_eq!(t.clone().into_string(), "6789");
+        t.clear();
+        assert!(t.is_empty() && t.dropped() == 0);
+        // A cut inside a character moves on to the next boundary.
+        let t = Tail::of("aééé", 4);
+        assert_eq!((t.as_str(), t.dropped()), ("éé", 3));
+        // Many small pieces: the kept text and the count add up.
+        let mut t = Tail::new(1000);
+        let mut whole = String::new();
+        for i in 0..10_000 {
+            let piece = format!("{i},");
+            t.push(&piece);
+            whole.push_str(&piece);
+            assert!(t.text.len() <= 2000 + piece.len());
+        }
+        assert_eq!(whole.len() as u64, t.dropped() + t.as_str().len() as u64);
+        assert!(whole.ends_with(t.as_str()) && t.as_str().len() == 1000);
     }
 
     #[test]

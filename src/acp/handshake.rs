@@ -7,10 +7,13 @@ use std::time::Duration;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, Client, Lines};
 
+use tokio::io::AsyncReadExt;
+
 use super::driver::initialize_request;
 use super::outcome::AgentFacts;
 use super::transport::{self, SessionSink, Tee};
 use crate::frames::ConversationEvent;
+use crate::text::one_line;
 
 /// Why the handshake did not name an agent.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -50,20 +53,63 @@ fn resolve(program: &str) -> Option<PathBuf> {
     crate::binary::find_on_path(program, std::env::var_os("PATH").as_deref())
 }
 
+/// What is kept of the agent's stderr for a message: its last bytes.
+const STDERR_TAIL: usize = 4096;
+
+/// How long the stderr reader may take to see the end once the group is
+/// ended (a process outside it may hold the pipe).
+const STDERR_GRACE: Duration = Duration::from_secs(1);
+
+/// Reads the agent's stderr to its end, keeping the last [`STDERR_TAIL`]
+/// bytes: an agent that writes more than a pipe holds before it answers
+/// would otherwise block, and be judged hung.
+fn drain(stderr: Option<tokio::process::ChildStderr>) -> tokio::task::JoinHandle<Vec<u8>> {
+    tokio::spawn(async move {
+        let mut tail = Vec::new();
+        let Some(mut err) = stderr else {
+            return tail;
+        };
+        let mut buf = vec![0u8; 16 << 10];
+        while let Ok(n @ 1..) = err.read(&mut buf).await {
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        tail
+    })
+}
+
+/// ` (its stderr ends: …)` for a message, or nothing.
+async fn stderr_note(reader: tokio::task::JoinHandle<Vec<u8>>) -> String {
+    let tail = match tokio::time::timeout(STDERR_GRACE, reader).await {
+        Ok(Ok(tail)) => tail,
+        _ => return String::new(),
+    };
+    let text = String::from_utf8_lossy(&tail);
+    let text = text.trim();
+    let last = text.lines().rev().find(|l| !l.trim().is_empty());
+    last.map(|l| format!(" (its stderr ends: {})", one_line(l.trim(), 200)))
+        .unwrap_or_default()
+}
+
 /// Runs `initialize` against `argv` (the agent command, already split by
 /// the launch rules, with `env` added as a dispatch adds it) in `cwd`,
 /// bounded by `timeout`; the agent's process group is ended afterwards,
-/// whatever happened.
+/// whatever happened. Messages call the agent `name` (its program, not the
+/// shell that runs its command line); its stderr is read all along.
 pub async fn handshake(
+    name: &str,
     argv: &[String],
     env: &[(String, String)],
     cwd: &Path,
     timeout: Duration,
 ) -> Result<AgentFacts, HandshakeError> {
-    let Some(name) = argv.first() else {
+    let Some(first) = argv.first() else {
         return Err(HandshakeError::Empty);
     };
-    let program = resolve(name).ok_or_else(|| HandshakeError::Missing(name.clone()))?;
+    let name = if name.is_empty() { first } else { name }.to_string();
+    let program = resolve(first).ok_or_else(|| HandshakeError::Missing(name.clone()))?;
     let (mut child, group) =
         crate::child::spawn(&program, &argv[1..], cwd, true, env).map_err(|e| {
             HandshakeError::Spawn(
@@ -71,6 +117,7 @@ pub async fn handshake(
                 crate::child::explain_spawn_error(&program, &e),
             )
         })?;
+    let stderr = drain(child.stderr.take());
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         group.kill();
         return Err(HandshakeError::Spawn(name.clone(), "no pipes".to_string()));
@@ -91,21 +138,25 @@ pub async fn handshake(
     let _ = child.start_kill();
     let outcome = transport::finish(&tee);
     let hint = outcome.garbage.clone();
-    match (result, outcome.agent) {
-        (_, Some(agent)) => Ok(agent),
-        (_, None) if outcome.error.is_some() => Err(HandshakeError::Rejected(
-            name.clone(),
+    if let Some(agent) = outcome.agent {
+        stderr.abort();
+        return Ok(agent);
+    }
+    let note = stderr_note(stderr).await;
+    match result {
+        _ if outcome.error.is_some() => Err(HandshakeError::Rejected(
+            name,
             outcome.error.unwrap_or_default(),
         )),
-        (Err(_), None) => {
+        Err(_) => {
             let h = hint
                 .map(|g| format!(" (it wrote: {g})"))
                 .unwrap_or_default();
-            Err(HandshakeError::Hung(name.clone(), timeout.as_secs_f64(), h))
+            Err(HandshakeError::Hung(name, timeout.as_secs_f64(), h + &note))
         }
-        (Ok(_), None) => Err(HandshakeError::Garbage(
-            name.clone(),
-            hint.unwrap_or_else(|| "it ended without answering initialize".to_string()),
+        Ok(_) => Err(HandshakeError::Garbage(
+            name,
+            hint.unwrap_or_else(|| "it ended without answering initialize".to_string()) + &note,
         )),
     }
 }

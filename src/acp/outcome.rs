@@ -90,9 +90,16 @@ pub struct Outcome {
     pub fault: Option<String>,
     /// `stopReason` of the prompt's response.
     pub stop_reason: Option<String>,
-    /// The turn's final answer: the agent's text after its last tool call.
+    /// The turn's final answer: the agent's text after its last tool call
+    /// (its last [`crate::text::ANSWER_MAX`] bytes).
     pub answer: Option<String>,
+    /// Bytes of the answer before those, kept only in the raw log.
+    #[serde(skip)]
+    pub answer_cut: u64,
     pub usage: Option<Usage>,
+    /// The usage's cost is the session's running total (`usage_update`'s).
+    #[serde(skip)]
+    pub cost_is_running: bool,
     /// The first JSON-RPC error the agent answered vf with (`method: message`).
     pub error: Option<String>,
     /// The method of that error.
@@ -147,35 +154,6 @@ pub fn stop_failure(stop: &str) -> Option<(Reason, String)> {
     Some((reason, format!("the agent stopped: {}", one_line(stop, 64))))
 }
 
-fn count(v: &Value, key: &str) -> Option<u64> {
-    v.get(key).and_then(Value::as_u64)
-}
-
-/// The turn's usage from the prompt result: `usage` (ACP's own, opencode),
-/// else `_meta.quota.token_count` (gemini). Unknown shapes give `None`.
-pub fn usage_of(result: &Value) -> Option<Usage> {
-    if let Some(u) = result.get("usage").filter(|u| u.is_object()) {
-        let usage = Usage {
-            input_tokens: count(u, "inputTokens"),
-            cached_input_tokens: count(u, "cachedReadTokens"),
-            output_tokens: count(u, "outputTokens"),
-            reasoning_tokens: count(u, "thoughtTokens"),
-            total_tokens: count(u, "totalTokens"),
-            cost_usd: None,
-            source: "session/prompt.usage".to_string(),
-        };
-        return (!usage.is_empty()).then(|| usage.with_total());
-    }
-    let t = result.pointer("/_meta/quota/token_count")?;
-    let usage = Usage {
-        input_tokens: count(t, "input_tokens"),
-        output_tokens: count(t, "output_tokens"),
-        source: "session/prompt._meta.quota.token_count".to_string(),
-        ..Usage::default()
-    };
-    (!usage.is_empty()).then(|| usage.with_total())
-}
-
 /// The session-id rule for ACP agents. Each native engine checks its own
 /// shape (`engine::SessionIds`: UUIDs, opencode's `ses_` + 26); an ACP agent's
 /// ids are its own, so vf takes what is safe to store, show and hand back:
@@ -192,7 +170,6 @@ pub fn valid_session_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn session_ids_of_a_safe_shape_only() {
@@ -217,41 +194,6 @@ mod tests {
             long.as_str(),
         ] {
             assert!(!valid_session_id(bad), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn usage_from_known_shapes_only() {
-        let own = usage_of(
-            &json!({"usage": {"inputTokens": 5, "outputTokens": 2, "thoughtTokens": 1, "cachedReadTokens": 3}}),
-        );
-        let want = Usage {
-            input_tokens: Some(5),
-            cached_input_tokens: Some(3),
-            output_tokens: Some(2),
-            reasoning_tokens: Some(1),
-            total_tokens: Some(7),
-            cost_usd: None,
-            source: "session/prompt.usage".to_string(),
-        };
-        assert_eq!(own, Some(want));
-        let quota = usage_of(
-            &json!({"_meta": {"quota": {"token_count": {"input_tokens": 100, "output_tokens": 20}}}}),
-        );
-        assert_eq!(
-            quota.map(|u| (u.total_tokens, u.source)),
-            Some((
-                Some(120),
-                "session/prompt._meta.quota.token_count".to_string()
-            ))
-        );
-        for unknown in [
-            json!({}),
-            json!({"usage": {}}),
-            json!({"usage": 3}),
-            json!({"_meta": {"tokens": 9}}),
-        ] {
-            assert_eq!(usage_of(&unknown), None, "{unknown}");
         }
     }
 }

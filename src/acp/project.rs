@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::outcome::{self, Outcome};
+use super::usage::UsageSeen;
 use super::wire::{Dir, Entry};
 use crate::frames::{ConversationEvent, Level, RawRange, ToolCall};
-use crate::text::{cut, one_line};
+use crate::text::{ANSWER_MAX, Tail, cut, one_line};
 
 /// `sessionUpdate` kinds known to carry nothing worth a row.
 const QUIET_UPDATES: &[&str] = &[
@@ -60,8 +61,9 @@ pub struct Projector {
     /// The prompt went out: chunks from here on are the turn's, not history
     /// replayed by `session/load`.
     prompting: bool,
-    /// The agent's text since the turn's last tool call.
-    answer: String,
+    /// The agent's text since the turn's last tool call (its last
+    /// [`ANSWER_MAX`] bytes: the rest is only in the raw log).
+    answer: Tail,
     /// History replayed during the turn (an agent may replay `session/load`'s
     /// history after vf's prompt): the user text of a replayed message since
     /// the last agent chunk. The first agent chunk after it is that message's
@@ -74,6 +76,8 @@ pub struct Projector {
     /// The unit's session (asked for by `session/load`, named by
     /// `session/new`'s result): updates of another session are drift.
     session: Option<String>,
+    /// Usage the turn's session updates reported.
+    usage: UsageSeen,
     pub(super) outcome: Outcome,
 }
 
@@ -107,10 +111,11 @@ impl Projector {
             pending: None,
             burst: None,
             prompting: false,
-            answer: String::new(),
+            answer: Tail::new(ANSWER_MAX),
             replayed_user: None,
             prompt_text: String::new(),
             session: None,
+            usage: UsageSeen::default(),
             outcome: Outcome::default(),
         }
     }
@@ -191,6 +196,7 @@ impl Projector {
                     self.prompting = true;
                     self.answer.clear();
                     self.replayed_user = None;
+                    self.usage = UsageSeen::default();
                     self.prompt_text = prompt_text(&params);
                 }
                 if matches!(method, "session/prompt" | "session/load") {
@@ -290,6 +296,9 @@ impl Projector {
             k if QUIET_UPDATES.contains(&k) => self.flush_text(out, false),
             k => out.push(self.unknown(&format!("session/update/{k}"), line)),
         }
+        if self.prompting && self.replayed_user.is_none() {
+            self.usage.update(v.get("params").unwrap_or(&Value::Null));
+        }
     }
 
     fn chunk(&mut self, role: Role, u: &Value, line: u64, out: &mut Vec<ConversationEvent>) {
@@ -311,7 +320,7 @@ impl Projector {
             self.answer.clear();
         }
         if role == Role::Agent && self.prompting && !replayed {
-            self.answer.push_str(&text);
+            self.answer.push(&text);
         }
         let p = self.pending.get_or_insert_with(|| Pending {
             role,
@@ -465,10 +474,12 @@ impl Projector {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             other => return self.bad_turn_end(result, other, line, out),
         };
-        let usage = outcome::usage_of(result);
-        let answer = (!self.answer.is_empty()).then(|| self.answer.clone());
+        let (usage, cost_is_running) = self.usage.turn(result);
+        self.outcome.cost_is_running = cost_is_running;
+        let answer = (!self.answer.is_empty()).then(|| self.answer.as_str().to_string());
         self.outcome
             .turn_ended(&stop, usage.clone(), answer.clone());
+        self.outcome.answer_cut = self.answer.dropped();
         let level = if stop == "end_turn" {
             Level::Info
         } else {

@@ -251,6 +251,7 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
     let outcome = Outcome {
         session_id: o.session_id.clone(),
         answer: o.answer.clone(),
+        answer_cut: o.answer_cut,
         failed: failure.is_some(),
         error: failure.as_ref().map(|(_, m)| m.clone()),
         usage: None,
@@ -258,6 +259,11 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
     let verdict = AcpVerdict {
         failure,
         usage: o.usage,
+        running: if o.cost_is_running {
+            crate::usage::Running::Cost
+        } else {
+            crate::usage::Running::None
+        },
         agent_version: o
             .agent
             .as_ref()
@@ -271,6 +277,9 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
 pub(super) struct AcpVerdict {
     pub failure: Option<(Reason, String)>,
     pub usage: Option<crate::usage::Usage>,
+    /// `usage_update`'s cost is the session's so far: a resumed run's is
+    /// that less the last run's total.
+    pub running: crate::usage::Running,
     /// `agentInfo.version` from `initialize`, when it reads as a version:
     /// the result's `engineVersion` (an agent command has no `--version`).
     pub agent_version: Option<String>,

@@ -44,6 +44,10 @@ pub(super) async fn settle(
     let mut warnings = e.launched.prepared.warnings.clone();
     warnings.extend(e.projector.warnings().iter().cloned());
     warnings.extend(after.warnings);
+    if let Some(msg) = cut_warning(&outcome, &e.launched.stdout_log) {
+        sink.warning(&msg);
+        warnings.push(msg);
+    }
     if let Some(Err(err)) = answer_kept.await {
         let msg = format!("cannot record its answer for a later replay: {err}");
         sink.warning(&msg);
@@ -73,6 +77,19 @@ pub(super) async fn settle(
         stderr_log: Some(l.stderr_log.clone()),
         path_violations: after.violations,
         ..DispatchResult::from_life(spec, &life, started)
+    })
+}
+
+/// The warning for an answer over [`crate::text::ANSWER_MAX`]: the result
+/// holds its end, the raw log all of it.
+fn cut_warning(outcome: &Outcome, raw_log: &std::path::Path) -> Option<String> {
+    (outcome.answer_cut > 0).then(|| {
+        format!(
+            "the answer was cut: vf keeps its last {} MiB, the {} bytes before them are only in the raw log {}",
+            crate::text::ANSWER_MAX >> 20,
+            outcome.answer_cut,
+            raw_log.display()
+        )
     })
 }
 
@@ -120,7 +137,7 @@ fn facts<'a>(
 ) -> Facts<'a> {
     let tracker = e.projector.tracker();
     let (reported, running) = match acp {
-        Some(v) => (v.usage.as_ref(), crate::usage::Running::None),
+        Some(v) => (v.usage.as_ref(), v.running),
         None => tracker.usage(),
     };
     let marker = life.marker();

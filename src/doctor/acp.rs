@@ -28,8 +28,10 @@ pub struct AcpReport {
 pub const PROTOCOL: u64 = 1;
 
 /// Runs the handshake on a runtime of its own: call it from a plain thread
-/// (as [`super::check`] runs each engine), never from async code.
+/// (as [`super::check`] runs each engine), never from async code. `name` is
+/// the agent's program, for messages (empty: `argv[0]`).
 pub fn gather_acp(
+    name: &str,
     argv: &[String],
     env: &[(String, String)],
     cwd: &Path,
@@ -39,7 +41,7 @@ pub fn gather_acp(
         .enable_all()
         .build()
         .map_err(|e| HandshakeError::Spawn("tokio".to_string(), e.to_string()))?;
-    rt.block_on(crate::acp::handshake(argv, env, cwd, timeout))
+    rt.block_on(crate::acp::handshake(name, argv, env, cwd, timeout))
 }
 
 /// What the handshake's result means.
@@ -95,15 +97,16 @@ pub fn with_handshake(
     env: &[(String, String)],
     timeout: Duration,
 ) -> super::EngineReport {
-    let argv = line
-        .and_then(|l| crate::engine::EngineCommand::new(l, None, "the command").ok())
-        .and_then(|c| c.argv_here().ok());
+    let command = line.and_then(|l| crate::engine::EngineCommand::new(l, None, "the command").ok());
+    let argv = command.as_ref().and_then(|c| c.argv_here().ok());
     let Some(argv) = argv.filter(|_| r.verdict == Verdict::Ready && r.engine.engine().speaks_acp())
     else {
         return r;
     };
+    // Messages name the agent's program, not the shell that runs its line.
+    let name = command.map(|c| c.first_token()).unwrap_or_default();
     let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let report = judge_acp(&argv, gather_acp(&argv, env, &cwd, timeout));
+    let report = judge_acp(&argv, gather_acp(&name, &argv, env, &cwd, timeout));
     r.verdict = report.verdict;
     r.reasons.extend(report.reasons.iter().cloned());
     r.warnings = report.warnings.clone();

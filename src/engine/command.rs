@@ -90,6 +90,8 @@ impl EngineCommand {
 
     /// The argv this platform starts (`sys::COMMAND_LAUNCH`).
     pub fn argv_here(&self) -> Result<Vec<String>> {
+        // A marker of an older vf may carry a command it no longer accepts.
+        launch_plan::check(&self.line, "the command").map_err(VfError::usage)?;
         match sys::COMMAND_LAUNCH {
             CommandLaunch::Shell => Ok(launch_plan::posix(&self.line)),
             CommandLaunch::Direct => launch_plan::windows(&self.line, resolves_to_batch)

@@ -41,7 +41,8 @@ pub struct Launches {
     pub windows_error: Option<String>,
 }
 
-/// Refuses what no platform can run: empty or blank, a NUL byte, too long.
+/// Refuses what no platform can run: empty or blank, a NUL byte, too long;
+/// and a leading `-` or `+`, which `/bin/sh -c` would take as an option.
 /// `what` names the source for the message (`--bridge`, `VIBEFLOW_AI`).
 pub fn check(line: &str, what: &str) -> Result<(), String> {
     if line.trim().is_empty() {
@@ -51,6 +52,13 @@ pub fn check(line: &str, what: &str) -> Result<(), String> {
     if line.contains('\0') {
         return Err(format!(
             "{what}: the command contains a NUL byte, which no command line can carry"
+        ));
+    }
+    if let Some(sign) = line.chars().next().filter(|c| matches!(c, '-' | '+')) {
+        // `sh -c -x` takes `-x` as its own option, not as the command.
+        return Err(format!(
+            "{what}: the command begins with `{sign}`, which the shell would read as its own \
+             option: name the program first"
         ));
     }
     if line.len() > MAX_COMMAND_BYTES {
@@ -319,6 +327,18 @@ mod tests {
                 "--bridge: the command contains a NUL byte, which no command line can carry".into()
             )
         );
+        for (line, sign) in [("-c echo hi", '-'), ("+x agent", '+'), ("--help", '-')] {
+            assert_eq!(
+                check(line, what),
+                Err(format!(
+                    "--bridge: the command begins with `{sign}`, which the shell would read as \
+                     its own option: name the program first"
+                )),
+                "{line:?}"
+            );
+        }
+        // Not first, it is an argument like any other.
+        assert_eq!(check("agent -x +y", what), Ok(()));
         let huge = "x".repeat(MAX_COMMAND_BYTES + 1);
         assert_eq!(
             check(&huge, what),

@@ -511,8 +511,12 @@ pub fn exit_text(engine: EngineId, code: Option<i32>) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     pub session_id: Option<String>,
-    /// The final answer text (the summary is extracted from it).
+    /// The final answer text (the summary is extracted from it): its last
+    /// [`crate::text::ANSWER_MAX`] bytes.
     pub answer: Option<String>,
+    /// Bytes of the answer before those, kept only in the raw log.
+    #[serde(skip)]
+    pub answer_cut: u64,
     pub failed: bool,
     /// Why it failed, in the engine's words.
     pub error: Option<String>,

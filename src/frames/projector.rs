@@ -9,7 +9,7 @@ use super::manifest::{Entry, Manifest};
 use super::manifests;
 use super::tracker::Tracker;
 use crate::engine::{EngineId, OutputTransport, SessionIds};
-use crate::text::cut;
+use crate::text::{Tail, cut};
 use crate::version::Version;
 
 /// Largest multi-line JSON document kept in memory; bigger ones are skipped.
@@ -67,6 +67,9 @@ pub(super) struct PendingText {
     pub(super) text: String,
     pub(super) range: RawRange,
     pub(super) delta: bool,
+    /// This piece goes on with the message of the row before it (deltas
+    /// over [`MAX_MESSAGE_BYTES`] are shown as several rows).
+    pub(super) continues: bool,
 }
 
 pub(super) struct Burst {
@@ -92,8 +95,9 @@ pub struct Projector {
     run: Option<TextRun>,
     doc: Option<Doc>,
     pub(super) pending: Option<PendingText>,
-    /// The last agent text emitted, so a turn's closing answer is not shown twice.
-    pub(super) last_agent: Option<String>,
+    /// The last agent message emitted (its last [`crate::text::ANSWER_MAX`] bytes), so a
+    /// turn's closing answer is not shown twice; it is the turn's answer.
+    pub(super) last_agent: Option<Tail>,
     pub(super) burst: Option<Burst>,
     /// What the manifest reads of a frame: the rest is never built.
     pub(super) keep: Keep,

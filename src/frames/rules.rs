@@ -14,6 +14,7 @@ use super::figures::{read_retry_at, read_usage};
 use super::manifest::{LifecycleSpec, Nested, Rule, ToolCallSpec, ToolResultSpec, lookup};
 use super::projector::{Burst, MAX_BURST_CALLS, MAX_MESSAGE_BYTES, PendingText, Projector};
 use super::tracker::Row;
+use crate::text::{ANSWER_MAX, Tail};
 
 impl Projector {
     pub(super) fn frame(&mut self, v: Value, range: RawRange, out: &mut Vec<ConversationEvent>) {
@@ -97,7 +98,7 @@ impl Projector {
                 if let Some(t) = nonempty(at(root, text)) {
                     self.flush_burst(out);
                     self.flush_text(out, false);
-                    self.agent(t.to_string(), range, false, out);
+                    self.agent(t.to_string(), range, false, false, out);
                 }
             }
             Rule::AgentDelta { text } => {
@@ -228,11 +229,14 @@ impl Projector {
             p.range.end = range.end;
             return;
         }
+        // A pending delta run that is full goes on in the next row.
+        let continues = self.pending.as_ref().is_some_and(|p| p.delta);
         self.flush_text(out, false);
         self.pending = Some(PendingText {
             text: t.to_string(),
             range,
             delta: true,
+            continues,
         });
     }
 
@@ -398,7 +402,7 @@ impl Projector {
                 None
             },
             usage: usage.flatten(),
-            answer,
+            answer: answer.map(Tail::into_string),
             raw_range: range,
         });
     }
@@ -412,7 +416,7 @@ impl Projector {
         range: RawRange,
         failed: bool,
         out: &mut Vec<ConversationEvent>,
-    ) -> Option<String> {
+    ) -> Option<Tail> {
         self.flush_burst(out);
         if failed {
             self.flush_text(out, false);
@@ -423,10 +427,11 @@ impl Projector {
             // The closing frame names an answer not yet shown: show it now.
             Some(a)
                 if self.pending.as_ref().is_none_or(|p| p.text != a)
-                    && (self.pending.is_some() || self.last_agent.as_deref() != Some(a)) =>
+                    && (self.pending.is_some()
+                        || self.last_agent.as_ref().map(Tail::as_str) != Some(a)) =>
             {
                 self.flush_text(out, false);
-                self.agent(a.to_string(), range, true, out);
+                self.agent(a.to_string(), range, true, false, out);
             }
             // Merged deltas still pending are the final answer.
             _ => self.flush_text(out, true),
@@ -436,20 +441,27 @@ impl Projector {
 
     pub(super) fn flush_text(&mut self, out: &mut Vec<ConversationEvent>, is_final: bool) {
         if let Some(p) = self.pending.take() {
-            self.agent(p.text, p.range, is_final, out);
+            self.agent(p.text, p.range, is_final, p.continues, out);
         }
     }
 
-    /// Shows an agent message; it is the turn's answer until something else is.
+    /// Shows an agent message; it is the turn's answer until something else
+    /// is. A piece that `continues` the last message adds to its answer.
     fn agent(
         &mut self,
         text: String,
         range: RawRange,
         is_final: bool,
+        continues: bool,
         out: &mut Vec<ConversationEvent>,
     ) {
-        self.tracker.agent_message(&text);
-        self.last_agent = Some(text.clone());
+        match &mut self.last_agent {
+            Some(last) if continues => last.push(&text),
+            _ => self.last_agent = Some(Tail::of(&text, ANSWER_MAX)),
+        }
+        if let Some(last) = &self.last_agent {
+            self.tracker.agent_message(last);
+        }
         out.push(ConversationEvent::TaskAgent {
             text,
             raw_range: range,

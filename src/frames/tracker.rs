@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::manifest::{Accumulate, RateLimits};
 use crate::engine::{EngineId, Outcome, OutputTransport, Spec, exit_text};
+use crate::text::{ANSWER_MAX, Tail};
 use crate::usage::{Running, Usage};
 use crate::version::Version;
 
@@ -40,7 +41,7 @@ pub(super) struct Row {
     pub error: Option<String>,
     pub detail: Option<String>,
     pub closes_turn: bool,
-    pub answer: Option<String>,
+    pub answer: Option<Tail>,
     pub cut_short: bool,
     /// `Some` when the row names usage (possibly `null`).
     pub usage: Option<Option<Value>>,
@@ -56,15 +57,16 @@ pub struct Tracker {
     closing: &'static str,
     session: Option<String>,
     answered: bool,
-    last_message: Option<String>,
+    last_message: Option<Tail>,
     note: Option<String>,
     tool_error: Option<String>,
     failed: Option<FailedRow>,
     closed: bool,
-    answer: Option<String>,
+    answer: Option<Tail>,
     cut_short: bool,
     usage: Option<Value>,
-    text: Option<String>,
+    /// A text transport's output (its last [`ANSWER_MAX`] bytes).
+    text: Option<Tail>,
     figures: Option<Usage>,
     running: Running,
     /// The CLI's version (whether a figure is a running total can depend on it).
@@ -157,21 +159,24 @@ impl Tracker {
     /// The outcome once the process has exited with `exit_code` (`None`: killed).
     pub fn finish(&self, exit_code: Option<i32>) -> Outcome {
         let error = self.failure(exit_code);
-        let answer = if self.transport == OutputTransport::Text {
-            // The CLI pads its output with line breaks; they are not part of it.
-            self.text
-                .as_deref()
-                .map(|t| t.trim_end_matches(['\n', '\r']).to_string())
+        let kept = if self.transport == OutputTransport::Text {
+            self.text.as_ref()
         } else if self.failed.is_some() {
             None
         } else if self.answer.is_some() || error.is_none() {
-            self.answer.clone()
+            self.answer.as_ref()
         } else {
-            self.last_message.clone()
+            self.last_message.as_ref()
         };
+        let mut answer = kept.map(|t| t.as_str().to_string());
+        if self.transport == OutputTransport::Text {
+            // The CLI pads its output with line breaks; they are not part of it.
+            answer = answer.map(|t| t.trim_end_matches(['\n', '\r']).to_string());
+        }
         Outcome {
             session_id: self.session.clone(),
             answer,
+            answer_cut: kept.map_or(0, Tail::dropped),
             failed: error.is_some(),
             error,
             usage: self.usage.clone(),
@@ -230,9 +235,9 @@ impl Tracker {
     }
 
     /// An agent message was shown.
-    pub(super) fn agent_message(&mut self, text: &str) {
+    pub(super) fn agent_message(&mut self, text: &Tail) {
         self.answered = true;
-        self.last_message = Some(text.to_string());
+        self.last_message = Some(text.clone());
     }
 
     /// A status row that explains a failure decided elsewhere (an exit status,
@@ -253,10 +258,10 @@ impl Tracker {
     pub(super) fn text_line(&mut self, line: &str) {
         match &mut self.text {
             Some(t) => {
-                t.push('\n');
-                t.push_str(line);
+                t.push("\n");
+                t.push(line);
             }
-            None => self.text = Some(line.to_string()),
+            None => self.text = Some(Tail::of(line, ANSWER_MAX)),
         }
     }
 

@@ -467,7 +467,7 @@ fn handshake(
     timeout: Duration,
 ) -> Result<vf::acp::AgentFacts, vf::acp::HandshakeError> {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    vf::doctor::acp::gather_acp(&argv, &[], &common::root(), timeout)
+    vf::doctor::acp::gather_acp("", &argv, &[], &common::root(), timeout)
 }
 
 /// The handshake runs the agent with the variables a dispatch adds (a
@@ -480,7 +480,8 @@ fn the_handshake_passes_the_agents_variables() {
         .map(|s| s.to_string())
         .collect();
     let env = [("FAKE_ACP_NAME".to_string(), "named-by-env".to_string())];
-    let facts = vf::doctor::acp::gather_acp(&argv, &env, &common::root(), Duration::from_secs(20));
+    let facts =
+        vf::doctor::acp::gather_acp("", &argv, &env, &common::root(), Duration::from_secs(20));
     assert_eq!(facts.unwrap().name, "named-by-env");
 }
 

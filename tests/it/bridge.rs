@@ -260,6 +260,17 @@ fn hostile_commands_and_wrong_flags_are_usage_errors_that_write_nothing() {
         &run(bridge(&env, "h", " \t ", &[])),
         "--bridge: the command is blank",
     );
+    // `sh -c -x` would take the command for the shell's own options.
+    for line in ["-x echo hi", "+e agent"] {
+        let flag = format!("--bridge={line}");
+        refused(
+            &run(env.cmd(&["dispatch", "-e", "bridge", &flag, "--prompt", "p"])),
+            "which the shell would read as its own option",
+        );
+    }
+    let mut c = env.cmd(&["dispatch", "-e", "acp", "--acp=-i", "--prompt", "p"]);
+    c.env_remove("VF_ACP_CMD");
+    refused(&run(c), "--acp: the command begins with `-`");
     let huge = "x".repeat(40_000);
     refused(
         &run(bridge(&env, "h", &huge, &[])),

@@ -229,6 +229,7 @@ fn an_unknown_closing_frame_gives_nothing_to_the_outcome() {
         failed: true,
         error: Some("the stream ended without a result frame".into()),
         usage: None,
+        ..Default::default()
     };
     assert_eq!(claude, expected);
     let opencode = outcome_with("opencode/1.18.33/a_json", |f| {
@@ -242,6 +243,7 @@ fn an_unknown_closing_frame_gives_nothing_to_the_outcome() {
         failed: true,
         error: Some("the stream ended without step_finish".into()),
         usage: None,
+        ..Default::default()
     };
     assert_eq!(opencode, expected);
 }

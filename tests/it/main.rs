@@ -48,6 +48,8 @@ mod acp_dispatch;
 #[cfg(unix)]
 mod acp_faults;
 #[cfg(unix)]
+mod acp_limits;
+#[cfg(unix)]
 mod attach;
 #[cfg(unix)]
 mod bridge;

@@ -29,6 +29,12 @@ tool call of mode `tool` really creates x.txt in the session's cwd. --mcp-http a
   badid      session/new answers a session id vf must refuse
   blocks     session/prompt: answers with what each prompt block held
   huge       session/prompt: a 9 MiB line (over vf's 8 MiB cap), then as json
+  flood      session/prompt: $FAKE_ACP_FLOOD_MIB (default 40) MiB of agent_message_chunks
+             of 64 KiB, then a fenced json summary {"flood": MiB}
+  usage      session/prompt: usage in each shape of $FAKE_ACP_USAGE (comma-separated:
+             result, quota, meta, meta-quota, update), see usage_turn
+  noisy      initialize: writes 320 KB to stderr first, then answers
+  stderr-exit initialize: two lines on stderr, then exits with status 2
   mcp        session/prompt: answers with the mcpServers that session/new or session/load
              got: each one's name, type, and its env/header names with the length of
              each value (never a value), then a fenced json summary
@@ -184,6 +190,35 @@ def tool_turn(sid):
     return {"stopReason": "end_turn"}
 
 
+def usage_turn(sid):
+    """Usage where $FAKE_ACP_USAGE says: `meta` repeats `_meta.usage` on each of
+    three chunks (10/4/14), `meta-quota` puts `_meta.quota.token_count` (30/6) on
+    the notification, `update` sends two usage_updates (cost 0.01 then 0.045
+    USD), `result` answers with usage 100/20/120, `quota` with gemini's
+    `_meta.quota.token_count` 200/40."""
+    shapes = set(os.environ.get("FAKE_ACP_USAGE", "").split(","))
+    meta = {"usage": {"inputTokens": 10, "outputTokens": 4, "totalTokens": 14}}
+    for text in ["Counted", ".\n\n```json\n", "{}\n```\n"]:
+        upd = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+        if "meta" in shapes:
+            upd["_meta"] = meta
+        update(sid, upd)
+    if "meta-quota" in shapes:
+        send({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": sid, "update": {"sessionUpdate": "plan", "entries": []},
+            "_meta": {"quota": {"token_count": {"input_tokens": 30, "output_tokens": 6}}}}})
+    if "update" in shapes:
+        for amount in (0.01, 0.045):
+            update(sid, {"sessionUpdate": "usage_update", "used": 53000, "size": 200000,
+                         "cost": {"amount": amount, "currency": "USD"}})
+    result = {"stopReason": "end_turn"}
+    if "result" in shapes:
+        result["usage"] = {"inputTokens": 100, "outputTokens": 20, "totalTokens": 120}
+    if "quota" in shapes:
+        result["_meta"] = {"quota": {"token_count": {"input_tokens": 200, "output_tokens": 40}}}
+    return result
+
+
 def prompt(msg, sid):
     if opt("replay", None) in ("prompt", "split"):
         replay_turn(sid)
@@ -208,6 +243,16 @@ def prompt(msg, sid):
                 "usage": {"inputTokens": 11, "outputTokens": 7, "totalTokens": 18}}
     if MODE == "tool":
         return tool_turn(sid)
+    if MODE == "flood":
+        # $FAKE_ACP_FLOOD_MIB MiB of answer in 64 KiB chunks, then the summary.
+        mib = int(os.environ.get("FAKE_ACP_FLOOD_MIB", "40"))
+        piece = ("filler " * 9363)[:65536]
+        for _ in range(mib * 16):
+            chunk(sid, "agent_message_chunk", piece)
+        chunk(sid, "agent_message_chunk", '\n```json\n{"flood": %d}\n```\n' % mib)
+        return {"stopReason": "end_turn"}
+    if MODE == "usage":
+        return usage_turn(sid)
     if MODE == "blocks":
         # Says what the prompt held: each block's type and what it carried.
         seen = []
@@ -267,6 +312,14 @@ def main():
             malformed(rid, {"sessionId": "sess-1"} if method == "session/new" else {})
             continue
         if method == "initialize":
+            if MODE == "noisy":
+                # More than a pipe holds, before the answer: a client that does
+                # not read stderr blocks the agent here.
+                sys.stderr.write(("debug: loading\n" * 20000))
+                sys.stderr.flush()
+            if MODE == "stderr-exit":
+                sys.stderr.write("starting\nfatal: no API key\n")
+                sys.exit(2)
             if MODE == "garbage":
                 OUT.write(b"Welcome to the agent!\n\xff\xfe not utf-8\n")
                 OUT.flush()

@@ -121,7 +121,7 @@ fn policy_support(id: EngineId) -> PolicySupport {
             ..ToolPolicy::default()
         };
         let args = apply(id, v, false, &p).args;
-        match (args.len(), args.iter().any(|a| a.contains("=mcp_allow"))) {
+        match (args.len(), args.iter().any(|a| a.contains("=mcp-allow"))) {
             (2, _) => "allowAndDeny",
             (1, true) => "allowOnly",
             _ => "unenforced",
@@ -131,9 +131,11 @@ fn policy_support(id: EngineId) -> PolicySupport {
         [] => vec![None],
         vs => vs.iter().map(|v| Version::parse(v)).collect(),
     };
+    // An MCP server's tool (`<server>-<tool>`): a name every family knows,
+    // so the table says what the flags hold, not which names a version knows.
     let each: Vec<&str> = versions
         .iter()
-        .map(|v| one("mcp_allow", "mcp_deny", v.as_ref()))
+        .map(|v| one("mcp-allow", "mcp-deny", v.as_ref()))
         .collect();
     let tools = match each.iter().all(|t| *t == each[0]) {
         true => each[0],

@@ -585,9 +585,9 @@ mod tests {
     #[test]
     fn a_contained_child_runs_in_its_job_and_dies_with_it() {
         let mut cmd = shell("ping -n 30 127.0.0.1 >nul");
-        contain(&mut cmd);
+        let made = contain(&mut cmd).unwrap();
         let mut child = cmd.spawn().unwrap();
-        let c = Container::adopt(&child).unwrap();
+        let c = Container::adopt(&child, made).unwrap();
         assert_eq!(c.id() as u32, child.id());
         let mut inside = 0;
         // SAFETY: both handles are open; `inside` receives a BOOL.
@@ -622,9 +622,9 @@ mod tests {
     #[test]
     fn a_polite_stop_ends_a_contained_child() {
         let mut cmd = shell("ping -n 30 127.0.0.1 >nul");
-        contain(&mut cmd);
+        let made = contain(&mut cmd).unwrap();
         let mut child = cmd.spawn().unwrap();
-        let c = Container::adopt(&child).unwrap();
+        let c = Container::adopt(&child, made).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(300));
         c.signal(Sig::Terminate);
         let t0 = std::time::Instant::now();

@@ -302,12 +302,15 @@ mcp = "cfg/b.json"
             ],
         ]
     );
+    // The files lived while their engines ran (the fake kept copies).
+    assert!(!copilot.exists() && !file.exists(), "removed after the run");
+    let runs = env.path().join("runs");
     assert_eq!(
-        serde_json::from_str::<Value>(&read_text(&copilot)).unwrap(),
+        serde_json::from_str::<Value>(&read_text(&runs.join("mcp-copilot.json"))).unwrap(),
         json!({"mcpServers": {"lint": {"command": "l", "args": ["--x"], "type": "local", "tools": ["*"]}}})
     );
     assert_eq!(
-        serde_json::from_str::<Value>(&read_text(&file)).unwrap(),
+        serde_json::from_str::<Value>(&read_text(&runs.join("mcp-claude.json"))).unwrap(),
         json!({"mcpServers": {"files": {"command": "npx", "env": {"K": "v"}}}})
     );
     let env = Env::new();

@@ -678,8 +678,10 @@ fn say_mcp_reaches_every_turn_by_its_engines_mechanism() {
         "{:?}",
         args_of("copilot")
     );
+    // The file lived while its engine ran (the fake kept a copy).
+    assert!(!copilot.exists(), "removed after the run");
     assert_eq!(
-        serde_json::from_str::<Value>(&read_text(&copilot)).unwrap(),
+        serde_json::from_str::<Value>(&read_text(&f.runs.join("mcp-copilot.json"))).unwrap(),
         json!({"mcpServers": {"files": {
             "command": "mcp-files", "args": ["-r"], "type": "local", "tools": ["*"],
         }}})

@@ -249,7 +249,8 @@ fn an_opencode_run_reads_its_servers_from_the_units_own_file() {
     // The fake sources `<bin>.env`: it copies what the variable names.
     std::fs::write(
         bin.with_extension("env"),
-        "echo \"$OPENCODE_CONFIG\" > \"$PWD/seen\"; cat \"$OPENCODE_CONFIG\" >> \"$PWD/seen\"\n",
+        "ls -l \"$OPENCODE_CONFIG\" | cut -c1-10 > \"$PWD/mode\"; \
+         echo \"$OPENCODE_CONFIG\" > \"$PWD/seen\"; cat \"$OPENCODE_CONFIG\" >> \"$PWD/seen\"\n",
     )
     .unwrap();
     let mut c = env.command(
@@ -282,12 +283,10 @@ fn an_opencode_run_reads_its_servers_from_the_units_own_file() {
             "web": {"type": "local", "command": ["w"], "environment": {}},
         }})
     );
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-    }
+    // 0600 while the engine ran, and gone once it ended.
+    let mode = std::fs::read_to_string(env.path().join("mode")).unwrap();
+    assert_eq!(mode.trim(), "-rw-------");
+    assert!(!file.exists(), "removed after the run");
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(!stdout.contains("s3cret"), "{stdout}");
     let result: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();

@@ -9,7 +9,7 @@ use vf::engine::{EngineId, Invocation, Request};
 use vf::error::exit;
 use vf::version::Version;
 
-use super::common::{Env, files_under, vf_cli, write_exe};
+use super::common::{Env, files_under, vf_cli};
 use super::{CLAUDE_ID, CODEX_ID, args, build, fixtures, refused, req, v};
 
 const E: Enforcement = Enforcement::Enforced;
@@ -210,10 +210,12 @@ fn copilot_by_version_family_and_unknown_names_dropped_on_1_0_83() {
 
 /// The repro: claude's `Read` on copilot 1.0.83 under
 /// `--require-enforced` was sent, ignored by copilot, and called enforced.
+// A shell-script copilot: POSIX only.
+#[cfg(unix)]
 #[test]
 fn copilot_1_0_83_refuses_an_unknown_tool_under_require_enforced() {
     let tmp = Env::new();
-    let bin = write_exe(
+    let bin = super::common::write_exe(
         &tmp.path().join("copilot"),
         "#!/bin/sh\necho 'GitHub Copilot CLI 1.0.83.'\n",
     );

@@ -128,7 +128,9 @@ impl World {
             );
             self.env.write(&plan, text);
             all.push(format!("orchestrate {plan} --output {format}"));
-            all.push(format!("conv say c --all --prompt q --output {format}"));
+            all.push(format!(
+                "conv say c --all --allow-unenforced --prompt q --output {format}"
+            ));
         }
         all.iter()
             .map(|a| a.split(' ').map(String::from).collect())

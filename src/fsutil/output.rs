@@ -252,14 +252,26 @@ mod tests {
     /// rule broken, the system's own would be replaced), else the system's,
     /// which the test cannot replace. `None`: root without `mknod`.
     fn device(dir: &Path, name: &str, minor: u64) -> Option<std::path::PathBuf> {
-        use nix::sys::stat::{Mode, SFlag, makedev, mknod};
         if !crate::sys::is_superuser() {
             return Some(Path::new("/dev").join(name));
         }
+        device_copy(dir, name, minor)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn device_copy(dir: &Path, name: &str, minor: u64) -> Option<std::path::PathBuf> {
+        use nix::sys::stat::{Mode, SFlag, makedev, mknod};
         let p = dir.join(name);
         let mode = Mode::from_bits_truncate(0o666);
         mknod(&p, SFlag::S_IFCHR, mode, makedev(1, minor)).ok()?;
         Some(p)
+    }
+
+    /// Elsewhere the device numbers differ (and `makedev` is Linux's): as
+    /// root the system's devices are not risked.
+    #[cfg(not(target_os = "linux"))]
+    fn device_copy(_: &Path, _: &str, _: u64) -> Option<std::path::PathBuf> {
+        None
     }
 
     #[test]

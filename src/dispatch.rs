@@ -1,5 +1,7 @@
 //! The dispatch runtime: run one unit on an engine CLI, in four phases.
 //!
+//! The spec comes from one resolution of the unit's options, [`resolve`].
+//!
 //! - prepare: take the unit's lock, read its marker, resolve the binary and
 //!   its version, build the invocation. Every check that can refuse the run
 //!   happens here, before anything is written: a refused run leaves the
@@ -19,6 +21,7 @@ mod prepare;
 pub mod prompt_file;
 mod pump;
 mod redact;
+pub mod resolve;
 mod settle;
 mod steps;
 mod supervise;
@@ -56,7 +59,8 @@ pub fn installed_version(
 /// The largest prompt vf accepts (`--prompt`, `--prompt-file`, stdin, plans).
 pub const MAX_PROMPT_BYTES: usize = 16 << 20;
 
-/// Everything one dispatch needs (already validated by the caller).
+/// Everything one dispatch needs, made by [`resolve::Resolved::spec`] alone
+/// (every option resolved and checked there, before anything is written).
 #[derive(Debug, Clone)]
 pub struct UnitSpec {
     pub engine: EngineId,
@@ -274,11 +278,8 @@ pub async fn run_locked(
                     .unwrap_or("the session could not be loaded")
             );
             sink.warning(&msg);
-            let fresh = UnitSpec {
-                session: None,
-                prompt,
-                ..again
-            };
+            let mut fresh = again;
+            (fresh.session, fresh.prompt) = (None, prompt);
             let mut res = Box::pin(run_attempt(fresh, None, sink)).await?;
             res.warnings.push(msg);
             res.start = Some("replay");

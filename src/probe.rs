@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::dispatch::resolve::Resolved;
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::doctor::{ProbeResult, ProbeVerdict};
 use crate::engine::EngineId;
@@ -61,34 +62,14 @@ pub async fn probe(
 
 /// The canary unit: [`PROBE_PROMPT`] in the scratch directory `dir`.
 fn canary(engine: EngineId, program: PathBuf, dir: &Path, timeout: Duration) -> UnitSpec {
-    UnitSpec {
-        engine,
-        unit: "probe".into(),
-        prompt: PROBE_PROMPT.into(),
-        session: None,
-        cwd: dir.to_path_buf(),
-        state_dir: dir.join(crate::state::STATE_DIR_NAME),
-        skip_permissions: false,
+    let state_dir = dir.join(crate::state::STATE_DIR_NAME);
+    let run = Resolved {
         engine_bin: Some(program),
-        attachments: Vec::new(),
-        stall_timeout: None,
         timeout: Some(timeout),
         kill_grace: Duration::from_secs(2),
-        warnings: Vec::new(),
-        engine_reason: None,
-        budget_args: Vec::new(),
-        redact: Vec::new(),
-        options: Default::default(),
-        summary_schema: None,
-        steps: Default::default(),
-        policy: Default::default(),
-        asked: Default::default(),
-        budget_stop: None,
-        cancel: None,
-        keep_answer: false,
-        mcp: None,
-        command: None,
-    }
+        ..Resolved::new(engine, "probe".into(), dir.to_path_buf(), state_dir)
+    };
+    run.spec(PROBE_PROMPT.into(), None)
 }
 
 /// Why a finished canary run does not pass, if it does not.

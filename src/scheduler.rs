@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::dispatch::resolve::Resolved;
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::engine::{Attachment, EngineId};
 use crate::error::{Reason, Result, VfError, exit};
@@ -693,45 +694,32 @@ pub fn spec_of(
     prompt: String,
     session: Option<String>,
 ) -> UnitSpec {
-    UnitSpec {
-        engine: job.engine,
-        unit: job.plan.name.clone(),
-        prompt,
-        session,
-        cwd: job.plan.cwd.clone(),
-        state_dir: state_dir.to_path_buf(),
-        skip_permissions: job.plan.skip_permissions,
-        engine_bin: None,
+    let (u, state_dir) = (&job.plan, state_dir.to_path_buf());
+    let run = Resolved {
+        skip_permissions: u.skip_permissions,
         attachments: job.attachments.clone(),
-        stall_timeout: job.plan.stall_timeout,
-        timeout: job.plan.timeout,
+        stall_timeout: u.stall_timeout,
+        timeout: u.timeout,
         kill_grace,
-        warnings: Vec::new(),
-        engine_reason: None,
-        budget_args: Vec::new(),
-        redact: Vec::new(),
-        options: job.plan.run_options(),
-        summary_schema: job.plan.summary_schema.clone(),
+        options: u.run_options(),
+        summary_schema: u.summary_schema.clone(),
         steps: job.steps.clone(),
-        policy: job.plan.policy.clone(),
+        policy: u.policy.clone(),
         // The plan's values, recorded: the plan file is read again each run.
         asked: crate::marker::Asked {
-            mcp: job.plan.mcp_file.clone(),
+            mcp: u.mcp_file.clone(),
             ..crate::marker::Asked::new(
-                &job.plan.policy,
-                (&job.plan.deny_paths, &job.plan.allow_paths),
-                (
-                    job.plan.hooks.on_finish.as_deref(),
-                    job.plan.hooks.on_fail.as_deref(),
-                ),
+                &u.policy,
+                (&u.deny_paths, &u.allow_paths),
+                (u.hooks.on_finish.as_deref(), u.hooks.on_fail.as_deref()),
             )
         },
-        mcp: job.plan.mcp.clone(),
-        budget_stop: None,
-        cancel: None,
+        mcp: u.mcp.clone(),
         keep_answer: true,
-        command: job.plan.command.clone(),
-    }
+        command: u.command.clone(),
+        ..Resolved::new(job.engine, u.name.clone(), u.cwd.clone(), state_dir)
+    };
+    run.spec(prompt, session)
 }
 
 /// The local executor: a unit blocked gets its marker, a unit started runs

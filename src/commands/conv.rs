@@ -84,7 +84,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     for t in &targets {
         let p = conv.participant(t)?;
         let resume = !a.fresh && p.binding.is_some();
-        tools = super::run_options::policy(&asked, false, p.engine, None, resume)?;
+        tools = crate::dispatch::resolve::policy(&asked, false, p.engine, None, resume)?;
         if !a.write && !a.allow_unenforced {
             turn::require_read_only(t, p.engine, resume)?;
         }
@@ -107,8 +107,8 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     };
     let ctx = SayContext {
         private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,
-        stall_timeout: super::dispatch::seconds("--stall-timeout", a.stall_timeout)?,
-        timeout: super::dispatch::seconds("--timeout", a.timeout)?,
+        stall_timeout: crate::dispatch::resolve::seconds("--stall-timeout", a.stall_timeout)?,
+        timeout: crate::dispatch::resolve::seconds("--timeout", a.timeout)?,
         kill_grace: crate::child::kill_grace_from_env()?,
         fresh: a.fresh,
         write: a.write,

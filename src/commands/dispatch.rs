@@ -2,18 +2,19 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Serialize;
 
 use super::output::StdoutSink;
+use super::run_options;
 use super::stdio::eprint_line;
 use crate::attach;
 use crate::cli::{DispatchArgs, OutputFormat};
 use crate::dispatch::UnitSpec;
+use crate::dispatch::resolve::{self, Resolved};
 use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::launch_plan::Launches;
-use crate::engine::{AttachmentKind, Engine, EngineCommand, EngineId, Invocation, Request};
+use crate::engine::{AttachmentKind, EngineCommand, EngineId, Invocation, Request};
 use crate::error::{Result, VfError};
 use crate::notify::Hooks;
 use crate::private::{self, PrivateRanges, RangeSpec};
@@ -21,33 +22,19 @@ use crate::unit_lock::UnitLock;
 use crate::workspace::WorkspaceSpec;
 use crate::{names, state};
 
-/// Resolved, validated inputs of a dispatch (flags turned into config).
-pub struct Resolved {
-    pub engine: &'static dyn Engine,
-    pub unit: String,
+/// A `vf dispatch` resolved and checked: the unit's options, resolved once
+/// ([`Resolved`]), and what only this command needs of its flags.
+pub struct Dispatch {
+    pub run: Resolved,
     pub prompt: String,
     pub session: Option<String>,
-    pub cwd: PathBuf,
-    pub state_dir: PathBuf,
-    pub skip_permissions: bool,
-    /// Why this engine (`--engine` or the `auto` rule that chose it).
-    pub engine_reason: String,
-    /// `--attach`: the chosen engine accepts every kind.
+    /// `--attach`: the engine chosen for them and what was selected (the
+    /// attachments themselves are the run's).
     pub attach_plan: attach::Selection,
     /// `--private-range`: appended to the prompt by `build_invocation`.
     pub private_ranges: PrivateRanges,
-    /// `--model`, `--effort`, `--summary-schema`.
-    pub chosen: super::run_options::Chosen,
-    /// A command engine's command (`--bridge`, `VIBEFLOW_AI`).
-    pub command: Option<EngineCommand>,
-    /// `--read-only`, `--allow-tool`, `--deny-tool`, `--require-enforced`.
-    pub policy: crate::engine::policy::ToolPolicy,
-    /// The policy, path guards and hooks asked for (a re-run keeps its
-    /// marker's, see [`super::run_options::request`]).
-    pub asked: crate::marker::Asked,
-    /// `--mcp FILE`, read and checked for the engine.
-    pub mcp: Option<crate::engine::mcp::McpServers>,
-    /// `--stall-timeout` and `--timeout`, else the user config's.
+    /// `--stall-timeout` and `--timeout`, else the user config's (checked
+    /// when the run's spec is made).
     pub timeouts: (Option<f64>, Option<f64>),
     /// Where each setting the user config can set came from.
     pub origins: super::config::Origins,
@@ -86,7 +73,7 @@ pub fn resolve_cwd(cwd: Option<&std::path::Path>) -> Result<PathBuf> {
     Ok(cwd)
 }
 
-pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
+pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     use super::config as user;
     let cwd = resolve_cwd(args.cwd.as_deref())?;
     let cfg = crate::config::load()?;
@@ -114,7 +101,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let command = command_of(args, (choice, engine_id), &unit, &state_dir, &cfg)?;
     let prompt = super::prompt::read(&args.prompt)?;
     let model = user::model_args(&args.run.model, engine_id, &cfg, &mut origins);
-    let chosen = super::run_options::resolve(engine_id, &model, None)?;
+    let chosen = resolve::options(engine_id, &run_options::model_flags(&model), None)?;
     if let Some(agent) = &chosen.options.agent {
         crate::engine::agy::require_agent(&cwd, agent)?;
     }
@@ -124,13 +111,13 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
     let kept = kept.as_ref().map(|m| &m.asked);
     user::asked_origins((&args.policy, &args.after), kept, &cfg, &mut origins);
     let from_config = user::asked_of(&cfg);
-    let mut asked =
-        super::run_options::request(&args.policy, &args.after, kept.or(Some(&from_config)));
+    let flags = run_options::ask_flags(&args.policy, &args.after);
+    let mut asked = resolve::asked(&flags, kept.or(Some(&from_config)));
     let timeouts = (
         user::or_config(args.run.stall_timeout, "stall_timeout", &cfg, &mut origins),
         user::or_config(args.run.timeout, "timeout", &cfg, &mut origins),
     );
-    let policy = super::run_options::policy(
+    let policy = resolve::policy(
         &asked,
         args.skip_permissions,
         engine_id,
@@ -138,24 +125,31 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Resolved> {
         args.session.is_some(),
     )?;
     let given = args.policy.mcp.is_some();
-    let mcp = super::run_options::mcp(&mut asked, given, engine_id, &state_dir, &unit)?;
+    let mcp = run_options::mcp(&mut asked, given, engine_id, &state_dir, &unit)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
-    Ok(Resolved {
-        chosen,
-        engine: engine_id.engine(),
-        engine_reason: attach_plan.pick.reason.clone(),
-        attach_plan,
-        private_ranges,
-        unit,
-        prompt,
-        session: args.session.clone(),
-        cwd,
-        state_dir,
+    let run = Resolved {
         skip_permissions: args.skip_permissions,
-        command,
+        engine_bin: args.run.engine_bin.clone(),
+        attachments: std::mem::take(&mut attach_plan.attachments),
+        engine_reason: Some(attach_plan.pick.reason.clone()),
+        // The exact block delivered, so that an engine's echo of it is redacted.
+        redact: Some(private_ranges.wire())
+            .filter(|w| !w.is_empty())
+            .into_iter()
+            .collect(),
         policy,
         asked,
         mcp,
+        keep_answer: true,
+        command,
+        ..Resolved::new(engine_id, unit, cwd, state_dir).with_chosen(chosen)
+    };
+    Ok(Dispatch {
+        run,
+        prompt,
+        session: args.session.clone(),
+        attach_plan,
+        private_ranges,
         timeouts,
         origins,
     })
@@ -243,24 +237,27 @@ fn default_unit_name(engine: &str) -> String {
 
 /// The invocation, run in `worktree` (not yet made) instead of `r.cwd` when given.
 pub fn build_invocation(
-    r: &Resolved,
+    d: &Dispatch,
     version: Option<&crate::version::Version>,
     worktree: Option<&std::path::Path>,
 ) -> Result<Invocation> {
-    let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
-    r.engine.build(&Request {
+    let (r, prompt) = (
+        &d.run,
+        private::apply_private_ranges(&d.prompt, &d.private_ranges),
+    );
+    r.engine.engine().build(&Request {
         prompt: &prompt,
-        session: r.session.as_deref(),
+        session: d.session.as_deref(),
         skip_permissions: r.skip_permissions,
         cwd: worktree.unwrap_or(&r.cwd),
         in_git_repo: worktree.is_some() || state::in_git_work_tree(&r.cwd),
-        attachments: &r.attach_plan.attachments,
+        attachments: &r.attachments,
         unit: &r.unit,
         state_dir: &r.state_dir,
         version,
         policy: &r.policy,
         mcp: r.mcp.as_ref(),
-        options: &r.chosen.options,
+        options: &r.options,
         command: r.command.as_ref(),
     })
 }
@@ -311,11 +308,11 @@ struct DryRunAttachment<'a> {
     path: &'a std::path::Path,
 }
 
-fn dry_run_attachments(r: &Resolved) -> Vec<DryRunAttachment<'_>> {
-    r.attach_plan
+fn dry_run_attachments(d: &Dispatch) -> Vec<DryRunAttachment<'_>> {
+    d.attach_plan
         .selected
         .iter()
-        .zip(&r.attach_plan.attachments)
+        .zip(&d.run.attachments)
         .map(|(e, a)| DryRunAttachment {
             name: &e.name,
             kind: e.kind,
@@ -333,73 +330,48 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             return Ok(crate::error::exit::USAGE);
         }
     };
-    let r = resolve(args, &ranges)?;
-    let budget_args = max_cost_args(r.engine, args.max_cost)?;
-    let steps = steps_of(&args.steps, &r.asked, &r.cwd, &r.unit)?;
-    let hooks = hooks_of(&r.asked)?;
+    let d = resolve(args, &ranges)?;
+    let budget_args = max_cost_args(d.run.engine.engine(), args.max_cost)?;
+    let step_flags = run_options::step_flags(&args.steps);
+    let steps = resolve::flag_steps(&step_flags, &d.run.asked, &d.run.cwd, &d.run.unit)?;
+    let hooks = hooks_of(&d.run.asked)?;
     if args.dry_run {
-        return dry_run(args, &r, steps.workspace.as_ref());
+        return dry_run(args, &d, steps.workspace.as_ref());
     }
     let format = args.run.output.format();
-    if r.attach_plan.pick.ready == Some(false) {
+    if d.attach_plan.pick.ready == Some(false) {
         return Err(VfError::not_ready(format!(
             "{} is not ready ({}); run `vf doctor`",
-            r.engine.spec().id,
-            r.engine_reason
+            d.run.engine, d.attach_plan.pick.reason
         )));
     }
     // The private text rides with the prompt for this run only; vf persists neither.
-    let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
+    let prompt = private::apply_private_ranges(&d.prompt, &d.private_ranges);
+    let (state_dir, unit) = (&d.run.state_dir, &d.run.unit);
     // Held from reading the marker to the end of the run: a re-run of the
     // unit is primed with its earlier answers.
-    let lock = UnitLock::acquire(&r.state_dir, &r.unit)?;
-    let marker = crate::marker::MarkerStore::new(&r.state_dir).load(&r.unit)?;
+    let lock = UnitLock::acquire(state_dir, unit)?;
+    let marker = crate::marker::MarkerStore::new(state_dir).load(unit)?;
     let replay =
-        crate::rerun::for_dispatch(&r.state_dir, marker.as_ref(), r.session.as_deref(), &prompt)
-            .map_err(|why| VfError::state(format!("cannot re-run unit {:?}: {why}", r.unit)))?;
+        crate::rerun::for_dispatch(state_dir, marker.as_ref(), d.session.as_deref(), &prompt)
+            .map_err(|why| VfError::state(format!("cannot re-run unit {unit:?}: {why}")))?;
     let (prompt, replay) = match replay {
         Some((primed, counts)) => (primed, Some(counts)),
         None => (prompt, None),
     };
-    let spec = UnitSpec {
-        engine: r.engine.spec().id,
-        unit: r.unit,
-        prompt,
-        session: r.session,
-        cwd: r.cwd,
-        state_dir: r.state_dir,
-        skip_permissions: r.skip_permissions,
-        engine_bin: args.run.engine_bin.clone(),
-        attachments: r.attach_plan.attachments,
-        stall_timeout: seconds("--stall-timeout", r.timeouts.0)?,
-        timeout: seconds("--timeout", r.timeouts.1)?,
-        kill_grace: crate::child::kill_grace_from_env()?,
-        warnings: Vec::new(),
-        engine_reason: Some(r.engine_reason.clone()),
-        budget_args,
-        // The exact block delivered, so that an engine's echo of it is redacted.
-        redact: Some(r.private_ranges.wire())
-            .filter(|w| !w.is_empty())
-            .into_iter()
-            .collect(),
-        options: r.chosen.options,
-        summary_schema: r.chosen.schema,
-        steps,
-        policy: r.policy,
-        asked: r.asked,
-        mcp: r.mcp,
-        budget_stop: None,
-        cancel: None,
-        keep_answer: true,
-        command: r.command,
-    };
+    let mut run = d.run;
+    run.stall_timeout = resolve::seconds("--stall-timeout", d.timeouts.0)?;
+    run.timeout = resolve::seconds("--timeout", d.timeouts.1)?;
+    run.kill_grace = crate::child::kill_grace_from_env()?;
+    (run.budget_args, run.steps) = (budget_args, steps);
+    let spec = run.spec(prompt, d.session);
     // Named in the result when the user config gave any of them.
-    let from_config = r
+    let from_config = d
         .origins
         .values()
         .any(|o| matches!(o, crate::config::Origin::Config(_)));
     let origins = from_config
-        .then(|| serde_json::to_value(&r.origins).ok())
+        .then(|| serde_json::to_value(&d.origins).ok())
         .flatten();
     run_unit_with(spec, Some(lock), (format, &hooks), replay, origins)
 }
@@ -423,111 +395,31 @@ fn max_cost_args(engine: &dyn crate::engine::Engine, usd: Option<f64>) -> Result
     })
 }
 
-/// A plan unit's `worktree`, `base`, `commit`, `push`, `setup`, `verify`
-/// (the base resolved once, `push`'s remote found in the repository, before
-/// anything of the plan starts).
-pub fn plan_steps(u: &crate::plan::PlanUnit) -> Result<crate::dispatch::Steps> {
-    let workspace = match &u.worktree {
-        Some(w) => {
-            let flag = format!("unit {:?}: worktree = true", u.name);
-            let mut ws = crate::workspace::resolve(
-                &u.cwd,
-                &u.name,
-                w.base.as_deref(),
-                Some(&w.rel_cwd),
-                &flag,
-            )?;
-            ws.commit = w.commit;
-            if let Some(remote) = &w.push {
-                crate::workspace::remote::require(&ws.repo, remote)
-                    .map_err(|e| VfError::usage(format!("unit {:?}: push: {e}", u.name)))?;
-            }
-            ws.push = w.push.clone();
-            ws.fetch_from = w.fetch_from.clone();
-            Some(ws)
-        }
-        None => None,
-    };
-    let what = format!("unit {:?}: deny_paths / allow_paths", u.name);
-    let guards = path_guards(&u.deny_paths, &u.allow_paths, &u.cwd, &what)?;
-    Ok(crate::dispatch::Steps {
-        workspace,
-        setup: u.setup.clone(),
-        verify: u.verify.clone(),
-        guards,
-    })
-}
-
-/// The path guards, refused (exit 2) for a bad glob or where they cannot be
-/// checked: outside a git work tree.
-pub fn path_guards(
-    deny: &[String],
-    allow: &[String],
-    cwd: &std::path::Path,
-    what: &str,
-) -> Result<Option<crate::workspace::guard::PathGuards>> {
-    let guards = crate::workspace::guard::PathGuards::new(deny, allow)
-        .map_err(|e| VfError::usage(format!("{what}: {e}")))?;
-    if guards.is_some() {
-        crate::workspace::guard::require_repo(cwd, what)?;
-    }
-    Ok(guards)
-}
-
-/// `--worktree`, `--base`, `--no-commit`, `--setup`, `--verify`: the base is
-/// resolved to a commit here, once (exit 2 outside a git repository).
-fn steps_of(
-    a: &crate::cli::StepArgs,
-    g: &crate::marker::Asked,
-    cwd: &std::path::Path,
-    unit: &str,
-) -> Result<crate::dispatch::Steps> {
-    let guards = path_guards(
-        &g.deny_paths,
-        &g.allow_paths,
-        cwd,
-        "--deny-path / --allow-path",
-    )?;
-    let workspace = match a.worktree {
-        true => {
-            let mut w =
-                crate::workspace::resolve(cwd, unit, a.base.as_deref(), None, "--worktree")?;
-            w.commit = !a.no_commit;
-            Some(w)
-        }
-        false => None,
-    };
-    Ok(crate::dispatch::Steps {
-        workspace,
-        setup: a.setup.clone(),
-        verify: a.verify.clone(),
-        guards,
-    })
-}
-
 /// `--dry-run`: the exact invocation, nothing spawned or written (with
 /// `--worktree`: in the worktree the run would make).
-fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Result<i32> {
+fn dry_run(args: &DispatchArgs, d: &Dispatch, ws: Option<&WorkspaceSpec>) -> Result<i32> {
+    let (r, reason) = (&d.run, &d.attach_plan.pick.reason);
     let worktree = ws.map(|w| w.cwd_in(&r.state_dir, &r.unit));
     // The argv can depend on the installed version (copilot): read it when the
     // engine is installed, without writing any state for a dry run.
-    let version = crate::binary::resolve_binary(r.engine.spec().id, args.run.engine_bin.as_deref())
+    let version = crate::binary::resolve_binary(r.engine, args.run.engine_bin.as_deref())
         .ok()
         .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
-    let mut inv = build_invocation(r, version.as_ref(), worktree.as_deref())?;
-    inv.args.extend(max_cost_args(r.engine, args.max_cost)?);
+    let mut inv = build_invocation(d, version.as_ref(), worktree.as_deref())?;
+    inv.args
+        .extend(max_cost_args(r.engine.engine(), args.max_cost)?);
     // Built with the real text (so limits apply to it), shown without it.
-    private::redact_invocation(&mut inv, &r.private_ranges);
+    private::redact_invocation(&mut inv, &d.private_ranges);
     for w in &inv.warnings {
         eprint_line(format_args!("vf: warning: {w}"));
     }
     if args.run.output.explicit() == Some(OutputFormat::Json) {
         super::print_json(&DryRun {
-            engine: r.engine.spec().id.as_str(),
-            engine_reason: &r.engine_reason,
+            engine: r.engine.as_str(),
+            engine_reason: reason,
             unit: &r.unit,
-            attachments: dry_run_attachments(r),
-            private_ranges: r.private_ranges.summaries(),
+            attachments: dry_run_attachments(d),
+            private_ranges: d.private_ranges.summaries(),
             invocation: &inv,
             launch: r.command.as_ref().map(EngineCommand::launches),
             path_guards: Some(DryRunGuards {
@@ -540,16 +432,17 @@ fn dry_run(args: &DispatchArgs, r: &Resolved, ws: Option<&WorkspaceSpec>) -> Res
                 on_fail: r.asked.on_fail.as_deref(),
             })
             .filter(|h| h.on_finish.is_some() || h.on_fail.is_some()),
-            origins: &r.origins,
+            origins: &d.origins,
         })?;
     } else {
-        print_dry_run(r, &inv, ws)?;
+        print_dry_run(d, &inv, ws)?;
     }
     Ok(0)
 }
 
 /// The dry run as a shell line and `#` comments.
-fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> Result<()> {
+fn print_dry_run(d: &Dispatch, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> Result<()> {
+    let r = &d.run;
     let mut out = super::stdio::out();
     let mut line = shell_quote(&inv.program);
     for a in &inv.args {
@@ -580,8 +473,7 @@ fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
     writeln!(
         out,
         "# engine: {} ({})",
-        r.engine.spec().id,
-        r.engine_reason
+        r.engine, d.attach_plan.pick.reason
     )?;
     if let Some(w) = ws {
         writeln!(
@@ -592,7 +484,7 @@ fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
             crate::text::cut(&w.base, 12)
         )?;
     }
-    for s in r.private_ranges.summaries() {
+    for s in d.private_ranges.summaries() {
         writeln!(
             out,
             "# private range: {}:{}-{} ({} bytes, withheld)",
@@ -661,17 +553,6 @@ pub fn hooks_of(a: &crate::marker::Asked) -> Result<Hooks> {
         on_finish: a.on_finish.clone(),
         on_fail: a.on_fail.clone(),
     })
-}
-
-/// A positive, finite number of seconds.
-pub fn seconds(flag: &str, v: Option<f64>) -> Result<Option<Duration>> {
-    match v {
-        None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
-        Some(s) => Err(VfError::usage(format!(
-            "{flag} must be a positive number of seconds, not {s}"
-        ))),
-    }
 }
 
 /// Single-quotes `s` for a POSIX shell when it holds anything special.

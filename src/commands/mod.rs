@@ -39,7 +39,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Status(a) => status::run(&a),
         Command::Attach(a) => attach::run(&a),
         Command::Doctor(a) => doctor::run(&a),
-        Command::Orchestrate(a) => orchestrate::run(&a),
+        Command::Orchestrate(a) => orchestrate(&a),
         #[cfg(feature = "temporal")]
         Command::Worker(a) => worker::run(&a),
         Command::Replay(a) => replay::run(&a),
@@ -56,6 +56,15 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Demo(a) => demo::run(&a),
         Command::Play(a) => play::run(&a),
     }
+}
+
+/// `vf orchestrate`: on a Temporal service with `--temporal`, else here.
+fn orchestrate(a: &crate::cli::OrchestrateArgs) -> Result<i32> {
+    #[cfg(feature = "temporal")]
+    if a.temporal.target.temporal.is_some() {
+        return orchestrate_temporal::run(a, &crate::config::load()?);
+    }
+    orchestrate::run(a)
 }
 
 /// Writes `value` as one line of compact JSON to stdout.

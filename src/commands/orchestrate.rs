@@ -62,7 +62,7 @@ pub(super) fn resolve(
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         require_enforced(&u, p.pick.engine)?;
         jobs.push(Job {
-            steps: super::dispatch::plan_steps(&u)?,
+            steps: crate::dispatch::resolve::plan_steps(u.step_keys())?,
             engine: p.pick.engine,
             attachments: p.attachments,
             origins: config_origins(plan.layers.get(&u.name), cfg),
@@ -85,16 +85,14 @@ pub(super) fn resolve(
     Ok((request, plan.on_plan_finish))
 }
 
+/// A plan run here (`--temporal` is [`super::orchestrate_temporal`]'s,
+/// which renders with this file's reporters: the arrow runs one way).
 pub fn run(args: &OrchestrateArgs) -> Result<i32> {
     run_with(args, &crate::config::load()?)
 }
 
 /// [`run`] under the user config `cfg`.
 pub fn run_with(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
-    #[cfg(feature = "temporal")]
-    if args.temporal.target.temporal.is_some() {
-        return super::orchestrate_temporal::run(args, cfg);
-    }
     let (req, on_plan_finish) = resolve(args, cfg)?;
     let (state_dir, grace) = (req.state_dir.clone(), req.kill_grace);
     let run = scheduler::open(req)?;

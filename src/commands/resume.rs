@@ -4,6 +4,7 @@
 
 use crate::cli::{OutputFormat, ResumeArgs};
 use crate::dispatch::UnitSpec;
+use crate::dispatch::resolve::{self, Resolved};
 use crate::error::{Result, VfError};
 use crate::marker::MarkerStore;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
@@ -67,9 +68,10 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         },
     };
     // What the unit asked for, kept unless given again or cleared.
-    let mut asked = super::run_options::request(&args.policy, &args.after, Some(&marker.asked));
+    let given = super::run_options::ask_flags(&args.policy, &args.after);
+    let mut asked = resolve::asked(&given, Some(&marker.asked));
     let hooks = super::dispatch::hooks_of(&asked)?;
-    let policy = super::run_options::policy(
+    let policy = resolve::policy(
         &asked,
         args.skip_permissions,
         marker.engine,
@@ -84,7 +86,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         &args.unit,
     )?;
     // A resumed session keeps the model, effort and schema it ran with, unless asked.
-    let chosen = super::run_options::resolve(marker.engine, &args.run.model, Some(&marker))?;
+    let model = super::run_options::model_flags(&args.run.model);
+    let chosen = resolve::options(marker.engine, &model, Some(&marker))?;
     if let Some(agent) = &chosen.options.agent {
         crate::engine::agy::require_agent(&marker.cwd, agent)?;
     }
@@ -95,37 +98,24 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         workspace: marker.workspace.as_ref().map(|w| {
             crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd, &state_dir, &args.unit)
         }),
-        guards: super::dispatch::path_guards(deny, allow, &marker.cwd, what)?,
+        guards: resolve::path_guards(deny, allow, &marker.cwd, what)?,
         ..Default::default()
     };
-    let spec = UnitSpec {
-        engine: marker.engine,
-        unit: args.unit.clone(),
-        prompt,
-        session: id,
-        cwd: marker.cwd,
-        state_dir,
+    let run = Resolved {
         skip_permissions: args.skip_permissions,
         engine_bin: args.run.engine_bin.clone(),
-        attachments: Vec::new(),
-        stall_timeout: super::dispatch::seconds("--stall-timeout", args.run.stall_timeout)?,
-        timeout: super::dispatch::seconds("--timeout", args.run.timeout)?,
+        stall_timeout: resolve::seconds("--stall-timeout", args.run.stall_timeout)?,
+        timeout: resolve::seconds("--timeout", args.run.timeout)?,
         kill_grace,
-        warnings: Vec::new(),
-        engine_reason: None,
-        budget_args: Vec::new(),
-        redact: Vec::new(),
-        options: chosen.options,
-        summary_schema: chosen.schema,
         steps,
         policy,
         asked,
         mcp,
-        budget_stop: None,
-        cancel: None,
         keep_answer: true,
         command: marker.command.clone(),
+        ..Resolved::new(marker.engine, args.unit.clone(), marker.cwd, state_dir).with_chosen(chosen)
     };
+    let spec = run.spec(prompt, id);
     Ok(Request {
         spec,
         lock,

@@ -66,7 +66,7 @@ fn build_job(u: crate::plan::PlanUnit, engine: crate::engine::EngineId) -> Resul
     crate::engine::options::check(engine.engine().spec(), &u.run_options())
         .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
     Ok(Job {
-        steps: super::dispatch::plan_steps(&u)?,
+        steps: crate::dispatch::resolve::plan_steps(u.step_keys())?,
         engine,
         attachments: Vec::new(),
         origins: None,

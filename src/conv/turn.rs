@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::envelope::{self, DeliveryMode, Turn, TurnInputs};
 use super::model::{Binding, Conversation, PendingTurn, turn_unit};
 use super::store::ConvStore;
+use crate::dispatch::resolve::Resolved;
 use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::EngineId;
 use crate::engine::policy::{Enforcement, ToolPolicy};
@@ -205,20 +206,10 @@ fn start(
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
     store.save(conv)?;
     let read_only = read_only(engine, ctx.write, turn.session.is_some());
-    let spec = UnitSpec {
-        engine,
-        unit,
-        prompt: private::apply_private_ranges(&turn.text, &ctx.private_ranges),
-        session: turn.session.clone(),
-        cwd: ctx.cwd.clone(),
-        state_dir: ctx.state_dir.clone(),
-        skip_permissions: false,
-        engine_bin: None,
-        attachments: Vec::new(),
+    let run = Resolved {
         stall_timeout: ctx.stall_timeout,
         timeout: ctx.timeout,
         kill_grace: ctx.kill_grace,
-        warnings: Vec::new(),
         policy: turn_policy(ctx),
         asked: crate::marker::Asked::new(&turn_policy(ctx), (&[], &[]), (None, None)),
         engine_reason: Some(format!(
@@ -229,17 +220,13 @@ fn start(
             .filter(|w| !w.is_empty())
             .into_iter()
             .collect(),
-        budget_args: Vec::new(),
         // The participant's model on every turn (checked at `conv new`).
         options: crate::engine::RunOptions::new(model, None, None),
-        summary_schema: None,
-        steps: Default::default(),
-        budget_stop: None,
-        cancel: None,
-        keep_answer: false,
         mcp: ctx.mcp.clone(),
-        command: None,
+        ..Resolved::new(engine, unit, ctx.cwd.clone(), ctx.state_dir.clone())
     };
+    let prompt = private::apply_private_ranges(&turn.text, &ctx.private_ranges);
+    let spec = run.spec(prompt, turn.session.clone());
     Ok((spec, read_only))
 }
 

@@ -3,7 +3,6 @@
 //! naming the unit and its line.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, de::Error as _};
 
@@ -12,19 +11,22 @@ use super::{PlanUnit, RawUnit, show_path};
 /// The most `retries` a unit may ask for.
 pub const MAX_RETRIES: u32 = 10;
 
-/// A worktree unit's keys. Its `cwd` then names the repository (the plan
-/// file's directory) and `rel_cwd` the engine's directory in the worktree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlanWorktree {
-    pub base: Option<String>,
-    pub commit: bool,
-    pub rel_cwd: PathBuf,
-    /// `push`: the git remote the unit's branch is pushed to once it is done.
-    pub push: Option<String>,
-    /// Per dependency of the unit that is a worktree unit with `push`: that
-    /// remote, which the dependency's branch is fetched from before it is
-    /// merged (filled once the whole plan is read).
-    pub fetch_from: BTreeMap<String, String>,
+/// A worktree unit's keys, resolved into its steps below the plan.
+pub use crate::dispatch::resolve::PlanWorktree;
+
+impl PlanUnit {
+    /// The unit's step keys, for [`crate::dispatch::resolve::plan_steps`].
+    pub fn step_keys(&self) -> crate::dispatch::resolve::PlanSteps<'_> {
+        crate::dispatch::resolve::PlanSteps {
+            unit: &self.name,
+            cwd: &self.cwd,
+            worktree: self.worktree.as_ref(),
+            setup: self.setup.as_ref(),
+            verify: self.verify.as_ref(),
+            deny_paths: &self.deny_paths,
+            allow_paths: &self.allow_paths,
+        }
+    }
 }
 
 /// `retries`: a whole number from 0 to [`MAX_RETRIES`].

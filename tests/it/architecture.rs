@@ -342,6 +342,47 @@ fn only_the_units_life_writes_its_marker() {
     );
 }
 
+/// Issue 40: the lines of `code` that write a `UnitSpec { .. }` struct
+/// literal (not its definition, an `impl`, or a function returning one).
+fn spec_literals(code: &str) -> Vec<String> {
+    let literal = |l: &str| {
+        l.match_indices("UnitSpec {").any(|(i, _)| {
+            let before = l[..i].trim_end();
+            let named_longer = l[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+            !named_longer
+                && !["struct", "impl", "for", "->"]
+                    .iter()
+                    .any(|w| before.ends_with(w))
+        })
+    };
+    code.lines()
+        .filter(|l| literal(l))
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn one_resolution_builds_a_units_spec() {
+    let mut literals = Vec::new();
+    for (rel, code) in source_code() {
+        // A `#[cfg(test)]` module of its own file may build specs as it likes.
+        if !rel.ends_with("_tests.rs") {
+            literals.extend(
+                spec_literals(&code)
+                    .into_iter()
+                    .map(|l| format!("{rel}: {l}")),
+            );
+        }
+    }
+    assert_eq!(literals, ["dispatch/resolve.rs: UnitSpec {"]);
+    let sample = "pub struct UnitSpec {\nimpl UnitSpec {\nfn f() -> UnitSpec {\n\
+                  let s = UnitSpec {\nlet t = dispatch::UnitSpec { ..s };\nstruct MyUnitSpec {";
+    assert_eq!(
+        spec_literals(sample),
+        ["let s = UnitSpec {", "let t = dispatch::UnitSpec { ..s };"]
+    );
+}
+
 /// The integration tests are one crate, tests/it. Cargo makes a test binary
 /// of every tests/*.rs and tests/*/main.rs, each linking the whole crate
 /// again: one of its own is declared in Cargo.toml after a comment giving

@@ -482,12 +482,13 @@ mod tests {
              [[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt = \"go\"\ntimeout = 90\n",
         )
         .unwrap();
-        let mut user = crate::plan::UserDefaults::default();
-        user.defaults = "stall_timeout = 5\nskip_permissions = true\n"
-            .parse()
-            .unwrap();
         let user_model = (Some("user-model".into()), Some("low".into()));
-        user.engines.insert(EngineId::Codex, user_model);
+        let user = crate::plan::UserDefaults {
+            defaults: "stall_timeout = 5\nskip_permissions = true\n"
+                .parse()
+                .unwrap(),
+            engines: BTreeMap::from([(EngineId::Codex, user_model)]),
+        };
         let mut units = crate::plan::load_with(&plan, &user).unwrap().units;
         let u = units.pop().unwrap();
         let job = crate::scheduler::Job {

@@ -114,6 +114,17 @@ mod tests {
         Ended::Exit { code, failed: true }
     }
 
+    /// Executor, how the attempt ended, `retries`, spent (retried, tries),
+    /// the rate-limit policy's answer, and the action.
+    type Case<'a> = (
+        ExecutorKind,
+        Ended,
+        u32,
+        (u32, u32),
+        &'a ratelimit::Next,
+        Action,
+    );
+
     /// One table for both executors: (executor, ended, retries, spent
     /// (retried, tries), the rate-limit answer) → the action.
     #[test]
@@ -131,7 +142,7 @@ mod tests {
             failed: false,
         };
         #[rustfmt::skip]
-        let cases: &[(ExecutorKind, Ended, u32, (u32, u32), &ratelimit::Next, Action)] = &[
+        let cases: &[Case] = &[
             (L, done, 2, (0, 1), &no, Final),
             (T, done, 2, (0, 1), &no, Final),
             (L, blocked, 2, (0, 1), &no, Final),

@@ -338,7 +338,8 @@ mod tests {
     /// the row as it was.
     #[test]
     fn a_refused_move_names_both_states_and_changes_nothing() {
-        let cases: [(RunState, fn(&mut UnitReport) -> Result<()>, &str); 7] = [
+        type Step = fn(&mut UnitReport) -> Result<()>;
+        let cases: [(RunState, Step, &str); 7] = [
             (
                 Blocked,
                 |r| r.start(StartMode::Fresh),

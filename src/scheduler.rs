@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::dispatch::resolve::Resolved;
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
@@ -35,8 +35,11 @@ pub mod dag;
 mod markers;
 mod notify;
 mod retry;
+pub mod retry_table;
+mod row;
 mod rows;
 
+pub use row::{RunState, StartMode, UnitReport};
 pub use rows::JsonText;
 
 /// One unit of a resolved plan: its engine and attachments already chosen.
@@ -66,148 +69,6 @@ pub struct Request {
     pub budget: crate::usage::Budget,
     /// Between SIGTERM and SIGKILL, for each unit and for orphans.
     pub kill_grace: Duration,
-}
-
-/// A unit's place in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum RunState {
-    Waiting,
-    Running,
-    Done,
-    Failed,
-    Blocked,
-    /// `--resume` would not touch it (a live or unprovable owner).
-    Refused,
-    /// Never started because vf was interrupted.
-    NotStarted,
-}
-
-impl RunState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Waiting => "waiting",
-            RunState::Running => "running",
-            RunState::Done => "done",
-            RunState::Failed => "failed",
-            RunState::Blocked => "blocked",
-            RunState::Refused => "refused",
-            RunState::NotStarted => "notStarted",
-        }
-    }
-
-    /// A dependency in this state will never let its dependents run.
-    pub fn blocks_dependents(self) -> bool {
-        matches!(
-            self,
-            RunState::Failed | RunState::Blocked | RunState::Refused | RunState::NotStarted
-        )
-    }
-}
-
-/// How a unit was started in this run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum StartMode {
-    Fresh,
-    /// Exact native session resumed with its recorded id.
-    ExactResume,
-    /// Fresh session with a bounded replay of the unit's earlier responses.
-    Replay,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UnitReport {
-    pub unit: String,
-    pub engine: EngineId,
-    pub state: RunState,
-    /// False for units skipped because they were already done.
-    pub ran: bool,
-    pub start: Option<StartMode>,
-    pub replay: Option<history::Counts>,
-    pub attempt: Option<u32>,
-    pub session_id: Option<String>,
-    /// The plan's `model` (absent when not set).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Kept as its text (see [`JsonText`]).
-    pub summary: Option<JsonText>,
-    pub error: Option<String>,
-    pub duration_ms: Option<u64>,
-    /// What its latest attempt consumed (see [`crate::usage`]).
-    pub usage: Option<crate::usage::Usage>,
-    /// `budget` for a unit the plan's budget kept from starting.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<Reason>,
-    /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
-    /// Its git worktree, for a `worktree = true` unit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub workspace: Option<crate::workspace::Workspace>,
-    /// Where its keys came from (`unit`, `defaults`, `config:PATH`), only
-    /// when the user config set one of them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub origins: Option<std::collections::BTreeMap<String, String>>,
-    /// The Temporal worker's host id that ran its latest attempt (its
-    /// marker and raw logs are in that worker's state dir).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub host: Option<String>,
-}
-
-impl UnitReport {
-    /// A unit's row before it runs (a local plan's, the Temporal workflow's
-    /// and a worker's).
-    pub fn waiting(unit: &str, engine: EngineId, model: Option<String>) -> UnitReport {
-        UnitReport {
-            unit: unit.to_string(),
-            engine,
-            state: RunState::Waiting,
-            ran: false,
-            start: None,
-            replay: None,
-            attempt: None,
-            session_id: None,
-            model,
-            summary: None,
-            error: None,
-            duration_ms: None,
-            usage: None,
-            reason: None,
-            attempts: None,
-            workspace: None,
-            origins: None,
-            host: None,
-        }
-    }
-
-    /// What a run of the unit ended with (a local plan's and a Temporal
-    /// worker's): its dispatch result, or the error that kept it from one.
-    pub fn settle(&mut self, r: &Result<DispatchResult>) {
-        match r {
-            Ok(res) => {
-                self.state = match res.state {
-                    UnitState::Done => RunState::Done,
-                    // A merge conflict: the unit never ran.
-                    UnitState::Blocked => RunState::Blocked,
-                    _ => RunState::Failed,
-                };
-                self.reason = res.reason;
-                self.workspace = res.workspace.clone();
-                self.attempt = Some(res.attempt);
-                self.session_id = res.session_id.clone();
-                self.summary = res.summary.as_ref().map(JsonText::new);
-                self.error = res.error.clone();
-                self.usage = res.usage.clone();
-            }
-            Err(e) => {
-                self.state = RunState::Failed;
-                self.reason = Some(e.reason());
-                self.error = Some(e.to_string());
-            }
-        }
-    }
 }
 
 /// The plan's outcome: `{"kind":"orchestrate.result","ok":…,"plan":…,"units":[…],"usage":…}`.
@@ -325,7 +186,7 @@ pub fn open(mut req: Request) -> Result<Run> {
         // vf never overwrites a marker it cannot use.
         if let Some(m) = store.load(&job.plan.name)? {
             existing.push(job.plan.name.clone());
-            u.adopt(&m);
+            u.adopt(&m)?;
             // Read now, before any unit runs: `--version` may take seconds.
             if req.resume && m.engine_session_id.is_some() {
                 installed
@@ -354,7 +215,7 @@ pub fn open(mut req: Request) -> Result<Run> {
                         .iter()
                         .map(|f| format!("{name}: {}", f.ended_notice())),
                 ),
-                Err(why) => u.refuse(why),
+                Err(why) => u.report.refuse(why)?,
             }
         }
     }
@@ -392,22 +253,16 @@ impl Unit {
     }
 
     /// What an existing marker says (only used with `--resume`).
-    fn adopt(&mut self, m: &Marker) {
+    fn adopt(&mut self, m: &Marker) -> Result<()> {
         self.report.session_id = m.engine_session_id.clone();
         self.report.attempt = Some(m.attempts);
         self.report.workspace = m.workspace.clone();
         if m.state == UnitState::Done {
-            self.report.state = RunState::Done;
-            self.report.summary = m.summary.as_ref().map(JsonText::new);
-            self.report.usage = m.usage.clone();
+            self.report.done_before(m)?;
         } else if let Some(why) = owner_refusal(m) {
-            self.refuse(format!("it {why}"));
+            self.report.refuse(format!("it {why}"))?;
         }
-    }
-
-    fn refuse(&mut self, why: String) {
-        self.report.state = RunState::Refused;
-        self.report.error = Some(why);
+        Ok(())
     }
 }
 
@@ -487,7 +342,7 @@ impl Run {
         // Whatever never started stays without a (new) marker, ready for --resume.
         for u in &mut self.units {
             if u.report.state == RunState::Waiting {
-                u.report.state = RunState::NotStarted;
+                u.report.not_started()?;
             }
         }
         Ok(interrupted)
@@ -499,7 +354,7 @@ impl Run {
         set: &mut tokio::task::JoinSet<Joined>,
         reporter: &Shared,
     ) -> Result<()> {
-        if self.over_budget() {
+        if self.over_budget()? {
             return Ok(());
         }
         let mut states: Vec<RunState> = self.units.iter().map(|u| u.report.state).collect();
@@ -516,11 +371,14 @@ impl Run {
 
     /// Unit `i` will not run: it is `blocked` at once (its dependents see
     /// it), and reported once its marker says so.
-    fn block(&mut self, i: usize, why: String, set: &mut tokio::task::JoinSet<Joined>) {
+    fn block(
+        &mut self,
+        i: usize,
+        why: String,
+        set: &mut tokio::task::JoinSet<Joined>,
+    ) -> Result<()> {
         let (job, u) = (&self.jobs[i], &mut self.units[i]);
-        u.report.state = RunState::Blocked;
-        u.report.error = Some(why.clone());
-        u.report.reason = Some(Reason::Dependency);
+        u.report.block(why.clone())?;
         let write = markers::Blocked {
             state_dir: self.req.state_dir.clone(),
             unit: job.plan.name.clone(),
@@ -534,6 +392,7 @@ impl Run {
             let warnings = hooks.run(&report, 0, true).await;
             (i, Ended::Blocked(written, warnings))
         });
+        Ok(())
     }
 
     /// Unit `i`'s notification hooks, as its task runs them.
@@ -591,7 +450,7 @@ impl Run {
                 if let Some(w) = warning {
                     reporter.borrow_mut().warning(i, &w);
                 }
-                self.finish(i, *r, reporter);
+                self.finish(i, *r, reporter)?;
             }
             Ended::Blocked(written, warnings) => {
                 written?;
@@ -634,9 +493,7 @@ impl Run {
                 }
             }
         }
-        u.report.start = Some(mode);
-        u.report.state = RunState::Running;
-        u.report.ran = true;
+        u.report.start(mode)?;
         u.started = Some(Instant::now());
         let mut spec = spec_of(job, state_dir, self.req.kill_grace, prompt, session);
         spec.steps = self.steps_of(i);
@@ -668,18 +525,19 @@ impl Run {
         steps
     }
 
-    fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) {
+    fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) -> Result<()> {
         let u = &mut self.units[i];
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
-        u.report.settle(&r);
+        u.report.settle(&r)?;
         if let Ok(res) = &r
-            && (self.after_attempt(i, res, reporter) || self.retry_failed(i, res, reporter))
+            && self.after_attempt(i, res, reporter)?
         {
-            return;
+            return Ok(());
         }
         reporter
             .borrow_mut()
             .finished(i, &self.units[i].report, r.as_ref().ok());
+        Ok(())
     }
 }
 
@@ -732,8 +590,7 @@ struct Local<'a> {
 
 impl dag::Executor for Local<'_> {
     fn block(&mut self, i: usize, why: String) -> Result<()> {
-        self.run.block(i, why, self.set);
-        Ok(())
+        self.run.block(i, why, self.set)
     }
 
     fn start(&mut self, i: usize) -> Result<()> {

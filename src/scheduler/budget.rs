@@ -96,18 +96,18 @@ impl Run {
     /// settled total is below it: live reports and this check run on the
     /// scheduler's one thread, so a start decided after the budget was
     /// reached never happens.
-    pub(super) fn over_budget(&mut self) -> bool {
+    pub(super) fn over_budget(&mut self) -> crate::error::Result<bool> {
         // Without a limit nothing is summed: the sum is over every unit, and
         // this runs each time a unit ends.
         if !self.req.budget.limits() {
-            return false;
+            return Ok(false);
         }
         let spent = self.spent();
         let running = |i: usize| self.units[i].report.state == RunState::Running;
         self.hard.settle(spent.clone(), running);
         let why = self.hard.fired();
         let Some(why) = why.or_else(|| self.req.budget.reached(spent.as_ref())) else {
-            return false;
+            return Ok(false);
         };
         if self.req.budget.hard {
             self.hard.0.fire(&why);
@@ -117,11 +117,11 @@ impl Run {
             .iter_mut()
             .filter(|u| u.report.state == RunState::Waiting)
         {
-            u.report.state = RunState::NotStarted;
+            u.report.not_started()?;
             u.report.reason = Some(Reason::Budget);
             u.report.error = Some(why.clone());
         }
-        true
+        Ok(true)
     }
 
     /// Every attempt's usage in this run (and done units' from their markers).

@@ -1,12 +1,15 @@
-//! A rate-limited unit under `on_rate_limit = "wait" | "fallback"`: the next
-//! attempt is scheduled instead of the unit failing (see [`crate::ratelimit`]).
+//! The local run's side of the retry table ([`super::retry_table`]): a
+//! failed unit under `retries = N` starts again, a rate-limited unit under
+//! `on_rate_limit = "wait" | "fallback"` has its next attempt scheduled
+//! (see [`crate::ratelimit`]) instead of failing.
 
 use std::time::{Duration, Instant};
 
+use super::retry_table::{self, Action, Ended, ExecutorKind, Spent};
 use super::{Run, RunState, Shared};
 use crate::dispatch::DispatchResult;
-use crate::error::Reason;
-use crate::ratelimit::{self, Next, OnRateLimit};
+use crate::error::Result;
+use crate::ratelimit::{self, OnRateLimit};
 
 /// A unit's rate-limit bookkeeping in this plan run.
 #[derive(Debug, Default)]
@@ -38,84 +41,68 @@ fn clock(d: Duration) -> String {
 }
 
 impl Run {
-    /// Records the attempt of unit `i` and, when it was rate-limited and its
-    /// policy allows, schedules the next one. True: the unit goes on.
+    /// Records the attempt of unit `i` (when its policy keeps attempts) and
+    /// asks the retry table what comes next: a wait or a fallback after a
+    /// rate limit, a start again under `retries`. True: the unit goes on.
     pub(super) fn after_attempt(
         &mut self,
         i: usize,
         res: &DispatchResult,
         reporter: &Shared,
-    ) -> bool {
-        let u = &mut self.units[i];
-        let policy = &self.jobs[i].plan.rate_limit;
-        if policy.on == OnRateLimit::Fail {
-            return false;
-        }
-        // Its marker has them already (`markers::Attempts`, in its task).
-        let attempts = u.report.attempts.get_or_insert_with(Vec::new);
-        attempts.push(super::markers::attempt_of(res));
-        if res.reason != Some(Reason::RateLimited) {
-            return false;
-        }
+    ) -> Result<bool> {
         let (job, u) = (&mut self.jobs[i], &mut self.units[i]);
-        let reset = res
-            .retry_at
-            .as_deref()
-            .and_then(|t| ratelimit::until(t, now_secs()));
-        let ready = |e| crate::binary::resolve_binary(e, None).is_ok();
-        let spent = (u.retry.waited, u.retry.waits);
-        let next = ratelimit::next(&job.plan.rate_limit, res.engine, spent, reset, ready);
-        let why = match next {
-            Next::Fail => return false,
-            Next::Wait(d) => {
+        if job.plan.rate_limit.on != OnRateLimit::Fail {
+            // Its marker has them already (`markers::Attempts`, in its task).
+            let attempts = u.report.attempts.get_or_insert_with(Vec::new);
+            attempts.push(super::markers::attempt_of(res));
+        }
+        let ended = Ended::Exit {
+            code: res.vf_exit(),
+            failed: u.report.state == RunState::Failed,
+        };
+        let spent = Spent {
+            retried: u.retry.retried,
+            tries: 0,
+        };
+        let rate_limit = || {
+            let reset = res
+                .retry_at
+                .as_deref()
+                .and_then(|t| ratelimit::until(t, now_secs()));
+            let ready = |e| crate::binary::resolve_binary(e, None).is_ok();
+            let spent = (u.retry.waited, u.retry.waits);
+            ratelimit::next(&job.plan.rate_limit, res.engine, spent, reset, ready)
+        };
+        let allowed = job.plan.retries;
+        let why = match retry_table::next(ExecutorKind::Local, ended, allowed, spent, rate_limit) {
+            Action::Wait(d) => {
                 u.retry.waited += d;
                 u.retry.waits += 1;
                 u.retry.not_before = Some(Instant::now() + ratelimit::scaled(d));
                 format!("rate-limited: waiting until {}", clock(d))
             }
-            Next::Fallback(engine) => {
+            Action::Fallback(engine) => {
                 job.engine = engine;
                 u.report.engine = engine;
                 u.retry.not_before = None;
                 format!("rate-limited: falling back to {engine}")
             }
+            Action::Retry => {
+                u.retry.retried += 1;
+                let why = u.report.error.take().unwrap_or_else(|| "failed".into());
+                format!("{why}; retry {} of {allowed}", u.retry.retried)
+            }
+            // The rest are Temporal's: a local unit ends with vf.
+            Action::Final | Action::HandBack | Action::Elsewhere => return Ok(false),
         };
         u.retry.pending = true;
         // Kept for the budget: the next attempt's usage replaces the report's.
         let this = u.report.usage.as_ref();
         u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(this));
-        u.report.state = RunState::Waiting;
+        u.report.again()?;
         u.report.error = Some(why);
         reporter.borrow_mut().waiting(i, &u.report, res);
-        true
-    }
-
-    /// `retries = N`: a unit whose engine failed (exit 1) or stalled or timed
-    /// out (4) starts again, at most N times (its marker decides how: the
-    /// exact session, else a fresh one with the replay). True: it goes on.
-    pub(super) fn retry_failed(
-        &mut self,
-        i: usize,
-        res: &DispatchResult,
-        reporter: &Shared,
-    ) -> bool {
-        use crate::error::exit;
-        let exit = res.vf_exit();
-        let retryable = res.state == crate::marker::UnitState::Failed
-            && (exit == exit::ENGINE_FAILED || exit == exit::TIMEOUT);
-        let (allowed, u) = (self.jobs[i].plan.retries, &mut self.units[i]);
-        if !retryable || u.retry.retried >= allowed {
-            return false;
-        }
-        u.retry.retried += 1;
-        u.retry.pending = true;
-        let this = u.report.usage.as_ref();
-        u.retry.earlier_usage = crate::usage::total(u.retry.earlier_usage.iter().chain(this));
-        u.report.state = RunState::Waiting;
-        let why = u.report.error.take().unwrap_or_else(|| "failed".into());
-        u.report.error = Some(format!("{why}; retry {} of {allowed}", u.retry.retried));
-        reporter.borrow_mut().waiting(i, &u.report, res);
-        true
+        Ok(true)
     }
 
     /// What unit `i`'s task needs to keep its attempts in its marker

@@ -22,7 +22,9 @@ use crate::history;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::marker::{MarkerStore, UnitState};
 use crate::plan::PlanUnit;
-use crate::scheduler::{self, Job, RunState, StartMode, UnitReport};
+#[cfg(test)]
+use crate::scheduler::RunState;
+use crate::scheduler::{self, Job, StartMode, UnitReport};
 
 /// Builds a plan unit's job as `vf orchestrate` does (its steps: worktree,
 /// setup, verify, guards), given by the command that starts the worker.
@@ -74,7 +76,8 @@ async fn lost(
         return false;
     }
     let Some(id) = workflow else { return false };
-    let h = client.get_workflow_handle::<super::workflow::PlanWorkflow>(id);
+    // Untyped: only its status is asked (and the workflow names this file).
+    let h = client.get_workflow_handle::<temporalio_client::UntypedWorkflow>(id);
     let asked = h.describe(temporalio_client::WorkflowDescribeOptions::default());
     match tokio::time::timeout(BEAT_NOW_WAIT, asked).await {
         Ok(Ok(d)) => d.status() == temporalio_client::WorkflowExecutionStatus::Running,
@@ -108,18 +111,18 @@ impl UnitActivities {
                 Found::Attached(run) => run,
                 Found::Ending(run) => match self.wait_end(&ctx, &run).await {
                     true => continue,
-                    false => return Ok(self.interrupted(&order, "cancelled while waiting")),
+                    false => return Ok(self.interrupted(&order, "cancelled while waiting")?),
                 },
                 Found::Nothing => match self.start(&ctx, &order, &dir, key.clone(), ticket).await {
                     Started::Run(run) => run,
-                    Started::Answer(out) => return Ok(*out),
+                    Started::Answer(out) => return Ok((*out)?),
                     Started::Raced => continue,
                 },
             };
             match self.own(&ctx, &run, ticket).await {
-                Owned::Ended(r) => return Ok(self.outcome(&order, &dir, run.row.clone(), *r)),
+                Owned::Ended(r) => return Ok(self.outcome(&order, &dir, run.row.clone(), *r)?),
                 Owned::TakenOver => {
-                    return Ok(self.interrupted(&order, "a newer attempt took over its run"));
+                    return Ok(self.interrupted(&order, "a newer attempt took over its run")?);
                 }
             }
         }
@@ -130,7 +133,7 @@ impl UnitActivities {
 enum Started {
     Run(Arc<Run>),
     /// Its answer without a run: the unit was done, or refused.
-    Answer(Box<Outcome>),
+    Answer(Box<Result<Outcome>>),
     /// Another attempt of the unit started its run first.
     Raced,
 }
@@ -142,13 +145,16 @@ fn fit(mut out: Outcome) -> Outcome {
     let Some(n) = super::wire::over_cap(&out) else {
         return out;
     };
-    out.row.state = RunState::Failed;
-    out.row.reason = Some(crate::error::Reason::Internal);
-    out.row.error = Some(format!(
+    let error = format!(
         "its result is {n} bytes, over Temporal's payload cap of {} bytes; its summary is whole in the marker on worker {}",
         super::wire::PAYLOAD_CAP,
         out.host
-    ));
+    );
+    // An outcome's row holds an attempt's end, which may fail; were it not
+    // one, the refusal itself fails the unit (reason internal all the same).
+    if let Err(e) = out.row.fail(crate::error::Reason::Internal, error) {
+        out.row.broken(&e);
+    }
     out.row.summary = None;
     out.answers.clear();
     out.exit = crate::error::exit::INTERNAL;
@@ -190,7 +196,7 @@ impl UnitActivities {
         key: Key,
         ticket: u64,
     ) -> Started {
-        if let Some(done) = self.already_done(order, dir) {
+        if let Some(done) = self.already_done(order, dir).transpose() {
             return Started::Answer(Box::new(done));
         }
         let Some(slot) = self.slot(ctx).await else {
@@ -312,63 +318,62 @@ impl UnitActivities {
         dir: &Path,
         mut row: UnitReport,
         r: Result<DispatchResult>,
-    ) -> Outcome {
+    ) -> Result<Outcome> {
         row.attempt = Some(order.attempt);
-        row.settle(&r);
+        row.settle(&r)?;
         row.host = Some(self.host.clone());
         row.duration_ms = r.as_ref().ok().map(|res| res.duration_ms);
         let exit = match &r {
             Ok(res) => res.vf_exit(),
             Err(e) => e.exit_code(),
         };
-        fit(Outcome {
+        Ok(fit(Outcome {
             row,
             exit,
             host: self.host.clone(),
             retry_at: r.as_ref().ok().and_then(|res| res.retry_at.clone()),
             answers: history::recent(&history::load(dir, &order.unit)).to_vec(),
-        })
+        }))
     }
 
     /// An attempt that ended without an outcome of its own: handed back
     /// (the retry table runs it again), as a stopped worker's would be.
-    fn interrupted(&self, order: &UnitOrder, why: &str) -> Outcome {
+    fn interrupted(&self, order: &UnitOrder, why: &str) -> Result<Outcome> {
         let mut row = running_row(&order.unit, order.engine, None, order.attempt);
-        row.state = RunState::Failed;
-        row.reason = Some(crate::error::Reason::Interrupted(None));
-        row.error = Some(format!("this attempt was {why} on worker {}", self.host));
+        let error = format!("this attempt was {why} on worker {}", self.host);
+        row.fail(crate::error::Reason::Interrupted(None), error)?;
         row.host = Some(self.host.clone());
-        Outcome {
+        Ok(Outcome {
             row,
             exit: crate::error::exit::SIGTERM,
             host: self.host.clone(),
             retry_at: None,
             answers: Vec::new(),
-        }
+        })
     }
 
     /// A unit this worker already finished for this plan (an outcome lost
     /// with a connection or a stop, or the plan submitted again after a
     /// cancel): the marker's result, never a second run.
-    fn already_done(&self, order: &UnitOrder, dir: &Path) -> Option<Outcome> {
-        let m = MarkerStore::new(dir).load(&order.unit).ok()??;
+    fn already_done(&self, order: &UnitOrder, dir: &Path) -> Result<Option<Outcome>> {
+        let Some(m) = MarkerStore::new(dir).load(&order.unit).ok().flatten() else {
+            return Ok(None);
+        };
         if m.state != UnitState::Done || m.engine != order.engine {
-            return None;
+            return Ok(None);
         }
         let mut row = running_row(&order.unit, m.engine, m.model.clone(), m.attempts);
-        row.state = RunState::Done;
+        row.done_before(&m)?;
         row.session_id = m.engine_session_id.clone();
-        row.summary = m.summary.as_ref().map(crate::scheduler::JsonText::new);
-        row.usage = m.usage.clone();
         row.workspace = m.workspace.clone();
         row.host = Some(self.host.clone());
-        Some(fit(Outcome {
+        Ok(Some(fit(Outcome {
             row,
             exit: crate::error::exit::OK,
             host: self.host.clone(),
             retry_at: None,
             answers: history::recent(&history::load(dir, &order.unit)).to_vec(),
-        }))
+        })))
     }
 
     /// Each workflow's units live apart in the worker's state dir: two plans
@@ -449,30 +454,23 @@ impl UnitActivities {
 
     /// An order this worker cannot run (its plan directory, its schema): the
     /// unit fails with vf's exit code for it, nothing started.
-    fn refused(&self, order: &UnitOrder, e: VfError) -> Outcome {
+    fn refused(&self, order: &UnitOrder, e: VfError) -> Result<Outcome> {
         let mut row = running_row(&order.unit, order.engine, None, order.attempt);
-        row.state = RunState::Failed;
-        row.reason = Some(e.reason());
-        row.error = Some(e.to_string());
+        row.fail(e.reason(), e.to_string())?;
         row.host = Some(self.host.clone());
-        Outcome {
+        Ok(Outcome {
             row,
             exit: e.exit_code(),
             host: self.host.clone(),
             retry_at: None,
             answers: Vec::new(),
-        }
+        })
     }
 }
 
 /// A row for an attempt that runs now.
 fn running_row(unit: &str, engine: EngineId, model: Option<String>, attempt: u32) -> UnitReport {
-    UnitReport {
-        state: RunState::Running,
-        ran: true,
-        attempt: Some(attempt),
-        ..UnitReport::waiting(unit, engine, model)
-    }
+    UnitReport::running(unit, engine, model, attempt)
 }
 
 #[cfg(test)]

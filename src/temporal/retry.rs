@@ -1,15 +1,7 @@
-//! vf's retry table for a unit attempt on Temporal (pure, so the workflow
-//! stays deterministic and the table is tested without a server):
-//!
-//! | the attempt ended | next |
-//! |---|---|
-//! | done (0) | none |
-//! | usage (2), engine missing (3), corrupt state (5), internal (70) | none: not retryable |
-//! | engine failure (1) | again while `retries` allows |
-//! | stall or timeout (4) | again while `retries` allows, at least once |
-//! | rate-limited (75) | `on_rate_limit`: wait (the engine's `retryAt` when given), fall back, or none |
-//! | interrupted (129-143: the worker was stopped), the worker lost (heartbeat or close timeout) | again, at most [`MAX_LOST`] times |
-//! | its host did not take an exact resume in time (schedule-to-start) | again on the shared queue, with the replay |
+//! The Temporal workflow's side of vf's retry table
+//! ([`crate::scheduler::retry_table`], which holds the table for both
+//! executors): what a unit attempt's end does to the unit's row and which
+//! start the next attempt gets (pure, so the workflow stays deterministic).
 //!
 //! A retry resumes the exact session on the host that holds it (its own
 //! queue) when the attempt had a session id; otherwise, or once that host
@@ -21,12 +13,13 @@ use std::time::Duration;
 use temporalio_sdk::{ActivityExecutionError, TimeoutType};
 
 use super::wire::{Beat, Outcome, Start, UnitInput, UnitState};
-use crate::error::{Reason, exit};
-use crate::ratelimit::{self, Next};
+use crate::error::Reason;
+#[cfg(test)]
+use crate::error::exit;
+use crate::ratelimit;
 use crate::scheduler::RunState;
-
-/// Attempts lost with their worker (or handed back) before the unit fails.
-pub const MAX_LOST: u32 = 5;
+pub use crate::scheduler::retry_table::MAX_LOST;
+use crate::scheduler::retry_table::{self, Action, Ended, ExecutorKind, Spent};
 
 /// What comes after an attempt.
 #[derive(Debug, PartialEq)]
@@ -43,10 +36,52 @@ pub fn decide(
     r: Result<Outcome, ActivityExecutionError>,
     (now_secs, jitter): (u64, f64),
 ) -> Decision {
-    match r {
+    let decided = match r {
         Ok(out) => after_outcome(input, u, out, (now_secs, jitter)),
-        Err(e) => after_error(u, &e),
-    }
+        Err(e) => after_error(input, u, &e),
+    };
+    // A move the row refused (vf's bug, or a worker's row that is no
+    // attempt's end) fails the unit, naming both states.
+    decided.unwrap_or_else(|e| {
+        u.row.broken(&e);
+        Decision::Final
+    })
+}
+
+/// The table's answer for the unit, with the workflow's clock and jitter
+/// for a rate limit.
+fn ask(
+    input: &UnitInput,
+    u: &UnitState,
+    ended: Ended,
+    retry_at: Option<&str>,
+    (now_secs, jitter): (u64, f64),
+) -> Action {
+    let spent = Spent {
+        retried: u.retried,
+        tries: u.tries,
+    };
+    let rate_limit = || {
+        let reset = retry_at.and_then(|t| ratelimit::until(t, now_secs));
+        let waited = (Duration::from_millis(u.waited_ms), u.waits);
+        // Which engines a worker has is the worker's to say: none is skipped here.
+        let ready = |_| true;
+        ratelimit::next_jittered(
+            &input.rate_limit,
+            u.row.engine,
+            waited,
+            reset,
+            ready,
+            jitter,
+        )
+    };
+    retry_table::next(
+        ExecutorKind::Temporal,
+        ended,
+        input.retries,
+        spent,
+        rate_limit,
+    )
 }
 
 fn after_outcome(
@@ -54,48 +89,36 @@ fn after_outcome(
     u: &mut UnitState,
     out: Outcome,
     clock: (u64, f64),
-) -> Decision {
+) -> crate::error::Result<Decision> {
     u.host = Some(out.host.clone());
     if !out.answers.is_empty() {
         u.answers = out.answers.clone();
     }
     let retry_at = out.retry_at.clone();
-    u.row = out.row;
-    match out.exit {
-        exit::ENGINE_FAILED if u.row.state == RunState::Failed && u.retried < input.retries => {
+    u.row.take_attempt(out.row)?;
+    let ended = Ended::Exit {
+        code: out.exit,
+        failed: u.row.state == RunState::Failed,
+    };
+    Ok(match ask(input, u, ended, retry_at.as_deref(), clock) {
+        Action::Final => Decision::Final,
+        Action::Retry => {
             u.retried += 1;
             again(u, Duration::ZERO)
         }
-        exit::TIMEOUT if u.retried < input.retries.max(1) => {
-            u.retried += 1;
-            again(u, Duration::ZERO)
-        }
-        exit::RATE_LIMITED => rate_limited(input, u, retry_at.as_deref(), clock),
-        129..=143 if u.tries <= MAX_LOST => again(u, Duration::ZERO),
-        _ => Decision::Final,
-    }
-}
-
-/// A rate-limited attempt under its `on_rate_limit` policy.
-fn rate_limited(
-    input: &UnitInput,
-    u: &mut UnitState,
-    retry_at: Option<&str>,
-    (now_secs, jitter): (u64, f64),
-) -> Decision {
-    let reset = retry_at.and_then(|t| ratelimit::until(t, now_secs));
-    let spent = (Duration::from_millis(u.waited_ms), u.waits);
-    let policy = &input.rate_limit;
-    // Which engines a worker has is the worker's to say: none is skipped here.
-    match ratelimit::next_jittered(policy, u.row.engine, spent, reset, |_| true, jitter) {
-        Next::Fail => Decision::Final,
-        Next::Wait(d) => {
+        Action::HandBack => again(u, Duration::ZERO),
+        // Not from an outcome; as for a host that did not take it.
+        Action::Elsewhere => Decision::Again {
+            delay: Duration::ZERO,
+            start: replay(u),
+        },
+        Action::Wait(d) => {
             u.waited_ms += d.as_millis() as u64;
             u.waits += 1;
             u.row.error = Some(format!("rate-limited: waiting {}s", d.as_secs()));
             again(u, ratelimit::scaled(d))
         }
-        Next::Fallback(engine) => {
+        Action::Fallback(engine) => {
             u.row.engine = engine;
             u.row.error = Some(format!("rate-limited: falling back to {engine}"));
             // Another engine cannot resume this one's session.
@@ -104,40 +127,54 @@ fn rate_limited(
                 start: replay(u),
             }
         }
-    }
+    })
 }
 
 /// The activity itself failed: its worker was lost, its host did not take
 /// it, or the workflow was cancelled.
-fn after_error(u: &mut UnitState, e: &ActivityExecutionError) -> Decision {
+fn after_error(
+    input: &UnitInput,
+    u: &mut UnitState,
+    e: &ActivityExecutionError,
+) -> crate::error::Result<Decision> {
     if let Some(t) = e.as_timeout() {
         if let Ok(Some(beat)) = t.last_heartbeat_details::<Beat>() {
             take_beat(u, beat);
         }
-        if t.timeout_type() == TimeoutType::ScheduleToStart {
-            u.row.error = Some("its host did not take the exact resume in time".into());
-            return Decision::Again {
-                delay: Duration::ZERO,
-                start: replay(u),
-            };
-        }
-        if u.tries <= MAX_LOST {
-            u.row.error = Some(format!(
-                "the worker was lost ({:?} timeout)",
-                t.timeout_type()
-            ));
-            return again(u, Duration::ZERO);
+        let not_taken = t.timeout_type() == TimeoutType::ScheduleToStart;
+        let ended = if not_taken {
+            Ended::NotTaken
+        } else {
+            Ended::Lost
+        };
+        match ask(input, u, ended, None, (0, 0.0)) {
+            Action::Elsewhere => {
+                u.row.error = Some("its host did not take the exact resume in time".into());
+                return Ok(Decision::Again {
+                    delay: Duration::ZERO,
+                    start: replay(u),
+                });
+            }
+            Action::HandBack => {
+                u.row.error = Some(format!(
+                    "the worker was lost ({:?} timeout)",
+                    t.timeout_type()
+                ));
+                return Ok(again(u, Duration::ZERO));
+            }
+            _ => {}
         }
     }
-    u.row.state = RunState::Failed;
     if e.as_cancelled().is_some() {
-        u.row.reason = Some(Reason::Interrupted(None));
-        u.row.error = Some("the workflow was cancelled".into());
+        u.row.fail(
+            Reason::Interrupted(None),
+            "the workflow was cancelled".into(),
+        )?;
     } else {
-        u.row.reason = Some(Reason::Internal);
-        u.row.error = Some(format!("the activity failed: {e}"));
+        u.row
+            .fail(Reason::Internal, format!("the activity failed: {e}"))?;
     }
-    Decision::Final
+    Ok(Decision::Final)
 }
 
 fn take_beat(u: &mut UnitState, beat: Beat) {

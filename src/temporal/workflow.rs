@@ -10,14 +10,15 @@ use std::time::Duration;
 use futures::future::{LocalBoxFuture, select_all};
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityCancellationType, ActivityExecutionError, ActivityOptions, ContinueAsNewOptions,
-    WorkflowContext, WorkflowContextView, WorkflowResult, WorkflowTermination,
+    ActivityCancellationType, ActivityExecutionError, ActivityOptions, ApplicationFailure,
+    ContinueAsNewOptions, WorkflowContext, WorkflowContextView, WorkflowResult,
+    WorkflowTermination,
 };
 
 use super::activity::UnitActivities;
 use super::retry::{self, Decision};
 use super::wire::{Outcome, PlanInput, Progress, Start, UnitOrder, UnitState};
-use crate::error::Reason;
+use crate::error::{Reason, Result, VfError};
 use crate::scheduler::dag::{Dag, Executor};
 use crate::scheduler::{RunState, UnitReport};
 
@@ -46,13 +47,14 @@ impl PlanWorkflow {
         loop {
             let full = ctx.history_length() >= input.history_limit;
             if !full && !ctx.cancellation_token().is_cancelled() {
-                for i in plan.sweep(running.len()) {
-                    running.push(plan.attempt(ctx, i, None));
+                for i in plan.sweep(running.len()).map_err(broken)? {
+                    running.push(plan.attempt(ctx, i, None).map_err(broken)?);
                 }
             } else {
-                plan.block_only();
+                plan.block_only().map_err(broken)?;
             }
-            ctx.state_mut(|s| s.progress = plan.progress(false));
+            let now = plan.progress(false).map_err(broken)?;
+            ctx.state_mut(|s| s.progress = now);
             if running.is_empty() {
                 if full && plan.waiting() {
                     let next = plan.carry(input.clone());
@@ -63,11 +65,12 @@ impl PlanWorkflow {
             let ((i, r), _, rest) = select_all(running).await;
             running = rest;
             let jitter = ctx.random::<f64>();
-            if let Some((delay, order)) = plan.settle(i, r, (ctx.workflow_time(), jitter)) {
-                running.push(plan.attempt_after(ctx, i, delay, order));
+            let next = plan.settle(i, r, (ctx.workflow_time(), jitter));
+            if let Some((delay, order)) = next.map_err(broken)? {
+                running.push(plan.attempt_after(ctx, i, delay, order).map_err(broken)?);
             }
         }
-        let progress = plan.progress(true);
+        let progress = plan.progress(true).map_err(broken)?;
         ctx.state_mut(|s| s.progress = progress.clone());
         if ctx.cancellation_token().is_cancelled() {
             return Err(WorkflowTermination::cancelled());
@@ -80,6 +83,12 @@ impl PlanWorkflow {
     pub fn progress(&self, _ctx: &WorkflowContextView) -> Progress {
         self.progress.clone()
     }
+}
+
+/// A move a unit's row refused (vf's own bug, exit 70 in a local run): the
+/// workflow fails, the error naming both states.
+fn broken(e: VfError) -> WorkflowTermination {
+    ApplicationFailure::non_retryable(e).into()
 }
 
 /// The workflow's own state (deterministic: no clock, no I/O).
@@ -128,35 +137,31 @@ impl Driver {
     }
 
     /// The units to start now (each marked running); blocks what cannot run.
-    fn sweep(&mut self, running: usize) -> Vec<usize> {
+    fn sweep(&mut self, running: usize) -> Result<Vec<usize>> {
         let room = (self.input.parallel as usize).saturating_sub(running);
         let room = if self.over_budget() { 0 } else { room };
         self.drive(room)
     }
 
     /// Blocks what a failure upstream will never let run, starting nothing.
-    fn block_only(&mut self) {
-        self.drive(0);
+    fn block_only(&mut self) -> Result<()> {
+        self.drive(0).map(drop)
     }
 
     /// The scheduler's rules on this workflow (the [`Executor`] below).
-    fn drive(&mut self, room: usize) -> Vec<usize> {
+    fn drive(&mut self, room: usize) -> Result<Vec<usize>> {
         let mut states = self.states();
         let dag = self.dag.clone();
         let mut starts = Starts {
             driver: self,
             starts: Vec::new(),
         };
-        // Neither of its methods fails.
-        let _ = dag.drive(&mut states, room, |_| true, &mut starts);
-        starts.starts
+        dag.drive(&mut states, room, |_| true, &mut starts)?;
+        Ok(starts.starts)
     }
 
-    fn block(&mut self, i: usize, why: String) {
-        let row = &mut self.units[i].row;
-        row.state = RunState::Blocked;
-        row.error = Some(why);
-        row.reason = Some(Reason::Dependency);
+    fn block(&mut self, i: usize, why: String) -> Result<()> {
+        self.units[i].row.block(why)
     }
 
     fn over_budget(&self) -> bool {
@@ -195,22 +200,22 @@ impl Driver {
         input
     }
 
-    fn progress(&self, ended: bool) -> Progress {
+    fn progress(&self, ended: bool) -> Result<Progress> {
         let mut units: Vec<UnitReport> = self.units.iter().map(|u| u.row.clone()).collect();
         if ended {
             for r in units.iter_mut().filter(|r| r.state == RunState::Waiting) {
-                r.state = RunState::NotStarted;
+                r.not_started()?;
                 if self.over_budget() {
                     r.reason = Some(Reason::Budget);
                 }
             }
         }
-        Progress {
+        Ok(Progress {
             plan: self.input.plan.clone(),
             units,
             ended,
             runs: self.input.runs_before + 1,
-        }
+        })
     }
 
     /// Unit `i`'s first attempt (or the next, with `order`).
@@ -219,7 +224,7 @@ impl Driver {
         ctx: &'a WorkflowContext<PlanWorkflow>,
         i: usize,
         order: Option<UnitOrder>,
-    ) -> Attempt<'a> {
+    ) -> Result<Attempt<'a>> {
         let order = order.unwrap_or_else(|| self.order(i, Start::Fresh));
         self.attempt_after(ctx, i, Duration::ZERO, order)
     }
@@ -230,21 +235,19 @@ impl Driver {
         i: usize,
         delay: Duration,
         order: UnitOrder,
-    ) -> Attempt<'a> {
-        self.busy[i] = true;
+    ) -> Result<Attempt<'a>> {
         let u = &mut self.units[i];
-        u.tries += 1;
-        u.row.state = RunState::Running;
-        u.row.ran = true;
-        u.row.engine = order.engine;
         // How it is asked to start; the worker's outcome says how it did.
-        u.row.start = Some(match &order.start {
+        u.row.start(match &order.start {
             Start::Fresh => crate::scheduler::StartMode::Fresh,
             Start::Exact { .. } => crate::scheduler::StartMode::ExactResume,
             Start::Replay { .. } => crate::scheduler::StartMode::Replay,
-        });
+        })?;
+        u.row.engine = order.engine;
+        u.tries += 1;
+        self.busy[i] = true;
         let opts = self.options(i, &order.start);
-        Box::pin(async move {
+        Ok(Box::pin(async move {
             if !delay.is_zero() {
                 ctx.timer(delay).await;
             }
@@ -252,7 +255,7 @@ impl Driver {
                 .execute_activity(UnitActivities::run_unit, order, opts)
                 .await;
             (i, r)
-        })
+        }))
     }
 
     /// Its queue (the session's host first), timeouts, one attempt.
@@ -304,7 +307,7 @@ impl Driver {
         i: usize,
         r: Result<Outcome, ActivityExecutionError>,
         (now, jitter): (Option<std::time::SystemTime>, f64),
-    ) -> Option<(Duration, UnitOrder)> {
+    ) -> Result<Option<(Duration, UnitOrder)>> {
         self.busy[i] = false;
         let now_secs = now
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
@@ -312,11 +315,11 @@ impl Driver {
         let clock = (now_secs, jitter);
         let decision = retry::decide(&self.input.units[i], &mut self.units[i], r, clock);
         match decision {
-            Decision::Final => None,
+            Decision::Final => Ok(None),
             Decision::Again { delay, start } => {
                 let order = self.order(i, start);
-                self.units[i].row.state = RunState::Waiting;
-                Some((delay, order))
+                self.units[i].row.again()?;
+                Ok(Some((delay, order)))
             }
         }
     }
@@ -330,12 +333,11 @@ struct Starts<'a> {
 }
 
 impl Executor for Starts<'_> {
-    fn block(&mut self, i: usize, why: String) -> crate::error::Result<()> {
-        self.driver.block(i, why);
-        Ok(())
+    fn block(&mut self, i: usize, why: String) -> Result<()> {
+        self.driver.block(i, why)
     }
 
-    fn start(&mut self, i: usize) -> crate::error::Result<()> {
+    fn start(&mut self, i: usize) -> Result<()> {
         self.starts.push(i);
         Ok(())
     }

@@ -383,6 +383,50 @@ fn one_resolution_builds_a_units_spec() {
     );
 }
 
+/// Issue 40's owner rule: a plan unit's row (`RunState`) is assigned by
+/// `scheduler/row.rs` alone. The lines of `code` that break it: an
+/// assignment of `.state = RunState::…` or a struct literal's
+/// `state: RunState::…`.
+fn row_owner_breaches(code: &str) -> Vec<String> {
+    let squeezed = |l: &str| l.split_whitespace().collect::<String>();
+    code.lines()
+        .filter(|l| {
+            let l = squeezed(l);
+            l.contains(".state=RunState::") || l.contains("state:RunState::")
+        })
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_row_owner_assigns_a_run_state() {
+    const OWNER: &str = "scheduler/row.rs";
+    let mut breaches = Vec::new();
+    for (rel, code) in source_code() {
+        if rel != OWNER {
+            let found = row_owner_breaches(&code);
+            breaches.extend(found.into_iter().map(|l| format!("{rel}: {l}")));
+        }
+    }
+    assert_eq!(
+        breaches,
+        Vec::<String>::new(),
+        "only {OWNER} assigns a RunState"
+    );
+    let sample = "u.report.state = RunState::Done;\nrow.state =RunState::Failed;\n\
+                  UnitReport { state: RunState::Running, ..w }\n\
+                  if u.report.state == RunState::Waiting {}\nx.state != RunState::Done;\n\
+                  m.state = UnitState::Done;\nlet s: RunState = RunState::Done;";
+    assert_eq!(
+        row_owner_breaches(sample),
+        [
+            "u.report.state = RunState::Done;",
+            "row.state =RunState::Failed;",
+            "UnitReport { state: RunState::Running, ..w }"
+        ]
+    );
+}
+
 /// The integration tests are one crate, tests/it. Cargo makes a test binary
 /// of every tests/*.rs and tests/*/main.rs, each linking the whole crate
 /// again: one of its own is declared in Cargo.toml after a comment giving

@@ -17,7 +17,7 @@ use crate::engine::{AttachmentKind, Engine, EngineCommand, EngineId, Invocation,
 use crate::error::{Result, VfError};
 use crate::notify::Hooks;
 use crate::private::{self, PrivateRanges, RangeSpec};
-use crate::unit_lock::UnitLock;
+use crate::unit::LockedUnit;
 use crate::workspace::WorkspaceSpec;
 use crate::{names, state};
 
@@ -352,8 +352,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let prompt = private::apply_private_ranges(&r.prompt, &r.private_ranges);
     // Held from reading the marker to the end of the run: a re-run of the
     // unit is primed with its earlier answers.
-    let lock = UnitLock::acquire(&r.state_dir, &r.unit)?;
-    let marker = crate::marker::MarkerStore::new(&r.state_dir).load(&r.unit)?;
+    let unit = LockedUnit::lock_sync(&r.state_dir, &r.unit)?;
+    let marker = unit.load_marker()?;
     let replay =
         crate::rerun::for_dispatch(&r.state_dir, marker.as_ref(), r.session.as_deref(), &prompt)
             .map_err(|why| VfError::state(format!("cannot re-run unit {:?}: {why}", r.unit)))?;
@@ -401,7 +401,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let origins = from_config
         .then(|| serde_json::to_value(&r.origins).ok())
         .flatten();
-    run_unit_with(spec, Some(lock), (format, &hooks), replay, origins)
+    run_unit_with(spec, unit, (format, &hooks), replay, origins)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
@@ -602,23 +602,23 @@ fn print_dry_run(r: &Resolved, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
     Ok(())
 }
 
-/// Runs one unit (under `lock` when the caller holds it) and prints it in
+/// Runs one unit (locked by the caller: `unit`) and prints it in
 /// `format`; returns vf's exit code.
 /// `replay`: the prompt was primed with a replay of these counts (the run
 /// itself records the unit's answer for a later replay).
 pub fn run_unit(
     spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
 ) -> Result<i32> {
-    run_unit_with(spec, lock, (format, hooks), replay, None)
+    run_unit_with(spec, unit, (format, hooks), replay, None)
 }
 
 /// [`run_unit`], the JSON result with `origins` (docs/CONFIG.md).
 fn run_unit_with(
     spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
     origins: Option<serde_json::Value>,
@@ -626,7 +626,7 @@ fn run_unit_with(
     let mut sink = StdoutSink::new(format);
     sink.origins = origins;
     let (state_dir, cwd, grace) = (spec.state_dir.clone(), spec.cwd.clone(), spec.kill_grace);
-    let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
+    let mut result = super::block_on(crate::dispatch::run_locked(spec, unit, &mut sink))??;
     crate::rerun::mark(&mut result, replay);
     sink.result(&result);
     if format == OutputFormat::Human

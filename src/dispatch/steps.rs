@@ -8,10 +8,10 @@ use super::life::UnitLife;
 use super::prepare::Prepared;
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::error::{Reason, Result, VfError};
-use crate::marker::{MarkerStore, UnitState};
+use crate::marker::UnitState;
 use crate::owned::StepKind;
 use crate::steps::{Step, StepEnd, StepOwner};
-use crate::unit_lock::UnitLock;
+use crate::unit::LockedUnit;
 use crate::workspace::{self, CommitInfo, OpenError, SealError, Workspace, WorkspaceSpec};
 
 /// What runs around the engine (all off by default).
@@ -27,41 +27,35 @@ pub struct Steps {
     pub guards: Option<crate::workspace::guard::PathGuards>,
 }
 
-/// The lock to run under, or the finished result of a unit whose worktree
+/// The locked unit to run, or the finished result of a unit whose worktree
 /// could not be used (blocked by a merge conflict, or not vf's any more).
 pub(super) enum Opened {
-    Ready(Option<UnitLock>, Option<Workspace>),
+    Ready(LockedUnit, Option<Workspace>),
     Ended(Box<DispatchResult>),
 }
 
-/// Creates or reuses the unit's worktree under the unit's lock, and points
-/// the spec's cwd into it. A merge conflict blocks the unit, a worktree that
-/// is not vf's any more fails it (marker written).
+/// Creates or reuses the locked unit's worktree, and points the spec's cwd
+/// into it. A merge conflict blocks the unit, a worktree that is not vf's
+/// any more fails it (marker written).
 pub(super) async fn open_workspace(
     spec: &mut UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Result<Opened> {
     let Some(ws_spec) = spec.steps.workspace.clone() else {
-        return Ok(Opened::Ready(lock, None));
+        return Ok(Opened::Ready(unit, None));
     };
-    let lock = match lock {
-        Some(l) => l,
-        None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
-    };
-    let store = MarkerStore::new(&spec.state_dir);
-    let marker = store.load(&spec.unit)?;
+    let marker = unit.load_marker()?;
     if marker.as_ref().is_some_and(|m| m.state == UnitState::Done) && spec.session.is_none() {
         // `prepare` refuses a done unit: make no worktree for it first.
-        return Ok(Opened::Ready(Some(lock), None));
+        return Ok(Opened::Ready(unit, None));
     }
     let previous = marker.and_then(|m| m.workspace);
     // git can take a while (a large checkout, a merge): off the runtime's
-    // thread, so the plan's other units keep streaming meanwhile.
-    let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
-    let opened =
-        blocking(move || workspace::open(&state_dir, &unit, &ws_spec, previous.as_ref())).await?;
+    // thread (the locked unit's hop), so the plan's other units keep
+    // streaming meanwhile.
+    let opened = unit.open_workspace(ws_spec, previous).await?;
     match opened {
         Ok(opened) => {
             for w in &opened.warnings {
@@ -71,20 +65,20 @@ pub(super) async fn open_workspace(
             if let Some(w) = spec.steps.workspace.as_mut() {
                 w.git_dir = Some(opened.git_dir);
             }
-            Ok(Opened::Ready(Some(lock), Some(opened.workspace)))
+            Ok(Opened::Ready(unit, Some(opened.workspace)))
         }
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {
             let end = (UnitState::Blocked, Reason::MergeConflict, message);
-            unopened(spec, *workspace, end, started).await
+            unopened(spec, unit, *workspace, end, started).await
         }
         Err(OpenError::Remote { workspace, message }) => {
             let end = (UnitState::Failed, Reason::Remote, message);
-            unopened(spec, *workspace, end, started).await
+            unopened(spec, unit, *workspace, end, started).await
         }
         Err(OpenError::Broken { workspace, message }) => {
             let end = (UnitState::Failed, Reason::Workspace, message);
-            unopened(spec, *workspace, end, started).await
+            unopened(spec, unit, *workspace, end, started).await
         }
     }
 }
@@ -92,11 +86,12 @@ pub(super) async fn open_workspace(
 /// Ends a unit whose worktree could not be opened (the lock drops after the marker).
 async fn unopened(
     spec: &UnitSpec,
+    unit: LockedUnit,
     workspace: Workspace,
     (state, reason, message): (UnitState, Reason, String),
     started: Instant,
 ) -> Result<Opened> {
-    let mut life = UnitLife::claim(spec)?;
+    let mut life = UnitLife::claim_under(spec, unit)?;
     life.note_workspace(Some(workspace));
     let res = end_early(spec, &mut life, (state, reason, message), started).await?;
     Ok(Opened::Ended(Box::new(res)))
@@ -291,7 +286,7 @@ async fn run_step(
 ) -> Result<Option<(Reason, String)>> {
     let kind = which.as_str();
     let marker = life.marker();
-    let log = life.store().log_path(&spec.unit, marker.attempts, kind);
+    let log = life.unit().dir().log_path(marker.attempts, kind);
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| VfError::state(format!("cannot create {}: {e}", dir.display())))?;

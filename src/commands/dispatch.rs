@@ -257,6 +257,7 @@ pub fn build_invocation(
         attachments: &r.attach_plan.attachments,
         unit: &r.unit,
         state_dir: &r.state_dir,
+        unit_dir: &crate::unit::UnitDir::new(&r.state_dir, &r.unit).path(),
         version,
         policy: &r.policy,
         mcp: r.mcp.as_ref(),

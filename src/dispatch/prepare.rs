@@ -62,6 +62,7 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
             .map(Version::to_string)
             .or_else(|| spec.engine.engine().fixed_version().map(String::from)),
     );
+    let unit_dir = life.unit().dir().path();
     let built = spec.engine.engine().build(&Request {
         prompt: &spec.prompt,
         session: spec.session.as_deref(),
@@ -71,6 +72,7 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
         attachments: &spec.attachments,
         unit: &spec.unit,
         state_dir: &spec.state_dir,
+        unit_dir: &unit_dir,
         version: version.as_ref(),
         policy: &spec.policy,
         mcp: spec.mcp.as_ref(),

@@ -85,7 +85,7 @@ impl LockedUnit {
     /// lock nobody else can be using them.
     pub fn remove_leftover_inputs_sync(&self, prompt_file: &Path) {
         let _ = std::fs::remove_file(prompt_file);
-        crate::engine::mcp::remove_files(self.state_dir(), self.name());
+        crate::engine::mcp::remove_files(&self.dir.path());
     }
 
     /// The engine's input files, written 0600 on the blocking pool: the

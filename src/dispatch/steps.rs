@@ -11,8 +11,8 @@ use crate::error::{Reason, Result, VfError};
 use crate::marker::UnitState;
 use crate::owned::StepKind;
 use crate::steps::{Step, StepEnd, StepOwner};
-use crate::unit::LockedUnit;
-use crate::workspace::{self, CommitInfo, OpenError, SealError, Workspace, WorkspaceSpec};
+use crate::unit::{LockedUnit, Worktree};
+use crate::workspace::{OpenError, SealError, Workspace, WorkspaceSpec};
 
 /// What runs around the engine (all off by default).
 #[derive(Debug, Clone, Default)]
@@ -130,9 +130,8 @@ pub(super) async fn guard_baseline(
     if spec.steps.guards.is_none() {
         return Ok(None);
     }
-    let (cwd, state_dir) = (spec.cwd.clone(), spec.state_dir.clone());
     let plain = life.marker().workspace.is_none();
-    let read = blocking(move || workspace::guard::baseline(&cwd, &state_dir, plain)).await?;
+    let read = life.unit().guard_baseline(spec.cwd.clone(), plain).await?;
     let error = match read {
         Ok(b) => {
             p.guard = Some(b);
@@ -158,33 +157,20 @@ pub(super) struct After {
 async fn check_guards(
     spec: &UnitSpec,
     baseline: Option<&crate::workspace::guard::Baseline>,
-    ws: Option<&Workspace>,
+    life: &UnitLife,
 ) -> Result<Option<(Vec<String>, String)>> {
     let (Some(guards), Some(b)) = (spec.steps.guards.clone(), baseline.cloned()) else {
         return Ok(None);
     };
     // No git runs in a worktree that is not vf's any more (`finish` says so).
-    let git_dir = spec
-        .steps
-        .workspace
-        .as_ref()
-        .and_then(|w| w.git_dir.clone());
-    let proof = ws.map(|w| (w.path.clone(), w.branch.clone(), git_dir));
-    let changed = blocking(move || {
-        if let Some((root, branch, git_dir)) = &proof
-            && workspace::prove(root, Some(branch), git_dir.as_deref()).is_err()
-        {
-            return Ok(Default::default());
-        }
-        b.changed_by_run()
-    })
-    .await?;
+    let worktree = life.marker().workspace.clone().map(|ws| worktree(spec, ws));
+    let changed = life.unit().guard_changes(b, worktree).await?;
     Ok(match changed {
         Err(e) => Some((
             Vec::new(),
             format!("cannot check the path guards, so nothing is committed: {e}"),
         )),
-        Ok(changed) => workspace::guard::refusal(&guards, &changed),
+        Ok(changed) => crate::workspace::guard::refusal(&guards, &changed),
     })
 }
 
@@ -203,30 +189,14 @@ pub(super) async fn after_engine(
     sink: &mut dyn EventSink,
 ) -> Result<After> {
     let mut after = After::default();
-    let ws = life.marker().workspace.clone();
-    if let Some((bad, msg)) = check_guards(spec, baseline, ws.as_ref()).await? {
+    if let Some((bad, msg)) = check_guards(spec, baseline, life).await? {
         after.failure = Some((Reason::Policy, msg));
         after.violations = bad;
     }
-    if let Some(ws) = ws {
+    if let Some(ws) = life.marker().workspace.clone() {
         let commit = succeeded && ws.commit && after.failure.is_none();
-        let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
-        let session = session.map(str::to_string);
-        let git_dir = spec
-            .steps
-            .workspace
-            .as_ref()
-            .and_then(|w| w.git_dir.clone());
-        // git off the runtime's thread (see `open_workspace`).
-        let sealed = blocking(move || {
-            let info = CommitInfo {
-                unit: &unit,
-                engine,
-                session: session.as_deref(),
-            };
-            workspace::finish(&ws, git_dir.as_deref(), &info, commit)
-        })
-        .await?;
+        let by = (spec.engine.as_str(), session.map(str::to_string));
+        let sealed = life.unit().seal_worktree(worktree(spec, ws), by, commit).await?;
         let sealed_failure = match sealed.error {
             Some(SealError::Broken(msg)) => Some((Reason::Workspace, msg)),
             Some(SealError::Git(e)) => Some((
@@ -262,10 +232,8 @@ async fn push(spec: &UnitSpec, life: &mut UnitLife) -> Result<Option<(Reason, St
     ) else {
         return Ok(None);
     };
-    let git_dir = ws_spec.and_then(|w| w.git_dir.clone());
-    let (w, r) = (ws.clone(), remote.clone());
-    // git off the runtime's thread (see `open_workspace`).
-    match blocking(move || workspace::remote::push(&w, git_dir.as_deref(), &r)).await? {
+    let pushing = life.unit().push_worktree(worktree(spec, ws.clone()), remote.clone());
+    match pushing.await? {
         Ok(()) => {
             let pushed = Some(remote);
             life.note_workspace(Some(Workspace { pushed, ..ws }));
@@ -355,9 +323,11 @@ async fn end_early(
     Ok(DispatchResult::from_life(spec, life, started))
 }
 
-/// Runs `f` on tokio's blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    crate::offload::run(f)
-        .await
-        .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
+/// The unit's worktree `ws` with the git directory it was opened with.
+fn worktree(spec: &UnitSpec, ws: Workspace) -> Worktree {
+    let git_dir = spec.steps.workspace.as_ref();
+    Worktree {
+        workspace: ws,
+        git_dir: git_dir.and_then(|w| w.git_dir.clone()),
+    }
 }

@@ -1,6 +1,6 @@
 //! The locked unit's writes: its marker, the engine's input files (prompt
 //! file, MCP config), the owned-process record and raw logs of an attempt,
-//! its recorded answers, and its worktree. Each async one makes its own hop
+//! and its recorded answers. Each async one makes its own hop
 //! to the blocking pool: creating a file or an fsync can wait on the file
 //! system's journal, and the runtime's one thread carries every unit's
 //! events in a plan.
@@ -15,7 +15,6 @@ use crate::error::{Result, VfError};
 use crate::marker::{Marker, MarkerStore, UnitState};
 use crate::owned::ProcRecord;
 use crate::sys::OpenExt;
-use crate::workspace::{OpenError, Opened, Workspace, WorkspaceSpec};
 
 /// The marker's one durable write.
 pub(super) fn save(dir: &UnitDir, marker: &mut Marker) -> Result<()> {
@@ -182,21 +181,6 @@ impl LockedUnit {
         })
         .await;
         released.unwrap_or_else(|err| Err((fallback, err)))
-    }
-
-    /// Creates or reuses the unit's worktree, on the blocking pool (git can
-    /// take a while: a large checkout, a merge).
-    pub async fn open_workspace(
-        &self,
-        spec: WorkspaceSpec,
-        previous: Option<Workspace>,
-    ) -> Result<std::result::Result<Opened, OpenError>> {
-        let dir = self.dir.clone();
-        crate::offload::run(move || {
-            crate::workspace::open(dir.state_dir(), dir.name(), &spec, previous.as_ref())
-        })
-        .await
-        .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
     }
 }
 

@@ -4,7 +4,8 @@
 //! |---|---|
 //! | [`UnitDir`] | where the unit's files are; reads only (status, report, replay take no lock) |
 //! | [`LockedUnit`] | the one way to write them: made by locking the unit, released on drop |
-//! | `files.rs` | the locked unit's writes: marker, input files, records and logs, answers, worktree |
+//! | `files.rs` | the locked unit's writes: marker, input files, record and logs, answers |
+//! | `worktree.rs` | the locked unit's worktree: opened, guarded, sealed, pushed |
 //!
 //! Locking returns a [`LockedUnit`] (the unit's `lock` file held, see
 //! [`crate::unit_lock`]); only it has write methods, so a write without the
@@ -23,8 +24,10 @@ use crate::marker::{Marker, MarkerStore};
 use crate::unit_lock::UnitLock;
 
 mod files;
+mod worktree;
 
 pub use files::{DeferredScan, MarkerWriter, RecordFailure, write_private};
+pub use worktree::Worktree;
 
 /// Where one unit's files are. Reading them needs no lock.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::engine::choice::{EngineChoice, Pick, Readiness, choose_engine};
 use crate::acp::{AcpError, PromptPart};
+use crate::engine::choice::{EngineChoice, Pick, Readiness, choose_engine};
 use crate::engine::{self, AttachmentKind};
 use crate::error::{Result, VfError};
 use crate::names;

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
 
-
 /// The shortest and longest backoff when the engine names no reset time.
 pub const MIN_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);

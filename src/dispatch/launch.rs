@@ -61,7 +61,8 @@ pub(super) async fn launch(
     // The owned-process record exists before anything else happens with the child.
     let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
     let record = ProcRecord::new(&spec.unit, attempt, spec.engine.as_str(), pid);
-    let files = match life.unit().record_and_logs(record, &record_path, &paths).await {
+    let made = life.unit().record_and_logs(record, &record_path, &paths);
+    let files = match made.await {
         Ok(files) => files,
         Err((e, recorded)) => {
             abort(&group, &mut child, &p).await;

@@ -26,11 +26,11 @@ use tokio::time::Instant as TokioInstant;
 use super::{EventSink, UnitSpec};
 use crate::engine::EngineId;
 use crate::error::{Reason, Result, VfError};
+use crate::frames::ConversationEvent;
 use crate::fsutil::now_rfc3339;
 use crate::marker::{Attempt, Marker, MarkerStore, Owner, UnitState};
 use crate::procinfo::ProcIdentity;
 use crate::unit::{LockedUnit, MarkerWriter};
-use crate::frames::ConversationEvent;
 
 /// How long, and for how many events, a new session id may wait to be made
 /// durable; its events wait with it. An engine that ends sooner gets its id

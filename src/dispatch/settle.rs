@@ -182,7 +182,10 @@ fn keep_answer(
     let attempt = life.marker().attempts;
     let job = answer
         .filter(|a| spec.keep_answer && !a.trim().is_empty())
-        .map(|a| life.unit().record_answer(spec.engine, attempt, state, a.to_string()));
+        .map(|a| {
+            life.unit()
+                .record_answer(spec.engine, attempt, state, a.to_string())
+        });
     async move { Some(job?.await) }
 }
 

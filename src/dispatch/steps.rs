@@ -196,7 +196,10 @@ pub(super) async fn after_engine(
     if let Some(ws) = life.marker().workspace.clone() {
         let commit = succeeded && ws.commit && after.failure.is_none();
         let by = (spec.engine.as_str(), session.map(str::to_string));
-        let sealed = life.unit().seal_worktree(worktree(spec, ws), by, commit).await?;
+        let sealed = life
+            .unit()
+            .seal_worktree(worktree(spec, ws), by, commit)
+            .await?;
         let sealed_failure = match sealed.error {
             Some(SealError::Broken(msg)) => Some((Reason::Workspace, msg)),
             Some(SealError::Git(e)) => Some((
@@ -232,7 +235,9 @@ async fn push(spec: &UnitSpec, life: &mut UnitLife) -> Result<Option<(Reason, St
     ) else {
         return Ok(None);
     };
-    let pushing = life.unit().push_worktree(worktree(spec, ws.clone()), remote.clone());
+    let pushing = life
+        .unit()
+        .push_worktree(worktree(spec, ws.clone()), remote.clone());
     match pushing.await? {
         Ok(()) => {
             let pushed = Some(remote);

@@ -439,8 +439,7 @@ impl Request<'_> {
 
     /// How `engine` takes this request's MCP servers (`None`: none asked).
     pub fn applied_mcp(&self, engine: EngineId) -> Option<Result<mcp::McpApplied>> {
-        self.mcp
-            .map(|m| mcp::apply(engine, m, self.unit_dir))
+        self.mcp.map(|m| mcp::apply(engine, m, self.unit_dir))
     }
 }
 

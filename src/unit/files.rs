@@ -121,7 +121,8 @@ impl LockedUnit {
         record_path: &Path,
         paths: &[PathBuf; 2],
     ) -> std::result::Result<[File; 2], RecordFailure> {
-        let (dir, record_path, paths) = (self.dir.clone(), record_path.to_path_buf(), paths.clone());
+        let (dir, record_path, paths) =
+            (self.dir.clone(), record_path.to_path_buf(), paths.clone());
         let made = crate::offload::run(move || {
             record
                 .save(&record_path)

@@ -316,7 +316,7 @@ async fn run_attempt(
 ) -> Result<DispatchResult> {
     let started = Instant::now();
     let (unit, workspace) = match steps::open_workspace(&mut spec, unit, sink, started).await? {
-        steps::Opened::Ready(unit, ws) => (unit, ws),
+        steps::Opened::Ready(unit, ws) => (*unit, ws),
         steps::Opened::Ended(res) => return Ok(*res),
     };
     let (spec, mut prepared, mut life) = prepare::off_thread(spec, unit).await?;

@@ -30,7 +30,8 @@ pub struct Steps {
 /// The locked unit to run, or the finished result of a unit whose worktree
 /// could not be used (blocked by a merge conflict, or not vf's any more).
 pub(super) enum Opened {
-    Ready(LockedUnit, Option<Workspace>),
+    /// Boxed: the enum stays small (clippy's `large_enum_variant` on Windows).
+    Ready(Box<LockedUnit>, Option<Workspace>),
     Ended(Box<DispatchResult>),
 }
 
@@ -44,12 +45,12 @@ pub(super) async fn open_workspace(
     started: Instant,
 ) -> Result<Opened> {
     let Some(ws_spec) = spec.steps.workspace.clone() else {
-        return Ok(Opened::Ready(unit, None));
+        return Ok(Opened::Ready(Box::new(unit), None));
     };
     let marker = unit.load_marker()?;
     if marker.as_ref().is_some_and(|m| m.state == UnitState::Done) && spec.session.is_none() {
         // `prepare` refuses a done unit: make no worktree for it first.
-        return Ok(Opened::Ready(unit, None));
+        return Ok(Opened::Ready(Box::new(unit), None));
     }
     let previous = marker.and_then(|m| m.workspace);
     // git can take a while (a large checkout, a merge): off the runtime's
@@ -65,7 +66,7 @@ pub(super) async fn open_workspace(
             if let Some(w) = spec.steps.workspace.as_mut() {
                 w.git_dir = Some(opened.git_dir);
             }
-            Ok(Opened::Ready(unit, Some(opened.workspace)))
+            Ok(Opened::Ready(Box::new(unit), Some(opened.workspace)))
         }
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::acp::{AcpError, PromptPart};
 use crate::engine::choice::{EngineChoice, Pick, Readiness, choose_engine};
 use crate::engine::{self, AttachmentKind};
 use crate::error::{Result, VfError};
@@ -409,6 +410,68 @@ pub fn select(
         selected,
         attachments,
     })
+}
+
+/// An ACP session's prompt: `prompt`, then each attachment (read from
+/// `cwd`) as a prompt part, read on the blocking pool (not the runtime's
+/// thread).
+pub async fn acp_prompt(
+    cwd: PathBuf,
+    attachments: Vec<engine::Attachment>,
+    prompt: String,
+) -> std::result::Result<Vec<PromptPart>, AcpError> {
+    crate::offload::run(move || prompt_parts(&cwd, &attachments, prompt))
+        .await
+        .unwrap_or_else(|e| Err(AcpError::Attachment(format!("reading did not finish: {e}"))))
+}
+
+/// The prompt, then each attachment: an image as base64 data, a text file
+/// as an embedded resource. The driver refuses a kind the agent's
+/// `promptCapabilities` do not take, before any session starts; a file that
+/// can no longer be read fails the unit the same way. It reads files:
+/// [`acp_prompt`] runs it on the blocking pool.
+fn prompt_parts(
+    cwd: &std::path::Path,
+    attachments: &[crate::engine::Attachment],
+    prompt: String,
+) -> Result<Vec<PromptPart>, AcpError> {
+    use base64::Engine as _;
+    let mut parts = vec![PromptPart::Text(prompt)];
+    for a in attachments {
+        let path = cwd.join(&a.path);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            AcpError::Attachment(format!("{} could not be read: {e}", a.path.display()))
+        })?;
+        parts.push(match a.kind {
+            AttachmentKind::Image => PromptPart::Image {
+                mime_type: image_mime_of(&path).to_string(),
+                data: base64::engine::general_purpose::STANDARD.encode(bytes),
+            },
+            AttachmentKind::Text | AttachmentKind::Document => PromptPart::Resource {
+                uri: file_uri(&path),
+                mime_type: Some("text/plain".to_string()),
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+            },
+        });
+    }
+    Ok(parts)
+}
+
+/// The image type by its extension (`attach::IMAGE_TYPES`; PNG when the
+/// extension names none, as `attach` classified the file an image).
+fn image_mime_of(path: &std::path::Path) -> &'static str {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    image_mime(ext).unwrap_or("image/png")
+}
+
+/// A `file://` URI of an absolute path (`/` separators on every OS).
+fn file_uri(path: &std::path::Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let text = abs.to_string_lossy().replace('\\', "/");
+    match text.starts_with('/') {
+        true => format!("file://{text}"),
+        false => format!("file:///{text}"),
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use crate::engine::{Attachment, EngineId, RunOptions};
 use crate::error::{Reason, Result};
 use crate::frames::ConversationEvent;
 use crate::marker::UnitState;
-use crate::unit_lock::UnitLock;
+use crate::unit::LockedUnit;
 
 pub use budget_watch::{BudgetWatch, LiveUsage};
 pub use prompt_file::remove_stale_prompt_files;
@@ -223,7 +223,7 @@ impl DispatchResult {
             retry_at: None,
             duration_ms: started.elapsed().as_millis() as u64,
             attempt: marker.attempts,
-            marker: life.store().path(&spec.unit),
+            marker: life.unit().dir().marker_path(),
             stdout_log: None,
             stderr_log: None,
             workspace: marker.workspace.clone(),
@@ -244,7 +244,12 @@ impl DispatchResult {
 /// the unit could not be started (usage, missing engine, state), and then
 /// nothing was written; an engine failure is an `Ok` result with `state: failed`.
 pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchResult> {
-    run_locked(spec, None, sink).await
+    if spec.steps.workspace.is_none() {
+        // What the request alone refuses is refused before the unit is locked.
+        prepare::check_spec(&spec)?;
+    }
+    let unit = LockedUnit::lock(&spec.state_dir, &spec.unit).await?;
+    run_locked(spec, unit, sink).await
 }
 
 /// [`run`] on a runtime of its own, on the calling thread (a Temporal
@@ -260,15 +265,15 @@ pub fn run_blocking(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<Dispatch
     out
 }
 
-/// [`run`] with the unit's lock already held by the caller (`vf resume`
-/// checks the marker under it), or `None` to take it here.
+/// [`run`] of a unit the caller has locked (`vf resume` and `vf dispatch`
+/// read its marker under the lock); the lock goes with the run.
 pub async fn run_locked(
     spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
     let again = spec.clone();
-    let res = run_attempt(spec, lock, sink).await?;
+    let res = run_attempt(spec, unit, sink).await?;
     match load_refused(&again, &res) {
         Some((prompt, counts)) => {
             let msg = format!(
@@ -280,7 +285,9 @@ pub async fn run_locked(
             sink.warning(&msg);
             let mut fresh = again;
             (fresh.session, fresh.prompt) = (None, prompt);
-            let mut res = Box::pin(run_attempt(fresh, None, sink)).await?;
+            // The first attempt's lock went with it: taken again, as a new run's.
+            let unit = LockedUnit::lock(&fresh.state_dir, &fresh.unit).await?;
+            let mut res = Box::pin(run_attempt(fresh, unit, sink)).await?;
             res.warnings.push(msg);
             res.start = Some("replay");
             res.replay = Some(counts);
@@ -305,15 +312,15 @@ fn load_refused(spec: &UnitSpec, res: &DispatchResult) -> Option<(String, crate:
 /// One attempt: prepare, launch, supervise, settle.
 async fn run_attempt(
     mut spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
     let started = Instant::now();
-    let (lock, workspace) = match steps::open_workspace(&mut spec, lock, sink, started).await? {
-        steps::Opened::Ready(lock, ws) => (lock, ws),
+    let (unit, workspace) = match steps::open_workspace(&mut spec, unit, sink, started).await? {
+        steps::Opened::Ready(unit, ws) => (*unit, ws),
         steps::Opened::Ended(res) => return Ok(*res),
     };
-    let (spec, mut prepared, mut life) = prepare::off_thread(spec, lock).await?;
+    let (spec, mut prepared, mut life) = prepare::off_thread(spec, unit).await?;
     life.note_workspace(workspace);
     for w in &prepared.warnings {
         sink.warning(w);

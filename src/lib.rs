@@ -48,6 +48,7 @@ pub mod sys;
 #[cfg(feature = "temporal")]
 pub mod temporal;
 pub mod text;
+pub mod unit;
 pub mod unit_lock;
 pub mod usage;
 pub mod version;

@@ -24,6 +24,16 @@ pub use load::MAX_MARKER_BYTES;
 
 pub const MARKER_FORMAT: u32 = 1;
 
+/// One attempt of a unit in a plan run (`engineAttempts`, oldest first),
+/// recorded under an `on_rate_limit` policy ([`crate::ratelimit`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub engine: EngineId,
+    pub reason: Option<crate::error::Reason>,
+    pub session_id: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UnitState {
@@ -104,7 +114,7 @@ pub struct Marker {
     /// Each attempt of the unit's latest plan run under an `on_rate_limit`
     /// policy, oldest first (`attempts` is the attempt counter).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub engine_attempts: Vec<crate::ratelimit::Attempt>,
+    pub engine_attempts: Vec<Attempt>,
     /// When the provider said its rate limit resets (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<String>,

@@ -9,7 +9,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
-use crate::error::Reason;
 
 /// The shortest and longest backoff when the engine names no reset time.
 pub const MIN_BACKOFF: Duration = Duration::from_secs(1);
@@ -73,14 +72,9 @@ impl Policy {
     }
 }
 
-/// One attempt of a unit in a plan run, oldest first in `attempts`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Attempt {
-    pub engine: EngineId,
-    pub reason: Option<Reason>,
-    pub session_id: Option<String>,
-}
+/// The attempt record is the marker's (`engineAttempts`); kept here by
+/// name for the plan's code that has always called it `ratelimit::Attempt`.
+pub use crate::marker::Attempt;
 
 /// What to do after a rate-limited attempt.
 #[derive(Debug, Clone, PartialEq)]

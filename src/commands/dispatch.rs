@@ -18,7 +18,7 @@ use crate::engine::{AttachmentKind, EngineCommand, EngineId, Invocation, Request
 use crate::error::{Result, VfError};
 use crate::notify::Hooks;
 use crate::private::{self, PrivateRanges, RangeSpec};
-use crate::unit_lock::UnitLock;
+use crate::unit::LockedUnit;
 use crate::workspace::WorkspaceSpec;
 use crate::{names, state};
 
@@ -254,6 +254,7 @@ pub fn build_invocation(
         attachments: &r.attachments,
         unit: &r.unit,
         state_dir: &r.state_dir,
+        unit_dir: &crate::unit::UnitDir::new(&r.state_dir, &r.unit).path(),
         version,
         policy: &r.policy,
         mcp: r.mcp.as_ref(),
@@ -350,8 +351,8 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let (state_dir, unit) = (&d.run.state_dir, &d.run.unit);
     // Held from reading the marker to the end of the run: a re-run of the
     // unit is primed with its earlier answers.
-    let lock = UnitLock::acquire(state_dir, unit)?;
-    let marker = crate::marker::MarkerStore::new(state_dir).load(unit)?;
+    let locked = LockedUnit::lock_sync(state_dir, unit)?;
+    let marker = locked.load_marker()?;
     let replay =
         crate::rerun::for_dispatch(state_dir, marker.as_ref(), d.session.as_deref(), &prompt)
             .map_err(|why| VfError::state(format!("cannot re-run unit {unit:?}: {why}")))?;
@@ -373,7 +374,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let origins = from_config
         .then(|| serde_json::to_value(&d.origins).ok())
         .flatten();
-    run_unit_with(spec, Some(lock), (format, &hooks), replay, origins)
+    run_unit_with(spec, locked, (format, &hooks), replay, origins)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine
@@ -494,23 +495,23 @@ fn print_dry_run(d: &Dispatch, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
     Ok(())
 }
 
-/// Runs one unit (under `lock` when the caller holds it) and prints it in
+/// Runs one unit (locked by the caller: `unit`) and prints it in
 /// `format`; returns vf's exit code.
 /// `replay`: the prompt was primed with a replay of these counts (the run
 /// itself records the unit's answer for a later replay).
 pub fn run_unit(
     spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
 ) -> Result<i32> {
-    run_unit_with(spec, lock, (format, hooks), replay, None)
+    run_unit_with(spec, unit, (format, hooks), replay, None)
 }
 
 /// [`run_unit`], the JSON result with `origins` (docs/CONFIG.md).
 fn run_unit_with(
     spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     (format, hooks): (OutputFormat, &Hooks),
     replay: Option<crate::history::Counts>,
     origins: Option<serde_json::Value>,
@@ -518,7 +519,7 @@ fn run_unit_with(
     let mut sink = StdoutSink::new(format);
     sink.origins = origins;
     let (state_dir, cwd, grace) = (spec.state_dir.clone(), spec.cwd.clone(), spec.kill_grace);
-    let mut result = super::block_on(crate::dispatch::run_locked(spec, lock, &mut sink))??;
+    let mut result = super::block_on(crate::dispatch::run_locked(spec, unit, &mut sink))??;
     crate::rerun::mark(&mut result, replay);
     sink.result(&result);
     if format == OutputFormat::Human

@@ -6,16 +6,16 @@ use crate::cli::{OutputFormat, ResumeArgs};
 use crate::dispatch::UnitSpec;
 use crate::dispatch::resolve::{self, Resolved};
 use crate::error::{Result, VfError};
-use crate::marker::MarkerStore;
 use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::names;
 use crate::rerun::for_resume;
+use crate::unit::{LockedUnit, UnitDir};
 
 /// A validated `vf resume`: everything is checked before anything is touched.
 struct Request {
     spec: UnitSpec,
-    /// The unit's lock, held from reading the marker to the end of the run.
-    lock: crate::unit_lock::UnitLock,
+    /// The unit, locked from reading the marker to the end of the run.
+    unit: LockedUnit,
     format: OutputFormat,
     replay: Option<crate::history::Counts>,
     hooks: crate::notify::Hooks,
@@ -30,7 +30,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let kill_grace = crate::child::kill_grace_from_env()?;
     crate::notify::timeout_from_env()?;
     crate::acp::handshake_timeout_from_env()?;
-    let store = MarkerStore::new(&state_dir);
+    let dir = UnitDir::new(&state_dir, &args.unit);
     let no_unit = || {
         VfError::usage(format!(
             "no unit {:?} under {}",
@@ -40,14 +40,13 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     };
     // Nothing (not even a lock file) is written for a unit that does not exist;
     // one whose first run is still starting has its lock file already.
-    let lock_file = crate::unit_lock::lock_path(&state_dir, &args.unit);
-    if !store.exists(&args.unit) && !lock_file.exists() {
+    if !dir.has_marker() && !dir.lock_path().exists() {
         return Err(no_unit());
     }
     // Held from reading the marker to the end of the run: no other vf can
     // change the resume authority in between.
-    let lock = crate::unit_lock::UnitLock::acquire(&state_dir, &args.unit)?;
-    let marker = store.load(&args.unit)?.ok_or_else(no_unit)?;
+    let unit = LockedUnit::lock_sync(&state_dir, &args.unit)?;
+    let marker = unit.load_marker()?.ok_or_else(no_unit)?;
     let prompt = if args.prompt.prompt.is_some() || args.prompt.prompt_file.is_some() {
         super::prompt::read(&args.prompt)?
     } else {
@@ -118,7 +117,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     let spec = run.spec(prompt, id);
     Ok(Request {
         spec,
-        lock,
+        unit,
         format: args.run.output.format(),
         replay,
         hooks,
@@ -128,12 +127,12 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
 pub fn run(args: &ResumeArgs) -> Result<i32> {
     let Request {
         spec,
-        lock,
+        unit,
         format,
         replay,
         hooks,
     } = resolve(args)?;
     // The run's prepare phase ends a proven orphan of the unit first (or
     // refuses), under the lock held since the marker was read.
-    super::dispatch::run_unit(spec, Some(lock), (format, &hooks), replay)
+    super::dispatch::run_unit(spec, unit, (format, &hooks), replay)
 }

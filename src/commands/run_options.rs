@@ -79,7 +79,8 @@ pub fn mcp(
     };
     let text = crate::workspace_files::read_text("--mcp", &file).map_err(kept)?;
     let servers = crate::engine::mcp::parse(&text).map_err(kept)?;
-    crate::engine::mcp::apply(engine, &servers, state_dir, unit).map_err(kept)?;
+    let unit_dir = crate::unit::UnitDir::new(state_dir, unit).path();
+    crate::engine::mcp::apply(engine, &servers, &unit_dir).map_err(kept)?;
     let canonical = std::fs::canonicalize(&file)
         .map_err(|e| kept(VfError::usage(format!("--mcp {}: {e}", file.display()))))?;
     asked.mcp = Some(canonical);

@@ -19,8 +19,8 @@ use super::life::SessionRecorder;
 use super::pump::Msg;
 use super::redact::Redactor;
 use super::redact::stream::Stream;
-use crate::acp::{self, AcpError, Policy, PromptPart, SessionRequest, SessionSink};
-use crate::engine::{AttachmentKind, Outcome};
+use crate::acp::{self, AcpError, Policy, SessionRequest, SessionSink};
+use crate::engine::Outcome;
 use crate::error::Reason;
 use crate::frames::ConversationEvent;
 
@@ -117,55 +117,6 @@ fn policy(spec: &UnitSpec) -> Policy {
     }
 }
 
-/// The prompt, then each attachment: an image as base64 data, a text file
-/// as an embedded resource. The driver refuses a kind the agent's
-/// `promptCapabilities` do not take, before any session starts; a file that
-/// can no longer be read fails the unit the same way. It reads files: the
-/// session's task runs it on the blocking pool ([`start`]).
-fn prompt_parts(
-    cwd: &std::path::Path,
-    attachments: &[crate::engine::Attachment],
-    prompt: String,
-) -> Result<Vec<PromptPart>, AcpError> {
-    use base64::Engine as _;
-    let mut parts = vec![PromptPart::Text(prompt)];
-    for a in attachments {
-        let path = cwd.join(&a.path);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            AcpError::Attachment(format!("{} could not be read: {e}", a.path.display()))
-        })?;
-        parts.push(match a.kind {
-            AttachmentKind::Image => PromptPart::Image {
-                mime_type: image_mime(&path).to_string(),
-                data: base64::engine::general_purpose::STANDARD.encode(bytes),
-            },
-            AttachmentKind::Text | AttachmentKind::Document => PromptPart::Resource {
-                uri: file_uri(&path),
-                mime_type: Some("text/plain".to_string()),
-                text: String::from_utf8_lossy(&bytes).into_owned(),
-            },
-        });
-    }
-    Ok(parts)
-}
-
-/// The image type by its extension (`attach::IMAGE_TYPES`; PNG when the
-/// extension names none, as `attach` classified the file an image).
-fn image_mime(path: &std::path::Path) -> &'static str {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    crate::attach::image_mime(ext).unwrap_or("image/png")
-}
-
-/// A `file://` URI of an absolute path (`/` separators on every OS).
-fn file_uri(path: &std::path::Path) -> String {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let text = abs.to_string_lossy().replace('\\', "/");
-    match text.starts_with('/') {
-        true => format!("file://{text}"),
-        false => format!("file:///{text}"),
-    }
-}
-
 /// Starts the session on the child's stdio. The returned task stands in for
 /// the stdout pump: it sends `StdoutEof` on `pump_tx` when the session ends.
 pub(super) fn start(
@@ -203,9 +154,7 @@ pub(super) fn start(
     };
     let task = tokio::spawn(async move {
         // The attachments are read on the blocking pool, not the runtime's thread.
-        let parts = crate::offload::run(move || prompt_parts(&cwd, &attachments, prompt))
-            .await
-            .unwrap_or_else(|e| Err(AcpError::Attachment(format!("reading did not finish: {e}"))));
+        let parts = crate::attach::acp_prompt(cwd, attachments, prompt).await;
         let ended = match parts {
             Ok(prompt) => {
                 let req = SessionRequest { prompt, ..req };

@@ -5,8 +5,7 @@
 //! before the spawn writes no marker; a failure after it ends the group
 //! before returning.
 
-use std::fs::OpenOptions;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
@@ -22,7 +21,6 @@ use super::{UnitSpec, prompt_file};
 use crate::child::{self, Group};
 use crate::error::{Reason, Result, VfError};
 use crate::owned::{self, ProcRecord};
-use crate::sys::OpenExt;
 
 /// A running engine and what reads it.
 pub(super) struct Launched {
@@ -47,8 +45,8 @@ pub(super) async fn launch(
     life: &mut UnitLife,
 ) -> Result<Launched> {
     let attempt = life.marker().attempts;
-    let paths = log_paths(spec, life);
-    write_inputs(spec, &mut p).await?;
+    let paths = log_paths(life);
+    write_inputs(life, &mut p).await?;
     let signals = child::Signals::new().ok();
     let (mut child, group) = spawn_engine(spec, &mut p, life).await?;
     // The prompt goes in from a task, so the engine starts up while the record,
@@ -63,8 +61,8 @@ pub(super) async fn launch(
     // The owned-process record exists before anything else happens with the child.
     let record_path = owned::record_path(&spec.state_dir, &spec.unit, attempt);
     let record = ProcRecord::new(&spec.unit, attempt, spec.engine.as_str(), pid);
-    let logs = life.store().logs_dir(&spec.unit);
-    let files = match record_and_logs(spec, record, &record_path, logs, &paths).await {
+    let made = life.unit().record_and_logs(record, &record_path, &paths);
+    let files = match made.await {
         Ok(files) => files,
         Err((e, recorded)) => {
             abort(&group, &mut child, &p).await;
@@ -76,21 +74,14 @@ pub(super) async fn launch(
     };
     // The unit's directory's once-per-process read for stale temporaries
     // waits for the engine's run: the first marker write does not pay it.
-    let scan = life
-        .store()
-        .path(&spec.unit)
-        .parent()
-        .and_then(crate::fsutil::defer_stale_scan);
+    let scan = life.unit().defer_stale_scan();
     if let Err(e) = life.start(pid, group.id()).await {
         // Without a durable marker the run could not be resumed: do not run it.
         abort(&group, &mut child, &p).await;
         let _ = owned::release(&record_path);
         return Err(e);
     }
-    if let Some(scan) = scan {
-        // Not awaited: whatever it does not reach is left to a later run's.
-        drop(tokio::task::spawn_blocking(move || scan.run()));
-    }
+    scan.start();
     let session = speaks_acp.then(|| (life.recorder(), p.inv.stdin.clone().unwrap_or_default()));
     let (rx, pumps, acp) = start_pumps(spec, &mut child, &paths, files, session);
     let [stdout_log, stderr_log] = paths;
@@ -109,11 +100,11 @@ pub(super) async fn launch(
 }
 
 /// The prompt file and the unit's MCP config (`engine::mcp`, in the unit's
-/// own directory), when the engine takes them, on the blocking pool (see
-/// [`record_and_logs`]). Their contents are moved there, not copied (a
+/// own directory), when the engine takes them, written by the locked unit
+/// on the blocking pool. Their contents are moved there, not copied (a
 /// prompt may be 16 MiB); nothing reads them after this. The paths stay:
 /// both files go when the engine has ended ([`remove_input_files`]).
-async fn write_inputs(spec: &UnitSpec, p: &mut Prepared) -> Result<()> {
+async fn write_inputs(life: &UnitLife, p: &mut Prepared) -> Result<()> {
     let prompt = p
         .inv
         .prompt_file
@@ -124,25 +115,7 @@ async fn write_inputs(spec: &UnitSpec, p: &mut Prepared) -> Result<()> {
         .config_file
         .as_mut()
         .map(|(path, contents)| (path.clone(), std::mem::take(contents)));
-    if prompt.is_none() && config.is_none() {
-        return Ok(());
-    }
-    let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
-    crate::offload::run_vf("writing the engine's input files", move || {
-        if let Some((path, contents)) = &prompt {
-            prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
-        }
-        if let Some((path, contents)) = &config {
-            crate::layout::make_unit_dir(&state_dir, &unit)?;
-            prompt_file::write(path, contents).map_err(|e| state_err(path, &e))?;
-        }
-        Ok(())
-    })
-    .await
-}
-
-fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
-    VfError::state(format!("cannot write {}: {e}", what.display()))
+    life.unit().write_inputs(prompt, config).await
 }
 
 /// The attempt's stdout and stderr log paths. `prepare` refused a link at
@@ -150,45 +123,9 @@ fn state_err(what: &Path, e: &dyn std::fmt::Display) -> VfError {
 /// the directory and the files are made after the spawn, while the engine
 /// starts up (on a disk that has just freed many inodes, making one can take
 /// half a millisecond).
-fn log_paths(spec: &UnitSpec, life: &UnitLife) -> [PathBuf; 2] {
+fn log_paths(life: &UnitLife) -> [PathBuf; 2] {
     let attempt = life.marker().attempts;
-    crate::marker::logs::STREAMS.map(|s| life.store().log_path(&spec.unit, attempt, s))
-}
-
-/// What failed, and whether the record was written by then.
-type RecordFailure = (VfError, bool);
-
-/// The owned-process record, then the log directory (checked for links
-/// again) and the two raw logs, on the blocking pool: creating files can
-/// wait on the file system's journal, and on the runtime's thread that wait
-/// would hold up every other unit's events.
-async fn record_and_logs(
-    spec: &UnitSpec,
-    mut record: ProcRecord,
-    record_path: &Path,
-    logs: PathBuf,
-    paths: &[PathBuf; 2],
-) -> std::result::Result<[std::fs::File; 2], RecordFailure> {
-    let (state_dir, record_path, paths) = (
-        spec.state_dir.clone(),
-        record_path.to_path_buf(),
-        paths.clone(),
-    );
-    let made = crate::offload::run(move || {
-        record
-            .save(&record_path)
-            .map_err(|e| (state_err(&record_path, &e), false))?;
-        real_dir(&state_dir, &logs).map_err(|e| (state_err(&logs, &e), true))?;
-        let out = create_log(&paths[0]).map_err(|e| (state_err(&paths[0], &e), true))?;
-        let err = create_log(&paths[1]).map_err(|e| (state_err(&paths[1], &e), true))?;
-        Ok([out, err])
-    })
-    .await;
-    made.unwrap_or_else(|e| {
-        let why = format!("the record and raw logs were not made: {e}");
-        // Whether the record was written is not known: release it anyway.
-        Err((VfError::state(why), true))
-    })
+    crate::marker::logs::STREAMS.map(|s| life.unit().dir().log_path(attempt, s))
 }
 
 async fn spawn_engine(
@@ -294,33 +231,4 @@ pub(super) fn remove_input_files(p: &Prepared) {
     for path in p.inv.prompt_file.iter().chain(config) {
         prompt_file::remove(path);
     }
-}
-
-/// A new raw log, readable by the owner only (it holds the engine's output,
-/// whatever the engine echoed); never through a symlink planted in the state
-/// dir, and never waiting on a FIFO planted there (a regular file ignores
-/// O_NONBLOCK).
-fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .owner_only()
-        .no_follow_no_block()
-        .open_checked(path)
-}
-
-/// Creates `dir` and checks that no part of it below `root` is a symlink
-/// (which could point the logs outside the state dir).
-fn real_dir(root: &Path, dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for d in dir.ancestors().take_while(|d| *d != root) {
-        if std::fs::symlink_metadata(d)?.file_type().is_symlink() {
-            return Err(std::io::Error::other(format!(
-                "{} is a symlink; vf writes only inside its state dir",
-                d.display()
-            )));
-        }
-    }
-    Ok(())
 }

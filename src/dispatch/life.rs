@@ -26,10 +26,11 @@ use tokio::time::Instant as TokioInstant;
 use super::{EventSink, UnitSpec};
 use crate::engine::EngineId;
 use crate::error::{Reason, Result, VfError};
+use crate::frames::ConversationEvent;
 use crate::fsutil::now_rfc3339;
-use crate::marker::{Marker, MarkerStore, Owner, UnitState};
+use crate::marker::{Attempt, Marker, MarkerStore, Owner, UnitState};
 use crate::procinfo::ProcIdentity;
-use crate::{frames::ConversationEvent, ratelimit::Attempt};
+use crate::unit::{LockedUnit, MarkerWriter};
 
 /// How long, and for how many events, a new session id may wait to be made
 /// durable; its events wait with it. An engine that ends sooner gets its id
@@ -91,9 +92,10 @@ pub(super) struct Spent {
     pub engine_version: Option<String>,
 }
 
-/// One unit's marker through one attempt, and the events that wait for it.
+/// One unit's marker through one attempt, under the unit's lock (released
+/// with the life), and the events that wait for it.
 pub struct UnitLife {
-    store: MarkerStore,
+    unit: LockedUnit,
     marker: Marker,
     /// There was no marker before this attempt.
     is_new: bool,
@@ -108,11 +110,11 @@ impl UnitLife {
     /// spawn, or, for a unit with a workspace, the `pending` one before its
     /// `setup` ([`UnitLife::record_workspace`]). A crash or a refusal before
     /// that leaves the marker as it was.
-    pub(super) fn claim(spec: &UnitSpec) -> Result<UnitLife> {
-        let store = MarkerStore::new(&spec.state_dir);
-        let is_new = !store.path(&spec.unit).exists();
-        let mut marker = match store.load(&spec.unit)? {
-            Some(m) => reclaimed(&store, spec, m)?,
+    pub(super) fn claim_under(spec: &UnitSpec, unit: LockedUnit) -> Result<UnitLife> {
+        let store = MarkerStore::new(unit.state_dir());
+        let is_new = !unit.dir().marker_path().exists();
+        let mut marker = match unit.load_marker()? {
+            Some(m) => reclaimed(&unit, spec, m)?,
             None => Marker::new(&spec.unit, spec.engine, &spec.cwd),
         };
         marker.attempts += 1;
@@ -131,7 +133,7 @@ impl UnitLife {
             marker.engine_session_id = Some(id.clone());
         }
         Ok(UnitLife {
-            store,
+            unit,
             marker,
             is_new,
             held_since: None,
@@ -139,12 +141,20 @@ impl UnitLife {
         })
     }
 
+    /// [`UnitLife::claim_under`] the unit's lock, taken here (the tests').
+    #[cfg(test)]
+    pub(super) fn claim(spec: &UnitSpec) -> Result<UnitLife> {
+        let unit = LockedUnit::lock_sync(&spec.state_dir, &spec.unit)?;
+        UnitLife::claim_under(spec, unit)
+    }
+
     pub fn marker(&self) -> &Marker {
         &self.marker
     }
 
-    pub(super) fn store(&self) -> &MarkerStore {
-        &self.store
+    /// The unit, held under its lock for the attempt.
+    pub(super) fn unit(&self) -> &LockedUnit {
+        &self.unit
     }
 
     /// What the attempt found out before it started (not its state).
@@ -190,7 +200,7 @@ impl UnitLife {
         m.error = Some(err.to_string());
         m.finished_at = Some(now_rfc3339());
         m.owner = None;
-        match self.store.save(&mut self.marker) {
+        match self.unit.save_marker_sync(&mut self.marker) {
             Ok(()) => err,
             Err(e) => e,
         }
@@ -259,8 +269,7 @@ impl UnitLife {
     /// its events are sent on.
     pub(super) fn recorder(&self) -> SessionRecorder {
         SessionRecorder {
-            store: MarkerStore::new(self.store.state_dir()),
-            marker: self.marker.clone(),
+            writer: self.unit.marker_writer(self.marker.clone()),
         }
     }
 
@@ -323,18 +332,12 @@ impl UnitLife {
         saved
     }
 
-    /// A durable marker write on tokio's blocking pool, awaited: its fsyncs
-    /// wait there instead of on the one thread that runs every unit of a
-    /// plan (`vf orchestrate`), so the units' writes overlap.
+    /// A durable marker write on tokio's blocking pool (the locked unit's
+    /// hop), awaited: its fsyncs wait there instead of on the one thread
+    /// that runs every unit of a plan (`vf orchestrate`), so the units'
+    /// writes overlap.
     async fn save_off_thread(&mut self) -> Result<()> {
-        let store = MarkerStore::new(self.store.state_dir());
-        let mut copy = self.marker.clone();
-        let (copy, saved) = crate::offload::run(move || {
-            let saved = store.save(&mut copy);
-            (copy, saved)
-        })
-        .await
-        .map_err(|e| VfError::state(format!("the marker write did not finish: {e}")))?;
+        let (copy, saved) = self.unit.save_marker(self.marker.clone()).await;
         self.marker = copy;
         saved
     }
@@ -342,12 +345,12 @@ impl UnitLife {
 
 /// An existing marker taken up for a new attempt: never a done unit's
 /// without a session to resume, never one a live vf owns.
-fn reclaimed(store: &MarkerStore, spec: &UnitSpec, mut m: Marker) -> Result<Marker> {
+fn reclaimed(unit: &LockedUnit, spec: &UnitSpec, mut m: Marker) -> Result<Marker> {
     if m.state == UnitState::Done && spec.session.is_none() {
         return Err(VfError::usage(format!(
             "unit {:?} is already done; pick another --unit name (its marker: {})",
             spec.unit,
-            store.path(&spec.unit).display()
+            unit.dir().marker_path().display()
         )));
     }
     crate::marker::policy::refuse_if_owned(&spec.unit, &m)?;
@@ -363,14 +366,12 @@ fn reclaimed(store: &MarkerStore, spec: &UnitSpec, mut m: Marker) -> Result<Mark
 /// Makes an ACP session's id durable from the session's task (see
 /// [`UnitLife::recorder`]); the supervisor learns it afterwards.
 pub(super) struct SessionRecorder {
-    store: MarkerStore,
-    marker: Marker,
+    writer: MarkerWriter,
 }
 
 impl SessionRecorder {
     pub fn record(&mut self, id: &str) -> Result<()> {
-        self.marker.engine_session_id = Some(id.to_string());
-        self.store.save(&mut self.marker)
+        self.writer.record_session(id)
     }
 }
 

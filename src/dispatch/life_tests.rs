@@ -232,7 +232,9 @@ fn early_ends_and_failures_before_the_spawn() {
         (m.state, m.reason, m.error.as_deref()),
         (Failed, Some(Reason::Missing), Some("no codex"))
     );
-    // An existing one is left byte-identical.
+    // An existing one is left byte-identical. (Each life holds the unit's
+    // lock: the next claim takes it once the last one has let it go.)
+    drop(life);
     let bytes = std::fs::read(MarkerStore::new(&spec.state_dir).path("u")).unwrap();
     let mut life = UnitLife::claim(&spec).unwrap();
     let _ = life.fail_before_spawn(Reason::Missing, VfError::not_ready("again"));
@@ -242,6 +244,7 @@ fn early_ends_and_failures_before_the_spawn() {
     );
     // A merge conflict blocks it, with no owner: attempt 2, since the
     // refused attempt was never written.
+    drop(life);
     let mut life = UnitLife::claim(&spec).unwrap();
     let end = life.end_early(Blocked, Reason::MergeConflict, "conflict".into());
     rt().block_on(end).unwrap();

@@ -8,14 +8,12 @@ use super::{MAX_PROMPT_BYTES, UnitSpec, VERSION_TIMEOUT, prompt_file};
 use crate::engine::{Invocation, Request};
 use crate::error::{Reason, Result, VfError};
 use crate::text::shown;
-use crate::unit_lock::UnitLock;
+use crate::unit::LockedUnit;
 use crate::version::Version;
 use crate::{binary, state};
 
 /// A run that passed every check, not started yet.
 pub(super) struct Prepared {
-    /// Held until the run is settled (dropped with it).
-    pub _lock: UnitLock,
     pub program: PathBuf,
     pub version: Option<Version>,
     pub inv: Invocation,
@@ -24,30 +22,27 @@ pub(super) struct Prepared {
     pub guard: Option<crate::workspace::guard::Baseline>,
 }
 
-/// [`prepare`] on tokio's blocking pool: the unit's lock, its marker, the
+/// [`prepare`] on tokio's blocking pool: the unit's marker, the
 /// binary's and version's look-ups and the take-over of orphans (which may
 /// wait out a grace) are file-system and process work, kept off the thread
 /// that shows every unit's events in a plan. The spec goes there and comes
 /// back (its prompt may be 16 MiB: not copied).
 pub(super) async fn off_thread(
     spec: UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
 ) -> Result<(UnitSpec, Prepared, UnitLife)> {
-    let job = move || prepare(&spec, lock).map(|(p, life)| (spec, p, life));
+    let job = move || prepare(&spec, unit).map(|(p, life)| (spec, p, life));
     crate::offload::run_vf("preparing the unit", job).await
 }
 
-fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLife)> {
+/// `unit`: locked before the marker is read, so no other vf can write it
+/// until the run is done (the life holds it).
+fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
     check_spec(spec)?;
-    // Before the marker is read, so no other vf can write it until we are done.
-    let lock = match lock {
-        Some(l) => l,
-        None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
-    };
-    let mut life = UnitLife::claim(spec)?;
-    // Left by a vf that was killed: under the lock nobody else can be using it.
-    prompt_file::remove_for_unit(&spec.state_dir, &spec.unit);
-    crate::engine::mcp::remove_files(&spec.state_dir, &spec.unit);
+    let mut life = UnitLife::claim_under(spec, unit)?;
+    // Left by a vf that was killed: under the lock nobody else can be using them.
+    let leftover = prompt_file::path_for_unit(&spec.state_dir, &spec.unit);
+    life.unit().remove_leftover_inputs_sync(&leftover);
     let is_command = spec.engine.engine().own_program();
     // A command engine runs what its launch names (resolved after the build):
     // no binary of its own, no version to read.
@@ -67,6 +62,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLif
             .map(Version::to_string)
             .or_else(|| spec.engine.engine().fixed_version().map(String::from)),
     );
+    let unit_dir = life.unit().dir().path();
     let built = spec.engine.engine().build(&Request {
         prompt: &spec.prompt,
         session: spec.session.as_deref(),
@@ -76,6 +72,7 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLif
         attachments: &spec.attachments,
         unit: &spec.unit,
         state_dir: &spec.state_dir,
+        unit_dir: &unit_dir,
         version: version.as_ref(),
         policy: &spec.policy,
         mcp: spec.mcp.as_ref(),
@@ -97,7 +94,6 @@ fn prepare(spec: &UnitSpec, lock: Option<UnitLock>) -> Result<(Prepared, UnitLif
     warnings.extend(inv.warnings.iter().cloned());
     take_over_orphans(spec, &mut warnings)?;
     let prepared = Prepared {
-        _lock: lock,
         program,
         version,
         inv,
@@ -130,7 +126,7 @@ fn take_over_orphans(spec: &UnitSpec, warnings: &mut Vec<String>) -> Result<()> 
 }
 
 /// What can be judged from the request alone.
-fn check_spec(spec: &UnitSpec) -> Result<()> {
+pub(super) fn check_spec(spec: &UnitSpec) -> Result<()> {
     if spec.prompt.len() > MAX_PROMPT_BYTES {
         return Err(VfError::usage(format!(
             "the prompt is {} bytes; vf accepts at most {MAX_PROMPT_BYTES} (16 MiB)",

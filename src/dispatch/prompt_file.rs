@@ -20,29 +20,20 @@ pub fn dir(state_dir: &Path) -> PathBuf {
     state_dir.join(DIR_NAME)
 }
 
-/// Writes the file atomically, readable by the owner only (the temp file is
-/// created 0600 and renamed, so no other mode is ever visible).
+/// Writes the file atomically, readable by the owner only (the locked
+/// unit's [`crate::unit::write_private`]).
 pub fn write(path: &Path, contents: &str) -> std::io::Result<()> {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d)?;
-        // Never through a symlink planted in the state dir.
-        if std::fs::symlink_metadata(d)?.file_type().is_symlink() {
-            return Err(std::io::Error::other(format!(
-                "{} is a symlink",
-                d.display()
-            )));
-        }
-    }
-    crate::fsutil::write_atomic_volatile(path, contents.as_bytes())
+    crate::unit::write_private(path, contents)
 }
 
 pub fn remove(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-/// Removes the unit's prompt file; the caller holds the unit's lock.
-pub fn remove_for_unit(state_dir: &Path, unit: &str) {
-    remove(&dir(state_dir).join(format!("{unit}{SUFFIX}")));
+/// Where the unit's prompt file goes when its engine takes one; the
+/// locked unit removes one a killed vf left.
+pub fn path_for_unit(state_dir: &Path, unit: &str) -> PathBuf {
+    dir(state_dir).join(format!("{unit}{SUFFIX}"))
 }
 
 /// Removes every prompt file whose unit is not running (its lock is free),

@@ -21,7 +21,7 @@ pub(super) async fn settle(
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Result<DispatchResult> {
-    release(&e, sink).await;
+    release(&e, &life, sink).await;
     for ev in e.projector.finish() {
         life.emit(sink, &ev);
     }
@@ -37,7 +37,7 @@ pub(super) async fn settle(
     let after = steps_after(spec, &e, &mut life, ok, session.as_deref(), sink).await?;
     let judged = judged.with_steps(after.failure);
     let answer = outcome.answer.as_deref();
-    let answer_kept = keep_answer(spec, life.marker().attempts, judged.state(), answer);
+    let answer_kept = keep_answer(spec, &life, judged.state(), answer);
     // The final marker also makes a held session id durable. Its fsyncs wait
     // on the blocking pool, not on the thread every unit of a plan shares.
     let saved = life.finish(judged.finish(exit_code), sink).await;
@@ -170,50 +170,36 @@ fn facts<'a>(
 }
 
 /// Records the attempt's public answer for a later replay (never the
-/// prompt, so never a private range), on the blocking pool: its fsyncs
-/// overlap the final marker's. `None` when there is nothing to record.
+/// prompt, so never a private range), through the locked unit on the
+/// blocking pool: its fsyncs overlap the final marker's. `None` when there
+/// is nothing to record.
 fn keep_answer(
     spec: &UnitSpec,
-    attempt: u32,
+    life: &UnitLife,
     state: UnitState,
     answer: Option<&str>,
 ) -> impl std::future::Future<Output = Option<std::io::Result<()>>> + use<> {
-    let answer = answer
+    let attempt = life.marker().attempts;
+    let job = answer
         .filter(|a| spec.keep_answer && !a.trim().is_empty())
-        .map(str::to_string);
-    let (dir, unit, engine) = (spec.state_dir.clone(), spec.unit.clone(), spec.engine);
-    let job = answer.map(|answer| {
-        crate::offload::run(move || {
-            crate::history::record(&dir, &unit, engine, attempt, state, &answer)
-        })
-    });
-    async move {
-        let job = job?;
-        Some(job.await.unwrap_or_else(|e| Err(std::io::Error::other(e))))
-    }
+        .map(|a| {
+            life.unit()
+                .record_answer(spec.engine, attempt, state, a.to_string())
+        });
+    async move { Some(job?.await) }
 }
 
 /// Nothing of the group survives the run; its record, prompt file and MCP
 /// config go (on the blocking pool: file-system work stays off the shared
 /// thread).
-async fn release(e: &Ended, sink: &mut dyn EventSink) {
+async fn release(e: &Ended, life: &UnitLife, sink: &mut dyn EventSink) {
     e.launched.group.kill();
     let record = e.launched.record_path.clone();
     let inv = &e.launched.prepared.inv;
     let config = inv.config_file.as_ref().map(|(path, _)| path.clone());
     let inputs: Vec<_> = inv.prompt_file.iter().cloned().chain(config).collect();
-    let released = crate::offload::run(move || {
-        let released = crate::owned::release(&record);
-        for p in &inputs {
-            super::prompt_file::remove(p);
-        }
-        released.map_err(|err| (record, err))
-    })
-    .await;
-    let failed = match released {
-        Ok(Ok(())) => return,
-        Ok(Err((record, err))) => format!("{}: {err}", record.display()),
-        Err(err) => format!("{}: {err}", e.launched.record_path.display()),
-    };
-    sink.warning(&format!("cannot release process record {failed}"));
+    if let Err((record, err)) = life.unit().release(record, inputs).await {
+        let failed = format!("{}: {err}", record.display());
+        sink.warning(&format!("cannot release process record {failed}"));
+    }
 }

@@ -8,11 +8,11 @@ use super::life::UnitLife;
 use super::prepare::Prepared;
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::error::{Reason, Result, VfError};
-use crate::marker::{MarkerStore, UnitState};
+use crate::marker::UnitState;
 use crate::owned::StepKind;
 use crate::steps::{Step, StepEnd, StepOwner};
-use crate::unit_lock::UnitLock;
-use crate::workspace::{self, CommitInfo, OpenError, SealError, Workspace, WorkspaceSpec};
+use crate::unit::{LockedUnit, Worktree};
+use crate::workspace::{OpenError, SealError, Workspace, WorkspaceSpec};
 
 /// What runs around the engine (all off by default).
 #[derive(Debug, Clone, Default)]
@@ -27,41 +27,36 @@ pub struct Steps {
     pub guards: Option<crate::workspace::guard::PathGuards>,
 }
 
-/// The lock to run under, or the finished result of a unit whose worktree
+/// The locked unit to run, or the finished result of a unit whose worktree
 /// could not be used (blocked by a merge conflict, or not vf's any more).
 pub(super) enum Opened {
-    Ready(Option<UnitLock>, Option<Workspace>),
+    /// Boxed: the enum stays small (clippy's `large_enum_variant` on Windows).
+    Ready(Box<LockedUnit>, Option<Workspace>),
     Ended(Box<DispatchResult>),
 }
 
-/// Creates or reuses the unit's worktree under the unit's lock, and points
-/// the spec's cwd into it. A merge conflict blocks the unit, a worktree that
-/// is not vf's any more fails it (marker written).
+/// Creates or reuses the locked unit's worktree, and points the spec's cwd
+/// into it. A merge conflict blocks the unit, a worktree that is not vf's
+/// any more fails it (marker written).
 pub(super) async fn open_workspace(
     spec: &mut UnitSpec,
-    lock: Option<UnitLock>,
+    unit: LockedUnit,
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Result<Opened> {
     let Some(ws_spec) = spec.steps.workspace.clone() else {
-        return Ok(Opened::Ready(lock, None));
+        return Ok(Opened::Ready(Box::new(unit), None));
     };
-    let lock = match lock {
-        Some(l) => l,
-        None => UnitLock::acquire(&spec.state_dir, &spec.unit)?,
-    };
-    let store = MarkerStore::new(&spec.state_dir);
-    let marker = store.load(&spec.unit)?;
+    let marker = unit.load_marker()?;
     if marker.as_ref().is_some_and(|m| m.state == UnitState::Done) && spec.session.is_none() {
         // `prepare` refuses a done unit: make no worktree for it first.
-        return Ok(Opened::Ready(Some(lock), None));
+        return Ok(Opened::Ready(Box::new(unit), None));
     }
     let previous = marker.and_then(|m| m.workspace);
     // git can take a while (a large checkout, a merge): off the runtime's
-    // thread, so the plan's other units keep streaming meanwhile.
-    let (state_dir, unit) = (spec.state_dir.clone(), spec.unit.clone());
-    let opened =
-        blocking(move || workspace::open(&state_dir, &unit, &ws_spec, previous.as_ref())).await?;
+    // thread (the locked unit's hop), so the plan's other units keep
+    // streaming meanwhile.
+    let opened = unit.open_workspace(ws_spec, previous).await?;
     match opened {
         Ok(opened) => {
             for w in &opened.warnings {
@@ -71,20 +66,20 @@ pub(super) async fn open_workspace(
             if let Some(w) = spec.steps.workspace.as_mut() {
                 w.git_dir = Some(opened.git_dir);
             }
-            Ok(Opened::Ready(Some(lock), Some(opened.workspace)))
+            Ok(Opened::Ready(Box::new(unit), Some(opened.workspace)))
         }
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {
             let end = (UnitState::Blocked, Reason::MergeConflict, message);
-            unopened(spec, *workspace, end, started).await
+            unopened(spec, unit, *workspace, end, started).await
         }
         Err(OpenError::Remote { workspace, message }) => {
             let end = (UnitState::Failed, Reason::Remote, message);
-            unopened(spec, *workspace, end, started).await
+            unopened(spec, unit, *workspace, end, started).await
         }
         Err(OpenError::Broken { workspace, message }) => {
             let end = (UnitState::Failed, Reason::Workspace, message);
-            unopened(spec, *workspace, end, started).await
+            unopened(spec, unit, *workspace, end, started).await
         }
     }
 }
@@ -92,11 +87,12 @@ pub(super) async fn open_workspace(
 /// Ends a unit whose worktree could not be opened (the lock drops after the marker).
 async fn unopened(
     spec: &UnitSpec,
+    unit: LockedUnit,
     workspace: Workspace,
     (state, reason, message): (UnitState, Reason, String),
     started: Instant,
 ) -> Result<Opened> {
-    let mut life = UnitLife::claim(spec)?;
+    let mut life = UnitLife::claim_under(spec, unit)?;
     life.note_workspace(Some(workspace));
     let res = end_early(spec, &mut life, (state, reason, message), started).await?;
     Ok(Opened::Ended(Box::new(res)))
@@ -135,9 +131,8 @@ pub(super) async fn guard_baseline(
     if spec.steps.guards.is_none() {
         return Ok(None);
     }
-    let (cwd, state_dir) = (spec.cwd.clone(), spec.state_dir.clone());
     let plain = life.marker().workspace.is_none();
-    let read = blocking(move || workspace::guard::baseline(&cwd, &state_dir, plain)).await?;
+    let read = life.unit().guard_baseline(spec.cwd.clone(), plain).await?;
     let error = match read {
         Ok(b) => {
             p.guard = Some(b);
@@ -163,33 +158,20 @@ pub(super) struct After {
 async fn check_guards(
     spec: &UnitSpec,
     baseline: Option<&crate::workspace::guard::Baseline>,
-    ws: Option<&Workspace>,
+    life: &UnitLife,
 ) -> Result<Option<(Vec<String>, String)>> {
     let (Some(guards), Some(b)) = (spec.steps.guards.clone(), baseline.cloned()) else {
         return Ok(None);
     };
     // No git runs in a worktree that is not vf's any more (`finish` says so).
-    let git_dir = spec
-        .steps
-        .workspace
-        .as_ref()
-        .and_then(|w| w.git_dir.clone());
-    let proof = ws.map(|w| (w.path.clone(), w.branch.clone(), git_dir));
-    let changed = blocking(move || {
-        if let Some((root, branch, git_dir)) = &proof
-            && workspace::prove(root, Some(branch), git_dir.as_deref()).is_err()
-        {
-            return Ok(Default::default());
-        }
-        b.changed_by_run()
-    })
-    .await?;
+    let worktree = life.marker().workspace.clone().map(|ws| worktree(spec, ws));
+    let changed = life.unit().guard_changes(b, worktree).await?;
     Ok(match changed {
         Err(e) => Some((
             Vec::new(),
             format!("cannot check the path guards, so nothing is committed: {e}"),
         )),
-        Ok(changed) => workspace::guard::refusal(&guards, &changed),
+        Ok(changed) => crate::workspace::guard::refusal(&guards, &changed),
     })
 }
 
@@ -208,30 +190,17 @@ pub(super) async fn after_engine(
     sink: &mut dyn EventSink,
 ) -> Result<After> {
     let mut after = After::default();
-    let ws = life.marker().workspace.clone();
-    if let Some((bad, msg)) = check_guards(spec, baseline, ws.as_ref()).await? {
+    if let Some((bad, msg)) = check_guards(spec, baseline, life).await? {
         after.failure = Some((Reason::Policy, msg));
         after.violations = bad;
     }
-    if let Some(ws) = ws {
+    if let Some(ws) = life.marker().workspace.clone() {
         let commit = succeeded && ws.commit && after.failure.is_none();
-        let (unit, engine) = (spec.unit.clone(), spec.engine.as_str());
-        let session = session.map(str::to_string);
-        let git_dir = spec
-            .steps
-            .workspace
-            .as_ref()
-            .and_then(|w| w.git_dir.clone());
-        // git off the runtime's thread (see `open_workspace`).
-        let sealed = blocking(move || {
-            let info = CommitInfo {
-                unit: &unit,
-                engine,
-                session: session.as_deref(),
-            };
-            workspace::finish(&ws, git_dir.as_deref(), &info, commit)
-        })
-        .await?;
+        let by = (spec.engine.as_str(), session.map(str::to_string));
+        let sealed = life
+            .unit()
+            .seal_worktree(worktree(spec, ws), by, commit)
+            .await?;
         let sealed_failure = match sealed.error {
             Some(SealError::Broken(msg)) => Some((Reason::Workspace, msg)),
             Some(SealError::Git(e)) => Some((
@@ -267,10 +236,10 @@ async fn push(spec: &UnitSpec, life: &mut UnitLife) -> Result<Option<(Reason, St
     ) else {
         return Ok(None);
     };
-    let git_dir = ws_spec.and_then(|w| w.git_dir.clone());
-    let (w, r) = (ws.clone(), remote.clone());
-    // git off the runtime's thread (see `open_workspace`).
-    match blocking(move || workspace::remote::push(&w, git_dir.as_deref(), &r)).await? {
+    let pushing = life
+        .unit()
+        .push_worktree(worktree(spec, ws.clone()), remote.clone());
+    match pushing.await? {
         Ok(()) => {
             let pushed = Some(remote);
             life.note_workspace(Some(Workspace { pushed, ..ws }));
@@ -291,7 +260,7 @@ async fn run_step(
 ) -> Result<Option<(Reason, String)>> {
     let kind = which.as_str();
     let marker = life.marker();
-    let log = life.store().log_path(&spec.unit, marker.attempts, kind);
+    let log = life.unit().dir().log_path(marker.attempts, kind);
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| VfError::state(format!("cannot create {}: {e}", dir.display())))?;
@@ -360,9 +329,11 @@ async fn end_early(
     Ok(DispatchResult::from_life(spec, life, started))
 }
 
-/// Runs `f` on tokio's blocking pool.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    crate::offload::run(f)
-        .await
-        .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
+/// The unit's worktree `ws` with the git directory it was opened with.
+fn worktree(spec: &UnitSpec, ws: Workspace) -> Worktree {
+    let git_dir = spec.steps.workspace.as_ref();
+    Worktree {
+        workspace: ws,
+        git_dir: git_dir.and_then(|w| w.git_dir.clone()),
+    }
 }

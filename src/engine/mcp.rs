@@ -126,10 +126,11 @@ impl McpServers {
     }
 }
 
-/// Removes the unit's MCP config files a killed vf left (every engine's name).
-pub fn remove_files(state_dir: &Path, unit: &str) {
+/// Removes the unit's MCP config files a killed vf left (every engine's
+/// name) from the unit's directory `unit_dir`.
+pub fn remove_files(unit_dir: &Path) {
     for engine in EngineId::ALL {
-        let _ = std::fs::remove_file(file_path(state_dir, unit, engine));
+        let _ = std::fs::remove_file(file_path(unit_dir, engine));
     }
 }
 
@@ -144,9 +145,10 @@ pub struct McpApplied {
     pub file: Option<(PathBuf, String)>,
 }
 
-/// The file's path: `<state>/units/<unit>/mcp-<engine>.json`, absolute.
-fn file_path(state_dir: &Path, unit: &str, engine: EngineId) -> PathBuf {
-    let p = crate::layout::unit_dir(state_dir, unit).join(format!("mcp-{engine}.json"));
+/// The file's path: `mcp-<engine>.json` in the unit's directory (which the
+/// request brings), absolute.
+fn file_path(unit_dir: &Path, engine: EngineId) -> PathBuf {
+    let p = unit_dir.join(format!("mcp-{engine}.json"));
     std::path::absolute(&p).unwrap_or(p)
 }
 
@@ -164,18 +166,13 @@ fn is_url(s: &Map<String, Value>) -> bool {
 
 /// Whether `engine` takes these servers (the plan's check, before a state dir).
 pub fn check(engine: EngineId, servers: &McpServers) -> Result<()> {
-    apply(engine, servers, Path::new("."), "check").map(|_| ())
+    apply(engine, servers, Path::new("check")).map(|_| ())
 }
 
 /// Translates the servers for `engine`, or refuses (exit 2) where the
-/// mechanism is not verified.
-pub fn apply(
-    engine: EngineId,
-    servers: &McpServers,
-    state_dir: &Path,
-    unit: &str,
-) -> Result<McpApplied> {
-    let path = file_path(state_dir, unit, engine);
+/// mechanism is not verified. A config file goes into `unit_dir`.
+pub fn apply(engine: EngineId, servers: &McpServers, unit_dir: &Path) -> Result<McpApplied> {
+    let path = file_path(unit_dir, engine);
     let each = || {
         servers
             .servers

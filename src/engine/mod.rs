@@ -399,6 +399,9 @@ pub struct Request<'a> {
     pub unit: &'a str,
     /// vf's state directory (`.vibeflow/`).
     pub state_dir: &'a Path,
+    /// The unit's own directory (`crate::unit` says where), for its MCP
+    /// config: no engine builds a path inside it.
+    pub unit_dir: &'a Path,
     /// The installed CLI's version when known.
     pub version: Option<&'a Version>,
     /// Read-only and tool allow/deny (`policy::apply` maps it per engine).
@@ -436,8 +439,7 @@ impl Request<'_> {
 
     /// How `engine` takes this request's MCP servers (`None`: none asked).
     pub fn applied_mcp(&self, engine: EngineId) -> Option<Result<mcp::McpApplied>> {
-        self.mcp
-            .map(|m| mcp::apply(engine, m, self.state_dir, self.unit))
+        self.mcp.map(|m| mcp::apply(engine, m, self.unit_dir))
     }
 }
 

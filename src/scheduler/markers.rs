@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use crate::dispatch::{DispatchResult, life};
 use crate::engine::EngineId;
 use crate::error::Result;
-use crate::ratelimit::Attempt;
+use crate::marker::Attempt;
 
 /// Runs `f` on the blocking pool.
 async fn off_thread(f: impl FnOnce() -> Result<()> + Send + 'static) -> Result<()> {

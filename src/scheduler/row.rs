@@ -104,7 +104,7 @@ pub struct UnitReport {
     pub reason: Option<Reason>,
     /// Under `on_rate_limit = "wait" | "fallback"`: every attempt, oldest first.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<Vec<crate::ratelimit::Attempt>>,
+    pub attempts: Option<Vec<crate::marker::Attempt>>,
     /// Its git worktree, for a `worktree = true` unit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<crate::workspace::Workspace>,

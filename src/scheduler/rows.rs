@@ -110,7 +110,7 @@ mod tests {
             usage: full.then_some(usage),
             reason: (!full).then_some(crate::error::Reason::Dependency),
             attempts: full.then(|| {
-                vec![crate::ratelimit::Attempt {
+                vec![crate::marker::Attempt {
                     engine: EngineId::Claude,
                     reason: Some(crate::error::Reason::RateLimited),
                     session_id: None,

@@ -15,6 +15,8 @@ use common::fixtures;
 
 const CWD: &str = "/work/proj";
 const STATE: &str = "/work/proj/.vibeflow";
+/// Unit u1's directory in [`STATE`], as `vf::unit` builds it.
+const UNIT_DIR: &str = "/work/proj/.vibeflow/units/u1";
 const CODEX_ID: &str = "01a229e6-b739-7472-9ac7-c8fe37200f9b";
 const CLAUDE_ID: &str = "5e0e0c89-f301-4ba6-8327-7b41f84dc493";
 const COPILOT_ID: &str = "23a3694b-6367-494d-aa02-ae5d5602995f";
@@ -38,6 +40,7 @@ fn req<'a>(prompt: &'a str) -> Request<'a> {
         attachments: &[],
         unit: "u1",
         state_dir: Path::new(STATE),
+        unit_dir: Path::new(UNIT_DIR),
         version: None,
         policy: &NO_POLICY,
         mcp: None,

@@ -8,7 +8,7 @@ use vf::engine::mcp::{self, McpServers};
 use vf::engine::{EngineId, Invocation, Request};
 use vf::error::exit;
 
-use super::{CODEX_ID, GEMINI_ID, STATE, build, fixtures, refused, req, v};
+use super::{CODEX_ID, GEMINI_ID, STATE, UNIT_DIR, build, fixtures, refused, req, v};
 
 const SERVERS: &str = r#"{"mcpServers": {
     "files": {"command": "npx", "args": ["-y", "@x/files", "/tmp/a b"], "env": {"TOKEN": "s3cret"}},
@@ -196,7 +196,7 @@ fn unverified_mechanisms_are_refused_with_exit_2() {
         (EngineId::Bridge, &plain, "no verified mechanism"),
     ];
     for (e, s, why) in cases {
-        let err = mcp::apply(*e, s, std::path::Path::new(STATE), "u1").unwrap_err();
+        let err = mcp::apply(*e, s, std::path::Path::new(UNIT_DIR)).unwrap_err();
         assert_eq!(err.exit_code(), exit::USAGE, "{e}");
         let msg = err.to_string();
         assert!(msg.starts_with(&format!("--mcp: {e}: ")), "{msg}");
@@ -204,7 +204,7 @@ fn unverified_mechanisms_are_refused_with_exit_2() {
         assert!(!msg.contains("s3cret"), "{msg}");
     }
     // ACP: nothing on argv, no file, no environment: `session/new` carries them.
-    let acp = mcp::apply(EngineId::Acp, &with_env, std::path::Path::new(STATE), "u1");
+    let acp = mcp::apply(EngineId::Acp, &with_env, std::path::Path::new(UNIT_DIR));
     assert_eq!(acp.unwrap(), mcp::McpApplied::default());
     // Through the build too: before any argv is made.
     let err = refused(

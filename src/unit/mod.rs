@@ -1,0 +1,193 @@
+//! A unit on disk: `<state>/units/<unit>/` and the files keyed by its name.
+//!
+//! | item | what |
+//! |---|---|
+//! | [`UnitDir`] | where the unit's files are; reads only (status, report, replay take no lock) |
+//! | [`LockedUnit`] | the one way to write them: made by locking the unit, released on drop |
+//! | `files.rs` | the locked unit's writes: marker, input files, record and logs, answers |
+//! | `worktree.rs` | the locked unit's worktree: opened, guarded, sealed, pushed |
+//!
+//! Locking returns a [`LockedUnit`] (the unit's `lock` file held, see
+//! [`crate::unit_lock`]); only it has write methods, so a write without the
+//! lock does not compile. Each write comes twice, as uv-fs offers
+//! `write_atomic` and `write_atomic_sync`: `x_sync()` where the caller is on
+//! a blocking thread already, and async `x()` that makes its own hop to
+//! tokio's blocking pool ([`crate::offload`]), so the run's phases read as
+//! straight lines. The paths themselves are built by [`crate::layout`],
+//! [`crate::marker`] and [`crate::history`] (files that move in here).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, VfError};
+use crate::layout;
+use crate::marker::{Marker, MarkerStore};
+use crate::unit_lock::UnitLock;
+
+mod files;
+mod worktree;
+
+pub use files::{DeferredScan, MarkerWriter, RecordFailure, write_private};
+pub use worktree::Worktree;
+
+/// Where one unit's files are. Reading them needs no lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitDir {
+    state_dir: PathBuf,
+    name: String,
+}
+
+impl UnitDir {
+    pub fn new(state_dir: &Path, name: &str) -> UnitDir {
+        UnitDir {
+            state_dir: state_dir.to_path_buf(),
+            name: name.to_string(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// `<state>/units/<unit>/`.
+    pub fn path(&self) -> PathBuf {
+        layout::unit_dir(&self.state_dir, &self.name)
+    }
+
+    /// Its lock file (present once a run of the unit has started).
+    pub fn lock_path(&self) -> PathBuf {
+        layout::lock_path(&self.state_dir, &self.name)
+    }
+
+    pub fn marker_path(&self) -> PathBuf {
+        self.store().path(&self.name)
+    }
+
+    /// Where the raw `stream` log of `attempt` goes.
+    pub fn log_path(&self, attempt: u32, stream: &str) -> PathBuf {
+        self.store().log_path(&self.name, attempt, stream)
+    }
+
+    /// The unit has a marker (here or where an older vf put it).
+    pub fn has_marker(&self) -> bool {
+        self.store().exists(&self.name)
+    }
+
+    /// The unit's marker as it is on disk (`None`: it has none).
+    pub fn load_marker(&self) -> Result<Option<Marker>> {
+        self.store().load(&self.name)
+    }
+
+    fn store(&self) -> MarkerStore {
+        MarkerStore::new(&self.state_dir)
+    }
+}
+
+/// A unit held under its lock: the only writer of its files until dropped.
+#[derive(Debug)]
+pub struct LockedUnit {
+    dir: UnitDir,
+    /// Released with the value.
+    _lock: UnitLock,
+}
+
+impl LockedUnit {
+    /// Takes the unit's lock, or refuses (exit 2) naming the vf that holds
+    /// it. An older vf's marker and lock file of the unit are adopted.
+    pub fn lock_sync(state_dir: &Path, name: &str) -> Result<LockedUnit> {
+        let lock = UnitLock::acquire(state_dir, name)?;
+        Ok(LockedUnit::held(state_dir, name, lock))
+    }
+
+    /// [`LockedUnit::lock_sync`] on the blocking pool.
+    pub async fn lock(state_dir: &Path, name: &str) -> Result<LockedUnit> {
+        let (state_dir, name) = (state_dir.to_path_buf(), name.to_string());
+        crate::offload::run_vf("locking the unit", move || {
+            LockedUnit::lock_sync(&state_dir, &name)
+        })
+        .await
+    }
+
+    /// The locked unit, or `None` while another process holds it.
+    pub fn try_lock_sync(state_dir: &Path, name: &str) -> Result<Option<LockedUnit>> {
+        let lock = UnitLock::try_acquire(state_dir, name)?;
+        Ok(lock.map(|lock| LockedUnit::held(state_dir, name, lock)))
+    }
+
+    fn held(state_dir: &Path, name: &str, lock: UnitLock) -> LockedUnit {
+        LockedUnit {
+            dir: UnitDir::new(state_dir, name),
+            _lock: lock,
+        }
+    }
+
+    /// Its paths, and what reads them.
+    pub fn dir(&self) -> &UnitDir {
+        &self.dir
+    }
+
+    pub fn name(&self) -> &str {
+        &self.dir.name
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.dir.state_dir
+    }
+
+    /// The marker, read under the lock: what this holder read stays true
+    /// until it writes.
+    pub fn load_marker(&self) -> Result<Option<Marker>> {
+        self.dir.load_marker()
+    }
+
+    /// Makes `<state>/units/<unit>/` (never through a link).
+    pub fn make_dir_sync(&self) -> Result<PathBuf> {
+        layout::make_unit_dir(self.state_dir(), self.name())
+    }
+
+    /// Writes `marker` durably (atomically: a reader sees the old file or
+    /// the new one, never a part). The marker must be this unit's.
+    pub fn save_marker_sync(&self, marker: &mut Marker) -> Result<()> {
+        if marker.unit != self.dir.name {
+            return Err(VfError::Other(anyhow::anyhow!(
+                "internal error: unit {:?}'s lock cannot write unit {:?}'s marker",
+                self.dir.name,
+                marker.unit
+            )));
+        }
+        files::save(&self.dir, marker)
+    }
+
+    /// [`LockedUnit::save_marker_sync`] on the blocking pool: the marker
+    /// goes there and comes back with its `updatedAt`, whatever the write did.
+    pub async fn save_marker(&self, marker: Marker) -> (Marker, Result<()>) {
+        let dir = self.dir.clone();
+        let fallback = marker.clone();
+        let done = crate::offload::run(move || {
+            let mut marker = marker;
+            let saved = files::save(&dir, &mut marker);
+            (marker, saved)
+        })
+        .await;
+        match done {
+            Ok(done) => done,
+            Err(e) => {
+                let why = format!("the marker write did not finish: {e}");
+                (fallback, Err(VfError::state(why)))
+            }
+        }
+    }
+
+    /// What writes the unit's marker from another task while this holder
+    /// runs the unit (an ACP session's id); only a holder can make one.
+    pub fn marker_writer(&self, marker: Marker) -> MarkerWriter {
+        MarkerWriter::new(self.dir.clone(), marker)
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -6,18 +6,16 @@
 
 use std::ffi::OsStr;
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
 use crate::error::VfError;
-use crate::sys::{self, Container};
+use crate::process::brief;
+use crate::sys;
 use crate::version::Version;
 
 /// Why an engine's binary could not be resolved.
@@ -133,11 +131,6 @@ pub fn is_executable(p: &Path) -> bool {
 /// Output kept per stream; help texts are a few KiB, the rest is drained and dropped.
 const OUTPUT_CAP: usize = 1 << 20;
 
-/// How long readers may lag behind the process's exit (or kill) before their
-/// output is taken as is. Bounds the wait when an escaped grandchild keeps a
-/// pipe open.
-const READER_GRACE: Duration = Duration::from_millis(500);
-
 /// What a short command printed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Captured {
@@ -173,126 +166,29 @@ fn fmt_duration(d: Duration) -> String {
     }
 }
 
-/// Runs `program args` with stdin `/dev/null`, in its own process group, and
-/// returns what it printed. After `timeout` the whole group is killed and
-/// [`RunError::TimedOut`] returned; a hung child is never waited on. Leftover
-/// processes of the group are killed once the leader exits, too.
+/// Runs `program args` with stdin `/dev/null`, contained, and returns what
+/// it printed ([`brief::run`]): after `timeout` the whole group is killed
+/// and [`RunError::TimedOut`] returned; a hung child is never waited on.
+/// Leftover processes of the group are killed once the leader exits, too.
 pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<Captured, RunError> {
     let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("NO_COLOR", "1");
-    let made = sys::contain(&mut cmd).map_err(|e| RunError::Spawn(e.to_string()))?;
-    let mut child = spawn_retrying(&mut cmd)?;
-    let group = match Container::adopt(&child, made) {
-        Ok(g) => g,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(RunError::Spawn(e.to_string()));
-        }
+    cmd.args(args).stdin(Stdio::null()).env("NO_COLOR", "1");
+    let limits = brief::Limits {
+        timeout: Some(timeout),
+        stdout: brief::Keep::Head(OUTPUT_CAP),
+        stderr: brief::Keep::Head(OUTPUT_CAP),
     };
-    let out = Reader::start(child.stdout.take());
-    let err = Reader::start(child.stderr.take());
-
-    let deadline = Instant::now() + timeout;
-    let timed_out = loop {
-        // The leader is not reaped until its group was killed below.
-        if group.leader_exited() {
-            break false;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break true;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
-    };
-    group.kill();
-    let status = child.wait().ok();
-
-    // The group is dead now, so the pipes close unless something escaped it.
-    let grace = Instant::now() + READER_GRACE;
-    let stdout = out.finish(grace);
-    let stderr = err.finish(grace);
-    tracing::debug!(program = %program.display(), ?args, timed_out, ?status, "ran briefly");
-    if timed_out {
-        return Err(RunError::TimedOut(timeout));
-    }
-    Ok(Captured {
-        stdout,
-        stderr,
-        code: status.and_then(|s| s.code()),
-    })
-}
-
-/// Spawns `cmd`; a file just written (an install in progress) can be
-/// briefly busy (`ETXTBSY`), so that is tried again a few times.
-fn spawn_retrying(cmd: &mut Command) -> Result<std::process::Child, RunError> {
-    let mut attempt = 0;
-    loop {
-        match cmd.spawn() {
-            Ok(c) => return Ok(c),
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && attempt < 5 => {
-                attempt += 1;
-                std::thread::sleep(Duration::from_millis(20 * attempt));
-            }
-            Err(e) => return Err(RunError::Spawn(e.to_string())),
-        }
-    }
-}
-
-/// Drains one pipe on its own thread into a shared buffer, so output can be
-/// taken even if the pipe never reaches EOF.
-struct Reader {
-    buf: Arc<Mutex<Vec<u8>>>,
-    /// Disconnected once the thread is done.
-    done: Option<mpsc::Receiver<()>>,
-}
-
-impl Reader {
-    fn start(pipe: Option<impl Read + Send + 'static>) -> Reader {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let Some(mut pipe) = pipe else {
-            return Reader { buf, done: None };
-        };
-        let (tx, rx) = mpsc::channel::<()>();
-        let shared = Arc::clone(&buf);
-        let spawned = std::thread::Builder::new()
-            .name("vf-pipe".into())
-            .spawn(move || {
-                let _tx = tx;
-                let mut chunk = [0u8; 8192];
-                loop {
-                    match pipe.read(&mut chunk) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            let mut b = shared.lock().unwrap_or_else(|p| p.into_inner());
-                            let room = OUTPUT_CAP.saturating_sub(b.len());
-                            b.extend_from_slice(&chunk[..n.min(room)]);
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
-                    }
-                }
-            });
-        Reader {
-            buf,
-            done: spawned.is_ok().then_some(rx),
-        }
-    }
-
-    /// Waits for EOF until `until` at the latest, then takes what was read.
-    fn finish(self, until: Instant) -> String {
-        if let Some(rx) = self.done {
-            let left = until.saturating_duration_since(Instant::now());
-            // Timeout: the thread stays blocked on a pipe some escaped process
-            // holds; it ends when that process does. Take what was read so far.
-            let _: Result<(), RecvTimeoutError> = rx.recv_timeout(left);
-        }
-        let b = self.buf.lock().unwrap_or_else(|p| p.into_inner());
-        String::from_utf8_lossy(&b).into_owned()
+    let ran = brief::run(&mut cmd, limits);
+    let status = ran.as_ref().ok().map(|o| o.status);
+    tracing::debug!(program = %program.display(), ?args, ?status, "ran briefly");
+    match ran {
+        Ok(out) => Ok(Captured {
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            code: out.status.and_then(|s| s.code()),
+        }),
+        Err(brief::Failed::TimedOut) => Err(RunError::TimedOut(timeout)),
+        Err(brief::Failed::Start(e)) => Err(RunError::Spawn(e.io().to_string())),
     }
 }
 
@@ -369,6 +265,8 @@ mod tests {
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
+    #[cfg(unix)]
+    use std::time::Instant;
 
     #[cfg(unix)]
     fn script(dir: &Path, name: &str, body: &str) -> PathBuf {

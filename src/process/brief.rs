@@ -283,7 +283,8 @@ fn keep_part(buf: &mut Vec<u8>, chunk: &[u8], keep: Keep) {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use tokio::io::{AsyncBufReadExt, BufReader};

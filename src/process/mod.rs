@@ -8,6 +8,8 @@
 //!   live child, sync for a recorded group `vf doctor --fix` proves).
 //! - [`brief`]: one way to run a child contained with a timeout and
 //!   captured tails (sync for probes and git, async for the steps).
+//! - [`cli_probe`]: a CLI's `--version` and `--help`, run briefly, and
+//!   its version read.
 //! - [`version_cache`]: a CLI's version per executable identity, which the
 //!   runtime reads without starting the CLI.
 //!
@@ -44,5 +46,6 @@
 //!   ([`grace::end_recorded_group`]).
 
 pub mod brief;
+pub mod cli_probe;
 pub mod grace;
 pub mod version_cache;

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::binary::{self, VersionError};
+use crate::process::cli_probe::{self, VersionError};
 use crate::version::Version;
 
 /// Bumped whenever the stored shape or its meaning changes.
@@ -203,7 +203,7 @@ fn version_in(
     {
         return Ok(v);
     }
-    let v = binary::read_version(program, timeout)?;
+    let v = cli_probe::read_version(program, timeout)?;
     if let (Some(exe), Some(file)) = (exe, file) {
         store(&file, exe, v.to_string());
     }

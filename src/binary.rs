@@ -127,6 +127,7 @@ pub fn is_executable(p: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
     use super::*;
     #[cfg(unix)]
     use std::io::Write;

@@ -143,8 +143,6 @@ fn excerpt(s: &str) -> String {
 mod tests {
     use super::*;
     #[cfg(unix)]
-    use std::path::PathBuf;
-    #[cfg(unix)]
     use nix::sys::signal::Signal;
     #[cfg(unix)]
     use nix::unistd::Pid;
@@ -152,6 +150,8 @@ mod tests {
     use std::io::Write;
     #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
+    #[cfg(unix)]
+    use std::path::PathBuf;
     #[cfg(unix)]
     use std::time::Instant;
 

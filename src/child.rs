@@ -1,32 +1,9 @@
-//! The engine's container: spawning it, forwarding signals, ending it.
-//!
-//! The rules below are written for Unix, where the container is a process
-//! group. On Windows (`sys/windows.rs`, docs/PLATFORMS.md) it is a
-//! kill-on-close Job Object the engine is put into before it runs; Ctrl-C,
-//! Ctrl-Break and the console closing stand for SIGINT, SIGTERM and SIGHUP,
-//! and the polite stop sent to the engine is Ctrl-Break.
-//!
-//! The rules:
-//! - The engine CLI is spawned as the leader of a new process group (pgid =
-//!   its pid). stdin is a pipe that gets the prompt and is then closed, or
-//!   `/dev/null`; stdout and stderr are pipes read by vf.
-//! - SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to vf are forwarded, as the
-//!   same signal, to the whole group (a terminal's Ctrl-C or hang-up does not
-//!   reach it otherwise: it is not the foreground group). vf then exits
-//!   128 + that signal (130, 143, 129, 131).
-//! - vf's own reasons to stop (stall, wall timeout, an unwritable raw log)
-//!   send SIGTERM to the group.
-//! - One grace period, `VF_KILL_GRACE_MS` (default 5000 ms), governs every
-//!   wait: after a signal the group has one grace to exit before SIGKILL (a
-//!   second signal to vf sends SIGKILL at once); after the leader exits, the
-//!   rest of the group has one grace to finish and close stdout/stderr
-//!   before SIGKILL.
-//! - When vf is done with the unit the group gets SIGKILL: nothing of it
-//!   outlives the run. Nor does it outlive vf: a `kill -9` of vf closes vf's
-//!   end of the group's lifeline and its watcher kills the group
-//!   (`sys/lifeline.rs`; on Windows the job closes). What escapes that (a
-//!   descendant that left the group, a watcher someone killed) the
-//!   owned-process record lets `vf doctor --fix` prove and end.
+//! The engine's container: spawning it (off the runtime's thread), and
+//! `VF_KILL_GRACE_MS`, the grace every group ending waits. The signal rules
+//! (which signal goes where, when vf forwards, when it ends the group, the
+//! grace, Windows' Ctrl-C/Ctrl-Break, the lifeline) are written once, at the
+//! top of [`crate::process`], beside the code that ends groups
+//! ([`crate::process::grace`]).
 
 use std::path::Path;
 use std::process::Stdio;

@@ -53,7 +53,7 @@ pub fn installed_version(
     engine_bin: Option<&std::path::Path>,
 ) -> Option<crate::version::Version> {
     let program = crate::binary::resolve_binary(engine, engine_bin).ok()?;
-    crate::doctor::cache::read_version(&program, VERSION_TIMEOUT, false).ok()
+    crate::process::version_cache::read_version(&program, VERSION_TIMEOUT, false).ok()
 }
 
 /// The largest prompt vf accepts (`--prompt`, `--prompt-file`, stdin, plans).

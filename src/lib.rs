@@ -34,6 +34,7 @@ pub mod owned;
 pub mod plan;
 pub mod private;
 pub mod probe;
+pub mod process;
 pub mod procinfo;
 pub mod ratelimit;
 pub mod report;

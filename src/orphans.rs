@@ -6,14 +6,14 @@
 //! id). Everything else is reported and left alone.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::engine::EngineId;
 use crate::owned::{self, ProcRecord, StepKind};
 use crate::procinfo::{self, Liveness, Presence};
-use crate::sys::{self, Sig};
+use crate::sys;
 
 /// What a record turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -309,7 +309,7 @@ fn act_on(mut findings: Vec<Finding>, grace: Duration) -> Vec<Finding> {
                     f.detail = Some("no longer a proven orphan; left alone".into());
                     continue;
                 }
-                match end_group(pgid, grace) {
+                match crate::process::grace::end_recorded_group(pgid, grace) {
                     Ok(how) => {
                         f.action = Action::Ended;
                         f.detail = Some(how);
@@ -334,36 +334,6 @@ fn act_on(mut findings: Vec<Finding>, grace: Duration) -> Vec<Finding> {
         }
     }
     findings
-}
-
-fn end_group(pgid: i32, grace: Duration) -> Result<String, String> {
-    match sys::signal_recorded(pgid, Sig::Terminate) {
-        Ok(true) => {}
-        Ok(false) => return Ok("the group was already gone".into()),
-        Err(e) => return Err(format!("cannot signal group {pgid}: {e}")),
-    }
-    if wait_group_gone(pgid, grace) {
-        return Ok(format!("group {pgid} ended by SIGTERM"));
-    }
-    let _ = sys::signal_recorded(pgid, Sig::Kill);
-    if wait_group_gone(pgid, Duration::from_secs(2)) {
-        Ok(format!("group {pgid} ended by SIGKILL"))
-    } else {
-        Err(format!("group {pgid} still has members after SIGKILL"))
-    }
-}
-
-fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
-    let start = Instant::now();
-    loop {
-        if group_members(pgid).is_empty() {
-            return true;
-        }
-        if start.elapsed() >= limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
 }
 
 /// Live (non-zombie) processes whose process group is `pgid`.

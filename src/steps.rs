@@ -1,6 +1,6 @@
 //! Running a unit's `setup` / `verify` command: the system shell
 //! (`sys::shell`: `/bin/sh -c CMD`) in the unit's working directory,
-//! contained like the engine (see [`crate::child`]), output to its log file. `--timeout`
+//! contained like the engine (see [`crate::process`]), output to its log file. `--timeout`
 //! and vf's signals end the group (SIGTERM, one grace, SIGKILL); when the
 //! command exits, what is left of its group is killed: nothing outlives it.
 //! Like the engine it has an owned-process record from its spawn until its
@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::owned::{self, ProcRecord, StepKind};
+use crate::process::brief::{self, Ended, StartError};
 use crate::sys::{self, Container, OpenExt, Sig};
 
 /// How many of a failed step's last output lines its error carries.
@@ -83,21 +84,16 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         })
         .stdout(log)
         .stderr(err);
-    let made = match sys::contain(&mut std_cmd) {
-        Ok(m) => m,
-        Err(e) => return StepEnd::NotStarted(format!("cannot contain the command: {e}")),
-    };
     let shell = std_cmd.get_program().to_string_lossy().into_owned();
-    let mut cmd = tokio::process::Command::from(std_cmd);
-    cmd.kill_on_drop(false);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return StepEnd::NotStarted(format!("cannot run {shell}: {e}")),
-    };
-    let group = match Container::adopt(&child, made) {
-        Ok(g) => g,
-        Err(e) => {
-            let _ = child.start_kill();
+    let (mut child, group) = match brief::start(std_cmd) {
+        Ok(started) => started,
+        Err(StartError::Contain(e)) => {
+            return StepEnd::NotStarted(format!("cannot contain the command: {e}"));
+        }
+        Err(StartError::Spawn(e)) => {
+            return StepEnd::NotStarted(format!("cannot run {shell}: {e}"));
+        }
+        Err(StartError::Adopt(e)) => {
             return StepEnd::NotStarted(format!("cannot contain {shell}: {e}"));
         }
     };
@@ -136,41 +132,24 @@ fn feed_stdin(child: &mut tokio::process::Child, input: Option<&[u8]>) {
     }
 }
 
-/// Waits for the command, or ends its group on timeout or a signal to vf.
+/// Waits for the command, or ends its group on timeout or a signal to vf
+/// ([`brief::wait`]).
 async fn supervise(
     child: &mut tokio::process::Child,
     group: &Container,
     step: &Step<'_>,
 ) -> Option<StepEnd> {
-    let mut signals = crate::child::Signals::new().ok()?;
-    let deadline = async {
-        match step.timeout {
-            Some(t) => tokio::time::sleep(t).await,
-            None => std::future::pending().await,
-        }
-    };
-    let stop = tokio::select! {
-        status = child.wait() => {
-            let status = status.ok()?;
-            return Some(match status.success() {
-                true => StepEnd::Ok,
-                false => StepEnd::Failed { code: status.code(), tail: tail(step.log) },
-            });
-        }
-        _ = deadline => StepEnd::TimedOut,
-        sig = signals.recv() => StepEnd::Interrupted(sig),
-    };
-    let sig = match stop {
-        StepEnd::Interrupted(s) => s,
-        _ => Sig::Terminate,
-    };
-    group.signal(sig);
-    tokio::select! {
-        _ = child.wait() => {}
-        _ = tokio::time::sleep(step.kill_grace) => {}
-        _ = signals.recv() => {}
-    }
-    Some(stop)
+    Some(
+        match brief::wait(child, group, step.timeout, step.kill_grace).await? {
+            Ended::Exited(status) if status.success() => StepEnd::Ok,
+            Ended::Exited(status) => StepEnd::Failed {
+                code: status.code(),
+                tail: tail(step.log),
+            },
+            Ended::TimedOut => StepEnd::TimedOut,
+            Ended::Interrupted(sig) => StepEnd::Interrupted(sig),
+        },
+    )
 }
 
 /// The last [`TAIL_LINES`] lines of the log (its last 8 KiB at most), one

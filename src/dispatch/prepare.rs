@@ -183,10 +183,10 @@ fn check_argv(spec: &UnitSpec, inv: &Invocation) -> Result<()> {
 }
 
 fn read_version(spec: &UnitSpec, program: &Path, warnings: &mut Vec<String>) -> Option<Version> {
-    if let Some(v) = crate::doctor::cache::cached_version(program) {
+    if let Some(v) = crate::process::version_cache::cached_version(program) {
         return Some(v);
     }
-    match crate::doctor::cache::read_version(program, VERSION_TIMEOUT, false) {
+    match crate::process::version_cache::read_version(program, VERSION_TIMEOUT, false) {
         Ok(v) => Some(v),
         Err(e) => {
             warnings.push(format!(

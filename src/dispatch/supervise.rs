@@ -1,6 +1,6 @@
 //! Phase 3, supervise: the engine's lines through the projector as they
 //! arrive, the session id made durable before any event shows it, signals
-//! forwarded, stall/timeout enforced, and the grace rules of [`crate::child`].
+//! forwarded, stall/timeout enforced, and the grace rules of [`crate::process`].
 
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use super::life::UnitLife;
 use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
 use crate::child::{Group, Signals};
+use crate::process::grace::{KillTimer, expiry};
 
 use crate::frames::{ConversationEvent, Level, Projector, RawRange};
 use crate::sys::Sig;
@@ -47,7 +48,7 @@ struct Supervisor<'a> {
     sink: &'a mut dyn EventSink,
     projector: Projector,
     stop: Option<Stop>,
-    kill_at: Option<TokioInstant>,
+    kill: KillTimer,
     exit_status: Option<ExitStatus>,
     exited_at: Option<TokioInstant>,
     /// Set once the group was SIGKILLed after the drain grace.
@@ -111,10 +112,7 @@ pub(super) async fn supervise(
             why = super::budget_watch::reached(&mut budget_stop), if running && s.stop.is_none() => {
                 s.end(Stop::Budget(why.clone()), "budget", format!("{why}; ending the engine"), &group);
             }
-            _ = sleep_until_opt(s.kill_at), if running => {
-                group.kill();
-                s.kill_at = None;
-            }
+            _ = expiry(s.kill.due()), if running => s.kill.fire(&group),
             _ = ticker.tick(), if wants_ticks && running => s.sink.tick(started.elapsed()),
             // The leader exited; the rest of its group had its grace to close the streams.
             _ = sleep_until_opt(drain_until) => {
@@ -153,7 +151,7 @@ impl<'a> Supervisor<'a> {
             sink,
             projector: Projector::for_unit(spec.engine, family, version, transport),
             stop: None,
-            kill_at: None,
+            kill: KillTimer::default(),
             exit_status: None,
             exited_at: None,
             read_until: None,
@@ -259,9 +257,8 @@ impl<'a> Supervisor<'a> {
             Some(SessionMsg::Done(ended)) => {
                 acp.done = Some(*ended);
                 if self.exit_status.is_none() {
-                    group.signal(Sig::Terminate);
-                    self.kill_at
-                        .get_or_insert(TokioInstant::now() + self.spec.kill_grace);
+                    self.kill
+                        .signal(group, Sig::Terminate, self.spec.kill_grace);
                 }
             }
             None => {
@@ -284,8 +281,7 @@ impl<'a> Supervisor<'a> {
             }
             _ => group.signal(sig),
         }
-        self.kill_at
-            .get_or_insert(TokioInstant::now() + self.spec.kill_grace);
+        self.kill.start(self.spec.kill_grace);
     }
 
     /// vf's own stop: SIGTERM to the group, SIGKILL after the grace.
@@ -293,8 +289,7 @@ impl<'a> Supervisor<'a> {
         self.stop = Some(stop);
         let row = status_row(Level::Error, label, detail, self.lines_seen);
         self.life.emit(self.sink, &row);
-        group.signal(Sig::Terminate);
-        self.kill_at = Some(TokioInstant::now() + self.spec.kill_grace);
+        self.kill.stop(group, self.spec.kill_grace);
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{Options, Verdict, cache};
+use super::{Options, Verdict};
 use crate::binary::{self, VersionError};
 use crate::version::{self, Verification, Version};
 
@@ -50,7 +50,7 @@ impl Auxiliary {
 /// Looks `name` up on PATH and reads its `--version`.
 pub fn auxiliary(name: &'static str, verified: &'static str, opts: &Options) -> Auxiliary {
     let found = binary::find_on_path(name, std::env::var_os("PATH").as_deref()).map(|p| {
-        let v = cache::read_version(&p, opts.timeout, opts.refresh);
+        let v = crate::process::version_cache::read_version(&p, opts.timeout, opts.refresh);
         (p, v)
     });
     Auxiliary {

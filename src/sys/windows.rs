@@ -13,7 +13,7 @@
 //!   disabled in a new group, so Ctrl-Break is the one event it can get).
 //!   When that event cannot be sent (vf has no console, or the child is on
 //!   another one), and for every other signal, the whole job is terminated
-//!   with exit code 128 + the signal number. The grace rule of `child.rs`
+//!   with exit code 128 + the signal number. The grace rule (`process/grace.rs`)
 //!   still ends the job (`Sig::Kill`) if a polite stop is ignored.
 //! - **Identity.** The creation time of a process (100 ns units since 1601,
 //!   wall clock) names it together with its pid; no PowerShell, no `ps`.

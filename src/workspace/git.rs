@@ -1,9 +1,12 @@
-//! The one way vf runs `git`: `git -C <dir> ...`, no stdin, output captured,
-//! and none of the caller's `GIT_DIR`-style overrides (vf may be started from
-//! a git hook, where they point at the user's repository).
+//! The one way vf runs `git`: `git -C <dir> ...`, no stdin, contained
+//! (`process::brief`: it ends with vf), output captured, and none of the
+//! caller's `GIT_DIR`-style overrides (vf may be started from a git hook,
+//! where they point at the user's repository).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+use crate::process::brief;
 
 /// Variables that would redirect `git -C` away from the directory given.
 const REDIRECTS: [&str; 5] = [
@@ -61,13 +64,27 @@ pub fn run_remote(dir: &Path, args: &[&str]) -> Result<String, GitError> {
 /// How many of git's last stderr lines a remote command's error shows.
 const REMOTE_TAIL: usize = 4;
 
-/// Runs `c`; its stdout, or the last `tail` lines of its stderr (not the
+/// How much of git's stderr is kept: its last lines are what an error
+/// shows, and a hostile repository's hooks may print without end.
+const STDERR_KEPT: usize = 64 << 10;
+
+/// Runs `c` contained ([`brief::run`], no timeout: git ends on its own, and
+/// with vf); its stdout, or the last `tail` lines of its stderr (not the
 /// `hint:` lines git adds after the reason).
 fn output(mut c: Command, args: &[&str], tail: usize) -> Result<Vec<u8>, GitError> {
-    let out = c.output().map_err(|e| GitError {
-        message: format!("cannot run git: {e}"),
+    let limits = brief::Limits {
+        timeout: None,
+        stdout: brief::Keep::Head(usize::MAX),
+        stderr: brief::Keep::Tail(STDERR_KEPT),
+    };
+    let out = brief::run(&mut c, limits).map_err(|e| GitError {
+        message: match e {
+            brief::Failed::Start(e) => format!("cannot run git: {}", e.io()),
+            // No timeout was set.
+            brief::Failed::TimedOut => "git timed out".to_string(),
+        },
     })?;
-    if out.status.success() {
+    if out.status.is_some_and(|s| s.success()) {
         return Ok(out.stdout);
     }
     let err = String::from_utf8_lossy(&out.stderr);
@@ -92,11 +109,13 @@ fn output(mut c: Command, args: &[&str], tail: usize) -> Result<Vec<u8>, GitErro
 
 /// Whether git exits 0 (for questions such as `merge-base --is-ancestor`).
 pub fn succeeds(dir: &Path, args: &[&str]) -> bool {
-    command(dir, args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+    let limits = brief::Limits {
+        timeout: None,
+        stdout: brief::Keep::Head(0),
+        stderr: brief::Keep::Head(0),
+    };
+    brief::run(&mut command(dir, args), limits)
+        .is_ok_and(|out| out.status.is_some_and(|s| s.success()))
 }
 
 /// `-c user.name=vf -c user.email=...` when the repository has no committer

@@ -42,12 +42,12 @@ fn run() -> i32 {
 fn print_clap(e: &clap::Error) -> i32 {
     let printed = e.print();
     if e.use_stderr() {
-        return vf::error::exit::USAGE;
+        return vf::ground::error::exit::USAGE;
     }
     if let Err(failed) = printed {
         stdio::note(failed);
     }
-    vf::error::exit::OK
+    vf::ground::error::exit::OK
 }
 
 fn init_tracing(verbose: u8) {

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use vf::dispatch::DispatchResult;
-use vf::frames::ConversationEvent;
-use vf::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
+use vf::engine::frames::ConversationEvent;
+use vf::plan::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
 
 #[path = "it/common/mod.rs"]
 mod common;

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::attach::Store;
 use crate::cli::{AttachArgs, AttachCommand, StateDirArg};
-use crate::error::Result;
+use crate::dispatch::attach::Store;
+use crate::ground::error::Result;
 
 fn store(arg: &StateDirArg) -> Result<Store> {
     let cwd = std::env::current_dir()?;

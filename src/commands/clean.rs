@@ -1,11 +1,11 @@
 //! `vf clean [UNIT…] [--done] [--all] [--branches] [--force]`: remove units'
-//! worktrees (see `crate::clean`).
+//! worktrees (see `crate::unit::clean`).
 
 use std::io::Write;
 
-use crate::clean::{CleanRequest, clean};
 use crate::cli::CleanArgs;
-use crate::error::{Result, VfError, exit};
+use crate::ground::error::{Result, VfError, exit};
+use crate::unit::clean::{CleanRequest, clean};
 
 pub fn run(args: &CleanArgs) -> Result<i32> {
     if args.units.is_empty() && !args.done && !args.all {

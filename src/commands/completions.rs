@@ -1,7 +1,7 @@
 //! `vf completions <shell>` and `vf man`, generated from the clap definitions.
 
 use crate::cli::{CompletionsArgs, Shell};
-use crate::error::Result;
+use crate::ground::error::Result;
 
 pub fn run(args: &CompletionsArgs) -> Result<i32> {
     use clap_complete::Shell as S;

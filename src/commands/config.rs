@@ -10,11 +10,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::cli::{AfterRunArgs, ConfigArgs, ConfigCommand, ModelArgs, PolicyArgs};
-use crate::config::{self, Config, DEFAULT_KEYS, Origin};
 use crate::engine::EngineId;
 use crate::engine::choice::EngineChoice;
-use crate::error::{Result, VfError};
-use crate::marker::Asked;
+use crate::ground::error::{Result, VfError};
+use crate::plan::config::{self, Config, DEFAULT_KEYS, Origin};
+use crate::unit::marker::Asked;
 
 /// Each effective setting of a run and where it came from.
 pub type Origins = BTreeMap<&'static str, Origin>;
@@ -35,12 +35,15 @@ pub fn state_dir_of(
         // clap folds the variable into the flag: the variable when they agree.
         let env = std::env::var_os("VF_STATE_DIR").is_some_and(|v| Path::new(&v) == p);
         let origin = if env { Origin::Env } else { Origin::Flag };
-        return Ok((crate::state::absolute(p)?, origin));
+        return Ok((crate::ground::state::absolute(p)?, origin));
     }
     if let Some(p) = &cfg.state_dir {
         return Ok((p.clone(), cfg.origin()));
     }
-    Ok((crate::state::resolve_state_dir(None, cwd)?, Origin::Builtin))
+    Ok((
+        crate::ground::state::resolve_state_dir(None, cwd)?,
+        Origin::Builtin,
+    ))
 }
 
 /// `--engine`, else the config's `engine`; neither is exit 2.

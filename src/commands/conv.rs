@@ -12,8 +12,8 @@ use crate::cli::{
 };
 use crate::conv::turn::{self, SayContext, TurnReport};
 use crate::conv::{ConvStore, Conversation, model};
-use crate::error::{Result, VfError};
-use crate::private;
+use crate::dispatch::private;
+use crate::ground::error::{Result, VfError};
 
 pub fn run(args: ConvArgs) -> Result<i32> {
     match args.command {
@@ -37,7 +37,7 @@ fn new(a: &ConvNewArgs) -> Result<i32> {
         .iter()
         .map(|w| model::parse_with(w))
         .collect::<Result<Vec<_>>>()?;
-    let conv = Conversation::new(&a.name, &with, crate::fsutil::now_rfc3339())?;
+    let conv = Conversation::new(&a.name, &with, crate::ground::fsutil::now_rfc3339())?;
     let _lock = store.lock(&a.name)?;
     if store.exists(&a.name) {
         return Err(VfError::usage(format!(
@@ -61,7 +61,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         Ok(r) => r,
         Err(e) => {
             let _ = e.print();
-            return Ok(crate::error::exit::USAGE);
+            return Ok(crate::ground::error::exit::USAGE);
         }
     };
     let cwd = super::dispatch::resolve_cwd(a.cwd.as_deref())?;
@@ -74,7 +74,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     // Checked (and `--require-enforced` refused) for every participant
     // before anything of the turn is saved.
     let mut tools = Default::default();
-    let asked = crate::marker::Asked {
+    let asked = crate::unit::marker::Asked {
         read_only: !a.write,
         allow_tools: a.tools.allow_tool.clone(),
         deny_tools: a.tools.deny_tool.clone(),
@@ -92,11 +92,11 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     // A participant that cannot run is refused before its message enters
     // the transcript: saying it again must not enter it twice.
     for t in &targets {
-        crate::binary::resolve_binary(conv.participant(t)?.engine, None)?;
+        crate::process::binary::resolve_binary(conv.participant(t)?.engine, None)?;
     }
     let mcp = match &a.mcp {
         Some(f) => {
-            let text = crate::workspace_files::read_text("--mcp", f)?;
+            let text = crate::project::agy_files::read_text("--mcp", f)?;
             let servers = crate::engine::mcp::parse(&text)?;
             for t in &targets {
                 crate::engine::mcp::check(conv.participant(t)?.engine, &servers)?;
@@ -109,7 +109,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,
         stall_timeout: crate::dispatch::resolve::seconds("--stall-timeout", a.stall_timeout)?,
         timeout: crate::dispatch::resolve::seconds("--timeout", a.timeout)?,
-        kill_grace: crate::child::kill_grace_from_env()?,
+        kill_grace: crate::process::child::kill_grace_from_env()?,
         fresh: a.fresh,
         write: a.write,
         tools,
@@ -204,7 +204,7 @@ fn print_reports(
                     }
                 )?;
                 if let Some(answer) = r.result.answer.as_deref().filter(|_| r.recorded) {
-                    writeln!(out, "{}", crate::text::visible(answer))?;
+                    writeln!(out, "{}", crate::ground::text::visible(answer))?;
                 }
             }
         }
@@ -255,7 +255,7 @@ fn show(a: &ConvShowArgs) -> Result<i32> {
             e.from,
             &e.sha256[..12]
         )?;
-        writeln!(out, "{}", crate::text::visible(&e.text))?;
+        writeln!(out, "{}", crate::ground::text::visible(&e.text))?;
     }
     Ok(0)
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::stdio::eprint_line;
 use crate::cli::{DemoArgs, OrchestrateArgs, OutputArgs, OutputFormat, ReportArgs, StateDirArg};
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 use crate::workspace::git;
 
 /// The plan the demo runs: `docs` and `tests` in parallel, `release` after
@@ -35,7 +35,7 @@ depends_on = ["docs", "tests"]
 
 pub fn run(a: &DemoArgs) -> Result<i32> {
     // git is the one thing the demo needs from the machine.
-    crate::binary::resolve_program("git").map_err(|e| {
+    crate::process::binary::resolve_program("git").map_err(|e| {
         VfError::not_ready(format!(
             "vf demo needs git on PATH (its units run in git worktrees): {e}"
         ))
@@ -71,7 +71,7 @@ pub fn run(a: &DemoArgs) -> Result<i32> {
         },
         state: state_arg(&state),
     };
-    let code = super::orchestrate::run_with(&orchestrate, &crate::config::Config::default())?;
+    let code = super::orchestrate::run_with(&orchestrate, &crate::plan::config::Config::default())?;
     if !a.json {
         super::status::table_of(&state)?;
     }

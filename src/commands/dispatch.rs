@@ -8,19 +8,19 @@ use serde::Serialize;
 use super::output::StdoutSink;
 use super::run_options;
 use super::stdio::eprint_line;
-use crate::attach;
 use crate::cli::{DispatchArgs, OutputFormat};
 use crate::dispatch::UnitSpec;
+use crate::dispatch::attach;
+use crate::dispatch::notify::Hooks;
+use crate::dispatch::private::{self, PrivateRanges, RangeSpec};
 use crate::dispatch::resolve::{self, Resolved};
 use crate::engine::choice::{EngineChoice, check_session_choice};
 use crate::engine::launch_plan::Launches;
 use crate::engine::{AttachmentKind, EngineCommand, EngineId, Invocation, Request};
-use crate::error::{Result, VfError};
-use crate::notify::Hooks;
-use crate::private::{self, PrivateRanges, RangeSpec};
+use crate::ground::error::{Result, VfError};
+use crate::ground::{names, state};
 use crate::unit::LockedUnit;
 use crate::workspace::WorkspaceSpec;
-use crate::{names, state};
 
 /// A `vf dispatch` resolved and checked: the unit's options, resolved once
 /// ([`Resolved`]), and what only this command needs of its flags.
@@ -76,7 +76,7 @@ pub fn resolve_cwd(cwd: Option<&std::path::Path>) -> Result<PathBuf> {
 pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     use super::config as user;
     let cwd = resolve_cwd(args.cwd.as_deref())?;
-    let cfg = crate::config::load()?;
+    let cfg = crate::plan::config::load()?;
     let mut origins = user::Origins::new();
     let (choice, origin) = user::engine_choice(args.engine, &cfg)?;
     origins.insert("engine", origin);
@@ -85,8 +85,11 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     origins.insert("state_dir", origin);
     // `auto` asks the doctor which engines are ready before a real run; a dry
     // run spawns nothing and falls back to the support-matrix order.
-    let ready = (choice == EngineChoice::Auto && !args.dry_run)
-        .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
+    let ready = (choice == EngineChoice::Auto && !args.dry_run).then(|| {
+        crate::readiness::doctor::cache::LazyReadiness::new(
+            crate::readiness::doctor::Options::default(),
+        )
+    });
     let is_ready = |e| ready.as_ref().map(|r| r.get(e));
     let mut attach_plan = attach::select(choice, &args.attach, &state_dir, &cwd, &is_ready)?;
     if args.engine.is_none() && choice != EngineChoice::Auto {
@@ -107,7 +110,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     }
     // A re-run of an existing unit keeps what it asked for, unless given
     // again; a first run starts from the user config's.
-    let kept = crate::marker::MarkerStore::new(&state_dir).load(&unit)?;
+    let kept = crate::unit::marker::MarkerStore::new(&state_dir).load(&unit)?;
     let kept = kept.as_ref().map(|m| &m.asked);
     user::asked_origins((&args.policy, &args.after), kept, &cfg, &mut origins);
     let from_config = user::asked_of(&cfg);
@@ -163,7 +166,7 @@ fn command_of(
     (choice, engine): (EngineChoice, EngineId),
     unit: &str,
     state_dir: &std::path::Path,
-    cfg: &crate::config::Config,
+    cfg: &crate::plan::config::Config,
 ) -> Result<Option<EngineCommand>> {
     let given = match engine {
         EngineId::Bridge => args.bridge.clone(),
@@ -210,7 +213,7 @@ fn recorded_command(
     unit: &str,
     state_dir: &std::path::Path,
 ) -> Result<EngineCommand> {
-    let marker = crate::marker::MarkerStore::new(state_dir).load(unit)?;
+    let marker = crate::unit::marker::MarkerStore::new(state_dir).load(unit)?;
     match marker
         .filter(|m| m.engine == engine)
         .and_then(|m| m.command)
@@ -238,7 +241,7 @@ fn default_unit_name(engine: &str) -> String {
 /// The invocation, run in `worktree` (not yet made) instead of `r.cwd` when given.
 pub fn build_invocation(
     d: &Dispatch,
-    version: Option<&crate::version::Version>,
+    version: Option<&crate::ground::version::Version>,
     worktree: Option<&std::path::Path>,
 ) -> Result<Invocation> {
     let (r, prompt) = (
@@ -328,7 +331,7 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
         Err(e) => {
             // Printed as clap prints its own usage errors (main does the same).
             let _ = e.print();
-            return Ok(crate::error::exit::USAGE);
+            return Ok(crate::ground::error::exit::USAGE);
         }
     };
     let d = resolve(args, &ranges)?;
@@ -353,9 +356,13 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     // unit is primed with its earlier answers.
     let locked = LockedUnit::lock_sync(state_dir, unit)?;
     let marker = locked.load_marker()?;
-    let replay =
-        crate::rerun::for_dispatch(state_dir, marker.as_ref(), d.session.as_deref(), &prompt)
-            .map_err(|why| VfError::state(format!("cannot re-run unit {unit:?}: {why}")))?;
+    let replay = crate::dispatch::rerun::for_dispatch(
+        state_dir,
+        marker.as_ref(),
+        d.session.as_deref(),
+        &prompt,
+    )
+    .map_err(|why| VfError::state(format!("cannot re-run unit {unit:?}: {why}")))?;
     let (prompt, replay) = match replay {
         Some((primed, counts)) => (primed, Some(counts)),
         None => (prompt, None),
@@ -363,14 +370,14 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
     let mut run = d.run;
     run.stall_timeout = resolve::seconds("--stall-timeout", d.timeouts.0)?;
     run.timeout = resolve::seconds("--timeout", d.timeouts.1)?;
-    run.kill_grace = crate::child::kill_grace_from_env()?;
+    run.kill_grace = crate::process::child::kill_grace_from_env()?;
     (run.budget_args, run.steps) = (budget_args, steps);
     let spec = run.spec(prompt, d.session);
     // Named in the result when the user config gave any of them.
     let from_config = d
         .origins
         .values()
-        .any(|o| matches!(o, crate::config::Origin::Config(_)));
+        .any(|o| matches!(o, crate::plan::config::Origin::Config(_)));
     let origins = from_config
         .then(|| serde_json::to_value(&d.origins).ok())
         .flatten();
@@ -403,9 +410,11 @@ fn dry_run(args: &DispatchArgs, d: &Dispatch, ws: Option<&WorkspaceSpec>) -> Res
     let worktree = ws.map(|w| w.cwd_in(&r.state_dir, &r.unit));
     // The argv can depend on the installed version (copilot): read it when the
     // engine is installed, without writing any state for a dry run.
-    let version = crate::binary::resolve_binary(r.engine, args.run.engine_bin.as_deref())
+    let version = crate::process::binary::resolve_binary(r.engine, args.run.engine_bin.as_deref())
         .ok()
-        .and_then(|p| crate::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok());
+        .and_then(|p| {
+            crate::process::binary::read_version(&p, crate::dispatch::VERSION_TIMEOUT).ok()
+        });
     let mut inv = build_invocation(d, version.as_ref(), worktree.as_deref())?;
     inv.args
         .extend(max_cost_args(r.engine.engine(), args.max_cost)?);
@@ -482,7 +491,7 @@ fn print_dry_run(d: &Dispatch, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
             "# worktree: {} on {} from {}",
             crate::workspace::path_of(&r.state_dir, &r.unit).display(),
             crate::workspace::branch_of(&r.unit),
-            crate::text::cut(&w.base, 12)
+            crate::ground::text::cut(&w.base, 12)
         )?;
     }
     for s in d.private_ranges.summaries() {
@@ -503,7 +512,7 @@ pub fn run_unit(
     spec: UnitSpec,
     unit: LockedUnit,
     (format, hooks): (OutputFormat, &Hooks),
-    replay: Option<crate::history::Counts>,
+    replay: Option<crate::unit::history::Counts>,
 ) -> Result<i32> {
     run_unit_with(spec, unit, (format, hooks), replay, None)
 }
@@ -513,14 +522,14 @@ fn run_unit_with(
     spec: UnitSpec,
     unit: LockedUnit,
     (format, hooks): (OutputFormat, &Hooks),
-    replay: Option<crate::history::Counts>,
+    replay: Option<crate::unit::history::Counts>,
     origins: Option<serde_json::Value>,
 ) -> Result<i32> {
     let mut sink = StdoutSink::new(format);
     sink.origins = origins;
     let (state_dir, cwd, grace) = (spec.state_dir.clone(), spec.cwd.clone(), spec.kill_grace);
     let mut result = super::block_on(crate::dispatch::run_locked(spec, unit, &mut sink))??;
-    crate::rerun::mark(&mut result, replay);
+    crate::dispatch::rerun::mark(&mut result, replay);
     sink.result(&result);
     if format == OutputFormat::Human
         && let Some(e) = &result.error
@@ -530,26 +539,26 @@ fn run_unit_with(
     // After the result is out and the marker final: a hook changes neither.
     let mut json = serde_json::to_vec(&result).map_err(anyhow::Error::from)?;
     json.push(b'\n');
-    let ended = crate::notify::Ended {
+    let ended = crate::dispatch::notify::Ended {
         state_dir: &state_dir,
         cwd: &cwd,
         unit: &result.unit,
         engine: result.engine.as_str(),
         attempt: result.attempt,
-        failed: result.state != crate::marker::UnitState::Done,
+        failed: result.state != crate::unit::marker::UnitState::Done,
         json: &json,
         kill_grace: grace,
     };
-    for w in super::block_on(crate::notify::after_unit(hooks, &ended))? {
+    for w in super::block_on(crate::dispatch::notify::after_unit(hooks, &ended))? {
         eprint_line(format_args!("vf: warning: {}: {w}", result.unit));
     }
     Ok(result.vf_exit())
 }
 
 /// `--on-finish` / `--on-fail` (`VF_HOOK_TIMEOUT_MS` checked: exit 2).
-pub fn hooks_of(a: &crate::marker::Asked) -> Result<Hooks> {
-    crate::notify::timeout_from_env()?;
-    crate::acp::handshake_timeout_from_env()?;
+pub fn hooks_of(a: &crate::unit::marker::Asked) -> Result<Hooks> {
+    crate::dispatch::notify::timeout_from_env()?;
+    crate::engine::acp::handshake_timeout_from_env()?;
     Ok(Hooks {
         on_finish: a.on_finish.clone(),
         on_fail: a.on_fail.clone(),

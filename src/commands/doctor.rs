@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use super::stdio::eprint_line;
 use crate::cli::DoctorArgs;
-use crate::doctor::{self, EngineReport, Options, Verdict};
 use crate::engine::EngineId;
-use crate::error::{Result, exit};
-use crate::orphans::{self, Class, Finding};
+use crate::ground::error::{Result, exit};
+use crate::process::orphans::{self, Class, Finding};
+use crate::readiness::doctor::{self, EngineReport, Options, Verdict};
 
 /// The auxiliary runtime reported alongside the engines.
 const AUX_RUNTIME: &str = "bun";
@@ -159,8 +159,8 @@ fn human_age(secs: u64) -> String {
 
 /// `vf doctor --fix`: end proven orphans, release stale records, leave the rest.
 fn fix(state_dir: &Path, json: bool) -> Result<i32> {
-    use crate::orphans::{Action, Class};
-    let findings = orphans::fix(state_dir, crate::child::kill_grace_from_env()?);
+    use crate::process::orphans::{Action, Class};
+    let findings = orphans::fix(state_dir, crate::process::child::kill_grace_from_env()?);
     // Private text a killed run left in a prompt file goes with its orphans.
     match crate::dispatch::remove_stale_prompt_files(state_dir) {
         Ok(removed) => {
@@ -238,7 +238,7 @@ fn run_probes(reports: &mut [EngineReport], timeout: Option<Duration>) -> Result
             set.spawn_local(async move {
                 (
                     i,
-                    crate::probe::probe(engine, path.into(), version, timeout).await,
+                    crate::readiness::probe::probe(engine, path.into(), version, timeout).await,
                 )
             });
         }
@@ -356,11 +356,11 @@ mod tests {
         use std::time::Duration;
         assert_eq!(
             Duration::from_secs(crate::cli::DOCTOR_TIMEOUT_SECS),
-            crate::doctor::DEFAULT_TIMEOUT
+            crate::readiness::doctor::DEFAULT_TIMEOUT
         );
         assert_eq!(
             Duration::from_secs(crate::cli::PROBE_TIMEOUT_SECS),
-            crate::probe::DEFAULT_PROBE_TIMEOUT
+            crate::readiness::probe::DEFAULT_PROBE_TIMEOUT
         );
         assert_eq!(super::human_age(59), "59s");
         assert_eq!(super::human_age(61), "1m01s");

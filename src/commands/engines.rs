@@ -9,8 +9,8 @@ use crate::engine::{
     AttachmentKind, CommandSource, Engine, EngineId, Guardrails, OutputTransport, Preset,
     PromptTransport,
 };
-use crate::error::Result;
-use crate::version::Version;
+use crate::ground::error::Result;
+use crate::ground::version::Version;
 
 /// How `--session` / `vf resume` continue a unit on an engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -103,7 +103,7 @@ struct PolicySupport {
 
 /// Read off `engine::policy` for each verified version (or none known).
 fn policy_support(id: EngineId) -> PolicySupport {
-    use crate::engine::policy::{Enforcement, ToolPolicy, apply};
+    use crate::engine::tool_policy::{Enforcement, ToolPolicy, apply};
     let ro = ToolPolicy {
         read_only: true,
         ..ToolPolicy::default()

@@ -5,12 +5,12 @@
 use std::io::Read;
 
 use crate::cli::{HookArgs, HookEvent};
-use crate::error::{Result, exit};
-use crate::hook::{self, Event};
+use crate::ground::error::{Result, exit};
+use crate::project::tool_hook::{self, Event};
 
 pub fn run(a: &HookArgs) -> Result<i32> {
     for t in &a.deny_tools {
-        crate::names::check("tool name", t)?;
+        crate::ground::names::check("tool name", t)?;
     }
     let event = match a.event {
         HookEvent::PreToolUse => Event::PreToolUse,
@@ -18,16 +18,16 @@ pub fn run(a: &HookArgs) -> Result<i32> {
     };
     let mut bytes = Vec::new();
     let read = std::io::stdin()
-        .take(hook::MAX_PAYLOAD_BYTES + 1)
+        .take(tool_hook::MAX_PAYLOAD_BYTES + 1)
         .read_to_end(&mut bytes);
     let payload = read
         .ok()
-        .filter(|_| bytes.len() as u64 <= hook::MAX_PAYLOAD_BYTES)
+        .filter(|_| bytes.len() as u64 <= tool_hook::MAX_PAYLOAD_BYTES)
         .and_then(|_| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .filter(serde_json::Value::is_object);
-    let d = hook::decide(event, payload.as_ref(), &a.deny_tools);
+    let d = tool_hook::decide(event, payload.as_ref(), &a.deny_tools);
     if let Some(path) = &a.log
-        && let Err(e) = hook::log(path, &d)
+        && let Err(e) = tool_hook::log(path, &d)
     {
         super::stdio::eprint_line(format_args!(
             "vf: warning: cannot log to {}: {e}",

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::cli::JudgeArgs;
-use crate::error::{Result, exit};
-use crate::judge::{self, Config, Decision, Failure};
+use crate::ground::error::{Result, exit};
+use crate::report::judge::{self, Config, Decision, Failure};
 
 pub fn run(a: &JudgeArgs) -> Result<i32> {
     let var = |name: &str| std::env::var(name).ok();
@@ -19,7 +19,7 @@ pub fn run(a: &JudgeArgs) -> Result<i32> {
         var(judge::ENDPOINT_VAR),
         var(judge::MODEL_VAR),
         var(judge::KEY_VAR),
-        var(judge::tls::CA_FILE_VAR),
+        var(crate::ground::tls::CA_FILE_VAR),
         Duration::from_secs(a.timeout),
     )?;
     let cwd = std::env::current_dir()?;

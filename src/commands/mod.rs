@@ -1,7 +1,7 @@
 //! One file per subcommand. Each returns the process exit code.
 
 use crate::cli::{Cli, Command};
-use crate::error::Result;
+use crate::ground::error::Result;
 
 pub mod attach;
 pub mod clean;
@@ -62,7 +62,7 @@ pub fn run(cli: Cli) -> Result<i32> {
 fn orchestrate(a: &crate::cli::OrchestrateArgs) -> Result<i32> {
     #[cfg(feature = "temporal")]
     if a.temporal.target.temporal.is_some() {
-        return orchestrate_temporal::run(a, &crate::config::load()?);
+        return orchestrate_temporal::run(a, &crate::plan::config::load()?);
     }
     orchestrate::run(a)
 }

@@ -9,16 +9,16 @@ use std::time::Instant;
 
 use super::output::{StdoutSink, human_line};
 use super::stdio::{eprint_line, live};
-use crate::attach;
 use crate::cli::{OrchestrateArgs, OutputFormat};
+use crate::dispatch::attach;
 use crate::dispatch::{DispatchResult, EventSink};
 use crate::engine::EngineId;
 use crate::engine::choice::EngineChoice;
-use crate::error::{Result, VfError};
-use crate::frames::ConversationEvent;
+use crate::engine::frames::ConversationEvent;
+use crate::ground::error::{Result, VfError};
+use crate::ground::text::one_line;
 use crate::plan;
-use crate::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
-use crate::text::one_line;
+use crate::plan::scheduler::{self, Job, PlanResult, Reporter, RunState, UnitReport};
 
 /// Everything is checked before anything starts; `auto` units ask the doctor
 /// which engines are ready (once for the whole plan).
@@ -26,7 +26,7 @@ use crate::text::one_line;
 /// `--state-dir` (`vf demo` passes none).
 pub(super) fn resolve(
     args: &OrchestrateArgs,
-    cfg: &crate::config::Config,
+    cfg: &crate::plan::config::Config,
 ) -> Result<(scheduler::Request, Option<String>)> {
     if args.jobs == Some(0) {
         return Err(VfError::usage("--jobs must be at least 1"));
@@ -36,9 +36,9 @@ pub(super) fn resolve(
         .as_deref()
         .ok_or_else(|| VfError::usage("the plan file is missing"))?;
     let mut plan = plan::load_with(path, &cfg.user_defaults())?;
-    crate::notify::timeout_from_env()?;
-    crate::acp::handshake_timeout_from_env()?;
-    let flags = crate::usage::Budget {
+    crate::dispatch::notify::timeout_from_env()?;
+    crate::engine::acp::handshake_timeout_from_env()?;
+    let flags = crate::engine::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,
         hard: args.hard_budget,
@@ -50,7 +50,11 @@ pub(super) fn resolve(
         .units
         .iter()
         .any(|u| u.engine == EngineChoice::Auto)
-        .then(|| crate::doctor::cache::LazyReadiness::new(crate::doctor::Options::default()));
+        .then(|| {
+            crate::readiness::doctor::cache::LazyReadiness::new(
+                crate::readiness::doctor::Options::default(),
+            )
+        });
     let is_ready = |e| ready.as_ref().map(|r| r.get(e));
     let mut jobs = Vec::with_capacity(plan.units.len());
     // Each unit moves into its job: the plan is not held twice.
@@ -80,7 +84,7 @@ pub(super) fn resolve(
             .or(flags)
             .checked_hard()
             .map_err(VfError::usage)?,
-        kill_grace: crate::child::kill_grace_from_env()?,
+        kill_grace: crate::process::child::kill_grace_from_env()?,
     };
     Ok((request, plan.on_plan_finish))
 }
@@ -88,11 +92,11 @@ pub(super) fn resolve(
 /// A plan run here (`--temporal` is [`super::orchestrate_temporal`]'s,
 /// which renders with this file's reporters: the arrow runs one way).
 pub fn run(args: &OrchestrateArgs) -> Result<i32> {
-    run_with(args, &crate::config::load()?)
+    run_with(args, &crate::plan::config::load()?)
 }
 
 /// [`run`] under the user config `cfg`.
-pub fn run_with(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
+pub fn run_with(args: &OrchestrateArgs, cfg: &crate::plan::config::Config) -> Result<i32> {
     let (req, on_plan_finish) = resolve(args, cfg)?;
     let (state_dir, grace) = (req.state_dir.clone(), req.kill_grace);
     let run = scheduler::open(req)?;
@@ -126,7 +130,7 @@ pub(super) fn reporter_for<'a>(
 /// dispatch result says it): `unit`, `defaults` or `config:PATH` per key.
 fn config_origins(
     layers: Option<&std::collections::BTreeMap<String, plan::Layer>>,
-    cfg: &crate::config::Config,
+    cfg: &crate::plan::config::Config,
 ) -> Option<std::collections::BTreeMap<String, String>> {
     let layers = layers?;
     layers.values().any(|l| *l == plan::Layer::User).then(|| {
@@ -150,17 +154,17 @@ fn plan_hook(
     let mut json = serde_json::to_vec(result).map_err(anyhow::Error::from)?;
     json.push(b'\n');
     let cwd = result.plan.parent().unwrap_or(state_dir).to_path_buf();
-    let ended = crate::notify::Ended {
+    let ended = crate::dispatch::notify::Ended {
         state_dir,
         cwd: &cwd,
-        unit: crate::notify::PLAN_OWNER,
+        unit: crate::dispatch::notify::PLAN_OWNER,
         engine: "",
         attempt: 0,
         failed: !result.ok,
         json: &json,
         kill_grace,
     };
-    if let Some(w) = super::block_on(crate::notify::after_plan(cmd, &ended))? {
+    if let Some(w) = super::block_on(crate::dispatch::notify::after_plan(cmd, &ended))? {
         eprint_line(format_args!("vf: warning: on_plan_finish: {w}"));
     }
     Ok(())
@@ -173,13 +177,13 @@ fn require_enforced(u: &plan::PlanUnit, engine: EngineId) -> Result<()> {
     if !u.policy.require_enforced {
         return Ok(());
     }
-    use crate::engine::policy;
+    use crate::engine::tool_policy;
     for e in std::iter::once(engine).chain(u.rate_limit.fallback.iter().copied()) {
         let version = crate::dispatch::installed_version(e, None);
-        policy::require(
+        tool_policy::require(
             e,
             &u.policy,
-            &policy::apply(e, version.as_ref(), false, &u.policy),
+            &tool_policy::apply(e, version.as_ref(), false, &u.policy),
         )
         .map_err(|err| VfError::usage(format!("unit {:?}: {err}", u.name)))?;
     }

@@ -8,10 +8,10 @@ use std::io::IsTerminal;
 
 use super::stdio::eprint_line;
 use crate::cli::{DEFAULT_TASK_QUEUE, OrchestrateArgs, OutputFormat};
-use crate::error::{Result, VfError};
-use crate::scheduler::{self, PlanResult, RunState};
-use crate::temporal::wire::{PlanInput, Progress, UnitInput};
-use crate::temporal::{self, Endpoint, client};
+use crate::ground::error::{Result, VfError};
+use crate::plan::scheduler::{self, PlanResult, RunState};
+use crate::plan::temporal::payload::{PlanInput, Progress, UnitInput};
+use crate::plan::temporal::{self, Endpoint, client};
 
 /// How long an exact resume waits for its host before the replay elsewhere.
 const AFFINITY_MS_ENV: &str = "VF_TEMPORAL_AFFINITY_MS";
@@ -21,7 +21,7 @@ const AFFINITY_MS: u64 = 30_000;
 const HISTORY_ENV: &str = "VF_TEMPORAL_HISTORY_EVENTS";
 const HISTORY_EVENTS: u32 = 10_000;
 
-pub fn run(args: &OrchestrateArgs, cfg: &crate::config::Config) -> Result<i32> {
+pub fn run(args: &OrchestrateArgs, cfg: &crate::plan::config::Config) -> Result<i32> {
     let t = &args.temporal;
     let endpoint = endpoint_of(&t.target)?;
     let format = args.output.format();
@@ -159,12 +159,12 @@ fn report_changes(
 }
 
 fn plan_result(p: &Progress) -> PlanResult {
-    let usage = crate::usage::total(p.units.iter().filter_map(|u| u.usage.as_ref()));
+    let usage = crate::engine::usage::total(p.units.iter().filter_map(|u| u.usage.as_ref()));
     let interrupted = p
         .units
         .iter()
-        .any(|u| u.reason == Some(crate::error::Reason::Interrupted(None)))
-        .then_some(crate::error::exit::SIGTERM);
+        .any(|u| u.reason == Some(crate::ground::error::Reason::Interrupted(None)))
+        .then_some(crate::ground::error::exit::SIGTERM);
     PlanResult {
         kind: "orchestrate.result",
         ok: p.units.iter().all(|u| u.state == RunState::Done),
@@ -191,7 +191,7 @@ fn render(format: OutputFormat, p: &Progress, ended: bool) -> Result<i32> {
 /// carry refused, each unit sent as its own one-unit plan.
 fn plan_input(
     args: &OrchestrateArgs,
-    cfg: &crate::config::Config,
+    cfg: &crate::plan::config::Config,
     endpoint: &Endpoint,
 ) -> Result<PlanInput> {
     if args.resume {

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 
 use crate::cli::OutputFormat;
 use crate::dispatch::{DispatchResult, EventSink};
-use crate::frames::ConversationEvent;
+use crate::engine::frames::ConversationEvent;
 
 /// Writes events to stdout as they arrive (live output: a failed write
 /// stops the printing, never the run; see [`super::stdio`]).
@@ -133,11 +133,11 @@ impl StdoutSink {
                         w.path.display(),
                         w.branch,
                         w.changed_files.len(),
-                        crate::text::cut(&w.base, 12)
+                        crate::ground::text::cut(&w.base, 12)
                     ));
                 }
                 // An error or version may carry the engine's own words.
-                self.write(crate::text::visible(&s).as_bytes());
+                self.write(crate::ground::text::visible(&s).as_bytes());
             }
         }
     }
@@ -184,6 +184,6 @@ impl EventSink for StdoutSink {
 /// One event as readable transcript rows (the same rendering as `vf replay`).
 pub fn human_line(ev: &ConversationEvent) -> String {
     let mut buf = Vec::new();
-    let _ = crate::frames::render::write_human(&mut buf, ev);
+    let _ = crate::engine::frames::render::write_human(&mut buf, ev);
     String::from_utf8_lossy(&buf).trim_end().to_string()
 }

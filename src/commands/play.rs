@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::cli::PlayArgs;
 use crate::engine::recorded;
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 
 /// The pause before each line: a six-line capture lasts about 1.5 s.
 pub const CADENCE: Duration = Duration::from_millis(250);
@@ -17,7 +17,7 @@ pub const CADENCE: Duration = Duration::from_millis(250);
 pub fn run(a: &PlayArgs) -> Result<i32> {
     let capture = recorded::find(&a.capture)
         .ok_or_else(|| VfError::usage(format!("no capture {:?}", a.capture)))?;
-    crate::names::check("file name", a.file.trim_end_matches(".txt"))?;
+    crate::ground::names::check("file name", a.file.trim_end_matches(".txt"))?;
     let mut prompt = Vec::new();
     std::io::stdin().read_to_end(&mut prompt)?;
     std::fs::write(&a.file, capture.tool_output)?;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::cli::PromptArgs;
 use crate::dispatch::MAX_PROMPT_BYTES;
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 
 pub fn read(args: &PromptArgs) -> Result<String> {
     let prompt = if let Some(p) = &args.prompt {

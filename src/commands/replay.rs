@@ -4,10 +4,10 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 use crate::cli::{ReplayArgs, ReplayOutput};
-use crate::error::{Result, VfError};
-use crate::frames::reader::{Line, LineReader, MAX_LINE_BYTES};
-use crate::frames::{ConversationEvent, Projector, render};
-use crate::version::Version;
+use crate::engine::frames::reader::{Line, LineReader, MAX_LINE_BYTES};
+use crate::engine::frames::{ConversationEvent, Projector, render};
+use crate::ground::error::{Result, VfError};
+use crate::ground::version::Version;
 
 pub fn run(a: &ReplayArgs) -> Result<i32> {
     let version = match &a.cli_version {
@@ -62,7 +62,7 @@ fn replay_acp(
 ) -> Result<i32> {
     let mut bytes = Vec::new();
     input.read_to_end(&mut bytes)?;
-    let (events, _) = crate::acp::project_log(&String::from_utf8_lossy(&bytes));
+    let (events, _) = crate::engine::acp::project_log(&String::from_utf8_lossy(&bytes));
     emit(out, &events, mode)?;
     out.flush()?;
     Ok(0)

@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::cli::ReportArgs;
-use crate::error::{Result, VfError};
-use crate::fsutil::output::{self, OutputError, Streams};
+use crate::ground::error::{Result, VfError};
+use crate::ground::fsutil::user_file::{self, OutputError, Streams};
+use crate::ground::{names, state};
 use crate::report::{self, Request};
-use crate::{names, state};
 
 struct Resolved {
     req: Request,
@@ -100,7 +100,7 @@ fn check_output(output: &std::path::Path, streams: Streams) -> Result<()> {
             output.display()
         )));
     }
-    output::check(output, streams).map_err(|e| unwritable(output, e))?;
+    user_file::check(output, streams).map_err(|e| unwritable(output, e))?;
     Ok(())
 }
 
@@ -122,8 +122,8 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
     match how {
         // The page may be on stdout itself (`-o /dev/stdout`): the line
         // must not end up inside it.
-        output::How::Stream { .. } => super::stdio::eprint_line(format_args!("{line}")),
-        output::How::Replace => {
+        user_file::How::Stream { .. } => super::stdio::eprint_line(format_args!("{line}")),
+        user_file::How::Replace => {
             std::io::Write::write_all(&mut super::stdio::out(), format!("{line}\n").as_bytes())?
         }
     }
@@ -141,10 +141,10 @@ pub fn write_page(a: &ReportArgs) -> Result<String> {
     Ok(write(&resolve(a)?)?.0)
 }
 
-fn write(r: &Resolved) -> Result<(String, output::How)> {
+fn write(r: &Resolved) -> Result<(String, user_file::How)> {
     let model = report::build(&r.req)?;
     let page = report::html::render(&model);
-    let how = output::write(&r.output, page.as_bytes(), r.streams)
+    let how = user_file::write(&r.output, page.as_bytes(), r.streams)
         .map_err(|e| unwritable(&r.output, e))?;
     let line = format!(
         "wrote {} ({} unit(s), {} bytes)",

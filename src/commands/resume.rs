@@ -1,14 +1,14 @@
 //! `vf resume UNIT`: continue a unit's exact native session, or, on an
 //! engine without exact resume authority, start a fresh one primed with a
-//! replay of the unit's earlier answers ([`crate::rerun`]).
+//! replay of the unit's earlier answers ([`crate::dispatch::rerun`]).
 
 use crate::cli::{OutputFormat, ResumeArgs};
 use crate::dispatch::UnitSpec;
+use crate::dispatch::rerun::for_resume;
 use crate::dispatch::resolve::{self, Resolved};
-use crate::error::{Result, VfError};
-use crate::marker::policy::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
-use crate::names;
-use crate::rerun::for_resume;
+use crate::ground::error::{Result, VfError};
+use crate::ground::names;
+use crate::unit::marker::resume_rule::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::unit::{LockedUnit, UnitDir};
 
 /// A validated `vf resume`: everything is checked before anything is touched.
@@ -17,8 +17,8 @@ struct Request {
     /// The unit, locked from reading the marker to the end of the run.
     unit: LockedUnit,
     format: OutputFormat,
-    replay: Option<crate::history::Counts>,
-    hooks: crate::notify::Hooks,
+    replay: Option<crate::unit::history::Counts>,
+    hooks: crate::dispatch::notify::Hooks,
 }
 
 /// The unit's name is the one asked for (checked, and the marker's own
@@ -27,9 +27,9 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     names::check("unit name", &args.unit)?;
     let cwd = std::env::current_dir()?;
     let state_dir = super::config::state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
-    let kill_grace = crate::child::kill_grace_from_env()?;
-    crate::notify::timeout_from_env()?;
-    crate::acp::handshake_timeout_from_env()?;
+    let kill_grace = crate::process::child::kill_grace_from_env()?;
+    crate::dispatch::notify::timeout_from_env()?;
+    crate::engine::acp::handshake_timeout_from_env()?;
     let dir = UnitDir::new(&state_dir, &args.unit);
     let no_unit = || {
         VfError::usage(format!(

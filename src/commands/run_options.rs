@@ -8,8 +8,8 @@ use std::path::Path;
 use crate::cli::{AfterRunArgs, ClearPart, ModelArgs, PolicyArgs, StepArgs};
 use crate::dispatch::resolve::{AskFlags, Clear, ModelFlags, StepFlags};
 use crate::engine::EngineId;
-use crate::error::{Result, VfError};
-use crate::marker::Asked;
+use crate::ground::error::{Result, VfError};
+use crate::unit::marker::Asked;
 
 /// `--model`, `--effort`, `--summary-schema`, `--agent`.
 pub fn model_flags(a: &ModelArgs) -> ModelFlags {
@@ -77,7 +77,7 @@ pub fn mcp(
             "{e} (the MCP servers' file this unit ran with, kept from its marker: give --mcp FILE again, or --clear mcp)"
         )),
     };
-    let text = crate::workspace_files::read_text("--mcp", &file).map_err(kept)?;
+    let text = crate::project::agy_files::read_text("--mcp", &file).map_err(kept)?;
     let servers = crate::engine::mcp::parse(&text).map_err(kept)?;
     let unit_dir = crate::unit::UnitDir::new(state_dir, unit).path();
     crate::engine::mcp::apply(engine, &servers, &unit_dir).map_err(kept)?;

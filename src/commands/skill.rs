@@ -4,9 +4,9 @@
 use std::io::Write;
 
 use crate::cli::{SkillArgs, SkillCommand};
-use crate::error::Result;
-use crate::scaffold::{self, Action, Written};
-use crate::skill::{self, Target};
+use crate::ground::error::Result;
+use crate::project::scaffold::{self, Action, Written};
+use crate::project::skill::{self, Target};
 
 pub fn run(a: &SkillArgs) -> Result<i32> {
     let SkillCommand::Install(a) = &a.command;

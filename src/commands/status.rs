@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::cli::StatusArgs;
-use crate::error::{Result, VfError, exit};
-use crate::marker::policy::{resolve_resume_id, state_refusal};
-use crate::marker::{Marker, MarkerStore, Problem, UnitState, Unusable};
-use crate::names;
-use crate::procinfo::Liveness;
+use crate::ground::error::{Result, VfError, exit};
+use crate::ground::names;
+use crate::ground::procinfo::Liveness;
+use crate::unit::marker::resume_rule::{resolve_resume_id, state_refusal};
+use crate::unit::marker::{Marker, MarkerStore, Problem, UnitState, Unusable};
 
 /// A validated `vf status` request.
 struct Request {
@@ -38,13 +38,13 @@ fn resolve(args: &StatusArgs) -> Result<Request> {
 
 /// `--since`: an RFC 3339 time, or an age before now (`90m`, `12h`, `7d`).
 pub(super) fn parse_since(s: &str) -> Result<u64> {
-    if let Some(t) = crate::fsutil::parse_rfc3339(s) {
+    if let Some(t) = crate::ground::fsutil::parse_rfc3339(s) {
         return Ok(t);
     }
     let bad = || {
         VfError::usage(format!(
             "invalid --since {:?}: expected an RFC 3339 UTC time or an age like 12h",
-            crate::text::cut(s, 64)
+            crate::ground::text::cut(s, 64)
         ))
     };
     let unit = match s.chars().last() {
@@ -66,7 +66,7 @@ pub(super) fn parse_since(s: &str) -> Result<u64> {
 fn finished_since(m: &Marker, since: u64) -> bool {
     m.finished_at
         .as_deref()
-        .and_then(crate::fsutil::parse_rfc3339)
+        .and_then(crate::ground::fsutil::parse_rfc3339)
         .is_some_and(|t| t >= since)
 }
 
@@ -75,7 +75,7 @@ fn finished_since(m: &Marker, since: u64) -> bool {
 struct Total<'a> {
     units: usize,
     since: Option<&'a str>,
-    usage: Option<crate::usage::Usage>,
+    usage: Option<crate::engine::usage::Usage>,
 }
 
 #[derive(Serialize)]
@@ -181,7 +181,7 @@ fn show(req: &Request, since_text: Option<&str>) -> Result<i32> {
         let total = Total {
             units: markers.len(),
             since: since_text,
-            usage: crate::usage::total(markers.iter().filter_map(|m| m.usage.as_ref())),
+            usage: crate::engine::usage::total(markers.iter().filter_map(|m| m.usage.as_ref())),
         };
         print_total(&total, req.json)?;
     } else if req.json {
@@ -284,7 +284,10 @@ fn cells(r: &Row) -> Cells {
         (None, None) => String::new(),
     };
     let detail = match &m.command {
-        Some(c) => format!("command: {} {detail}", crate::text::one_line(&c.line, 60)),
+        Some(c) => format!(
+            "command: {} {detail}",
+            crate::ground::text::one_line(&c.line, 60)
+        ),
         None => detail,
     };
     let detail = match &m.workspace {
@@ -304,8 +307,8 @@ fn cells(r: &Row) -> Cells {
     }
 }
 
-fn recorded_version(m: &Marker) -> Option<crate::version::Version> {
+fn recorded_version(m: &Marker) -> Option<crate::ground::version::Version> {
     m.engine_version
         .as_deref()
-        .and_then(crate::version::Version::parse)
+        .and_then(crate::ground::version::Version::parse)
 }

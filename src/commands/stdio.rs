@@ -3,7 +3,7 @@
 //! pipe is one.
 //!
 //! A failed write to stdout is the command's failure: exit 74
-//! ([`crate::error::exit::OUTPUT`]), with a message on stderr. A closed pipe
+//! ([`crate::ground::error::exit::OUTPUT`]), with a message on stderr. A closed pipe
 //! (`vf … | head`) is not: that is success, as in ripgrep. The first failure
 //! is remembered for the whole process, so nothing is written after a torn
 //! line, and [`finish`] (run by `main` after every command) reports it even
@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::error::{Result, VfError, output_error};
+use crate::ground::error::{Result, VfError, output_error};
 
 /// The first failed write to stdout.
 static FAILED: Mutex<Option<io::Error>> = Mutex::new(None);
@@ -110,5 +110,5 @@ pub fn live_json(value: &impl serde::Serialize) {
 /// stderr line, a frame): what could drive the terminal is shown escaped.
 pub fn eprint_line(line: std::fmt::Arguments) {
     let line = line.to_string();
-    let _ = writeln!(io::stderr(), "{}", crate::text::visible(&line));
+    let _ = writeln!(io::stderr(), "{}", crate::ground::text::visible(&line));
 }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use super::stdio::eprint_line;
 use crate::cli::{DEFAULT_JOBS, DEFAULT_TASK_QUEUE, WorkerArgs};
-use crate::error::{Result, VfError};
-use crate::scheduler::Job;
-use crate::temporal::{self, Endpoint, worker};
+use crate::ground::error::{Result, VfError};
+use crate::plan::scheduler::Job;
+use crate::plan::temporal::{self, Endpoint, worker};
 
 pub fn run(args: &WorkerArgs) -> Result<i32> {
-    let cfg = crate::config::load()?;
+    let cfg = crate::plan::config::load()?;
     let Some(address) = args.target.temporal.clone() else {
         return Err(VfError::usage("vf worker needs --temporal HOST:PORT"));
     };
@@ -30,7 +30,7 @@ pub fn run(args: &WorkerArgs) -> Result<i32> {
         .map_err(|e| VfError::state(format!("cannot create {}: {e}", state_dir.display())))?;
     let host_id = match &args.host_id {
         Some(h) => {
-            crate::names::check("host id", h).map_err(VfError::usage)?;
+            crate::ground::names::check("host id", h).map_err(VfError::usage)?;
             h.clone()
         }
         None => worker::default_host_id(&state_dir),
@@ -44,7 +44,7 @@ pub fn run(args: &WorkerArgs) -> Result<i32> {
         jobs,
         state_dir: state_dir.clone(),
         host_id,
-        kill_grace: crate::child::kill_grace_from_env()?,
+        kill_grace: crate::process::child::kill_grace_from_env()?,
         build: Arc::new(build_job),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -3,9 +3,10 @@
 
 use crate::cli::{WorkspaceArgs, WorkspaceCommand, WorkspaceInitArgs};
 use crate::engine::EngineId;
-use crate::error::{Result, VfError};
-use crate::workspace_files::{self as files, Request};
-use crate::{names, scaffold};
+use crate::ground::error::{Result, VfError};
+use crate::ground::names;
+use crate::project::agy_files::{self as files, Request};
+use crate::project::scaffold;
 
 pub fn run(a: &WorkspaceArgs) -> Result<i32> {
     let WorkspaceCommand::Init(a) = &a.command;

@@ -4,15 +4,15 @@
 //! responses. exact-delta resumes its bound native session and delivers only
 //! the unseen public entries; full-history starts a fresh session and
 //! delivers the whole public context plus a bounded replay of its own last
-//! responses (the bounds of [`crate::history`]).
+//! responses (the bounds of [`crate::unit::history`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::model::{Conversation, Entry, EntryKind, Participant};
-use crate::canonical_json;
-use crate::error::Result;
-use crate::history::{self, Counts};
+use crate::conv::canonical_json;
+use crate::ground::error::Result;
+use crate::unit::history::{self, Counts};
 
 pub const TURN_HEADER: &str = "VF-TURN/1";
 pub const HANDOFF_FORMAT: &str = "VF-HANDOFF/1";

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
-use crate::error::{Result, VfError};
-use crate::history::sha256_hex;
-use crate::names;
+use crate::ground::error::{Result, VfError};
+use crate::ground::names;
+use crate::unit::history::sha256_hex;
 
 /// The on-disk format of `conversation.json`.
 pub const FORMAT: u32 = 1;
@@ -137,16 +137,17 @@ pub fn parse_with(s: &str) -> Result<With> {
         .ok_or_else(|| {
             VfError::usage(format!(
                 "--with {}: unknown engine {} (a participant is one of: {})",
-                crate::text::shown(s, 80),
-                crate::text::shown(engine, 40),
+                crate::ground::text::shown(s, 80),
+                crate::ground::text::shown(engine, 40),
                 crate::engine::engine_list(&EngineId::ALL)
             ))
         })?;
     names::check("participant alias", alias)?;
     if let Some(m) = model {
         let opts = crate::engine::RunOptions::new(Some(m.to_string()), None, None);
-        crate::engine::options::check(id.engine().spec(), &opts)
-            .map_err(|e| VfError::usage(format!("--with {}: {e}", crate::text::shown(s, 80))))?;
+        crate::engine::options::check(id.engine().spec(), &opts).map_err(|e| {
+            VfError::usage(format!("--with {}: {e}", crate::ground::text::shown(s, 80)))
+        })?;
     }
     Ok(With {
         engine: id,
@@ -215,7 +216,7 @@ impl Conversation {
                 VfError::usage(format!(
                     "conversation {:?} has no participant {}; it has: {}",
                     self.name,
-                    crate::text::shown(alias, 40),
+                    crate::ground::text::shown(alias, 40),
                     self.aliases().join(", ")
                 ))
             })

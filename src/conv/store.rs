@@ -6,11 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use super::model::{Conversation, HandoffRef};
-use crate::error::{Result, VfError};
-use crate::fsutil::write_atomic;
-use crate::history::sha256_hex;
-use crate::names;
-use crate::unit_lock::UnitLock;
+use crate::ground::error::{Result, VfError};
+use crate::ground::fsutil::write_atomic;
+use crate::ground::names;
+use crate::unit::history::sha256_hex;
+use crate::unit::lock::UnitLock;
 
 const FILE: &str = "conversation.json";
 
@@ -44,7 +44,7 @@ impl ConvStore {
     pub fn load(&self, name: &str) -> Result<Conversation> {
         names::check("conversation name", name)?;
         let path = self.dir(name).join(FILE);
-        let bytes = match crate::fsutil::read_no_follow(&path) {
+        let bytes = match crate::ground::fsutil::read_no_follow(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(VfError::usage(format!(
@@ -133,7 +133,7 @@ impl ConvStore {
             .dir(name)
             .join("handoffs")
             .join(format!("{}.txt", h.digest));
-        let bytes = crate::fsutil::read_no_follow(&path)
+        let bytes = crate::ground::fsutil::read_no_follow(&path)
             .map_err(|e| VfError::state(format!("{}: {e}", path.display())))?;
         if sha256_hex(&bytes) != h.digest {
             return Err(VfError::state(format!(

@@ -10,14 +10,14 @@ use serde::Serialize;
 use super::envelope::{self, DeliveryMode, Turn, TurnInputs};
 use super::model::{Binding, Conversation, PendingTurn, turn_unit};
 use super::store::ConvStore;
+use crate::dispatch::private::{self, PrivateRanges};
 use crate::dispatch::resolve::Resolved;
 use crate::dispatch::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::EngineId;
-use crate::engine::policy::{Enforcement, ToolPolicy};
-use crate::error::Result;
-use crate::history::Counts;
-use crate::marker::{MarkerStore, UnitState};
-use crate::private::{self, PrivateRanges};
+use crate::engine::tool_policy::{Enforcement, ToolPolicy};
+use crate::ground::error::Result;
+use crate::unit::history::Counts;
+use crate::unit::marker::{MarkerStore, UnitState};
 
 /// What every turn of one `say` shares.
 pub struct SayContext {
@@ -69,7 +69,7 @@ pub fn read_only(engine: EngineId, write: bool, resume: bool) -> Enforcement {
         read_only: !write,
         ..ToolPolicy::default()
     };
-    crate::engine::policy::apply(engine, None, resume, &p)
+    crate::engine::tool_policy::apply(engine, None, resume, &p)
         .status
         .read_only
 }
@@ -81,7 +81,7 @@ pub fn require_read_only(alias: &str, engine: EngineId, resume: bool) -> Result<
     if read_only(engine, false, resume) != Enforcement::Unenforced {
         return Ok(());
     }
-    Err(crate::error::VfError::usage(format!(
+    Err(crate::ground::error::VfError::usage(format!(
         "participant {alias} ({engine}) cannot be held read-only{}: give --write to let it \
          edit, or --allow-unenforced to run the turn read-only in name only",
         if resume { " on a resumed turn" } else { "" }
@@ -96,7 +96,7 @@ pub struct CursorRange {
 
 /// Whether `engine` can resume a session exactly at its installed version.
 pub fn exact_authority(engine: EngineId) -> bool {
-    if crate::binary::resolve_binary(engine, None).is_err() {
+    if crate::process::binary::resolve_binary(engine, None).is_err() {
         return false;
     }
     let version = crate::dispatch::installed_version(engine, None);
@@ -211,7 +211,7 @@ fn start(
         timeout: ctx.timeout,
         kill_grace: ctx.kill_grace,
         policy: turn_policy(ctx),
-        asked: crate::marker::Asked::new(&turn_policy(ctx), (&[], &[]), (None, None)),
+        asked: crate::unit::marker::Asked::new(&turn_policy(ctx), (&[], &[]), (None, None)),
         engine_reason: Some(format!(
             "conversation {} participant {}",
             conv.name, turn.participant

@@ -15,14 +15,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::UnitSpec;
-use super::life::SessionRecorder;
 use super::pump::Msg;
 use super::redact::Redactor;
 use super::redact::stream::Stream;
-use crate::acp::{self, AcpError, Policy, SessionRequest, SessionSink};
 use crate::engine::Outcome;
-use crate::error::Reason;
-use crate::frames::ConversationEvent;
+use crate::engine::acp::{self, AcpError, Policy, SessionRequest, SessionSink};
+use crate::engine::frames::ConversationEvent;
+use crate::ground::error::Reason;
+use crate::unit::life::SessionRecorder;
 
 /// What the session tells the supervisor, in order.
 pub(super) enum SessionMsg {
@@ -99,7 +99,7 @@ impl SessionSink for Sink {
 /// `agentInfo.version`, when it reads as a version (the result's
 /// `engineVersion`: an agent command has no `--version`).
 fn agent_version(facts: &acp::AgentFacts) -> Option<String> {
-    crate::version::Version::parse(&facts.version).map(|v| v.to_string())
+    crate::ground::version::Version::parse(&facts.version).map(|v| v.to_string())
 }
 
 fn text(line: Vec<u8>) -> String {
@@ -154,7 +154,7 @@ pub(super) fn start(
     };
     let task = tokio::spawn(async move {
         // The attachments are read on the blocking pool, not the runtime's thread.
-        let parts = crate::attach::acp_prompt(cwd, attachments, prompt).await;
+        let parts = crate::dispatch::attach::acp_prompt(cwd, attachments, prompt).await;
         let ended = match parts {
             Ok(prompt) => {
                 let req = SessionRequest { prompt, ..req };
@@ -209,9 +209,9 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
         failure,
         usage: o.usage,
         running: if o.cost_is_running {
-            crate::usage::Running::Cost
+            crate::engine::usage::Running::Cost
         } else {
-            crate::usage::Running::None
+            crate::engine::usage::Running::None
         },
         agent_version: o
             .agent
@@ -225,10 +225,10 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
 /// What settle takes from an ACP session besides the [`Outcome`].
 pub(super) struct AcpVerdict {
     pub failure: Option<(Reason, String)>,
-    pub usage: Option<crate::usage::Usage>,
+    pub usage: Option<crate::engine::usage::Usage>,
     /// `usage_update`'s cost is the session's so far: a resumed run's is
     /// that less the last run's total.
-    pub running: crate::usage::Running,
+    pub running: crate::engine::usage::Running,
     /// `agentInfo.version` from `initialize`, when it reads as a version:
     /// the result's `engineVersion` (an agent command has no `--version`).
     pub agent_version: Option<String>,

@@ -12,15 +12,16 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::UnitSpec;
 use super::acp_session::{self, AcpRun};
-use super::life::{SessionRecorder, UnitLife};
 use super::prepare::Prepared;
 use super::pump::{self, Msg, Stream};
 use super::redact::Redactor;
-use super::{UnitSpec, prompt_file};
-use crate::child::{self, Group};
-use crate::error::{Reason, Result, VfError};
-use crate::owned::{self, ProcRecord};
+use crate::ground::error::{Reason, Result, VfError};
+use crate::process::child::{self, Group};
+use crate::process::owned::{self, ProcRecord};
+use crate::unit::life::{SessionRecorder, UnitLife};
+use crate::unit::prompt_file;
 
 /// A running engine and what reads it.
 pub(super) struct Launched {
@@ -125,7 +126,7 @@ async fn write_inputs(life: &UnitLife, p: &mut Prepared) -> Result<()> {
 /// half a millisecond).
 fn log_paths(life: &UnitLife) -> [PathBuf; 2] {
     let attempt = life.marker().attempts;
-    crate::marker::logs::STREAMS.map(|s| life.unit().dir().log_path(attempt, s))
+    crate::unit::marker::logs::STREAMS.map(|s| life.unit().dir().log_path(attempt, s))
 }
 
 async fn spawn_engine(

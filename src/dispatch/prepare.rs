@@ -3,14 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::life::UnitLife;
-use super::{MAX_PROMPT_BYTES, UnitSpec, VERSION_TIMEOUT, prompt_file};
+use super::{MAX_PROMPT_BYTES, UnitSpec, VERSION_TIMEOUT};
 use crate::engine::{Invocation, Request};
-use crate::error::{Reason, Result, VfError};
-use crate::text::shown;
+use crate::ground::error::{Reason, Result, VfError};
+use crate::ground::state;
+use crate::ground::text::shown;
+use crate::ground::version::Version;
+use crate::process::binary;
 use crate::unit::LockedUnit;
-use crate::version::Version;
-use crate::{binary, state};
+use crate::unit::life::UnitLife;
+use crate::unit::prompt_file;
 
 /// A run that passed every check, not started yet.
 pub(super) struct Prepared {
@@ -32,7 +34,7 @@ pub(super) async fn off_thread(
     unit: LockedUnit,
 ) -> Result<(UnitSpec, Prepared, UnitLife)> {
     let job = move || prepare(&spec, unit).map(|(p, life)| (spec, p, life));
-    crate::offload::run_vf("preparing the unit", job).await
+    crate::ground::offload::run_vf("preparing the unit", job).await
 }
 
 /// `unit`: locked before the marker is read, so no other vf can write it
@@ -119,9 +121,13 @@ fn find_program(spec: &UnitSpec, launch: Option<&str>) -> Result<PathBuf> {
 /// proven gone refuses the run (exit 2). Last of the checks, so a run refused
 /// for another reason ends nothing.
 fn take_over_orphans(spec: &UnitSpec, warnings: &mut Vec<String>) -> Result<()> {
-    let ended = crate::orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
+    let ended = crate::process::orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
         .map_err(|why| VfError::usage(format!("cannot run unit {:?}: {why}", spec.unit)))?;
-    warnings.extend(ended.iter().map(crate::orphans::Finding::ended_notice));
+    warnings.extend(
+        ended
+            .iter()
+            .map(crate::process::orphans::Finding::ended_notice),
+    );
     Ok(())
 }
 

@@ -21,11 +21,11 @@ use std::time::Duration;
 
 use super::{BudgetWatch, Steps, UnitSpec};
 use crate::engine::mcp::McpServers;
-use crate::engine::policy::ToolPolicy;
+use crate::engine::summary::schema::SummarySchema;
+use crate::engine::tool_policy::ToolPolicy;
 use crate::engine::{Attachment, EngineCommand, EngineId, RunOptions};
-use crate::error::{Result, VfError};
-use crate::marker::{Asked, Marker};
-use crate::summary::schema::SummarySchema;
+use crate::ground::error::{Result, VfError};
+use crate::unit::marker::{Asked, Marker};
 use crate::workspace::guard::PathGuards;
 
 /// One unit's run options, resolved and checked: all a run takes but how
@@ -80,7 +80,7 @@ impl Resolved {
             attachments: Vec::new(),
             stall_timeout: None,
             timeout: None,
-            kill_grace: crate::child::DEFAULT_KILL_GRACE,
+            kill_grace: crate::process::child::DEFAULT_KILL_GRACE,
             engine_reason: None,
             budget_args: Vec::new(),
             redact: Vec::new(),
@@ -176,7 +176,7 @@ pub fn options(engine: EngineId, flags: &ModelFlags, kept: Option<&Marker>) -> R
 
 /// A schema file, refused (exit 2) when unreadable, not JSON or not a schema.
 pub fn load_schema(path: &Path) -> Result<SummarySchema> {
-    let abs = crate::state::absolute(path)?;
+    let abs = crate::ground::state::absolute(path)?;
     SummarySchema::load(&abs).map_err(VfError::usage)
 }
 
@@ -261,15 +261,15 @@ pub fn policy(
     engine_bin: Option<&Path>,
     resume: bool,
 ) -> Result<ToolPolicy> {
-    use crate::engine::policy;
+    use crate::engine::tool_policy;
     let p = asked.policy();
-    policy::check(&p, skip_permissions)?;
+    tool_policy::check(&p, skip_permissions)?;
     if p.require_enforced {
         let version = super::installed_version(engine, engine_bin);
-        policy::require(
+        tool_policy::require(
             engine,
             &p,
-            &policy::apply(engine, version.as_ref(), resume, &p),
+            &tool_policy::apply(engine, version.as_ref(), resume, &p),
         )?;
     }
     Ok(p)
@@ -491,7 +491,7 @@ mod tests {
         };
         let mut units = crate::plan::load_with(&plan, &user).unwrap().units;
         let u = units.pop().unwrap();
-        let job = crate::scheduler::Job {
+        let job = crate::plan::scheduler::Job {
             plan: u,
             engine: EngineId::Codex,
             attachments: Vec::new(),
@@ -499,7 +499,7 @@ mod tests {
             origins: None,
         };
         let state = dir.path().join("state");
-        let got = crate::scheduler::spec_of(&job, &state, 3 * SECOND, "go".into(), None);
+        let got = crate::plan::scheduler::spec_of(&job, &state, 3 * SECOND, "go".into(), None);
         let nothing = ToolPolicy::default();
         let want = Resolved {
             skip_permissions: true,
@@ -535,7 +535,7 @@ mod tests {
             attachments: Vec::new(),
             stall_timeout: None,
             timeout: Some(SECOND),
-            kill_grace: crate::child::DEFAULT_KILL_GRACE,
+            kill_grace: crate::process::child::DEFAULT_KILL_GRACE,
             warnings: Vec::new(),
             engine_reason: None,
             budget_args: Vec::new(),

@@ -1,18 +1,18 @@
 //! Phase 4, settle: end what is left of the group, release the process
 //! record and the prompt file, gather the run's facts for the judge
-//! ([`super::judge`]), run the steps after the engine, and apply the outcome
+//! ([`super::assess`]), run the steps after the engine, and apply the outcome
 //! to the unit's life: one transition, one durable write.
 
 use std::time::Instant;
 
 use super::acp_session::{self, AcpVerdict};
-use super::judge::{self, AcpFacts, Facts, Judged};
-use super::life::UnitLife;
+use super::assess::{self, AcpFacts, Facts, Judged};
 use super::supervise::Ended;
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::Outcome;
-use crate::error::Result;
-use crate::marker::UnitState;
+use crate::ground::error::Result;
+use crate::unit::life::UnitLife;
+use crate::unit::marker::UnitState;
 
 pub(super) async fn settle(
     spec: &UnitSpec,
@@ -27,7 +27,7 @@ pub(super) async fn settle(
     }
     let exit_code = e.exit_status.and_then(|s| s.code());
     let (outcome, acp) = outcome(spec, &e, exit_code);
-    let judged = judge::judge(&facts(spec, &e, &life, (&outcome, acp.as_ref()), exit_code));
+    let judged = assess::judge(&facts(spec, &e, &life, (&outcome, acp.as_ref()), exit_code));
     life.note_spent(judged.spent.clone());
     let session = outcome
         .session_id
@@ -80,13 +80,13 @@ pub(super) async fn settle(
     })
 }
 
-/// The warning for an answer over [`crate::text::ANSWER_MAX`]: the result
+/// The warning for an answer over [`crate::ground::text::ANSWER_MAX`]: the result
 /// holds its end, the raw log all of it.
 fn cut_warning(outcome: &Outcome, raw_log: &std::path::Path) -> Option<String> {
     (outcome.answer_cut > 0).then(|| {
         format!(
             "the answer was cut: vf keeps its last {} MiB, the {} bytes before them are only in the raw log {}",
-            crate::text::ANSWER_MAX >> 20,
+            crate::ground::text::ANSWER_MAX >> 20,
             outcome.answer_cut,
             raw_log.display()
         )
@@ -102,7 +102,7 @@ async fn steps_after(
     ok: bool,
     session: Option<&str>,
     sink: &mut dyn EventSink,
-) -> Result<super::steps::After> {
+) -> Result<super::around::After> {
     let steps = &spec.steps;
     let pending =
         life.marker().workspace.is_some() || steps.verify.is_some() || steps.guards.is_some();
@@ -110,7 +110,7 @@ async fn steps_after(
         life.make_session_durable(sink).await;
     }
     let baseline = e.launched.prepared.guard.as_ref();
-    super::steps::after_engine(spec, baseline, life, ok, session, sink).await
+    super::around::after_engine(spec, baseline, life, ok, session, sink).await
 }
 
 /// The run's outcome: the tracker's, or an ACP session's with its verdict.
@@ -142,7 +142,10 @@ fn facts<'a>(
     };
     let marker = life.marker();
     let unended = |r: &super::acp_session::AcpRun| {
-        matches!(r.done, None | Some(Err(crate::acp::AcpError::Closed(_))))
+        matches!(
+            r.done,
+            None | Some(Err(crate::engine::acp::AcpError::Closed(_)))
+        )
     };
     Facts {
         engine: spec.engine,

@@ -9,13 +9,13 @@ use tokio::time::Instant as TokioInstant;
 
 use super::acp_session::{AcpRun, SessionMsg};
 use super::launch::Launched;
-use super::life::UnitLife;
 use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
-use crate::child::{Group, Signals};
+use crate::process::child::{Group, Signals};
 use crate::process::grace::{KillTimer, expiry};
+use crate::unit::life::UnitLife;
 
-use crate::frames::{ConversationEvent, Level, Projector, RawRange};
+use crate::engine::frames::{ConversationEvent, Level, Projector, RawRange};
 use crate::sys::Sig;
 
 /// After the group is SIGKILLed, how long vf still reads what is left in the
@@ -263,7 +263,7 @@ impl<'a> Supervisor<'a> {
             }
             None => {
                 acp.done
-                    .get_or_insert(Err(crate::acp::AcpError::Closed(None)));
+                    .get_or_insert(Err(crate::engine::acp::AcpError::Closed(None)));
             }
         }
     }

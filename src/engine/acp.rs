@@ -1,104 +1,137 @@
-//! The ACP engine: any agent that speaks the Agent Client Protocol over its
-//! stdio (`--acp "CMD"`, `VF_ACP_CMD`, plan key `acp`; presets
-//! `acp:gemini`, `acp:opencode`). vf is the ACP client (`crate::acp`): it
-//! sends the prompt as `session/prompt`, answers permission requests by the
-//! unit's policy, resumes with `session/load`. stdin stays open for the
-//! session; the stdout raw log holds the tagged JSON-RPC lines of both
-//! directions (docs/ACP.md).
+//! The ACP client core: vf drives any agent that speaks the Agent Client
+//! Protocol (JSON-RPC 2.0 over stdio; gemini `--acp`, `opencode acp`) with
+//! the official SDK (`agent-client-protocol`), and makes its output what the
+//! native engines' is: typed events with `rawRange`s into a raw log of every
+//! line of both directions, a validated session id, an outcome, usage, the
+//! fenced json summary. docs/ACP.md has the mapping tables and the facts of
+//! the captures (`fixtures/acp/`).
+//!
+//! - `wire`: the raw-log format (`{"dir":"in"|"out","msg":…}`);
+//! - `transport`: the SDK's line transport on the agent's stdio, teed;
+//! - `project`: wire lines to events (pure: live, replay and captures);
+//! - `outcome`: stop reason, answer, session-id rule, failure reasons;
+//! - `usage`: the turn's usage from every place agents report it;
+//! - `policy`: the answer to `session/request_permission` (pure);
+//! - `driver`: one session (`run_session`);
+//! - `handshake`: `initialize` only, for `vf doctor`;
+//! - `mcp`: `--mcp` servers as `mcpServers`, and their secrets kept out of the raw log.
 
-use super::{
-    AttachmentKind, CommandSource, Engine, EngineId, Guardrails, Invocation, OptionFlags,
-    OutputTransport, Preset, PromptTransport, Request, SessionIds, Spec,
-};
-use crate::error::{Result, VfError};
+pub(crate) mod driver;
+mod mcp;
+pub(crate) mod outcome;
+pub mod permissions;
+mod project;
+pub(crate) mod transport;
+mod usage;
+mod wire;
 
-pub struct Acp;
+use std::time::Duration;
 
-/// Where the ACP engine's command comes from.
-pub const SOURCE: CommandSource = CommandSource {
-    flag: "--acp",
-    env: "VF_ACP_CMD",
-    plan_key: "acp",
-};
+pub use driver::{PromptPart, SessionRequest, run_session};
+pub use mcp::servers as mcp_servers;
+pub use outcome::{AgentFacts, Outcome, stop_failure, valid_session_id};
+pub use permissions::{Decision, Offered, Policy, allows, decide};
+pub use project::Projector;
+pub use transport::SessionSink;
+pub use usage::usage_of;
+pub use wire::{Dir, Entry, entry_of, log_line, parse_log_line};
 
-/// The verified ACP agents (docs/ACP.md, `fixtures/acp/`).
-pub static PRESETS: &[Preset] = &[
-    Preset {
-        name: "gemini",
-        command: "gemini --acp",
-        env: &[],
-        note: "gemini-cli 0.61, captured",
-    },
-    Preset {
-        name: "opencode",
-        command: "opencode acp",
-        // opencode asks permission only when its config says `ask`: this
-        // makes vf's policy the one that decides.
-        env: &[(
-            "OPENCODE_PERMISSION",
-            r#"{"bash":"ask","edit":"ask","webfetch":"deny"}"#,
-        )],
-        note: "opencode 1.18, captured; OPENCODE_PERMISSION set to ask",
-    },
-];
+use crate::engine::frames::ConversationEvent;
+use crate::ground::error::Reason;
 
-static SPEC: Spec = Spec {
-    id: EngineId::Acp,
-    binary: "",
-    verified_versions: &[],
-    prompt_transport: PromptTransport::Stdin,
-    output_transport: OutputTransport::Jsonl,
-    // Sent as prompt blocks (`image`, `resource`); an agent whose
-    // promptCapabilities lack one refuses the unit before any session.
-    attachment_kinds: &[AttachmentKind::Text, AttachmentKind::Image],
-    attachment_flag: None,
-    skip_permissions_flag: None,
-    prompt_limit_bytes: None,
-    required_flags: &[],
-    install_hint: "give the agent's ACP command with --acp \"CMD\", a preset (acp:gemini, \
-                   acp:opencode), VF_ACP_CMD or the plan key `acp`",
-    session_ids: SessionIds::Acp,
-    resumable_after_answer: false,
-    options: OptionFlags::NONE,
-    command: Some(SOURCE),
-    guardrails: Guardrails::VfEnforced,
-};
+/// Why a session did not get as far as an answer to its prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AcpError {
+    #[error("the agent did not finish within {}{}", secs(*.0), garbage(.1))]
+    Timeout(Duration, Option<String>),
+    #[error("the agent answered with an error: {0}")]
+    Rejected(String),
+    #[error("the agent closed its output before answering the prompt{}", garbage(.0))]
+    Closed(Option<String>),
+    #[error("the prompt has an {0} block, which {1} does not accept (promptCapabilities)")]
+    Unsupported(&'static str, String),
+    #[error("an attachment cannot be sent: {0}")]
+    Attachment(String),
+    #[error("MCP servers: {0}")]
+    Mcp(String),
+    #[error("{0} does not advertise loadSession: no exact resume")]
+    NoLoad(String),
+    #[error("the agent named a session id vf refuses: {0}")]
+    BadSessionId(String),
+    #[error("cancelled before the prompt was sent")]
+    Cancelled,
+    #[error("{0}")]
+    Log(String),
+    #[error("ACP protocol error: {0}")]
+    Protocol(String),
+    #[error("the agent sent a malformed response to {0}")]
+    Malformed(String),
+    #[error("the agent did not answer {step} within {} ({HANDSHAKE_TIMEOUT_VAR})", secs(*.1), step = .0)]
+    Handshake(&'static str, Duration),
+}
 
-impl Engine for Acp {
-    fn spec(&self) -> &'static Spec {
-        &SPEC
+/// How long each handshake step (`initialize`, `session/new`,
+/// `session/load`) may take by default.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Overrides [`DEFAULT_HANDSHAKE_TIMEOUT`], in milliseconds.
+pub const HANDSHAKE_TIMEOUT_VAR: &str = "VF_ACP_HANDSHAKE_TIMEOUT_MS";
+
+/// `VF_ACP_HANDSHAKE_TIMEOUT_MS`, or the default; a value that is not a
+/// positive number of milliseconds is a usage error (entry points check it
+/// first).
+pub fn handshake_timeout_from_env() -> crate::ground::error::Result<Duration> {
+    match std::env::var(HANDSHAKE_TIMEOUT_VAR) {
+        Err(_) => Ok(DEFAULT_HANDSHAKE_TIMEOUT),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+            _ => Err(crate::ground::error::VfError::usage(format!(
+                "{HANDSHAKE_TIMEOUT_VAR} must be a positive number of milliseconds, not {}",
+                crate::ground::text::shown(&v, 40)
+            ))),
+        },
     }
+}
 
-    /// The agent's argv. stdin is piped and stays open for the session's
-    /// JSON-RPC: `Invocation::stdin` holds the prompt, which goes as
-    /// `session/prompt`, never written raw.
-    fn invocation(&self, req: &Request<'_>) -> Result<Invocation> {
-        let command = req
-            .command
-            .ok_or_else(|| VfError::usage("acp: no command to run"))?;
-        let mut argv = command.argv_here()?;
-        let args = argv.split_off(1);
-        Ok(Invocation {
-            env: command.env.clone(),
-            ..Invocation::over_stdin(&argv[0], args, req)
-        })
-    }
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
 
-    fn speaks_acp(&self) -> bool {
-        true
-    }
+fn garbage(g: &Option<String>) -> String {
+    g.as_ref()
+        .map(|g| format!(" (it wrote a line that is not JSON-RPC: {g})"))
+        .unwrap_or_default()
+}
 
-    /// No frame manifest reads an ACP agent (`acp::Projector` does): the
-    /// frames projector the supervisor keeps sees no line, in plain text.
-    fn frames(
-        &self,
-        _command: Option<&super::EngineCommand>,
-        _version: Option<&crate::version::Version>,
-    ) -> (EngineId, OutputTransport) {
-        (EngineId::Acp, OutputTransport::Text)
+impl AcpError {
+    /// The unit's failure reason for this error.
+    pub fn reason(&self) -> Reason {
+        match self {
+            AcpError::Timeout(..) | AcpError::Handshake(..) => Reason::Timeout,
+            AcpError::Unsupported(..)
+            | AcpError::Attachment(_)
+            | AcpError::Mcp(_)
+            | AcpError::NoLoad(_) => Reason::Invalid,
+            AcpError::Cancelled => Reason::Interrupted(None),
+            AcpError::Log(_) => Reason::State,
+            AcpError::Rejected(_)
+            | AcpError::Closed(_)
+            | AcpError::BadSessionId(_)
+            | AcpError::Malformed(_)
+            | AcpError::Protocol(_) => Reason::Engine,
+        }
     }
+}
 
-    fn presets(&self) -> &'static [Preset] {
-        PRESETS
+/// Projects a whole raw log (or capture): its events and outcome. Lines that
+/// are not raw-log lines are skipped.
+pub fn project_log(text: &str) -> (Vec<ConversationEvent>, Outcome) {
+    let mut p = Projector::new();
+    let mut events = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if let Some((dir, entry)) = parse_log_line(line) {
+            events.extend(p.push(dir, &entry, n as u64 + 1));
+        }
     }
+    events.extend(p.finish());
+    (events, p.outcome().clone())
 }

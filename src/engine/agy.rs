@@ -11,7 +11,7 @@ use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec,
 };
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 
 pub struct Agy;
 

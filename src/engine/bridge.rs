@@ -12,8 +12,8 @@ use super::{
     CommandSource, Engine, EngineCommand, EngineId, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec,
 };
-use crate::error::{Result, VfError};
-use crate::version::Version;
+use crate::ground::error::{Result, VfError};
+use crate::ground::version::Version;
 
 pub struct Bridge;
 

@@ -8,7 +8,7 @@ use std::str::FromStr;
 use clap::builder::TypedValueParser;
 
 use super::{AttachmentKind, EngineId, Preset, check_attachment_kinds, engine_list};
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 
 /// `--engine` (and a plan unit's `engine`): one engine, or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +97,7 @@ impl FromStr for EngineChoice {
             }
             (Some(c), Some(p)) if presets.is_some_and(|ps| !ps.is_empty()) => Err(format!(
                 "engine {c} has no preset {} (one of: {})",
-                crate::text::shown(p, 40),
+                crate::ground::text::shown(p, 40),
                 presets
                     .unwrap_or_default()
                     .iter()
@@ -107,13 +107,13 @@ impl FromStr for EngineChoice {
             )),
             (Some(c), Some(p)) => Err(format!(
                 "engine {c} has no preset {}: give it as plain {c}",
-                crate::text::shown(p, 40)
+                crate::ground::text::shown(p, 40)
             )),
             (None, _) => {
                 let known: Vec<&str> = EngineChoice::all().map(|c| c.as_str()).collect();
                 Err(format!(
                     "unknown engine {} (one of: {})",
-                    crate::text::shown(s, 60),
+                    crate::ground::text::shown(s, 60),
                     known.join(", ")
                 ))
             }

@@ -9,7 +9,7 @@ use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
 };
-use crate::error::Result;
+use crate::ground::error::Result;
 
 pub struct Claude;
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::launch_plan::{self, Launches};
 use super::{EngineId, OutputTransport};
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 use crate::sys::{self, CommandLaunch};
 
 /// Where a command engine's command comes from, for messages and lookups.

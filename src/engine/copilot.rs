@@ -10,8 +10,8 @@ use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
 };
-use crate::error::Result;
-use crate::version::Version;
+use crate::ground::error::Result;
+use crate::ground::version::Version;
 
 pub struct Copilot;
 

@@ -9,7 +9,7 @@ use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec, options,
 };
-use crate::error::Result;
+use crate::ground::error::Result;
 
 pub struct Gemini;
 

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::EngineId;
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 
 /// The validated `mcpServers` object.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +73,7 @@ pub fn parse(text: &str) -> Result<McpServers> {
         return Err(bad("`mcpServers` names no server".into()));
     }
     for (name, s) in servers {
-        crate::names::check("MCP server name", name)?;
+        crate::ground::names::check("MCP server name", name)?;
         let s = s
             .as_object()
             .ok_or_else(|| bad(format!("server {name:?} is not an object")))?;

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Result, VfError};
-use crate::version::Version;
+use crate::ground::error::{Result, VfError};
+use crate::ground::version::Version;
 
 pub mod acp;
+pub mod acp_agent;
 pub mod agy;
 pub mod bridge;
 pub mod choice;
@@ -24,13 +25,16 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod copilot;
+pub mod frames;
 pub mod gemini;
 pub mod launch_plan;
 pub mod mcp;
 pub mod opencode;
 pub mod options;
-pub mod policy;
 pub mod recorded;
+pub mod summary;
+pub mod tool_policy;
+pub mod usage;
 
 pub use command::{CommandSource, EngineCommand, Preset};
 pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
@@ -117,7 +121,7 @@ impl EngineId {
             EngineId::Gemini => &gemini::Gemini,
             EngineId::Agy => &agy::Agy,
             EngineId::Bridge => &bridge::Bridge,
-            EngineId::Acp => &acp::Acp,
+            EngineId::Acp => &acp_agent::Acp,
             EngineId::Recorded => &recorded::Recorded,
         }
     }
@@ -405,7 +409,7 @@ pub struct Request<'a> {
     /// The installed CLI's version when known.
     pub version: Option<&'a Version>,
     /// Read-only and tool allow/deny (`policy::apply` maps it per engine).
-    pub policy: &'a policy::ToolPolicy,
+    pub policy: &'a tool_policy::ToolPolicy,
     /// MCP servers for this run (`mcp::apply` maps them per engine).
     pub mcp: Option<&'a mcp::McpServers>,
     /// Model, effort and summary schema (`RunOptions::NONE` for none).
@@ -423,8 +427,8 @@ impl Request<'_> {
     }
 
     /// How `engine` holds this request's read-only and tool policy.
-    pub fn applied_policy(&self, engine: EngineId) -> policy::Applied {
-        policy::apply(engine, self.version, self.session.is_some(), self.policy)
+    pub fn applied_policy(&self, engine: EngineId) -> tool_policy::Applied {
+        tool_policy::apply(engine, self.version, self.session.is_some(), self.policy)
     }
 
     /// The argv part of the policy, for the builder to place.
@@ -463,7 +467,7 @@ pub struct Invocation {
     /// Things the user should know (e.g. a dropped unsupported option).
     pub warnings: Vec<String>,
     /// How the read-only and tool policy is held (`engine::policy`).
-    pub policy: policy::PolicyStatus,
+    pub policy: tool_policy::PolicyStatus,
     /// A per-unit config file (the MCP servers') the launch writes 0600
     /// before the spawn; its text may hold secrets: never shown.
     #[serde(skip)]
@@ -493,7 +497,7 @@ impl Invocation {
             prompt_file_contents: None,
             env: Vec::new(),
             warnings: Vec::new(),
-            policy: policy::PolicyStatus::OFF,
+            policy: tool_policy::PolicyStatus::OFF,
             config_file: None,
             mcp: Vec::new(),
         }
@@ -514,7 +518,7 @@ pub fn exit_text(engine: EngineId, code: Option<i32>) -> String {
 pub struct Outcome {
     pub session_id: Option<String>,
     /// The final answer text (the summary is extracted from it): its last
-    /// [`crate::text::ANSWER_MAX`] bytes.
+    /// [`crate::ground::text::ANSWER_MAX`] bytes.
     pub answer: Option<String>,
     /// Bytes of the answer before those, kept only in the raw log.
     #[serde(skip)]
@@ -536,7 +540,7 @@ pub trait Engine: Sync {
     fn build(&self, req: &Request<'_>) -> Result<Invocation> {
         check_request(self.spec(), req)?;
         let applied = req.applied_policy(self.spec().id);
-        policy::require(self.spec().id, req.policy, &applied)?;
+        tool_policy::require(self.spec().id, req.policy, &applied)?;
         let mcp = req.applied_mcp(self.spec().id).transpose()?;
         let mut inv = self.invocation(req)?;
         if let (Some(m), Some(servers)) = (mcp, req.mcp) {
@@ -597,7 +601,7 @@ pub trait Engine: Sync {
     }
 
     /// The engine is an ACP agent: vf runs a protocol session on its stdio
-    /// (`crate::acp`) instead of reading its output as frames.
+    /// (`crate::engine::acp`) instead of reading its output as frames.
     fn speaks_acp(&self) -> bool {
         false
     }
@@ -655,7 +659,7 @@ pub fn check_request(spec: &Spec, req: &Request<'_>) -> Result<()> {
             spec.id, src.flag, src.env, src.plan_key
         )));
     }
-    policy::check(req.policy, req.skip_permissions)?;
+    tool_policy::check(req.policy, req.skip_permissions)?;
     let kinds: Vec<AttachmentKind> = req.attachments.iter().map(|a| a.kind).collect();
     check_attachment_kinds(spec.id, &kinds)?;
     options::check(spec, req.options)

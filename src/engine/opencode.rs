@@ -8,7 +8,7 @@ use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
 };
-use crate::error::Result;
+use crate::ground::error::Result;
 
 pub struct Opencode;
 

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{Spec, engine_list};
-use crate::error::{Result, VfError};
-use crate::text::shown;
+use crate::ground::error::{Result, VfError};
+use crate::ground::text::shown;
 
 /// The longest model name vf passes on (real ones are well under 100 bytes).
 pub const MAX_MODEL_BYTES: usize = 200;
@@ -41,7 +41,7 @@ impl RunOptions {
     pub fn new(
         model: Option<String>,
         effort: Option<String>,
-        schema: Option<&crate::summary::schema::SummarySchema>,
+        schema: Option<&crate::engine::summary::schema::SummarySchema>,
     ) -> RunOptions {
         RunOptions {
             model,
@@ -154,7 +154,7 @@ pub fn check(spec: &Spec, opts: &RunOptions) -> Result<()> {
                 spec.id
             )));
         }
-        crate::names::check("agent name", agent)?;
+        crate::ground::names::check("agent name", agent)?;
     }
     Ok(())
 }

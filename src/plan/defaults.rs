@@ -12,7 +12,7 @@ use toml::{Table, Value};
 
 use crate::engine::EngineId;
 
-/// What the user config (`crate::config`) sets below a plan's `[defaults]`:
+/// What the user config (`crate::plan::config`) sets below a plan's `[defaults]`:
 /// its `[defaults]` table and, per engine, a model and an effort.
 #[derive(Debug, Clone, Default)]
 pub struct UserDefaults {

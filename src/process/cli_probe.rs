@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ground::version::Version;
 use crate::process::brief;
-use crate::version::Version;
 
 /// Output kept per stream; help texts are a few KiB, the rest is drained and dropped.
 const OUTPUT_CAP: usize = 1 << 20;

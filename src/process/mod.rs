@@ -45,7 +45,12 @@
 //!   killed) the owned-process record lets `vf doctor --fix` prove and end
 //!   ([`grace::end_recorded_group`]).
 
+pub mod binary;
 pub mod brief;
+pub mod child;
 pub mod cli_probe;
 pub mod grace;
+pub mod orphans;
+pub mod owned;
+pub mod steps;
 pub mod version_cache;

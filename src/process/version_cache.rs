@@ -19,8 +19,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::ground::version::Version;
 use crate::process::cli_probe::{self, VersionError};
-use crate::version::Version;
 
 /// Bumped whenever the stored shape or its meaning changes.
 const FORMAT: u32 = 2;
@@ -107,7 +107,7 @@ pub fn load<T: DeserializeOwned>(file: &Path, exe: &Identity) -> Option<T> {
 /// Anything but a regular file of at most `MAX_ENTRY` bytes is no cache (a
 /// FIFO planted there is never waited on).
 fn read_entries<T: DeserializeOwned>(file: &Path) -> Option<Vec<Entry<T>>> {
-    let bytes = crate::fsutil::read_regular_capped(file, MAX_ENTRY).ok()?;
+    let bytes = crate::ground::fsutil::read_regular_capped(file, MAX_ENTRY).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -138,7 +138,7 @@ pub fn store<T: Serialize>(file: &Path, exe: Identity, value: T) {
     );
     if let Ok(bytes) = serde_json::to_vec(&all) {
         // A cache that cannot be written only costs a re-run next time.
-        if let Err(e) = crate::fsutil::write_atomic_volatile(file, &bytes) {
+        if let Err(e) = crate::ground::fsutil::write_atomic_volatile(file, &bytes) {
             tracing::debug!(file = %file.display(), %e, "cache not written");
         }
     }

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::frames::reader::{Line, LineReader, MAX_LINE_BYTES};
-use crate::frames::{ConversationEvent, Projector, render};
-use crate::marker::{Marker, MarkerStore};
-use crate::version::Version;
+use crate::engine::frames::reader::{Line, LineReader, MAX_LINE_BYTES};
+use crate::engine::frames::{ConversationEvent, Projector, render};
+use crate::ground::version::Version;
+use crate::unit::marker::{Marker, MarkerStore};
 
 /// One event as `vf replay --output human` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -45,7 +45,7 @@ pub fn project(store: &MarkerStore, m: &Marker, budget: usize) -> Projected {
         return out;
     }
     let path = store.log_path(&m.unit, m.attempts, "stdout");
-    let bytes = match crate::fsutil::read_no_follow(&path) {
+    let bytes = match crate::ground::fsutil::read_no_follow(&path) {
         Ok(b) => b,
         Err(e) => {
             out.warning = Some(format!("cannot read its raw log {}: {e}", path.display()));
@@ -67,7 +67,7 @@ pub fn project(store: &MarkerStore, m: &Marker, budget: usize) -> Projected {
         let mut text = Vec::new();
         let _ = render::write_human(&mut text, ev);
         let text = String::from_utf8_lossy(&text);
-        let text = crate::text::cut(text.trim_end(), EVENT_TEXT_BYTES).to_string();
+        let text = crate::ground::text::cut(text.trim_end(), EVENT_TEXT_BYTES).to_string();
         let lines = match r.start {
             0 => 0,
             s => (r.end.max(s) - s + 1).min(RAW_LINES_PER_EVENT),
@@ -89,7 +89,7 @@ pub fn project(store: &MarkerStore, m: &Marker, budget: usize) -> Projected {
 fn events_of(m: &Marker, bytes: &[u8]) -> Vec<ConversationEvent> {
     let engine = m.engine.engine();
     if engine.speaks_acp() {
-        return crate::acp::project_log(&String::from_utf8_lossy(bytes)).0;
+        return crate::engine::acp::project_log(&String::from_utf8_lossy(bytes)).0;
     }
     let version = m.engine_version.as_deref().and_then(Version::parse);
     let (family, transport) = engine.frames(m.command.as_ref(), version.as_ref());

@@ -251,7 +251,7 @@ fn bar(s: &mut String, b: &timeline::Bar, x1: f64, x2: f64, unit: Option<usize>)
         esc(&title)
     );
     if w > 40.0 {
-        let label = crate::text::cut(&b.unit, (w / 7.0) as usize);
+        let label = crate::ground::text::cut(&b.unit, (w / 7.0) as usize);
         let _ = write!(
             s,
             "<text x=\"{:.1}\" y=\"{}\">{}</text>",
@@ -325,7 +325,7 @@ fn unit(h: &mut String, i: usize, u: &UnitRow) {
             Some(format!(
                 "{} (base {})",
                 w.branch,
-                crate::text::cut(&w.base, 12)
+                crate::ground::text::cut(&w.base, 12)
             )),
         );
         field("changed files", Some(w.changed_files.join(", ")));
@@ -418,7 +418,7 @@ fn duration(ms: u64) -> String {
     }
 }
 
-fn tokens(u: Option<&crate::usage::Usage>) -> String {
+fn tokens(u: Option<&crate::engine::usage::Usage>) -> String {
     let n = u.and_then(|u| {
         u.total_tokens
             .or_else(|| Some(u.input_tokens? + u.output_tokens.unwrap_or(0)))
@@ -427,7 +427,7 @@ fn tokens(u: Option<&crate::usage::Usage>) -> String {
         .unwrap_or_else(|| "– tokens".into())
 }
 
-fn cost(u: Option<&crate::usage::Usage>) -> String {
+fn cost(u: Option<&crate::engine::usage::Usage>) -> String {
     match u.and_then(|u| u.cost_usd) {
         Some(c) => format!("${c:.4}"),
         None => "$ –".into(),

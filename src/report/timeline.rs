@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use crate::error::Reason;
-use crate::marker::{Marker, MarkerStore, UnitState};
-use crate::procinfo::Liveness;
+use crate::ground::error::Reason;
+use crate::ground::procinfo::Liveness;
+use crate::unit::marker::{Marker, MarkerStore, UnitState};
 
 use super::millis;
 

@@ -6,9 +6,9 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::Reason;
-use crate::marker::{Marker, MarkerStore};
-use crate::usage::Usage;
+use crate::engine::usage::Usage;
+use crate::ground::error::Reason;
+use crate::unit::marker::{Marker, MarkerStore};
 
 pub use super::events::EventRow;
 use super::{Request, events, millis};
@@ -170,7 +170,7 @@ fn verify(store: &MarkerStore, m: &Marker) -> Option<&'static str> {
         return Some("failed");
     }
     let ran = m.attempts > 0 && store.log_path(&m.unit, m.attempts, "verify").is_file();
-    (ran && m.state == crate::marker::UnitState::Done).then_some("passed")
+    (ran && m.state == crate::unit::marker::UnitState::Done).then_some("passed")
 }
 
 /// The unit's diff against its base, split by file and capped; and a

@@ -8,26 +8,25 @@
 //! | `worktree.rs` | the locked unit's worktree: opened, guarded, sealed, pushed |
 //!
 //! Locking returns a [`LockedUnit`] (the unit's `lock` file held, see
-//! [`crate::unit_lock`]); only it has write methods, so a write without the
+//! [`crate::unit::lock`]); only it has write methods, so a write without the
 //! lock does not compile. Each write comes twice, as uv-fs offers
 //! `write_atomic` and `write_atomic_sync`: `x_sync()` where the caller is on
 //! a blocking thread already, and async `x()` that makes its own hop to
-//! tokio's blocking pool ([`crate::offload`]), so the run's phases read as
-//! straight lines. The paths themselves are built by [`crate::layout`],
-//! [`crate::marker`] and [`crate::history`] (files that move in here).
+//! tokio's blocking pool ([`crate::ground::offload`]), so the run's phases read as
+//! straight lines. The paths themselves are built by [`crate::unit::layout`],
+//! [`crate::unit::marker`] and [`crate::unit::history`] (files that move in here).
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Result, VfError};
-use crate::layout;
-use crate::marker::{Marker, MarkerStore};
-use crate::unit_lock::UnitLock;
+use crate::ground::error::{Result, VfError};
 
-mod files;
+use crate::unit::lock::UnitLock;
+use crate::unit::marker::{Marker, MarkerStore};
+
 mod worktree;
 
-pub use files::{DeferredScan, MarkerWriter, RecordFailure, write_private};
 pub use worktree::Worktree;
+pub use writes::{DeferredScan, MarkerWriter, RecordFailure, write_private};
 
 /// Where one unit's files are. Reading them needs no lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +104,7 @@ impl LockedUnit {
     /// [`LockedUnit::lock_sync`] on the blocking pool.
     pub async fn lock(state_dir: &Path, name: &str) -> Result<LockedUnit> {
         let (state_dir, name) = (state_dir.to_path_buf(), name.to_string());
-        crate::offload::run_vf("locking the unit", move || {
+        crate::ground::offload::run_vf("locking the unit", move || {
             LockedUnit::lock_sync(&state_dir, &name)
         })
         .await
@@ -158,7 +157,7 @@ impl LockedUnit {
                 marker.unit
             )));
         }
-        files::save(&self.dir, marker)
+        writes::save(&self.dir, marker)
     }
 
     /// [`LockedUnit::save_marker_sync`] on the blocking pool: the marker
@@ -166,9 +165,9 @@ impl LockedUnit {
     pub async fn save_marker(&self, marker: Marker) -> (Marker, Result<()>) {
         let dir = self.dir.clone();
         let fallback = marker.clone();
-        let done = crate::offload::run(move || {
+        let done = crate::ground::offload::run(move || {
             let mut marker = marker;
-            let saved = files::save(&dir, &mut marker);
+            let saved = writes::save(&dir, &mut marker);
             (marker, saved)
         })
         .await;
@@ -188,6 +187,14 @@ impl LockedUnit {
     }
 }
 
+pub mod clean;
+pub mod history;
+pub mod layout;
+pub mod life;
+pub mod lock;
+pub mod marker;
+pub mod prompt_file;
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+pub mod writes;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::EngineId;
-use crate::error::exit;
+use crate::ground::error::exit;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use super::LockedUnit;
-use crate::error::{Result, VfError};
+use crate::ground::error::{Result, VfError};
 use crate::workspace::guard::{Baseline, Changes};
 use crate::workspace::{
     self, CommitInfo, OpenError, Opened, SealError, Sealed, Workspace, WorkspaceSpec,
@@ -22,7 +22,7 @@ pub struct Worktree {
 
 /// The one hop of the worktree's git work.
 async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    crate::offload::run(f)
+    crate::ground::offload::run(f)
         .await
         .map_err(|e| VfError::Other(anyhow::anyhow!("workspace task failed: {e}")))
 }

@@ -102,7 +102,7 @@ fn output(mut c: Command, args: &[&str], tail: usize) -> Result<Vec<u8>, GitErro
         message: format!(
             "git {}: {}",
             args.join(" "),
-            crate::text::cut(&said, 300 * tail)
+            crate::ground::text::cut(&said, 300 * tail)
         ),
     })
 }

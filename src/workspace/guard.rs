@@ -84,7 +84,7 @@ fn compile(globs: &[String]) -> Result<GlobSet, String> {
             .literal_separator(true)
             .backslash_escape(true)
             .build()
-            .map_err(|e| format!("bad path glob {}: {e}", crate::text::shown(g, 80)))?;
+            .map_err(|e| format!("bad path glob {}: {e}", crate::ground::text::shown(g, 80)))?;
         set.add(glob);
     }
     set.build().map_err(|e| e.to_string())
@@ -92,13 +92,13 @@ fn compile(globs: &[String]) -> Result<GlobSet, String> {
 
 /// Refuses guards where they cannot be checked: outside a git work tree
 /// (exit 2, before anything is written).
-pub fn require_repo(cwd: &Path, what: &str) -> crate::error::Result<()> {
+pub fn require_repo(cwd: &Path, what: &str) -> crate::ground::error::Result<()> {
     match git::run(cwd, &["rev-parse", "--show-toplevel"]) {
         Ok(_) => Ok(()),
-        Err(e) => Err(crate::error::VfError::usage(format!(
+        Err(e) => Err(crate::ground::error::VfError::usage(format!(
             "{what}: {} is not in a git work tree, so the changed files cannot be checked \
              after the run ({e})",
-            crate::text::one_line(&cwd.display().to_string(), 200)
+            crate::ground::text::one_line(&cwd.display().to_string(), 200)
         ))),
     }
 }

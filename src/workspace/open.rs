@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::git::{self, GitError};
 use super::{Workspace, WorkspaceSpec, branch_of, path_of};
-use crate::error::VfError;
+use crate::ground::error::VfError;
 
 /// A worktree ready for the engine.
 #[derive(Debug)]
@@ -119,7 +119,7 @@ pub fn open(
             "the working directory {} is not in the unit's worktree (is it committed at base {}?); \
              commit it, or run from a directory the base has",
             spec.rel_cwd.display(),
-            crate::text::cut(&workspace.base, 12)
+            crate::ground::text::cut(&workspace.base, 12)
         ))));
     }
     Ok(Opened {

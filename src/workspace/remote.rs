@@ -20,7 +20,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
     let bad = |why: &str| {
         Err(format!(
             "{} is not a plain git remote name: {why}",
-            crate::text::shown(name, 80)
+            crate::ground::text::shown(name, 80)
         ))
     };
     if name.is_empty() {

@@ -1,4 +1,4 @@
-//! The ACP session driver (`vf::acp::run_session`) against a fake agent
+//! The ACP session driver (`vf::engine::acp::run_session`) against a fake agent
 //! (`tests/support/fake_acp_agent.py`): a JSON run, a tool run whose
 //! permission the policy rejects, `session/load`, a cancel, a refusal, and
 //! the hostile ones (a hang, garbage, an exit mid-prompt, an error answer,
@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vf::acp::{AcpError, Outcome, Policy, PromptPart, SessionRequest, SessionSink};
-use vf::frames::ConversationEvent;
+use vf::engine::acp::{AcpError, Outcome, Policy, PromptPart, SessionRequest, SessionSink};
+use vf::engine::frames::ConversationEvent;
 
 use crate::common::{self, assert_json_eq};
 
@@ -58,7 +58,7 @@ pub(crate) fn request(prompt: &str) -> SessionRequest {
         policy: Policy::Default,
         mcp: Vec::new(),
         deadline: Some(Duration::from_secs(20)),
-        handshake: vf::acp::DEFAULT_HANDSHAKE_TIMEOUT,
+        handshake: vf::engine::acp::DEFAULT_HANDSHAKE_TIMEOUT,
     }
 }
 
@@ -98,7 +98,7 @@ pub(crate) fn run(
             .spawn()
             .unwrap();
         let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-        let r = vf::acp::run_session(stdout, stdin, req, sink, rx).await;
+        let r = vf::engine::acp::run_session(stdout, stdin, req, sink, rx).await;
         let _ = child.start_kill();
         r
     });
@@ -176,7 +176,7 @@ fn a_json_run_streams_merges_and_ends_with_usage_and_summary() {
 /// The raw log, projected again, gives the live events and outcome.
 #[track_caller]
 pub(crate) fn assert_replays(rec: &Rec) {
-    let (replayed, _) = vf::acp::project_log(&rec.raw.join("\n"));
+    let (replayed, _) = vf::engine::acp::project_log(&rec.raw.join("\n"));
     assert_json_eq(&serde_json::to_value(&replayed).unwrap(), &events(rec));
 }
 
@@ -312,7 +312,7 @@ fn a_cancel_sends_session_cancel_and_the_turn_ends_cancelled() {
     assert_eq!(
         out.failure(),
         Some((
-            vf::error::Reason::Cancelled,
+            vf::ground::error::Reason::Cancelled,
             "the agent stopped: cancelled".to_string()
         ))
     );
@@ -328,7 +328,7 @@ fn a_cancel_sends_session_cancel_and_the_turn_ends_cancelled() {
 
 #[test]
 fn each_stop_reason_and_error_answer_is_its_own_failure() {
-    use vf::error::Reason;
+    use vf::ground::error::Reason;
     let (r, _) = run(&["refusal"], request("hi"), false);
     assert_eq!(
         r.unwrap().failure(),
@@ -349,12 +349,12 @@ fn each_stop_reason_and_error_answer_is_its_own_failure() {
         ("new_reason", Reason::Engine),
     ] {
         assert_eq!(
-            vf::acp::stop_failure(stop).map(|f| f.0),
+            vf::engine::acp::stop_failure(stop).map(|f| f.0),
             Some(reason),
             "{stop}"
         );
     }
-    assert_eq!(vf::acp::stop_failure("end_turn"), None);
+    assert_eq!(vf::engine::acp::stop_failure("end_turn"), None);
 }
 
 #[test]
@@ -362,7 +362,7 @@ fn a_hung_agent_is_a_timeout() {
     let (r, _) = run(&["hang"], within(Duration::from_millis(800)), false);
     let e = r.unwrap_err();
     assert_eq!(e, AcpError::Timeout(Duration::from_millis(800), None));
-    assert_eq!(e.reason(), vf::error::Reason::Timeout);
+    assert_eq!(e.reason(), vf::ground::error::Reason::Timeout);
 }
 
 #[test]
@@ -405,7 +405,7 @@ fn an_agent_that_exits_mid_prompt_is_an_error_not_a_hang() {
     let e = r.unwrap_err();
     assert_eq!(
         (e.clone(), e.reason()),
-        (AcpError::Closed(None), vf::error::Reason::Engine)
+        (AcpError::Closed(None), vf::ground::error::Reason::Engine)
     );
     // What it said before it went is still shown.
     assert_json_eq(
@@ -425,7 +425,7 @@ fn an_agent_that_closes_its_input_is_named_by_its_last_words() {
     let said = Some("goodbye: out of credits".to_string());
     assert_eq!(
         (e.clone(), e.reason()),
-        (AcpError::Closed(said), vf::error::Reason::Engine)
+        (AcpError::Closed(said), vf::ground::error::Reason::Engine)
     );
     let last = rec.raw.last().unwrap();
     assert_eq!(last, r#"{"dir":"in","text":"goodbye: out of credits"}"#);
@@ -465,9 +465,9 @@ fn a_session_id_of_a_refused_shape_is_never_surfaced() {
 fn handshake(
     argv: &[&str],
     timeout: Duration,
-) -> Result<vf::acp::AgentFacts, vf::acp::HandshakeError> {
+) -> Result<vf::engine::acp::AgentFacts, vf::readiness::doctor::acp_handshake::HandshakeError> {
     let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-    vf::doctor::acp::gather_acp("", &argv, &[], &common::root(), timeout)
+    vf::readiness::doctor::acp_check::gather_acp("", &argv, &[], &common::root(), timeout)
 }
 
 /// The handshake runs the agent with the variables a dispatch adds (a
@@ -480,8 +480,13 @@ fn the_handshake_passes_the_agents_variables() {
         .map(|s| s.to_string())
         .collect();
     let env = [("FAKE_ACP_NAME".to_string(), "named-by-env".to_string())];
-    let facts =
-        vf::doctor::acp::gather_acp("", &argv, &env, &common::root(), Duration::from_secs(20));
+    let facts = vf::readiness::doctor::acp_check::gather_acp(
+        "",
+        &argv,
+        &env,
+        &common::root(),
+        Duration::from_secs(20),
+    );
     assert_eq!(facts.unwrap().name, "named-by-env");
 }
 
@@ -497,7 +502,7 @@ fn the_handshake_names_the_agent_and_judges_it_ready() {
         &agent_facts(),
     );
     let argv = vec!["python3".to_string()];
-    let report = vf::doctor::acp::judge_acp(&argv, facts);
+    let report = vf::readiness::doctor::acp_check::judge_acp(&argv, facts);
     assert_json_eq(
         &serde_json::to_value(&report).unwrap(),
         &json!({"command": ["python3"], "agent": agent_facts(), "verdict": "ready",
@@ -507,7 +512,7 @@ fn the_handshake_names_the_agent_and_judges_it_ready() {
 
 #[test]
 fn the_handshake_says_what_is_wrong_with_a_command() {
-    use vf::acp::HandshakeError as E;
+    use vf::readiness::doctor::acp_handshake::HandshakeError as E;
     let script = agent_script();
     let script = script.to_str().unwrap();
     let short = Duration::from_millis(1500);

@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use vf::acp::{Outcome, project_log};
-use vf::error::Reason;
-use vf::frames::ConversationEvent;
+use vf::engine::acp::{Outcome, project_log};
+use vf::engine::frames::ConversationEvent;
+use vf::ground::error::Reason;
 
 use crate::common::{self, assert_json_eq};
 

@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vf::acp::{AcpError, SessionRequest};
-use vf::error::Reason;
-use vf::frames::ConversationEvent;
+use vf::engine::acp::{AcpError, SessionRequest};
+use vf::engine::frames::ConversationEvent;
+use vf::ground::error::Reason;
 
 use crate::acp::{assert_replays, events, request, run};
 
@@ -49,7 +49,7 @@ fn replayed_history_is_never_the_answer_in_any_order() {
             let want = vec![(OLD.to_string(), false), (NEW.to_string(), true)];
             assert_eq!(agent, want, "{what}");
             assert_replays(&rec);
-            let (_, replayed) = vf::acp::project_log(&rec.raw.join("\n"));
+            let (_, replayed) = vf::engine::acp::project_log(&rec.raw.join("\n"));
             assert_eq!(replayed.answer.as_deref(), Some(NEW), "{what}: replayed");
         }
     }
@@ -82,7 +82,7 @@ fn an_echo_of_the_prompt_is_no_replay() {
         r#"{"dir":"in","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}}}}"#,
         r#"{"dir":"in","msg":{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}}"#,
     ];
-    let (_, out) = vf::acp::project_log(&lines.join("\n"));
+    let (_, out) = vf::engine::acp::project_log(&lines.join("\n"));
     assert_eq!(out.answer.as_deref(), Some("done"));
 }
 

@@ -386,7 +386,8 @@ fn classification_and_refusals() {
     // Over the size limit (a sparse file: no real disk use).
     let big = r.src.join("big.pdf");
     let f = std::fs::File::create(&big).unwrap();
-    f.set_len(vf::attach::MAX_ATTACHMENT_BYTES + 1).unwrap();
+    f.set_len(vf::dispatch::attach::MAX_ATTACHMENT_BYTES + 1)
+        .unwrap();
     let out = r.vf().args(["attach", "add"]).arg(&big).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("limited to 64 MiB"));

@@ -90,7 +90,7 @@ fn help_and_version_succeed() {
 #[test]
 fn cli_rs_imports_only_clap_std_and_the_engine_types() {
     use common::source::{code_of, crate_modules, crates_named, dependencies};
-    let code = code_of(&read_text(&root().join("src/cli.rs")));
+    let code = code_of(&read_text(&root().join("src/cli/mod.rs")));
     assert_eq!(crate_modules(&code), BTreeSet::from(["engine".to_string()]));
     let deps = dependencies(&read_text(&root().join("Cargo.toml")));
     assert_eq!(crates_named(&code, &deps), BTreeSet::from(["clap"]));

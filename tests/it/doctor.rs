@@ -488,9 +488,9 @@ fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
     let state = t.path().join("state");
     let (pgid, pid) = leaderless_group();
     // The record of a vf that died (its start time no longer matches).
-    let mut rec = vf::owned::ProcRecord::new("left", 1, "codex", pgid as u32);
+    let mut rec = vf::process::owned::ProcRecord::new("left", 1, "codex", pgid as u32);
     rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
-    let record = vf::owned::record_path(&state, "left", 1);
+    let record = vf::process::owned::record_path(&state, "left", 1);
     rec.save(&record).unwrap();
     let run = |args: &[&str]| {
         vf(&bin)
@@ -505,7 +505,7 @@ fn doctor_lists_a_group_that_outlived_its_leader_and_its_vf() {
     let json = run(&["--json"]);
     let human = run(&[]);
     let fixed = run(&["--fix"]);
-    let alive = vf::orphans::group_members(pgid) == vec![pid];
+    let alive = vf::process::orphans::group_members(pgid) == vec![pid];
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     assert!(alive, "vf ended a group it cannot prove");
 
@@ -584,7 +584,7 @@ fn claude_as_root_has_an_is_sandbox_note() {
     assert_eq!(notes, serde_json::json!(want));
 }
 
-// ---- The doctor cache (src/doctor/cache.rs): answers per executable identity.
+// ---- The doctor cache (src/readiness/doctor/cache.rs): answers per executable identity.
 
 /// `vf doctor --json` with its cache under `cache` (and no HOME).
 fn doctor_cached(path_dir: &Path, cache: &Path, args: &[&str]) -> (i32, Vec<Value>) {

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use vf::engine::policy::ToolPolicy;
+use vf::engine::tool_policy::ToolPolicy;
 use vf::engine::{Attachment, AttachmentKind, EngineId, Invocation, Request, RunOptions};
-use vf::error::exit;
-use vf::version::Version;
+use vf::ground::error::exit;
+use vf::ground::version::Version;
 
 use crate::common;
 use common::fixtures;

@@ -7,10 +7,10 @@
 //! comes from each case's `cmd.txt`.
 
 use serde_json::{Value, json};
+use vf::engine::frames::{Projector, Tracker};
+use vf::engine::summary::{Summary, extract};
 use vf::engine::{EngineId, Outcome, OutputTransport};
-use vf::frames::{Projector, Tracker};
-use vf::summary::{Summary, extract};
-use vf::version::Version;
+use vf::ground::version::Version;
 
 use crate::common;
 use common::{fixtures, read_text, recorded_exit};

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use vf::VfError;
 use vf::engine::EngineId;
-use vf::marker::{Marker, MarkerStore, UnitState};
+use vf::unit::marker::{Marker, MarkerStore, UnitState};
 
 const UNIT: &str = "u1";
 
@@ -29,7 +29,7 @@ fn full_marker() -> Value {
     m.exit_code = Some(1);
     m.summary = Some(json!({"confidence": 0.5, "files_changed": ["a.rs"]}));
     m.error = Some("engine failed".into());
-    m.reason = Some(vf::error::Reason::Engine);
+    m.reason = Some(vf::ground::error::Reason::Engine);
     // Relative to the state dir, as vf writes them.
     m.stdout_log = Some(PathBuf::from("units/u1/attempt-2.stdout.log"));
     m.stderr_log = Some(PathBuf::from("units/u1/attempt-2.stderr.log"));

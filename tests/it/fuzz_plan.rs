@@ -228,7 +228,7 @@ fn check_plan(units: &[PlanUnit], dir: &Path) -> Result<(), String> {
     // Names of the units before this one (a set: plans can be long).
     let mut before = std::collections::HashSet::new();
     for u in units {
-        vf::names::check("unit name", &u.name).map_err(|e| format!("accepted: {e}"))?;
+        vf::ground::names::check("unit name", &u.name).map_err(|e| format!("accepted: {e}"))?;
         for d in &u.depends_on {
             if !before.contains(d.as_str()) {
                 return Err(format!("{:?} runs before its dependency {d:?}", u.name));

@@ -17,7 +17,7 @@ use fuzz_support::{
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use vf::engine::OutputTransport;
-use vf::frames::ConversationEvent;
+use vf::engine::frames::ConversationEvent;
 
 /// Line caps of the reader: tiny ones turn ordinary frames into oversized lines.
 const CAPS: [usize; 4] = [16, 300, 4096, 8 << 20];
@@ -200,7 +200,7 @@ fn outcome_with(name: &str, retype: impl Fn(&mut Value)) -> vf::engine::Outcome 
     let t = c.target();
     let mut frames = frames_of(&c.bytes).unwrap();
     frames.iter_mut().for_each(retype);
-    let mut p = vf::frames::Projector::new(t.cli, t.version.as_ref(), t.transport);
+    let mut p = vf::engine::frames::Projector::new(t.cli, t.version.as_ref(), t.transport);
     for l in split_lines(&join_lines(&frames_to_lines(&frames, &[]), true)) {
         p.push_line(&l);
     }
@@ -352,7 +352,7 @@ fn huge_run(t: &Target, lines: &[Vec<u8>]) -> Vec<ConversationEvent> {
 fn target(cli: vf::engine::EngineId, version: &str, transport: OutputTransport) -> Target {
     Target {
         cli,
-        version: vf::version::Version::parse(version),
+        version: vf::ground::version::Version::parse(version),
         transport,
     }
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::common::{assert_json_eq, stderr, tempdir, vf_cli};
 use vf::engine::EngineId;
-use vf::marker::{Marker, MarkerStore, UnitState};
+use vf::unit::marker::{Marker, MarkerStore, UnitState};
 
 /// What the fake endpoint does with the one request it takes.
 enum Reply {
@@ -90,7 +90,7 @@ pub(crate) fn unit(state: &Path) {
     m.state = UnitState::Done;
     m.summary = Some(json!({"status": "ok", "files": 2}));
     store.save(&mut m).unwrap();
-    vf::history::record(
+    vf::unit::history::record(
         state,
         "u1",
         EngineId::Claude,
@@ -99,7 +99,7 @@ pub(crate) fn unit(state: &Path) {
         "first try",
     )
     .unwrap();
-    vf::history::record(
+    vf::unit::history::record(
         state,
         "u1",
         EngineId::Claude,
@@ -162,7 +162,10 @@ fn a_valid_verdict_is_printed_and_what_was_sent_is_the_recorded_answers() {
     );
     let sent: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(sent["model"], "judge-m");
-    assert_eq!(sent["messages"][0]["content"], vf::judge::INSTRUCTIONS);
+    assert_eq!(
+        sent["messages"][0]["content"],
+        vf::report::judge::INSTRUCTIONS
+    );
     let input: Value =
         serde_json::from_str(sent["messages"][1]["content"].as_str().unwrap()).unwrap();
     assert_json_eq(

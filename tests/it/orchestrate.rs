@@ -628,12 +628,12 @@ fn resume_refuses_a_unit_owned_by_a_live_vf() {
         unit_toml("b", "codex", &["a"])
     ));
     // A marker claimed by a live supervisor: this test process.
-    let store = vf::marker::MarkerStore::new(&env.state());
-    let mut m = vf::marker::Marker::new("a", vf::engine::EngineId::Codex, env.path());
-    m.state = vf::marker::UnitState::Running;
+    let store = vf::unit::marker::MarkerStore::new(&env.state());
+    let mut m = vf::unit::marker::Marker::new("a", vf::engine::EngineId::Codex, env.path());
+    m.state = vf::unit::marker::UnitState::Running;
     m.attempts = 1;
-    m.owner = Some(vf::marker::Owner {
-        supervisor: vf::procinfo::ProcIdentity::current(),
+    m.owner = Some(vf::unit::marker::Owner {
+        supervisor: vf::ground::procinfo::ProcIdentity::current(),
         cli: None,
         pgid: None,
     });

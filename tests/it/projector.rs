@@ -5,10 +5,10 @@
 use std::fs;
 
 use serde_json::{Value, json};
+use vf::engine::frames::manifests::families;
+use vf::engine::frames::{ConversationEvent, Projector, RawRange};
 use vf::engine::{EngineId, OutputTransport};
-use vf::frames::manifests::families;
-use vf::frames::{ConversationEvent, Projector, RawRange};
-use vf::version::Version;
+use vf::ground::version::Version;
 
 use crate::common;
 use common::fixtures;
@@ -117,7 +117,7 @@ fn tier2_event_snapshots_and_no_drift_on_genuine_captures() {
             .collect();
         assert!(unknown.is_empty(), "{} {}: {unknown:?}", c.cli, c.case);
         let warnings = events.iter().filter(|e| {
-            matches!(e, ConversationEvent::Status { level, .. } if *level == vf::frames::Level::Warning)
+            matches!(e, ConversationEvent::Status { level, .. } if *level == vf::engine::frames::Level::Warning)
         });
         // Genuine output has no malformed lines; retries/denials are the only warnings.
         for w in warnings {

@@ -1,9 +1,9 @@
 //! Bad input, the text path, multi-line documents and version resolution.
 
 use proptest::prelude::*;
+use vf::engine::frames::{ConversationEvent, Level, Projector, RawRange};
 use vf::engine::{EngineId, OutputTransport};
-use vf::frames::{ConversationEvent, Level, Projector, RawRange};
-use vf::version::Version;
+use vf::ground::version::Version;
 
 fn run(cli: EngineId, t: OutputTransport, lines: &[&[u8]]) -> (Projector, Vec<ConversationEvent>) {
     let v = Version::parse(

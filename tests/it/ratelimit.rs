@@ -404,7 +404,7 @@ fn sigint_during_a_wait_ends_the_plan_and_resume_continues_it() {
             break;
         }
     }
-    let want_until = vf::fsutil::rfc3339(reset, 0)[11..19].to_string();
+    let want_until = vf::ground::fsutil::rfc3339(reset, 0)[11..19].to_string();
     assert_eq!(
         seen[0]["error"],
         format!("rate-limited: waiting until {want_until}")
@@ -413,7 +413,10 @@ fn sigint_during_a_wait_ends_the_plan_and_resume_continues_it() {
     signal(child.id() as i32, libc::SIGINT);
     assert_eq!(wait_exit(&mut child).code(), Some(130));
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
-    assert_eq!(env.marker("u")["retryAt"], vf::fsutil::rfc3339(reset, 0));
+    assert_eq!(
+        env.marker("u")["retryAt"],
+        vf::ground::fsutil::rfc3339(reset, 0)
+    );
 
     let out = run_bounded(
         orchestrate(&env, &["--resume"]),

@@ -1,6 +1,6 @@
 //! The real-engine tier for ACP: `gemini --acp` and `opencode acp` run inside
 //! scripts/engine-sandbox.sh (loopback only, the fake model server) with their
-//! stdio driven from here by `vf::acp::run_session`: a JSON run with the fake
+//! stdio driven from here by `vf::engine::acp::run_session`: a JSON run with the fake
 //! server's usage figures, an exact resume with `session/load` (the fake server
 //! answers "Resumed." only when the earlier turn was sent back), and a write
 //! the default policy rejects: the file stays unwritten.
@@ -12,8 +12,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use vf::acp::{AcpError, Outcome, Policy, PromptPart, SessionRequest, SessionSink};
-use vf::frames::ConversationEvent;
+use vf::engine::acp::{AcpError, Outcome, Policy, PromptPart, SessionRequest, SessionSink};
+use vf::engine::frames::ConversationEvent;
 
 use crate::common;
 use crate::sandbox::{self, Sandbox, available, versions};
@@ -89,7 +89,7 @@ fn session(
         policy: Policy::Default,
         mcp: Vec::new(),
         deadline: Some(Duration::from_secs(180)),
-        handshake: vf::acp::DEFAULT_HANDSHAKE_TIMEOUT,
+        handshake: vf::engine::acp::DEFAULT_HANDSHAKE_TIMEOUT,
     };
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = std::fs::OpenOptions::new()
@@ -105,7 +105,7 @@ fn session(
         let mut child = c.spawn().unwrap();
         let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
         let (_tx, rx) = tokio::sync::watch::channel(false);
-        let r = vf::acp::run_session(stdout, stdin, req, sink, rx).await;
+        let r = vf::engine::acp::run_session(stdout, stdin, req, sink, rx).await;
         // The agent's stdin is closed now; the sandbox ends with it, or is ended.
         let pid = child.id().unwrap() as i32;
         if tokio::time::timeout(Duration::from_secs(20), child.wait())

@@ -1,4 +1,4 @@
-//! The real-engine tier of `--read-only` and `--allow-tool` (`vf::engine::policy`):
+//! The real-engine tier of `--read-only` and `--allow-tool` (`vf::engine::tool_policy`):
 //! each real CLI that claims read-only enforcement, in the loopback-only
 //! sandbox against the fake model server, gets a `LAB-WRITE` unit (the model
 //! asks its shell tool for `touch lab-written.txt`). A control run that may

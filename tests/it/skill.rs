@@ -16,8 +16,8 @@ fn install(dir: &Path, extra: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_documented_flag_exists_and_a_missing_one_fails_the_render() {
-    let body = vf::skill::render(&vf::cli::full_command()).unwrap();
-    for (sub, flags) in vf::skill::DOCUMENTED {
+    let body = vf::project::skill::render(&vf::cli::full_command()).unwrap();
+    for (sub, flags) in vf::project::skill::DOCUMENTED {
         assert!(body.contains(&format!("## `vf {sub}`")), "{sub}");
         for f in *flags {
             assert!(
@@ -33,7 +33,7 @@ fn every_documented_flag_exists_and_a_missing_one_fails_the_render() {
     // A tree where `vf dispatch` lost --prompt: the render names it.
     let old = clap::Command::new("vf")
         .subcommand(clap::Command::new("dispatch").arg(clap::Arg::new("engine").long("engine")));
-    let e = vf::skill::render(&old).unwrap_err();
+    let e = vf::project::skill::render(&old).unwrap_err();
     assert_eq!(
         e.to_string(),
         "the vf skill documents `vf dispatch` prompt, which no longer exists"

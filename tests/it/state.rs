@@ -54,16 +54,18 @@ impl Units {
         run_bounded(self.cmd(args), Duration::from_secs(60))
     }
     /// A codex marker in `state` with an exact session id, as vf writes it.
-    fn marker(&self, unit: &str, state: vf::marker::UnitState) -> vf::marker::Marker {
-        let mut m = vf::marker::Marker::new(unit, vf::engine::EngineId::Codex, self.path());
+    fn marker(&self, unit: &str, state: vf::unit::marker::UnitState) -> vf::unit::marker::Marker {
+        let mut m = vf::unit::marker::Marker::new(unit, vf::engine::EngineId::Codex, self.path());
         m.state = state;
         m.attempts = 1;
         m.engine_version = Some("0.171.0".into());
         m.engine_session_id = Some(capture_session_id(CODEX));
         m
     }
-    fn save(&self, m: &mut vf::marker::Marker) {
-        vf::marker::MarkerStore::new(&self.state()).save(m).unwrap();
+    fn save(&self, m: &mut vf::unit::marker::Marker) {
+        vf::unit::marker::MarkerStore::new(&self.state())
+            .save(m)
+            .unwrap();
     }
     fn write_json(&self, unit: &str, v: &Value) -> Vec<u8> {
         let bytes = serde_json::to_vec_pretty(v).unwrap();
@@ -96,7 +98,7 @@ fn tree(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_marker_naming_another_unit_is_corrupt_and_nothing_escapes() {
     let env = Units::new();
-    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    let mut v = serde_json::to_value(env.marker("u", vf::unit::marker::UnitState::Failed)).unwrap();
     v["unit"] = "../../escaped".into();
     let before = env.write_json("u", &v);
     let files_before = tree(env.path());
@@ -116,7 +118,7 @@ fn a_marker_naming_another_unit_is_corrupt_and_nothing_escapes() {
     assert_eq!(written, files_before, "something was written");
 
     // Log paths outside the unit's log directory are just as corrupt.
-    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    let mut v = serde_json::to_value(env.marker("u", vf::unit::marker::UnitState::Failed)).unwrap();
     v["stdoutLog"] = env.path().join("outside.log").display().to_string().into();
     env.write_json("u", &v);
     let out = env.run(&["dispatch", "-e", "codex", "--unit", "u", "--prompt", "x"]);
@@ -180,7 +182,7 @@ fn a_planted_log_file_is_refused_before_the_engine_starts() {
 #[test]
 fn a_future_format_marker_is_refused_untouched_and_shown() {
     let env = Units::new();
-    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    let mut v = serde_json::to_value(env.marker("u", vf::unit::marker::UnitState::Failed)).unwrap();
     v["format"] = 2.into();
     v["somethingNew"] = serde_json::json!({"kept": true});
     let before = env.write_json("u", &v);
@@ -234,9 +236,9 @@ fn a_future_format_marker_is_refused_untouched_and_shown() {
 fn a_zombie_vf_is_not_a_live_owner() {
     let env = Units::new();
     let mut z = zombie();
-    let mut m = env.marker("u", vf::marker::UnitState::Running);
-    m.owner = Some(vf::marker::Owner {
-        supervisor: vf::procinfo::ProcIdentity::of(z.id()),
+    let mut m = env.marker("u", vf::unit::marker::UnitState::Running);
+    m.owner = Some(vf::unit::marker::Owner {
+        supervisor: vf::ground::procinfo::ProcIdentity::of(z.id()),
         cli: None,
         pgid: None,
     });
@@ -280,15 +282,19 @@ fn ends_the_orphan_before(rerun: &[&str]) {
     cut_lifeline(marker["owner"]["pgid"].as_i64().unwrap() as i32);
     child.kill().unwrap();
     child.wait().unwrap();
-    let found = vf::orphans::scan(&env.state());
+    let found = vf::process::orphans::scan(&env.state());
     assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(found[0].class, vf::orphans::Class::Orphan, "{found:?}");
+    assert_eq!(
+        found[0].class,
+        vf::process::orphans::Class::Orphan,
+        "{found:?}"
+    );
     let pgid = found[0].pgid.unwrap();
-    assert!(!vf::orphans::group_members(pgid).is_empty());
+    assert!(!vf::process::orphans::group_members(pgid).is_empty());
 
     let out = env.run(rerun);
     // Live members only: a killed orphan may stay a zombie until init reaps it.
-    let alive_after = !vf::orphans::group_members(pgid).is_empty();
+    let alive_after = !vf::process::orphans::group_members(pgid).is_empty();
     if alive_after {
         signal(-pgid, libc::SIGKILL);
     }
@@ -301,14 +307,15 @@ fn ends_the_orphan_before(rerun: &[&str]) {
         "{}",
         stderr(&out)
     );
-    assert!(vf::orphans::scan(&env.state()).is_empty());
+    assert!(vf::process::orphans::scan(&env.state()).is_empty());
 }
 
 /// A record of `unit`'s attempt 1 whose vf died, with `pgid` as its CLI.
 fn dead_vf_record(state: &Path, unit: &str, pgid: i32) {
-    let mut rec = vf::owned::ProcRecord::new(unit, 1, "codex", pgid as u32);
+    let mut rec = vf::process::owned::ProcRecord::new(unit, 1, "codex", pgid as u32);
     rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
-    rec.save(&vf::owned::record_path(state, unit, 1)).unwrap();
+    rec.save(&vf::process::owned::record_path(state, unit, 1))
+        .unwrap();
 }
 
 #[test]
@@ -327,12 +334,12 @@ fn dispatch_refuses_while_an_unproven_group_of_the_unit_runs() {
 /// ours: `rerun` is refused (exit 2, naming `vf doctor --fix`), nothing starts.
 fn refuses_while_an_unproven_group_runs(rerun: &[&str]) {
     let env = Units::new();
-    env.save(&mut env.marker("b", vf::marker::UnitState::Failed));
+    env.save(&mut env.marker("b", vf::unit::marker::UnitState::Failed));
     let before = std::fs::read(env.marker_path("b")).unwrap();
     let (pgid, _) = leaderless_group();
     dead_vf_record(&env.state(), "b", pgid);
     let out = env.run(rerun);
-    let alive = !vf::orphans::group_members(pgid).is_empty();
+    let alive = !vf::process::orphans::group_members(pgid).is_empty();
     signal(-pgid, libc::SIGKILL);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("vf doctor --fix"), "{}", stderr(&out));
@@ -347,12 +354,12 @@ fn a_hostile_process_record_is_corrupt_and_never_acted_on() {
     let env = Units::new();
     let (pgid, _) = leaderless_group();
     // Named for unit `a`, claiming unit `b`: its fields are not trusted.
-    let mut rec = vf::owned::ProcRecord::new("b", 1, "codex", pgid as u32);
+    let mut rec = vf::process::owned::ProcRecord::new("b", 1, "codex", pgid as u32);
     rec.supervisor.start_time = rec.supervisor.start_time.map(|t| t + 1);
-    let path = vf::owned::record_path(&env.state(), "a", 1);
+    let path = vf::process::owned::record_path(&env.state(), "a", 1);
     rec.save(&path).unwrap();
     let out = env.run(&["doctor", "--fix", "--json"]);
-    let alive = !vf::orphans::group_members(pgid).is_empty();
+    let alive = !vf::process::orphans::group_members(pgid).is_empty();
     signal(-pgid, libc::SIGKILL);
     let findings: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(findings[0]["class"], "corrupt", "{findings}");
@@ -380,14 +387,14 @@ fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
     // Left by a vf that died mid-write (its pid and start time name it), and
     // by an older vf (no creator in the name, older than a minute).
     let mut z = zombie();
-    let zid = vf::procinfo::ProcIdentity::of(z.id());
+    let zid = vf::ground::procinfo::ProcIdentity::of(z.id());
     let dead = units.join(format!(
         ".tmp-{}-{}-abc123",
         z.id(),
         zid.start_time.unwrap()
     ));
     let old = units.join(".tmp-Xy12Ab");
-    let me = vf::procinfo::ProcIdentity::current();
+    let me = vf::ground::procinfo::ProcIdentity::current();
     let live = units.join(format!(".tmp-{}-{}-live01", me.pid, me.start_time.unwrap()));
     for p in [&dead, &old, &live] {
         std::fs::write(p, b"partial").unwrap();
@@ -410,7 +417,7 @@ fn temporaries_left_by_a_crash_are_cleaned_by_the_next_writer() {
 #[test]
 fn a_hostile_marker_value_never_reaches_the_terminal_raw() {
     let env = Units::new();
-    let mut v = serde_json::to_value(env.marker("u", vf::marker::UnitState::Failed)).unwrap();
+    let mut v = serde_json::to_value(env.marker("u", vf::unit::marker::UnitState::Failed)).unwrap();
     v["engine"] = "codex\n\u{1b}[7mINJECTED\u{1b}[0m".into();
     env.write_json("u", &v);
     let path = env.marker_path("u").display().to_string();

@@ -1,8 +1,8 @@
-//! Property tests for the fenced-summary scanner (`vf::summary::extract`).
+//! Property tests for the fenced-summary scanner (`vf::engine::summary::extract`).
 
 use proptest::prelude::*;
 use serde_json::Value;
-use vf::summary::{Summary, extract};
+use vf::engine::summary::{Summary, extract};
 
 /// JSON values that survive a print/parse round trip exactly (no floats:
 /// serde_json's default float parsing may differ in the last bit).

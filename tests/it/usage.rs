@@ -169,14 +169,15 @@ fn the_human_end_line_shows_tokens_and_cost() {
 #[test]
 fn the_gemini_json_document_sums_its_models() {
     use vf::engine::{EngineId, OutputTransport};
-    let version = vf::version::Version::parse("0.61.0").unwrap();
-    let mut p = vf::frames::Projector::new(EngineId::Gemini, Some(&version), OutputTransport::Json);
+    let version = vf::ground::version::Version::parse("0.61.0").unwrap();
+    let mut p =
+        vf::engine::frames::Projector::new(EngineId::Gemini, Some(&version), OutputTransport::Json);
     for line in read_text(&fixture("gemini/0.61.0/a_json.stdout.jsonl")).lines() {
         p.push_line(line.as_bytes());
     }
     p.finish();
     let (got, running) = p.tracker().usage();
-    assert_eq!(running, vf::usage::Running::None);
+    assert_eq!(running, vf::engine::usage::Running::None);
     let want = usage(
         "stats.models.tokens",
         [Some(200), Some(0), Some(40), Some(0), Some(240)],

@@ -1,7 +1,7 @@
 //! Private ranges in `vf dispatch --dry-run`: what is delivered, what is
 //! refused (and how), and that the text is never printed or stored.
 
-use vf::private::{RangeSpec, apply_private_ranges, stage_private_ranges};
+use vf::dispatch::private::{RangeSpec, apply_private_ranges, stage_private_ranges};
 
 use super::common::assert_nowhere_under;
 use super::*;

@@ -235,7 +235,7 @@ pub fn group_alive(pgid: i32) -> bool {
 /// live members of group `pgid`.
 #[cfg(unix)]
 pub fn lifeline_watchers(pgid: i32) -> Vec<u32> {
-    vf::orphans::group_members(pgid)
+    vf::process::orphans::group_members(pgid)
         .into_iter()
         .filter(|p| {
             std::fs::read(format!("/proc/{p}/cmdline"))
@@ -264,7 +264,7 @@ pub fn cut_lifeline(pgid: i32) {
 pub fn group_ends_within(pgid: i32, limit: Duration) -> Duration {
     let start = Instant::now();
     loop {
-        let left = vf::orphans::group_members(pgid);
+        let left = vf::process::orphans::group_members(pgid);
         if left.is_empty() {
             return start.elapsed();
         }
@@ -306,7 +306,7 @@ pub fn leaderless_group() -> (i32, u32) {
     wait_for(
         "the grandchild",
         Duration::from_secs(10),
-        || match vf::orphans::group_members(pgid)[..] {
+        || match vf::process::orphans::group_members(pgid)[..] {
             [pid] => {
                 child = pid;
                 true

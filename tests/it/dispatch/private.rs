@@ -292,8 +292,9 @@ fn escaped_mixed_and_split_echoes_are_redacted_everywhere() {
     let env = Env::new();
     private_source(&env);
     let range = ["config.rs:4-6".parse().unwrap()];
-    let staged = vf::private::stage_private_ranges(&range, &env.state(), env.path()).unwrap();
-    let prompt = vf::private::apply_private_ranges("review it", &staged);
+    let staged =
+        vf::dispatch::private::stage_private_ranges(&range, &env.state(), env.path()).unwrap();
+    let prompt = vf::dispatch::private::apply_private_ranges("review it", &staged);
     let in_secret = prompt.find(SECRET).unwrap() + 6;
     let in_header = prompt.find("VF-PRIVATE").unwrap() + 5;
     // Each under a name of its own (the template is named after the capture).

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use vf::engine::mcp::{self, McpServers};
 use vf::engine::{EngineId, Invocation, Request};
-use vf::error::exit;
+use vf::ground::error::exit;
 
 use super::{CODEX_ID, GEMINI_ID, STATE, UNIT_DIR, build, fixtures, refused, req, v};
 

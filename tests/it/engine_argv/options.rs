@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use vf::engine::options::SchemaArg;
 use vf::engine::{EffortFlag, EngineId, Request, RunOptions, SchemaFlag};
-use vf::error::exit;
+use vf::ground::error::exit;
 
 use super::{
     CLAUDE_ID, CODEX_ID, COPILOT_ID, GEMINI_ID, OPENCODE_ID, args, build, refused, req, v,

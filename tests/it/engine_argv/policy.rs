@@ -1,13 +1,13 @@
-//! `--read-only`, `--allow-tool`, `--deny-tool` (`vf::engine::policy`): the
+//! `--read-only`, `--allow-tool`, `--deny-tool` (`vf::engine::tool_policy`): the
 //! exact argv per engine and version family, the recorded status, the
 //! warnings, the variadic flags' `=` form, and through the binary the dry
 //! run's `warnings` and the `--require-enforced` refusal (exit 2, nothing written).
 
 use serde_json::{Value, json};
-use vf::engine::policy::{self, Enforcement, PolicyStatus, ToolPolicy};
+use vf::engine::tool_policy::{self, Enforcement, PolicyStatus, ToolPolicy};
 use vf::engine::{EngineId, Invocation, Request};
-use vf::error::exit;
-use vf::version::Version;
+use vf::ground::error::exit;
+use vf::ground::version::Version;
 
 use super::common::{Env, files_under, vf_cli};
 use super::{CLAUDE_ID, CODEX_ID, args, build, fixtures, refused, req, v};
@@ -261,7 +261,7 @@ fn opencode_and_agy_send_nothing_and_say_unenforced() {
 #[test]
 fn acp_holds_read_only_itself_and_the_bridge_nothing() {
     let p = pol(true, &["read"], &[]);
-    let acp = policy::apply(EngineId::Acp, None, false, &p);
+    let acp = tool_policy::apply(EngineId::Acp, None, false, &p);
     assert_eq!(
         (acp.args.len(), acp.status),
         (
@@ -272,7 +272,7 @@ fn acp_holds_read_only_itself_and_the_bridge_nothing() {
             }
         )
     );
-    let bridge = policy::apply(EngineId::Bridge, None, false, &p);
+    let bridge = tool_policy::apply(EngineId::Bridge, None, false, &p);
     assert_eq!(
         (bridge.args.len(), bridge.status),
         (
@@ -283,7 +283,7 @@ fn acp_holds_read_only_itself_and_the_bridge_nothing() {
             }
         )
     );
-    let off = policy::apply(EngineId::Claude, None, false, &pol(false, &[], &[]));
+    let off = tool_policy::apply(EngineId::Claude, None, false, &pol(false, &[], &[]));
     assert_eq!(
         (off.args, off.status, off.warnings),
         (vec![], PolicyStatus::OFF, vec![])
@@ -303,7 +303,7 @@ fn variadic_tool_flags_never_swallow_what_follows() {
         (EngineId::Copilot, None),
         (EngineId::Copilot, Some(&v83)),
     ] {
-        let applied = policy::apply(e, ver, false, &p);
+        let applied = tool_policy::apply(e, ver, false, &p);
         let r = Request {
             version: ver,
             policy: &p,
@@ -360,7 +360,7 @@ fn every_policy_flag_is_in_the_saved_help() {
     ];
     for (e, ver, file, resume) in cases {
         let text = help(e.as_str(), ver, file);
-        let applied = policy::apply(*e, Some(&v(ver)), *resume, &all);
+        let applied = tool_policy::apply(*e, Some(&v(ver)), *resume, &all);
         for a in applied.args.iter().filter(|a| a.starts_with("--")) {
             let flag = a.split('=').next().unwrap();
             assert!(text.contains(flag), "{e} {ver}: {flag} is not in {file}");

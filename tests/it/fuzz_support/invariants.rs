@@ -5,10 +5,10 @@
 //! cargo-fuzz targets (`fuzz/`), so it depends on `vf` and `serde_json` only.
 
 use serde_json::Value;
+use vf::engine::frames::reader::{Line, LineReader};
+use vf::engine::frames::{ConversationEvent, Level, Projector};
 use vf::engine::{EngineId, OutputTransport};
-use vf::frames::reader::{Line, LineReader};
-use vf::frames::{ConversationEvent, Level, Projector};
-use vf::version::Version;
+use vf::ground::version::Version;
 
 /// Rows emitted before any line is read carry `rawRange` 0..0 (docs/PROJECTOR.md).
 const STARTUP_LABELS: &[&str] = &["Unverified CLI version", "No manifest for this transport"];

@@ -13,10 +13,10 @@ use std::time::Duration;
 use proptest::test_runner::Config;
 
 use crate::common::fixtures;
+use vf::engine::frames::manifest::{Entry, Rule};
+use vf::engine::frames::manifests::families;
 use vf::engine::{EngineId, OutputTransport};
-use vf::frames::manifest::{Entry, Rule};
-use vf::frames::manifests::families;
-use vf::version::Version;
+use vf::ground::version::Version;
 
 /// Cases per property: the default keeps CI fast; `VF_FUZZ_CASES=N` runs N
 /// cases of every property for a longer local run.

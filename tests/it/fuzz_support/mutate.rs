@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 use serde_json::Value;
 use vf::engine::OutputTransport;
-use vf::frames::manifest::{Manifest, Nested, Rule, lookup};
-use vf::frames::manifests::resolve;
+use vf::engine::frames::manifest::{Manifest, Nested, Rule, lookup};
+use vf::engine::frames::manifests::resolve;
 
 use super::Target;
 use super::json::{fill_secret, get, nth_node, other_type, set_at};

@@ -20,7 +20,7 @@ impl Rng {
 }
 
 /// Parses every marker file; panics on any that does not parse.
-fn all_markers_parse(state: &Path) -> HashMap<String, vf::marker::Marker> {
+fn all_markers_parse(state: &Path) -> HashMap<String, vf::unit::marker::Marker> {
     let mut out = HashMap::new();
     let Ok(rd) = std::fs::read_dir(state.join("units")) else {
         return out;
@@ -30,7 +30,7 @@ fn all_markers_parse(state: &Path) -> HashMap<String, vf::marker::Marker> {
         let Ok(bytes) = std::fs::read(e.path().join("marker.json")) else {
             continue;
         };
-        let m: vf::marker::Marker = serde_json::from_slice(&bytes)
+        let m: vf::unit::marker::Marker = serde_json::from_slice(&bytes)
             .unwrap_or_else(|err| panic!("marker {name} does not parse: {err}"));
         out.insert(name, m);
     }
@@ -42,17 +42,17 @@ fn clean_orphans(state: &Path) -> usize {
     let start = Instant::now();
     let mut ended = 0;
     loop {
-        let f = vf::orphans::fix(state, Duration::from_millis(300));
+        let f = vf::process::orphans::fix(state, Duration::from_millis(300));
         ended += f
             .iter()
-            .filter(|f| f.action == vf::orphans::Action::Ended)
+            .filter(|f| f.action == vf::process::orphans::Action::Ended)
             .count();
         let open = f
             .iter()
             .filter(|f| {
                 !matches!(
                     f.action,
-                    vf::orphans::Action::Ended | vf::orphans::Action::Released
+                    vf::process::orphans::Action::Ended | vf::process::orphans::Action::Released
                 )
             })
             .count();
@@ -71,7 +71,7 @@ fn clean_orphans(state: &Path) -> usize {
 fn any_done(state: &std::path::Path) -> bool {
     all_markers_parse(state)
         .values()
-        .any(|m| m.state == vf::marker::UnitState::Done)
+        .any(|m| m.state == vf::unit::marker::UnitState::Done)
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn crash_loop_kill_9_and_resume() {
                 .filter(|e| e.0 == "end" && &e.1 == unit && e.3 == Some(0))
                 .count();
             let known = unrecorded.get(unit).copied().unwrap_or(0);
-            if m.state != vf::marker::UnitState::Done && ends > known {
+            if m.state != vf::unit::marker::UnitState::Done && ends > known {
                 eprintln!("round {round}: {unit} completed but vf was killed before recording it");
                 unrecorded.insert(unit.clone(), ends);
             }
@@ -183,7 +183,7 @@ fn crash_loop_kill_9_and_resume() {
     // The loop must have made progress under kills (done units then skipped).
     let done_in_loop = all_markers_parse(&env.state())
         .values()
-        .filter(|m| m.state == vf::marker::UnitState::Done)
+        .filter(|m| m.state == vf::unit::marker::UnitState::Done)
         .count();
     eprintln!("units done before the final resume: {done_in_loop}");
     assert!(
@@ -207,7 +207,7 @@ fn crash_loop_kill_9_and_resume() {
         ev.iter().filter(|e| e.0 == "start").count()
     );
     for u in ["a", "b", "c", "d", "e"] {
-        assert_eq!(markers[u].state, vf::marker::UnitState::Done, "{u}");
+        assert_eq!(markers[u].state, vf::unit::marker::UnitState::Done, "{u}");
         let ends = ev
             .iter()
             .filter(|e| e.0 == "end" && e.1 == u && e.3 == Some(0))
@@ -234,12 +234,12 @@ fn crash_loop_kill_9_and_resume() {
         }
     }
     // Nothing is left running and no record is left behind.
-    assert!(vf::orphans::scan(&env.state()).is_empty());
+    assert!(vf::process::orphans::scan(&env.state()).is_empty());
 }
 
 #[test]
 fn orphan_fix_ends_exactly_the_orphaned_group() {
-    use vf::orphans::{Action, Class};
+    use vf::process::orphans::{Action, Class};
     let env = Env::new();
     let state = env.path();
     let child_pid_file = env.path().join("child.pid");
@@ -262,14 +262,14 @@ fn orphan_fix_ends_exactly_the_orphaned_group() {
     // Reap it when it dies, as init would for a real orphan.
     let reaper = std::thread::spawn(move || fake.wait());
     let start = Instant::now();
-    while !child_pid_file.exists() || vf::orphans::group_members(pid as i32).len() < 2 {
+    while !child_pid_file.exists() || vf::process::orphans::group_members(pid as i32).len() < 2 {
         assert!(start.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let mut rec = vf::owned::ProcRecord::new("orphan", 1, "codex", pid);
+    let mut rec = vf::process::owned::ProcRecord::new("orphan", 1, "codex", pid);
     // A supervisor that provably died: this pid with another start time.
     rec.supervisor.start_time = rec.supervisor.start_time.map(|s| s + 1);
-    rec.save(&vf::owned::record_path(state, "orphan", 1))
+    rec.save(&vf::process::owned::record_path(state, "orphan", 1))
         .unwrap();
 
     // An unrelated live process whose pid "looks recycled": other start time.
@@ -277,18 +277,18 @@ fn orphan_fix_ends_exactly_the_orphaned_group() {
     other.arg("30");
     std::os::unix::process::CommandExt::process_group(&mut other, 0);
     let mut other = other.spawn().unwrap();
-    let mut rec2 = vf::owned::ProcRecord::new("recycled", 1, "codex", other.id());
+    let mut rec2 = vf::process::owned::ProcRecord::new("recycled", 1, "codex", other.id());
     rec2.supervisor.start_time = rec2.supervisor.start_time.map(|s| s + 1);
     rec2.cli.start_time = rec2.cli.start_time.map(|s| s + 5);
-    rec2.save(&vf::owned::record_path(state, "recycled", 1))
+    rec2.save(&vf::process::owned::record_path(state, "recycled", 1))
         .unwrap();
     // And one with a live owner (this process).
-    let rec3_path = vf::owned::record_path(state, "owned", 1);
-    vf::owned::ProcRecord::new("owned", 1, "codex", other.id())
+    let rec3_path = vf::process::owned::record_path(state, "owned", 1);
+    vf::process::owned::ProcRecord::new("owned", 1, "codex", other.id())
         .save(&rec3_path)
         .unwrap();
 
-    let found = vf::orphans::scan(state);
+    let found = vf::process::orphans::scan(state);
     let class = |u: &str| {
         found
             .iter()
@@ -300,7 +300,7 @@ fn orphan_fix_ends_exactly_the_orphaned_group() {
     assert_eq!(class("recycled"), Class::Unproven);
     assert_eq!(class("owned"), Class::Owned);
 
-    let fixed = vf::orphans::fix(state, Duration::from_millis(500));
+    let fixed = vf::process::orphans::fix(state, Duration::from_millis(500));
     let action = |u: &str| {
         fixed
             .iter()
@@ -312,7 +312,7 @@ fn orphan_fix_ends_exactly_the_orphaned_group() {
     assert_eq!(action("recycled"), Action::None);
     assert_eq!(action("owned"), Action::None);
     assert!(
-        vf::orphans::group_members(pid as i32).is_empty(),
+        vf::process::orphans::group_members(pid as i32).is_empty(),
         "group survived"
     );
     reaper.join().unwrap().unwrap();
@@ -320,8 +320,8 @@ fn orphan_fix_ends_exactly_the_orphaned_group() {
         other.try_wait().unwrap().is_none(),
         "an unrelated process was killed"
     );
-    assert!(!vf::owned::record_path(state, "orphan", 1).exists());
-    assert!(vf::owned::record_path(state, "recycled", 1).exists());
+    assert!(!vf::process::owned::record_path(state, "orphan", 1).exists());
+    assert!(vf::process::owned::record_path(state, "recycled", 1).exists());
     assert!(rec3_path.exists());
     let json = serde_json::to_value(&fixed).unwrap();
     assert!(
@@ -342,19 +342,19 @@ fn owned_record_lives_exactly_while_the_cli_runs() {
     let mut c = env.orchestrate(&["--output", "jsonl"]);
     c.stdout(Stdio::null()).stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
-    let rec_path = vf::owned::record_path(&env.state(), "a", 1);
+    let rec_path = vf::process::owned::record_path(&env.state(), "a", 1);
     let start = Instant::now();
     while !rec_path.exists() {
         assert!(start.elapsed() < Duration::from_secs(20), "no record");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let rec = vf::owned::ProcRecord::load(&rec_path).unwrap();
+    let rec = vf::process::owned::ProcRecord::load(&rec_path).unwrap();
     assert_eq!(rec.unit, "a");
     assert_eq!(rec.attempt, 1);
     assert_eq!(rec.supervisor.pid, child.id());
     assert!(rec.supervisor.start_time.is_some() && rec.cli.start_time.is_some());
     assert_eq!(rec.pgid, rec.cli.pid as i32);
-    assert_eq!(rec.boot_id, vf::procinfo::boot_id());
+    assert_eq!(rec.boot_id, vf::ground::procinfo::boot_id());
     // The fake in the run log is that CLI.
     while env.events().is_empty() {
         assert!(
@@ -365,12 +365,16 @@ fn owned_record_lives_exactly_while_the_cli_runs() {
     }
     let starts = env.events();
     assert_eq!(starts[0].2, rec.cli.pid.to_string());
-    let found = vf::orphans::scan(&env.state());
-    assert_eq!(found[0].class, vf::orphans::Class::Owned, "{found:?}");
+    let found = vf::process::orphans::scan(&env.state());
+    assert_eq!(
+        found[0].class,
+        vf::process::orphans::Class::Owned,
+        "{found:?}"
+    );
     let status = child.wait().unwrap();
     assert!(status.success());
     assert!(!rec_path.exists(), "record not released");
-    assert!(vf::orphans::scan(&env.state()).is_empty());
+    assert!(vf::process::orphans::scan(&env.state()).is_empty());
 }
 
 #[test]
@@ -396,11 +400,15 @@ fn resume_ends_the_exact_orphan_of_its_unit_first() {
     cut_lifeline(marker["owner"]["pgid"].as_i64().unwrap() as i32);
     child.kill().unwrap();
     child.wait().unwrap();
-    let found = vf::orphans::scan(&env.state());
+    let found = vf::process::orphans::scan(&env.state());
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0].class, vf::orphans::Class::Orphan, "{found:?}");
+    assert_eq!(
+        found[0].class,
+        vf::process::orphans::Class::Orphan,
+        "{found:?}"
+    );
     let pgid = found[0].pgid.unwrap();
-    assert!(!vf::orphans::group_members(pgid).is_empty());
+    assert!(!vf::process::orphans::group_members(pgid).is_empty());
 
     env.unit_dir("a", CODEX, "0", "");
     let out = env.run_plan(&["--resume", "--output", "json"]);
@@ -408,7 +416,7 @@ fn resume_ends_the_exact_orphan_of_its_unit_first() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("ended the engine left running"), "{stderr}");
     assert!(
-        vf::orphans::group_members(pgid).is_empty(),
+        vf::process::orphans::group_members(pgid).is_empty(),
         "orphan survived"
     );
     let a = resumed("a");
@@ -416,5 +424,5 @@ fn resume_ends_the_exact_orphan_of_its_unit_first() {
         &env.normalized(&final_json(&out)),
         &plan_result(true, vec![a]),
     );
-    assert!(vf::orphans::scan(&env.state()).is_empty());
+    assert!(vf::process::orphans::scan(&env.state()).is_empty());
 }

@@ -38,7 +38,7 @@ fn kill_9_of_orchestrate_mid_engine_ends_every_group_and_resume_runs_each_once()
     assert!(
         groups
             .iter()
-            .all(|g| !vf::orphans::group_members(*g).is_empty()),
+            .all(|g| !vf::process::orphans::group_members(*g).is_empty()),
         "an engine ended before the kill: {:?}",
         env.events()
     );
@@ -70,5 +70,5 @@ fn kill_9_of_orchestrate_mid_engine_ends_every_group_and_resume_runs_each_once()
         assert_eq!(ends, 1, "{u}: {ev:?}");
     }
     // The killed runs' records are stale, not orphans: nothing is left.
-    assert!(vf::orphans::scan(&env.state()).is_empty());
+    assert!(vf::process::orphans::scan(&env.state()).is_empty());
 }

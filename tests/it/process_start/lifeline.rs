@@ -145,7 +145,7 @@ fn the_watcher_leaves_output_and_exit_status_alone() {
         .expect("the raw log");
     assert_eq!(read_text(&raw), read_text(&fixture(cap)));
     let pgid = m["owner"]["pgid"].as_i64().unwrap() as i32;
-    assert!(vf::orphans::group_members(pgid).is_empty());
+    assert!(vf::process::orphans::group_members(pgid).is_empty());
 }
 
 /// A watcher someone killed: the group then outlives vf (what `vf doctor
@@ -163,9 +163,9 @@ fn a_cut_lifeline_leaves_the_orphan_to_doctor() {
     cut_lifeline(pgid);
     vf_proc.kill().unwrap();
     vf_proc.wait().unwrap();
-    let still = !vf::orphans::group_members(pgid).is_empty();
+    let still = !vf::process::orphans::group_members(pgid).is_empty();
     let out = env.run(&["doctor", "--fix", "--json"]);
-    let left = !vf::orphans::group_members(pgid).is_empty();
+    let left = !vf::process::orphans::group_members(pgid).is_empty();
     if left {
         signal(-pgid, libc::SIGKILL);
     }

@@ -99,7 +99,7 @@ fn a_plan_holding_both_names_runs_both() {
 /// Unit `unit` as an older vf left it: a failed codex run with an exact
 /// session, its marker and lock next to its log directory.
 fn legacy_unit(env: &Units, unit: &str) -> Vec<u8> {
-    let mut m = env.marker(unit, vf::marker::UnitState::Failed);
+    let mut m = env.marker(unit, vf::unit::marker::UnitState::Failed);
     m.point_at_logs();
     let units = env.state().join("units");
     std::fs::create_dir_all(units.join(unit)).unwrap();
@@ -161,7 +161,7 @@ fn an_older_state_dir_is_shown_resumed_and_moved_into_place() {
 fn an_older_plan_state_resumes() {
     let env = Units::new();
     legacy_unit(&env, "a");
-    let mut done = env.marker("b", vf::marker::UnitState::Done);
+    let mut done = env.marker("b", vf::unit::marker::UnitState::Done);
     done.point_at_logs();
     let b = serde_json::to_vec_pretty(&done).unwrap();
     std::fs::write(env.state().join("units/b.json"), &b).unwrap();
@@ -213,7 +213,7 @@ fn refused(env: &Units, unit: &str, says: &str, marker: &Path, before: &[u8]) {
 #[test]
 fn a_name_that_differs_only_in_case_is_refused_where_files_are_shared() {
     let env = Units::new();
-    let mut m = env.marker("A", vf::marker::UnitState::Failed);
+    let mut m = env.marker("A", vf::unit::marker::UnitState::Failed);
     env.save(&mut m);
     let dir = env.state().join("units");
     std::fs::rename(dir.join("A"), dir.join("a")).unwrap();

@@ -1,0 +1,343 @@
+//! The dispatch runtime: run one unit on an engine CLI, in four phases.
+//!
+//! The spec comes from one resolution of the unit's options, [`resolve`].
+//!
+//! - prepare: take the unit's lock, read its marker, resolve the binary and
+//!   its version, build the invocation. Every check that can refuse the run
+//!   happens here, before anything is written: a refused run leaves the
+//!   marker byte-identical.
+//! - launch: raw logs and prompt file, spawn (see [`crate::process::child`]), the
+//!   owned-process record, then the marker `running`.
+//! - supervise: stream stdout through the projector line by line, keep the
+//!   session id durable, forward signals, enforce stall/timeout, never hang.
+//! - settle: the outcome, the final marker, release of the process record.
+
+mod acp_session;
+pub mod around;
+pub mod assess;
+pub mod attach;
+mod budget_watch;
+mod launch;
+pub mod notify;
+mod prepare;
+pub mod private;
+mod pump;
+mod redact;
+pub mod rerun;
+pub mod resolve;
+mod settle;
+mod supervise;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::engine::frames::ConversationEvent;
+use crate::engine::{Attachment, EngineId, RunOptions};
+use crate::ground::error::{Reason, Result};
+use crate::unit::LockedUnit;
+use crate::unit::marker::UnitState;
+
+pub use crate::unit::prompt_file::remove_stale_prompt_files;
+pub use around::Steps;
+pub use budget_watch::{BudgetWatch, LiveUsage};
+pub use redact::REDACTED;
+
+/// How long `--version` may take before it is reported unreadable.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
+/// The version of `engine`'s binary (`engine_bin`, else the one found as a
+/// dispatch finds it) as a dispatch would read it now (the doctor's cache,
+/// else `--version`); `None` when it is missing or unreadable.
+pub fn installed_version(
+    engine: EngineId,
+    engine_bin: Option<&std::path::Path>,
+) -> Option<crate::ground::version::Version> {
+    let program = crate::process::binary::resolve_binary(engine, engine_bin).ok()?;
+    crate::process::version_cache::read_version(&program, VERSION_TIMEOUT, false).ok()
+}
+
+/// The largest prompt vf accepts (`--prompt`, `--prompt-file`, stdin, plans).
+pub const MAX_PROMPT_BYTES: usize = 16 << 20;
+
+/// Everything one dispatch needs, made by [`resolve::Resolved::spec`] alone
+/// (every option resolved and checked there, before anything is written).
+#[derive(Debug, Clone)]
+pub struct UnitSpec {
+    pub engine: EngineId,
+    pub unit: String,
+    /// Never persisted by vf: it may carry private file ranges.
+    pub prompt: String,
+    /// Exact native session to resume.
+    pub session: Option<String>,
+    pub cwd: PathBuf,
+    pub state_dir: PathBuf,
+    pub skip_permissions: bool,
+    pub engine_bin: Option<PathBuf>,
+    pub attachments: Vec<Attachment>,
+    pub stall_timeout: Option<Duration>,
+    pub timeout: Option<Duration>,
+    /// Between the forwarded signal and SIGKILL, and for the drain after the
+    /// leader exits (see [`crate::process::child`]).
+    pub kill_grace: Duration,
+    /// Engine-specific warnings gathered before the run (e.g. dropped options).
+    pub warnings: Vec<String>,
+    /// Why this engine (e.g. the `--engine auto` rule that chose it).
+    pub engine_reason: Option<String>,
+    /// Appended to the engine's argv: its spending cap (`--max-cost`).
+    pub budget_args: Vec<String>,
+    /// The exact private-range blocks in the prompt: redacted wherever the
+    /// engine echoes them, before projection and the raw log.
+    pub redact: Vec<String>,
+    /// Model, effort and the native schema flag's value (`engine::options`).
+    pub options: RunOptions,
+    /// vf's own, authoritative check of the summary (`--summary-schema`).
+    pub summary_schema: Option<std::sync::Arc<crate::engine::summary::schema::SummarySchema>>,
+    /// The worktree, setup and verify around the engine (see [`Steps`]).
+    pub steps: Steps,
+    /// Read-only and tool allow/deny (`engine::policy`).
+    pub policy: crate::engine::tool_policy::ToolPolicy,
+    /// What the unit asked for (policy, path guards, hooks), recorded in
+    /// its marker for a later resume.
+    pub asked: crate::unit::marker::Asked,
+    /// MCP servers for this run (`engine::mcp`), already checked for the engine.
+    pub mcp: Option<crate::engine::mcp::McpServers>,
+    /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
+    /// and once it is reached the engine is ended like a timeout, reason `budget`.
+    pub budget_stop: Option<BudgetWatch>,
+    /// Set to true by whoever runs the unit to end it as a SIGTERM to vf
+    /// would (reason `interrupted`): a cancelled Temporal activity.
+    pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Record the answer for a later replay (`crate::unit::history`): dispatch,
+    /// resume and plans do; conversations keep their own transcript.
+    pub keep_answer: bool,
+    /// A command engine's command (the bridge's); `None` for the CLIs.
+    pub command: Option<crate::engine::EngineCommand>,
+}
+
+impl UnitSpec {
+    /// `VF_KILL_GRACE_MS`, or the default. Entry points validate the variable
+    /// first with [`crate::process::child::kill_grace_from_env`] (a bad value is exit 2).
+    pub fn default_kill_grace() -> Duration {
+        crate::process::child::kill_grace_from_env()
+            .unwrap_or(crate::process::child::DEFAULT_KILL_GRACE)
+    }
+}
+
+/// Receives events live, as each line is projected.
+pub trait EventSink {
+    fn event(&mut self, event: &ConversationEvent);
+    /// vf's own notices (not engine output).
+    fn warning(&mut self, message: &str);
+    /// Called a few times a second while the engine runs, when `wants_ticks`.
+    fn tick(&mut self, _elapsed: Duration) {}
+    fn wants_ticks(&self) -> bool {
+        false
+    }
+}
+
+/// The final result object (`--output json`, and the last line of `jsonl`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DispatchResult {
+    pub unit: String,
+    pub engine: EngineId,
+    pub engine_version: Option<String>,
+    /// `--model` / `--effort` as asked (absent when not set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+    pub state: UnitState,
+    /// The CLI's exit status (`null` when it was killed or never ran).
+    pub exit_code: Option<i32>,
+    pub session_id: Option<String>,
+    pub summary: Option<Value>,
+    pub summary_error: Option<String>,
+    pub answer: Option<String>,
+    pub unknown_frames: u64,
+    pub warnings: Vec<String>,
+    pub engine_reason: Option<String>,
+    pub error: Option<String>,
+    pub reason: Option<Reason>,
+    /// What the run consumed; `null` when the engine reported nothing.
+    pub usage: Option<crate::engine::usage::Usage>,
+    /// When a rate limit resets, if the engine said (RFC 3339).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+    pub duration_ms: u64,
+    pub attempt: u32,
+    pub marker: PathBuf,
+    pub stdout_log: Option<PathBuf>,
+    pub stderr_log: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::workspace::Workspace>,
+    /// `{readOnly, tools}`, each `enforced | unenforced | off` (absent when
+    /// no invocation was built).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::engine::tool_policy::PolicyStatus>,
+    /// `"replay"` when the run was a fresh session primed with a bounded
+    /// replay of the unit's earlier answers (see [`crate::dispatch::rerun`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::unit::history::Counts>,
+    /// The changed paths its path guards refuse (reason `policy`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_violations: Vec<String>,
+    /// The MCP servers' names given to the engine (`--mcp`); never their
+    /// `env` or `headers`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
+}
+
+impl DispatchResult {
+    /// vf's own exit code for this result.
+    pub fn vf_exit(&self) -> i32 {
+        self.reason
+            .map_or(crate::ground::error::exit::OK, Reason::exit_code)
+    }
+
+    /// What the saved marker says of the run that just ended; the caller
+    /// adds what the engine itself reported (nothing, when none ran).
+    fn from_life(spec: &UnitSpec, life: &crate::unit::life::UnitLife, started: Instant) -> Self {
+        let marker = life.marker();
+        DispatchResult {
+            unit: spec.unit.clone(),
+            engine: spec.engine,
+            engine_version: marker.engine_version.clone(),
+            model: marker.model.clone(),
+            effort: marker.effort.clone(),
+            state: marker.state,
+            exit_code: marker.exit_code,
+            session_id: marker.engine_session_id.clone(),
+            summary: marker.summary.clone(),
+            summary_error: marker.summary_error.clone(),
+            answer: None,
+            unknown_frames: 0,
+            warnings: spec.warnings.clone(),
+            engine_reason: spec.engine_reason.clone(),
+            error: marker.error.clone(),
+            reason: marker.reason,
+            // The marker keeps the latest usage that was reported; a run
+            // without an engine consumed nothing and knows no reset time.
+            usage: None,
+            retry_at: None,
+            duration_ms: started.elapsed().as_millis() as u64,
+            attempt: marker.attempts,
+            marker: life.unit().dir().marker_path(),
+            stdout_log: None,
+            stderr_log: None,
+            workspace: marker.workspace.clone(),
+            policy: marker.policy,
+            start: None,
+            replay: None,
+            path_violations: Vec::new(),
+            mcp: spec
+                .mcp
+                .as_ref()
+                .map(crate::engine::mcp::McpServers::names)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Runs one unit to completion, under its lock. Errors are returned only when
+/// the unit could not be started (usage, missing engine, state), and then
+/// nothing was written; an engine failure is an `Ok` result with `state: failed`.
+pub async fn run(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchResult> {
+    if spec.steps.workspace.is_none() {
+        // What the request alone refuses is refused before the unit is locked.
+        prepare::check_spec(&spec)?;
+    }
+    let unit = LockedUnit::lock(&spec.state_dir, &spec.unit).await?;
+    run_locked(spec, unit, sink).await
+}
+
+/// [`run`] on a runtime of its own, on the calling thread (a Temporal
+/// worker runs each unit on a thread of its own).
+pub fn run_blocking(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<DispatchResult> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)?;
+    let local = tokio::task::LocalSet::new();
+    let out = local.block_on(&rt, run(spec, sink));
+    rt.shutdown_background();
+    out
+}
+
+/// [`run`] of a unit the caller has locked (`vf resume` and `vf dispatch`
+/// read its marker under the lock); the lock goes with the run.
+pub async fn run_locked(
+    spec: UnitSpec,
+    unit: LockedUnit,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
+    let again = spec.clone();
+    let res = run_attempt(spec, unit, sink).await?;
+    match load_refused(&again, &res) {
+        Some((prompt, counts)) => {
+            let msg = format!(
+                "{}; a fresh session starts, primed with the unit's earlier answers",
+                res.error
+                    .as_deref()
+                    .unwrap_or("the session could not be loaded")
+            );
+            sink.warning(&msg);
+            let mut fresh = again;
+            (fresh.session, fresh.prompt) = (None, prompt);
+            // The first attempt's lock went with it: taken again, as a new run's.
+            let unit = LockedUnit::lock(&fresh.state_dir, &fresh.unit).await?;
+            let mut res = Box::pin(run_attempt(fresh, unit, sink)).await?;
+            res.warnings.push(msg);
+            res.start = Some("replay");
+            res.replay = Some(counts);
+            Ok(res)
+        }
+        None => Ok(res),
+    }
+}
+
+/// An ACP agent that could not load the session a resume asked for (no
+/// `loadSession`, or `session/load` refused): the bounded replay of the
+/// unit's recorded answers, when there are any, for a fresh session.
+fn load_refused(
+    spec: &UnitSpec,
+    res: &DispatchResult,
+) -> Option<(String, crate::unit::history::Counts)> {
+    let refused = spec.session.is_some()
+        && spec.engine.engine().speaks_acp()
+        && res.reason == Some(Reason::SessionMismatch);
+    refused.then_some(())?;
+    let recorded = crate::unit::history::load(&spec.state_dir, &spec.unit);
+    crate::unit::history::prepend(&spec.unit, &recorded, &spec.prompt)
+}
+
+/// One attempt: prepare, launch, supervise, settle.
+async fn run_attempt(
+    mut spec: UnitSpec,
+    unit: LockedUnit,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
+    let started = Instant::now();
+    let (unit, workspace) = match around::open_workspace(&mut spec, unit, sink, started).await? {
+        around::Opened::Ready(unit, ws) => (*unit, ws),
+        around::Opened::Ended(res) => return Ok(*res),
+    };
+    let (spec, mut prepared, mut life) = prepare::off_thread(spec, unit).await?;
+    life.note_workspace(workspace);
+    for w in &prepared.warnings {
+        sink.warning(w);
+    }
+    if let Some(res) = around::setup(&spec, &mut life, started).await? {
+        return Ok(res);
+    }
+    if let Some(res) = around::guard_baseline(&spec, &mut prepared, &mut life, started).await? {
+        return Ok(res);
+    }
+    let launched = launch::launch(&spec, prepared, &mut life).await?;
+    let ended = supervise::supervise(&spec, launched, &mut life, sink, started).await;
+    settle::settle(&spec, ended, life, sink, started).await
+}

@@ -1,0 +1,4 @@
+//! readiness
+
+pub mod doctor;
+pub mod probe;

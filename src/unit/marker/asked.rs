@@ -1,0 +1,67 @@
+//! What a unit asked for, as its latest run was given it: the read-only
+//! and tool policy, the path guards, the notification hooks and the MCP
+//! servers' file (its canonical path; the file is read again each run). The
+//! marker keeps it so that `vf resume` (and a `vf dispatch` re-run) keeps
+//! the unit's restrictions unless they are given again or dropped on
+//! purpose (docs/CLI.md, "Resume keeps what a unit
+//! asked for"). A marker of an older vf has none: nothing asked.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::tool_policy::ToolPolicy;
+
+/// The unit's request (`asked` in the marker; absent when nothing was asked).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Asked {
+    pub read_only: bool,
+    pub allow_tools: Vec<String>,
+    pub deny_tools: Vec<String>,
+    pub require_enforced: bool,
+    pub deny_paths: Vec<String>,
+    pub allow_paths: Vec<String>,
+    pub on_finish: Option<String>,
+    pub on_fail: Option<String>,
+    /// `--mcp FILE` (plan `mcp`): canonical and absolute, never the servers
+    /// themselves (their env and headers stay in the user's file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<PathBuf>,
+}
+
+impl Asked {
+    /// True when nothing was asked (the marker then omits the field).
+    pub fn is_empty(&self) -> bool {
+        *self == Asked::default()
+    }
+
+    /// The read-only and tool part, as the engine's argv builder takes it.
+    pub fn policy(&self) -> ToolPolicy {
+        ToolPolicy {
+            read_only: self.read_only,
+            allow_tools: self.allow_tools.clone(),
+            deny_tools: self.deny_tools.clone(),
+            require_enforced: self.require_enforced,
+        }
+    }
+
+    /// `policy`'s parts, the guards' globs and the hooks' commands.
+    pub fn new(
+        policy: &ToolPolicy,
+        (deny_paths, allow_paths): (&[String], &[String]),
+        (on_finish, on_fail): (Option<&str>, Option<&str>),
+    ) -> Asked {
+        Asked {
+            read_only: policy.read_only,
+            allow_tools: policy.allow_tools.clone(),
+            deny_tools: policy.deny_tools.clone(),
+            require_enforced: policy.require_enforced,
+            deny_paths: deny_paths.to_vec(),
+            allow_paths: allow_paths.to_vec(),
+            on_finish: on_finish.map(str::to_string),
+            on_fail: on_fail.map(str::to_string),
+            mcp: None,
+        }
+    }
+}

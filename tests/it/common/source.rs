@@ -155,3 +155,147 @@ pub fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<Stri
         .keys()
         .find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
 }
+
+/// A file's module path below `src` (`unit/life.rs` → `unit::life`,
+/// `engine/mod.rs` → `engine`, `lib.rs` → the crate root, ``).
+pub fn module_of(rel: &str) -> String {
+    let stem = rel.trim_end_matches(".rs");
+    let parts: Vec<&str> = stem
+        .split('/')
+        .filter(|p| !["mod", "lib", "main"].contains(p))
+        .collect();
+    parts.join("::")
+}
+
+/// Every path a file's code names from `crate::`, `super::` or `self::`,
+/// with `use` trees expanded (`crate::{a::{B, c}, d}` names `a::B`, `a::c`
+/// and `d`), each as segments.
+pub fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    fn expand(prefix: &str, tree: &str, out: &mut Vec<String>) {
+        let tree = tree.trim();
+        let Some(open) = tree.find('{') else {
+            out.push(format!("{prefix}{tree}"));
+            return;
+        };
+        let head = &tree[..open];
+        let body = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let (mut depth, mut start) = (0usize, 0usize);
+        for (i, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&format!("{prefix}{head}"), &body[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        if !body[start..].trim().is_empty() {
+            expand(&format!("{prefix}{head}"), &body[start..], out);
+        }
+    }
+    let mut texts = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("use ") {
+        let before = rest[..i].chars().last();
+        let tail = &rest[i + 4..];
+        let end = tail.find(';').unwrap_or(tail.len());
+        if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
+            let tree: String = tail[..end].split_whitespace().collect();
+            expand("", &tree, &mut texts);
+        }
+        rest = &tail[end..];
+    }
+    for root in ["crate::", "super::", "self::"] {
+        for (i, _) in code.match_indices(root) {
+            let ok = code[..i]
+                .chars()
+                .last()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+            let path: String = code[i..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            if ok {
+                texts.push(path);
+            }
+        }
+    }
+    texts
+        .iter()
+        .filter(|t| {
+            ["crate::", "super::", "self::"]
+                .iter()
+                .any(|r| t.starts_with(r))
+        })
+        .map(|t| {
+            t.split("::")
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .collect()
+}
+
+/// Each file of `src` (its path below `src`) → the files its non-test code
+/// names (the deepest module file of each path), leaving out a file's own
+/// ancestors and descendants: a child naming `super::` is Rust's normal shape.
+pub fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let files: Vec<String> = super::files_under(src)
+        .iter()
+        .map(|f| {
+            f.strip_prefix(src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/")
+        })
+        .filter(|r| r.ends_with(".rs") && !r.ends_with("_tests.rs"))
+        .collect();
+    let by_module: BTreeMap<String, String> =
+        files.iter().map(|f| (module_of(f), f.clone())).collect();
+    let related = |a: &str, b: &str| {
+        let (a, b) = (format!("{a}::"), format!("{b}::"));
+        a.starts_with(&b) || b.starts_with(&a) || a == "::" || b == "::"
+    };
+    let mut graph = BTreeMap::new();
+    for f in &files {
+        let me = module_of(f);
+        let code = code_of(&std::fs::read_to_string(src.join(f)).unwrap());
+        let mut to = BTreeSet::new();
+        for segs in crate_paths(&code) {
+            let mut cur: Vec<&str> = if me.is_empty() {
+                vec![]
+            } else {
+                me.split("::").collect()
+            };
+            let mut rest = &segs[..];
+            match segs[0].as_str() {
+                "crate" => {
+                    cur.clear();
+                    rest = &segs[1..];
+                }
+                _ => {
+                    while let Some(s) = rest.first().filter(|s| *s == "super" || *s == "self") {
+                        if s == "super" {
+                            cur.pop();
+                        }
+                        rest = &rest[1..];
+                    }
+                }
+            }
+            let full: Vec<&str> = cur
+                .into_iter()
+                .chain(rest.iter().map(String::as_str))
+                .collect();
+            let target = (1..=full.len())
+                .rev()
+                .find_map(|n| by_module.get(&full[..n].join("::")));
+            if let Some(t) = target.filter(|t| !related(&me, &module_of(t))) {
+                to.insert(t.clone());
+            }
+        }
+        graph.insert(f.clone(), to);
+    }
+    graph
+}

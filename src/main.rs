@@ -57,7 +57,7 @@ fn init_tracing(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("VF_LOG")
+    let filter = tracing_subscriber::EnvFilter::try_from_env(vf::ground::env::EnvVars::VF_LOG)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("vf={level}")));
     // A failed write to stderr is dropped: with internal errors logged,
     // tracing would report it with `eprintln!`, which panics.

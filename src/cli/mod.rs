@@ -344,7 +344,7 @@ impl OutputArgs {
 #[derive(Debug, Args, Clone)]
 pub struct StateDirArg {
     /// vf's state directory (default: the nearest `.vibeflow/`, else `./.vibeflow`).
-    #[arg(long, env = "VF_STATE_DIR", value_name = "DIR")]
+    #[arg(long, env = crate::ground::env::EnvVars::VF_STATE_DIR, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 }
 

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::cli::{AfterRunArgs, ConfigArgs, ConfigCommand, ModelArgs, PolicyArgs};
 use crate::engine::EngineId;
 use crate::engine::choice::EngineChoice;
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 use crate::plan::config::{self, Config, DEFAULT_KEYS, Origin};
 use crate::unit::marker::Asked;
@@ -33,7 +34,7 @@ pub fn state_dir_of(
 ) -> Result<(PathBuf, Origin)> {
     if let Some(p) = explicit {
         // clap folds the variable into the flag: the variable when they agree.
-        let env = std::env::var_os("VF_STATE_DIR").is_some_and(|v| Path::new(&v) == p);
+        let env = std::env::var_os(EnvVars::VF_STATE_DIR).is_some_and(|v| Path::new(&v) == p);
         let origin = if env { Origin::Env } else { Origin::Flag };
         return Ok((crate::ground::state::absolute(p)?, origin));
     }

@@ -8,17 +8,18 @@ use std::io::IsTerminal;
 
 use super::stdio::eprint_line;
 use crate::cli::{DEFAULT_TASK_QUEUE, OrchestrateArgs, OutputFormat};
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 use crate::plan::scheduler::{self, PlanResult, RunState};
 use crate::plan::temporal::payload::{PlanInput, Progress, UnitInput};
 use crate::plan::temporal::{self, Endpoint, client};
 
 /// How long an exact resume waits for its host before the replay elsewhere.
-const AFFINITY_MS_ENV: &str = "VF_TEMPORAL_AFFINITY_MS";
+const AFFINITY_MS_ENV: &str = EnvVars::VF_TEMPORAL_AFFINITY_MS;
 const AFFINITY_MS: u64 = 30_000;
 /// Past this many history events the workflow continues as new (Temporal
 /// caps a history at about 50,000).
-const HISTORY_ENV: &str = "VF_TEMPORAL_HISTORY_EVENTS";
+const HISTORY_ENV: &str = EnvVars::VF_TEMPORAL_HISTORY_EVENTS;
 const HISTORY_EVENTS: u32 = 10_000;
 
 pub fn run(args: &OrchestrateArgs, cfg: &crate::plan::config::Config) -> Result<i32> {

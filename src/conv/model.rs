@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::EngineId;
 use crate::ground::error::{Result, VfError};
 use crate::ground::names;
-use crate::unit::history::sha256_hex;
+use crate::ground::text::sha256_hex;
 
 /// The on-disk format of `conversation.json`.
 pub const FORMAT: u32 = 1;

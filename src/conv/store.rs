@@ -9,7 +9,7 @@ use super::model::{Conversation, HandoffRef};
 use crate::ground::error::{Result, VfError};
 use crate::ground::fsutil::write_atomic;
 use crate::ground::names;
-use crate::unit::history::sha256_hex;
+use crate::ground::text::sha256_hex;
 use crate::unit::lock::UnitLock;
 
 const FILE: &str = "conversation.json";

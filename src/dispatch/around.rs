@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use super::prepare::Prepared;
 use super::{DispatchResult, EventSink, UnitSpec};
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Reason, Result, VfError};
 use crate::process::owned::StepKind;
 use crate::process::steps::{Step, StepEnd, StepOwner};
@@ -274,10 +275,13 @@ async fn run_step(
         cwd: &spec.cwd,
         log: &log,
         env: vec![
-            ("VF_UNIT", spec.unit.clone()),
-            ("VF_ENGINE", spec.engine.as_str().to_string()),
-            ("VF_SESSION_ID", session.unwrap_or_default().to_string()),
-            ("VF_WORKTREE", worktree.unwrap_or_default()),
+            (EnvVars::VF_UNIT, spec.unit.clone()),
+            (EnvVars::VF_ENGINE, spec.engine.as_str().to_string()),
+            (
+                EnvVars::VF_SESSION_ID,
+                session.unwrap_or_default().to_string(),
+            ),
+            (EnvVars::VF_WORKTREE, worktree.unwrap_or_default()),
         ],
         stdin: None,
         timeout: spec.timeout,

@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 use crate::process::owned::StepKind;
 use crate::process::steps::{Step, StepEnd, StepOwner};
@@ -16,7 +17,7 @@ use crate::process::steps::{Step, StepEnd, StepOwner};
 /// How long a hook may run before its group is ended.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Overrides [`DEFAULT_TIMEOUT`], in milliseconds.
-pub const TIMEOUT_VAR: &str = "VF_HOOK_TIMEOUT_MS";
+pub const TIMEOUT_VAR: &str = EnvVars::VF_HOOK_TIMEOUT_MS;
 /// The owner name of the plan's hook (its record and log).
 pub const PLAN_OWNER: &str = "orchestrate";
 
@@ -111,9 +112,9 @@ async fn run(kind: StepKind, command: &str, e: &Ended<'_>, log: &Path) -> Option
         cwd: e.cwd,
         log,
         env: vec![
-            ("VF_UNIT", e.unit.to_string()),
-            ("VF_ENGINE", e.engine.to_string()),
-            ("VF_HOOK", kind.as_str().to_string()),
+            (EnvVars::VF_UNIT, e.unit.to_string()),
+            (EnvVars::VF_ENGINE, e.engine.to_string()),
+            (EnvVars::VF_HOOK, kind.as_str().to_string()),
         ],
         stdin: Some(e.json),
         timeout: Some(timeout),

@@ -37,6 +37,7 @@ pub use usage::usage_of;
 pub use wire::{Dir, Entry, entry_of, log_line, parse_log_line};
 
 use crate::engine::frames::ConversationEvent;
+use crate::ground::env::EnvVars;
 use crate::ground::error::Reason;
 
 /// Why a session did not get as far as an answer to its prompt.
@@ -74,7 +75,7 @@ pub enum AcpError {
 /// `session/load`) may take by default.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Overrides [`DEFAULT_HANDSHAKE_TIMEOUT`], in milliseconds.
-pub const HANDSHAKE_TIMEOUT_VAR: &str = "VF_ACP_HANDSHAKE_TIMEOUT_MS";
+pub const HANDSHAKE_TIMEOUT_VAR: &str = EnvVars::VF_ACP_HANDSHAKE_TIMEOUT_MS;
 
 /// `VF_ACP_HANDSHAKE_TIMEOUT_MS`, or the default; a value that is not a
 /// positive number of milliseconds is a usage error (entry points check it

@@ -10,6 +10,7 @@ use super::{
     AttachmentKind, CommandSource, Engine, EngineId, Guardrails, Invocation, OptionFlags,
     OutputTransport, Preset, PromptTransport, Request, SessionIds, Spec,
 };
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 
 pub struct Acp;
@@ -17,7 +18,7 @@ pub struct Acp;
 /// Where the ACP engine's command comes from.
 pub const SOURCE: CommandSource = CommandSource {
     flag: "--acp",
-    env: "VF_ACP_CMD",
+    env: EnvVars::VF_ACP_CMD,
     plan_key: "acp",
 };
 

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 use crate::ground::version::Version;
 
@@ -128,7 +129,7 @@ impl EngineId {
 
     /// `VF_<ENGINE>_BIN`: overrides where the binary is found.
     pub fn bin_env_var(self) -> String {
-        format!("VF_{}_BIN", self.as_str().to_ascii_uppercase())
+        EnvVars::engine_bin(self.as_str())
     }
 }
 

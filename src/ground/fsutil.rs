@@ -261,6 +261,21 @@ pub fn parse_rfc3339(s: &str) -> Option<u64> {
     u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()
 }
 
+/// Reads a file a user names (a plan's `mcp`, `--mcp`, an instructions
+/// file): regular, at most `max` bytes, UTF-8; an error names `what` and the path.
+pub fn read_user_text(what: &str, path: &Path, max: u64) -> crate::Result<String> {
+    let bytes = read_regular_capped(path, max).map_err(|e| {
+        let why = match e {
+            CappedReadError::Io(e) => e.to_string(),
+            CappedReadError::NotRegular => "not a regular file".into(),
+            CappedReadError::TooLarge => format!("over {max} bytes"),
+        };
+        crate::VfError::usage(format!("{what} {}: {why}", path.display()))
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|_| crate::VfError::usage(format!("{what} {}: not UTF-8 text", path.display())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,6 @@
 //! ground
 
+pub mod env;
 pub mod error;
 pub mod fsutil;
 pub mod names;

@@ -214,6 +214,15 @@ pub fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// The SHA-256 of `bytes`, in lower-case hex (answers, generated files, ids).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig, TlsConfigBuilder, TlsProvider};
 
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 
-pub const CA_FILE_VAR: &str = "VF_JUDGE_CA_FILE";
+pub const CA_FILE_VAR: &str = EnvVars::VF_JUDGE_CA_FILE;
 
 /// Every certificate of a PEM file: a usage error when the file cannot be
 /// read or holds none.

@@ -14,12 +14,13 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::engine::EngineId;
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 use crate::ground::text::one_line;
 use crate::plan::UserDefaults;
 
 /// The variable that names the file instead of the platform's config dir.
-pub const ENV: &str = "VF_CONFIG";
+pub const ENV: &str = EnvVars::VF_CONFIG;
 /// A config file larger than this is refused (it is a short list of keys).
 pub const MAX_CONFIG_BYTES: u64 = 256 * 1024;
 

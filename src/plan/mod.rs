@@ -30,6 +30,9 @@ pub use defaults::{Layer, UserDefaults, check_config_key};
 use worktree_keys::worktree_of;
 pub use worktree_keys::{MAX_RETRIES, PlanWorktree};
 
+/// Largest `mcp` file a plan unit names (as `--mcp`).
+const MCP_FILE_MAX: u64 = 1 << 20;
+
 /// Per unit, the layer that set each of its keys (`[defaults]`, user config).
 pub type Layers = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Layer>>;
 
@@ -416,7 +419,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     }
     let mcp = match &u.mcp {
         Some(f) => {
-            let text = crate::project::agy_files::read_text("mcp", &dir.join(f))
+            let text = crate::ground::fsutil::read_user_text("mcp", &dir.join(f), MCP_FILE_MAX)
                 .map_err(|e| e.to_string())?;
             let servers = crate::engine::mcp::parse(&text).map_err(|e| e.to_string())?;
             // The unit's engine and each engine of its `fallback`.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
+use crate::ground::env::EnvVars;
 
 /// The shortest and longest backoff when the engine names no reset time.
 pub const MIN_BACKOFF: Duration = Duration::from_secs(1);
@@ -17,7 +18,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(3600);
 /// Test-only: every wait is multiplied by this factor (e.g. `0.01`), so tests
 /// need not sleep for real seconds. Never set it in real use.
-pub const WAIT_SCALE_ENV: &str = "VF_TEST_RATE_LIMIT_WAIT_SCALE";
+pub const WAIT_SCALE_ENV: &str = EnvVars::VF_TEST_RATE_LIMIT_WAIT_SCALE;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -10,6 +10,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::engine::Invocation;
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 pub use crate::sys::{Container as Group, Signals};
 
@@ -19,7 +20,7 @@ pub const MAX_KILL_GRACE_MS: u64 = 3_600_000;
 
 /// `VF_KILL_GRACE_MS`, or the default when unset; anything else is a usage error.
 pub fn kill_grace_from_env() -> Result<Duration> {
-    match std::env::var("VF_KILL_GRACE_MS") {
+    match std::env::var(EnvVars::VF_KILL_GRACE_MS) {
         Err(std::env::VarError::NotPresent) => Ok(DEFAULT_KILL_GRACE),
         Ok(v) => parse_kill_grace(&v),
         Err(std::env::VarError::NotUnicode(_)) => parse_kill_grace("\u{fffd}"),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::ground::error::{Result, VfError};
-use crate::ground::fsutil::{CappedReadError, read_regular_capped};
+use crate::ground::fsutil::read_user_text;
 use crate::project::scaffold::Item;
 
 /// Largest instructions or MCP file, and largest file of a skill.
@@ -36,16 +36,7 @@ pub struct Request {
 
 /// Reads a user-named file: regular, at most [`MAX_FILE_BYTES`], UTF-8.
 pub fn read_text(what: &str, path: &Path) -> Result<String> {
-    let bytes = read_regular_capped(path, MAX_FILE_BYTES).map_err(|e| {
-        let why = match e {
-            CappedReadError::Io(e) => e.to_string(),
-            CappedReadError::NotRegular => "not a regular file".into(),
-            CappedReadError::TooLarge => format!("over {MAX_FILE_BYTES} bytes"),
-        };
-        VfError::usage(format!("{what} {}: {why}", path.display()))
-    })?;
-    String::from_utf8(bytes)
-        .map_err(|_| VfError::usage(format!("{what} {}: not UTF-8 text", path.display())))
+    read_user_text(what, path, MAX_FILE_BYTES)
 }
 
 /// A skill directory: its name (checked) and every regular file below it.

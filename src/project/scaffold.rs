@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::ground::error::{Result, VfError};
 use crate::ground::fsutil::read_no_follow;
 use crate::ground::fsutil::user_file::{self, Streams};
-use crate::unit::history::sha256_hex;
+use crate::ground::text::sha256_hex;
 
 pub const LEDGER: &str = ".vf-generated.json";
 

@@ -19,14 +19,15 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
 use crate::unit::marker::MarkerStore;
 
 pub use verdict::{Decision, Verdict};
 
-pub const ENDPOINT_VAR: &str = "VF_JUDGE_ENDPOINT";
-pub const MODEL_VAR: &str = "VF_JUDGE_MODEL";
-pub const KEY_VAR: &str = "VF_JUDGE_API_KEY";
+pub const ENDPOINT_VAR: &str = EnvVars::VF_JUDGE_ENDPOINT;
+pub const MODEL_VAR: &str = EnvVars::VF_JUDGE_MODEL;
+pub const KEY_VAR: &str = EnvVars::VF_JUDGE_API_KEY;
 /// Largest response body read, in bytes.
 pub const MAX_BODY_BYTES: u64 = 1 << 20;
 

@@ -10,8 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::ground::text::sha256_hex;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::engine::EngineId;
 use crate::ground::fsutil::{now_rfc3339, write_atomic};
@@ -68,13 +68,6 @@ pub fn history_path(state_dir: &Path, unit: &str) -> PathBuf {
     MarkerStore::new(state_dir)
         .logs_dir(unit)
         .join("responses.jsonl")
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// Appends one attempt's response (rewriting the file atomically, so a crash

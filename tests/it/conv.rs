@@ -101,7 +101,7 @@ fn show_never_writes_a_transcripts_escape_raw() {
     let text = "done\u{1b}]0;owned\u{7}\u{1b}[2J\rhidden";
     conv["transcript"] = serde_json::json!([{
         "id": 1, "kind": "response", "from": "codex", "text": text,
-        "sha256": vf::unit::history::sha256_hex(text.as_bytes())
+        "sha256": vf::ground::text::sha256_hex(text.as_bytes())
     }]);
     std::fs::write(&file, serde_json::to_vec(&conv).unwrap()).unwrap();
     let out = env.run(&["conv", "show", "d"]);

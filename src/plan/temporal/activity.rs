@@ -379,7 +379,7 @@ impl UnitActivities {
     /// Each workflow's units live apart in the worker's state dir: two plans
     /// may name a unit alike.
     fn plan_dir(&self, workflow_id: &str) -> PathBuf {
-        let digest = history::sha256_hex(workflow_id.as_bytes());
+        let digest = crate::ground::text::sha256_hex(workflow_id.as_bytes());
         self.state_dir.join("temporal").join(&digest[..24])
     }
 

@@ -33,7 +33,7 @@ pub fn workflow_id(input: &PlanInput) -> Result<String> {
         .take(60)
         .collect();
     let text = serde_json::to_vec(&(&input.plan, &input.units)).map_err(anyhow::Error::from)?;
-    let digest = crate::unit::history::sha256_hex(&text);
+    let digest = crate::ground::text::sha256_hex(&text);
     Ok(format!("vf-plan-{stem}-{}", &digest[..16]))
 }
 

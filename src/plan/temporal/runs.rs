@@ -250,7 +250,7 @@ fn live_response(unit: &str, engine: EngineId, attempt: u32, text: &str) -> Resp
         engine,
         attempt,
         state: UnitState::Running,
-        sha256: history::sha256_hex(text.as_bytes()),
+        sha256: crate::ground::text::sha256_hex(text.as_bytes()),
         bytes: text.len(),
         text: cut.to_string(),
         truncated,

@@ -46,7 +46,7 @@ pub fn default_host_id(state_dir: &std::path::Path) -> String {
         })
         .take(60)
         .collect();
-    let digest = crate::unit::history::sha256_hex(state_dir.to_string_lossy().as_bytes());
+    let digest = crate::ground::text::sha256_hex(state_dir.to_string_lossy().as_bytes());
     format!("{host}-{}", &digest[..8])
 }
 

@@ -6,7 +6,7 @@ use vf::conv::envelope::{self, TurnInputs};
 use vf::conv::model::{HandoffRef, With};
 use vf::conv::{Binding, Conversation, DeliveryMode};
 use vf::engine::EngineId;
-use vf::unit::history::sha256_hex;
+use vf::ground::text::sha256_hex;
 
 const CLAUDE_SID: &str = "5e0e0c89-f301-4ba6-8327-7b41f84dc493";
 const CODEX_SID: &str = "01a229fa-c269-71a3-a12b-439065dbf14b";

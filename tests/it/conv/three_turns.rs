@@ -436,7 +436,7 @@ fn a_handoff_is_stored_once_and_carried_by_the_next_turn() {
     let doc = f.env.write("plan.md", "# the plan\n");
     let out = f.vf(&["conv", "handoff", "h", "--file", doc.to_str().unwrap()]);
     succeeded(&out);
-    let digest = vf::unit::history::sha256_hex(b"# the plan\n");
+    let digest = vf::ground::text::sha256_hex(b"# the plan\n");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         format!("sha256:{digest} 11 bytes\n")

@@ -2,6 +2,9 @@
 //! `commands/*`, so these structs stay a plain description of the flags.
 //! This module imports only clap, std and the engine types: the defaults
 //! below are the flags' own, and `commands/*` pass them down as values.
+//!
+//! The domain's map: this file the top-level commands; `conv`, `demo` and
+//! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -1,4 +1,12 @@
 //! One file per subcommand. Each returns the process exit code.
+//!
+//! The domain's map: a file per subcommand (`attach`, `clean`, `completions`,
+//! `config`, `conv`, `demo`, `dispatch`, `doctor`, `engines`, `hook`, `judge`,
+//! `orchestrate` (+ `orchestrate_temporal`), `play`, `replay`, `report`,
+//! `resume`, `skill`, `status`, `worker`, `workspace`); and what they share:
+//! `output` (the dispatch renderers), `stdio` (the only writer of stdout and
+//! stderr), `prompt` (`--prompt`, `--prompt-file`, stdin), `run_options`
+//! (`--model`, `--effort`, `--summary-schema`, `--mcp` resolved).
 
 use crate::cli::{Cli, Command};
 use crate::ground::error::Result;

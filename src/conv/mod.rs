@@ -6,7 +6,8 @@
 //!   full-history with a bounded replay (pure, golden-tested);
 //! - [`store`]: the folder `<state>/conversations/<name>/`, its lock, atomic
 //!   writes and content-addressed handoff documents;
-//! - [`turn`]: one participant's turn as an ordinary dispatch of a unit.
+//! - [`turn`]: one participant's turn as an ordinary dispatch of a unit;
+//! - [`canonical_json`]: the canonical JSON text the envelopes carry.
 
 pub mod canonical_json;
 pub mod envelope;

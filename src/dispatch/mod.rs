@@ -11,6 +11,18 @@
 //! - supervise: stream stdout through the projector line by line, keep the
 //!   session id durable, forward signals, enforce stall/timeout, never hang.
 //! - settle: the outcome, the final marker, release of the process record.
+//!
+//! The domain's map (one unit's run, phase by phase):
+//! - `prepare`, `launch`, `supervise`, `settle`: the phases, a file each;
+//!   `assess` settle's pure judge of the run's facts;
+//! - `around`: what runs around the engine (the worktree, `setup`, the path
+//!   guards, the commit, `verify`, `push`);
+//! - `pump` reads the engine's pipes, `redact` removes echoed private ranges,
+//!   `acp_session` the session path of an engine that speaks ACP,
+//!   `budget_watch` a plan's hard budget as one unit sees it;
+//! - the run's inputs: `attach` (attachments), `private` (private file ranges);
+//!   `rerun` a unit started again outside a plan (its replay); `notify` the
+//!   notification hooks (`--on-finish`, `--on-fail`).
 
 mod acp_session;
 pub mod around;

@@ -6,6 +6,20 @@
 //! manifest under `frames/manifests/`, read by one generic tracker
 //! (`frames::Tracker`). Code outside `engine/` asks through [`Engine`] and
 //! never matches on an engine's strings.
+//!
+//! The domain's map (everything about an engine, nothing about running it):
+//! - one file per CLI (`claude`, `codex`, `copilot`, `opencode`, `gemini`,
+//!   `agy`), the command engines (`bridge`, `acp_agent`) and `recorded` (the demo's
+//!   canned engine): each its `Spec` and argv;
+//! - `choice` (`--engine auto`, `KIND[:PRESET]`), `command` (the command a unit
+//!   carries), `launch_plan` (its tokenizer and launch plans), `options`
+//!   (`--model`, `--effort`, the schema flag), `tool_policy` (`--read-only`, the
+//!   tool lists: argv and what is enforced), `mcp` (`--mcp`: per engine its argv,
+//!   environment and config file);
+//! - `frames`: the projector, raw lines in, typed events out, per manifest;
+//! - `acp`: the Agent Client Protocol client (the session, its wire log, its projection);
+//! - `usage`: the normalised usage object; `summary`: the fenced json summary
+//!   and `--summary-schema`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

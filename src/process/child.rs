@@ -31,7 +31,8 @@ pub fn parse_kill_grace(v: &str) -> Result<Duration> {
     match v.trim().parse::<u64>() {
         Ok(ms) if ms <= MAX_KILL_GRACE_MS => Ok(Duration::from_millis(ms)),
         _ => Err(VfError::usage(format!(
-            "VF_KILL_GRACE_MS must be a whole number of milliseconds from 0 to {MAX_KILL_GRACE_MS}, not {}",
+            "{} must be a whole number of milliseconds from 0 to {MAX_KILL_GRACE_MS}, not {}",
+            EnvVars::VF_KILL_GRACE_MS,
             crate::ground::text::shown(v, 40)
         ))),
     }

@@ -12,6 +12,12 @@
 //!   its version read.
 //! - [`version_cache`]: a CLI's version per executable identity, which the
 //!   runtime reads without starting the CLI.
+//! - [`child`]: the engine's container (spawn in its own group, signal
+//!   forwarding, the grace read and checked); [`steps`]: a `setup`/`verify`
+//!   command, contained like the engine, with its owned-process record and log;
+//! - [`owned`]: owned-process records; [`orphans`]: classifying them and
+//!   ending proven orphans (`vf doctor --fix`, `take_over`);
+//! - [`binary`]: finding a CLI's executable (`--engine-bin`, `VF_<ENGINE>_BIN`, `PATH`).
 //!
 //! The signal rules. Written for Unix, where the container is a process
 //! group (pgid = the child's pid). On Windows (`sys/windows.rs`,

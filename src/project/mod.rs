@@ -1,4 +1,15 @@
-//! project
+//! Files vf writes into a user's project, never its state dir.
+//!
+//! - `scaffold`: every check first (plain relative paths, no link below the
+//!   directory, a file vf wrote and nobody edited since, recorded by sha256 in
+//!   `.vf-generated.json`; a shared file's vf section between markers), then the
+//!   atomic writes;
+//! - `skill`: the vf skill (`vf skill install`), rendered from the clap tree and
+//!   the engines' `Spec`s;
+//! - `agy_files`: agy's workspace files (`vf workspace init`: `AGENTS.md`,
+//!   `.agents/…`), written through `scaffold`;
+//! - `tool_hook`: one `vf hook` call (an engine's tool hook) judged against a
+//!   deny list and logged.
 
 pub mod agy_files;
 pub mod scaffold;

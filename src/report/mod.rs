@@ -2,6 +2,12 @@
 //! only from the state dir (markers, raw logs as vf stored them, the units'
 //! worktrees, conversations), and the page itself (`html`). No terminal, no
 //! printing: the command writes what this returns.
+//!
+//! The domain's map: this file the page's data model; `timeline` a bar per
+//! attempt, `events` the latest raw log projected, `unit` a row per unit,
+//! `conv` the conversations' transcripts, `html` the page (`page.css`,
+//! `page.js` inline); `judge` the optional judge of a unit's result
+//! (docs/JUDGE.md), which reads the same state dir.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -26,6 +26,10 @@
 //! - **The unit lock**: [`try_lock`], std's `File::try_lock` (`flock`) on
 //!   Unix; on Windows `LockFileEx` on one byte past the pid the holder writes,
 //!   since a Windows lock is mandatory and would hide it.
+//!
+//! Files: `unix` (POSIX, shared), `linux`, `macos` (+ `macos_decode`, pure),
+//! `other_unix`, `windows` (+ `windows_files`, `windows_pipe`), `files` (the
+//! file interface), `lifeline` (the POSIX watcher of an engine's group).
 
 use std::path::Path;
 

@@ -4,8 +4,15 @@
 //! |---|---|
 //! | [`UnitDir`] | where the unit's files are; reads only (status, report, replay take no lock) |
 //! | [`LockedUnit`] | the one way to write them: made by locking the unit, released on drop |
-//! | `files.rs` | the locked unit's writes: marker, input files, record and logs, answers |
-//! | `worktree.rs` | the locked unit's worktree: opened, guarded, sealed, pushed |
+//! | `writes` | the locked unit's writes: marker, input files, record and logs, answers |
+//! | `worktree` | the locked unit's worktree: opened, guarded, sealed, pushed |
+//! | `layout` | where a unit's files live; an older vf's layout adopted |
+//! | `lock` | the unit's lock file (one writer per unit) |
+//! | `marker` | the marker: format, load checks, store (`marker/resume_rule.rs` the owner-alive refusal and the resume rule, `marker/asked.rs` what a unit asked for) |
+//! | `life` | the marker's states and transitions through an attempt |
+//! | `prompt_file` | the 0600 prompt files |
+//! | `history` | the recorded answers and the replay bounds |
+//! | `clean` | which units' worktrees `vf clean` may remove |
 //!
 //! Locking returns a [`LockedUnit`] (the unit's `lock` file held, see
 //! [`crate::unit::lock`]); only it has write methods, so a write without the
@@ -13,8 +20,8 @@
 //! `write_atomic` and `write_atomic_sync`: `x_sync()` where the caller is on
 //! a blocking thread already, and async `x()` that makes its own hop to
 //! tokio's blocking pool ([`crate::ground::offload`]), so the run's phases read as
-//! straight lines. The paths themselves are built by [`crate::unit::layout`],
-//! [`crate::unit::marker`] and [`crate::unit::history`] (files that move in here).
+//! straight lines. The paths themselves are built by [`layout`], [`marker`] and
+//! [`history`].
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,11 @@
 //! checkout (index, working tree, current branch) is never touched. Merges
 //! happen inside the unit's worktree and a conflicted merge is aborted, so
 //! nothing is ever left half-merged. See docs/WORKSPACES.md.
+//!
+//! The domain's map: `git` the one way vf runs git, `open` create or reuse a
+//! worktree and merge dependencies, `identity` the proof before each git write,
+//! `seal` the unit's commit, `remove`, `remote` (the plan key `push`), `guard`
+//! the path guards (`guard/hidden.rs`: what the disk hides from git).
 
 pub mod git;
 pub mod guard;

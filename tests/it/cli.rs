@@ -88,12 +88,20 @@ fn help_and_version_succeed() {
 }
 
 #[test]
-fn cli_rs_imports_only_clap_std_and_the_engine_types() {
+fn cli_imports_only_clap_std_the_engine_types_and_the_variables_names() {
     use common::source::{code_of, crate_modules, crates_named, dependencies};
-    let code = code_of(&read_text(&root().join("src/cli/mod.rs")));
-    assert_eq!(crate_modules(&code), BTreeSet::from(["engine".to_string()]));
     let deps = dependencies(&read_text(&root().join("Cargo.toml")));
-    assert_eq!(crates_named(&code, &deps), BTreeSet::from(["clap"]));
+    let (mut modules, mut crates) = (BTreeSet::new(), BTreeSet::new());
+    for f in common::files_under(&root().join("src/cli")) {
+        let code = code_of(&read_text(&f));
+        modules.extend(crate_modules(&code));
+        crates.extend(crates_named(&code, &deps));
+    }
+    assert_eq!(
+        modules,
+        BTreeSet::from(["engine".to_string(), "ground".to_string()])
+    );
+    assert_eq!(crates, BTreeSet::from(["clap"]));
 }
 
 #[test]

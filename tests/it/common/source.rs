@@ -178,12 +178,13 @@ pub fn crate_paths(code: &str) -> Vec<Vec<String>> {
             return;
         };
         let head = &tree[..open];
-        let body = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let close = tree.rfind('}').filter(|c| *c > open).unwrap_or(tree.len());
+        let body = &tree[open + 1..close];
         let (mut depth, mut start) = (0usize, 0usize);
         for (i, c) in body.char_indices() {
             match c {
                 '{' => depth += 1,
-                '}' => depth -= 1,
+                '}' => depth = depth.saturating_sub(1),
                 ',' if depth == 0 => {
                     expand(&format!("{prefix}{head}"), &body[start..i], out);
                     start = i + 1;
@@ -201,8 +202,11 @@ pub fn crate_paths(code: &str) -> Vec<Vec<String>> {
         let before = rest[..i].chars().last();
         let tail = &rest[i + 4..];
         let end = tail.find(';').unwrap_or(tail.len());
-        if before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
-            let tree: String = tail[..end].split_whitespace().collect();
+        let tree: String = tail[..end].split_whitespace().collect();
+        let ours = ["crate::", "super::", "self::"]
+            .iter()
+            .any(|r| tree.starts_with(r));
+        if ours && before.is_none_or(|c| !(c.is_alphanumeric() || c == '_')) {
             expand("", &tree, &mut texts);
         }
         rest = &tail[end..];
@@ -263,7 +267,7 @@ pub fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         let me = module_of(f);
         let code = code_of(&std::fs::read_to_string(src.join(f)).unwrap());
         let mut to = BTreeSet::new();
-        for segs in crate_paths(&code) {
+        for segs in crate_paths(&code).into_iter().filter(|s| !s.is_empty()) {
             let mut cur: Vec<&str> = if me.is_empty() {
                 vec![]
             } else {

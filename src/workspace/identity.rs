@@ -103,6 +103,14 @@ fn real(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// The error of a worktree that failed [`prove`]; `then` says what vf did about it.
+pub(super) fn broken(path: &Path, why: &str, then: &str) -> String {
+    format!(
+        "the worktree {} is no longer the one vf made: {why}; {then}",
+        path.display()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

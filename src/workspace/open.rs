@@ -97,7 +97,7 @@ pub fn open(
                 undo(&spec.repo, &path, &workspace.branch);
             }
             return Err(OpenError::Broken {
-                message: broken(&path, &why, "vf runs no git in it"),
+                message: super::identity::broken(&path, &why, "vf runs no git in it"),
                 workspace: Box::new(workspace),
             });
         }
@@ -128,14 +128,6 @@ pub fn open(
         git_dir,
         warnings,
     })
-}
-
-/// The error of a worktree that failed [`super::prove`]; `then` says what vf did about it.
-pub(super) fn broken(path: &Path, why: &str, then: &str) -> String {
-    format!(
-        "the worktree {} is no longer the one vf made: {why}; {then}",
-        path.display()
-    )
 }
 
 fn create(

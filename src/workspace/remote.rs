@@ -71,7 +71,7 @@ pub fn push(ws: &Workspace, git_dir: Option<&Path>, remote: &str) -> Result<(), 
         })
     };
     if let Err(why) = super::prove(&ws.path, Some(&ws.branch), git_dir) {
-        let message = super::open::broken(&ws.path, &why, "nothing was pushed");
+        let message = super::identity::broken(&ws.path, &why, "nothing was pushed");
         return Err(SealError::Broken(message));
     }
     require(&ws.path, remote).map_err(fail)?;

@@ -24,7 +24,7 @@ pub fn removable(path: &Path) -> Result<Option<Proven>, String> {
     // On any branch: the user may have switched it.
     super::prove(path, None, None)
         .map(Some)
-        .map_err(|why| super::open::broken(path, &why, "vf leaves it alone: remove it by hand"))
+        .map_err(|why| super::identity::broken(path, &why, "vf leaves it alone: remove it by hand"))
 }
 
 /// Removes the worktree at `path` (`proven` by [`removable`]; None: there was none) and, with

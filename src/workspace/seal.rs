@@ -43,7 +43,7 @@ pub fn finish(ws: &Workspace, git_dir: Option<&Path>, info: &CommitInfo, commit:
         error: None,
     };
     if let Err(why) = super::prove(&ws.path, Some(&ws.branch), git_dir) {
-        let message = super::open::broken(&ws.path, &why, "nothing was committed");
+        let message = super::identity::broken(&ws.path, &why, "nothing was committed");
         out.error = Some(SealError::Broken(message));
         return out;
     }

@@ -1,17 +1,11 @@
-//! Plans for `vf orchestrate`: a TOML list of `[[unit]]` tables forming a DAG.
-//! The whole plan is validated before anything starts; each problem is one
-//! clear usage error.
+//! Plans for `vf orchestrate`: a TOML list of `[[unit]]` tables forming a DAG,
+//! validated whole before anything starts (each problem one clear usage error).
 //!
-//! The domain's map:
-//! - this file: parsing and validating a plan; `defaults` the `[defaults]`
-//!   merge on the TOML tables, `worktree` the worktree keys and `retries`;
-//! - `config`: the user config file (`VF_CONFIG`), read and checked, never written;
-//! - `ratelimit`: the `on_rate_limit` policy (`fail`, `wait`, `fallback`,
-//!   `max_wait`), back-off with jitter, the next engine;
-//! - `scheduler`: the local DAG executor (bounded parallelism, blocking,
-//!   `--resume`, budgets, a unit's hooks), reporting through `Reporter`;
-//! - `temporal`: the same plan as one Temporal workflow, an activity per attempt
-//!   (cargo feature `temporal`).
+//! The domain's map: this file parses and validates a plan (`defaults` the
+//! `[defaults]` merge, `worktree` the worktree keys and `retries`); `config` the
+//! user config file; `ratelimit` the `on_rate_limit` policy and back-off;
+//! `scheduler` the local DAG executor (reporting through `Reporter`);
+//! `temporal` the same plan as a Temporal workflow (cargo feature `temporal`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};

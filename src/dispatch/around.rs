@@ -93,7 +93,7 @@ async fn unopened(
     (state, reason, message): (UnitState, Reason, String),
     started: Instant,
 ) -> Result<Opened> {
-    let mut life = UnitLife::claim_under(spec, unit)?;
+    let mut life = UnitLife::claim_under(&spec.claim(), unit)?;
     life.note_workspace(Some(workspace));
     let res = end_early(spec, &mut life, (state, reason, message), started).await?;
     Ok(Opened::Ended(Box::new(res)))

@@ -46,7 +46,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::frames::ConversationEvent;
 use crate::engine::{Attachment, EngineId, RunOptions};
 use crate::ground::error::{Reason, Result};
 use crate::unit::LockedUnit;
@@ -129,6 +128,23 @@ pub struct UnitSpec {
 }
 
 impl UnitSpec {
+    /// What this run asks of the unit's marker when it claims it.
+    pub fn claim(&self) -> crate::unit::life::Claim {
+        crate::unit::life::Claim {
+            unit: self.unit.clone(),
+            engine: self.engine,
+            cwd: self.cwd.clone(),
+            session: self.session.clone(),
+            command: self.command.clone(),
+            model: self.options.model.clone(),
+            effort: self.options.effort.clone(),
+            summary_schema: self.summary_schema.as_ref().map(|s| s.path().to_path_buf()),
+            asked: self.asked.clone(),
+        }
+    }
+}
+
+impl UnitSpec {
     /// `VF_KILL_GRACE_MS`, or the default. Entry points validate the variable
     /// first with [`crate::process::child::kill_grace_from_env`] (a bad value is exit 2).
     pub fn default_kill_grace() -> Duration {
@@ -137,17 +153,7 @@ impl UnitSpec {
     }
 }
 
-/// Receives events live, as each line is projected.
-pub trait EventSink {
-    fn event(&mut self, event: &ConversationEvent);
-    /// vf's own notices (not engine output).
-    fn warning(&mut self, message: &str);
-    /// Called a few times a second while the engine runs, when `wants_ticks`.
-    fn tick(&mut self, _elapsed: Duration) {}
-    fn wants_ticks(&self) -> bool {
-        false
-    }
-}
+pub use crate::engine::frames::EventSink;
 
 /// The final result object (`--output json`, and the last line of `jsonl`).
 #[derive(Debug, Clone, Serialize)]

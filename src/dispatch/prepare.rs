@@ -41,7 +41,7 @@ pub(super) async fn off_thread(
 /// until the run is done (the life holds it).
 fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
     check_spec(spec)?;
-    let mut life = UnitLife::claim_under(spec, unit)?;
+    let mut life = UnitLife::claim_under(&spec.claim(), unit)?;
     // Left by a vf that was killed: under the lock nobody else can be using them.
     let leftover = prompt_file::path_for_unit(&spec.state_dir, &spec.unit);
     life.unit().remove_leftover_inputs_sync(&leftover);

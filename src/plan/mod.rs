@@ -2,7 +2,7 @@
 //! validated whole before anything starts (each problem one clear usage error).
 //!
 //! The domain's map: this file parses and validates a plan (`defaults` the
-//! `[defaults]` merge, `worktree` the worktree keys and `retries`); `config` the
+//! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`); `config` the
 //! user config file; `ratelimit` the `on_rate_limit` policy and back-off;
 //! `scheduler` the local DAG executor (reporting through `Reporter`);
 //! `temporal` the same plan as a Temporal workflow (cargo feature `temporal`).

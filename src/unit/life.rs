@@ -18,14 +18,13 @@
 //! id holds the events ([`UnitLife::emit`]) until a marker carrying it is
 //! durable ([`UnitLife::make_session_durable`], or the final write).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use tokio::time::Instant as TokioInstant;
 
-use crate::dispatch::{EventSink, UnitSpec};
-use crate::engine::EngineId;
-use crate::engine::frames::ConversationEvent;
+use crate::engine::frames::{ConversationEvent, EventSink};
+use crate::engine::{EngineCommand, EngineId};
 use crate::ground::error::{Reason, Result, VfError};
 use crate::ground::fsutil::now_rfc3339;
 use crate::ground::procinfo::ProcIdentity;
@@ -104,13 +103,29 @@ pub struct UnitLife {
     held: Vec<ConversationEvent>,
 }
 
+/// What a new attempt asks of the unit's marker: the run's spec as the
+/// marker records it (the dispatch builds it, `UnitSpec::claim`).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    pub unit: String,
+    pub engine: EngineId,
+    pub cwd: PathBuf,
+    /// The session to resume, if any.
+    pub session: Option<String>,
+    pub command: Option<EngineCommand>,
+    pub model: Option<String>,
+    pub effort: Option<String>,
+    pub summary_schema: Option<PathBuf>,
+    pub asked: crate::unit::marker::Asked,
+}
+
 impl UnitLife {
     /// Loads (or creates) the unit's marker and claims it for a new attempt,
     /// in memory only: the first write is the `running` marker after the
     /// spawn, or, for a unit with a workspace, the `pending` one before its
     /// `setup` ([`UnitLife::record_workspace`]). A crash or a refusal before
     /// that leaves the marker as it was.
-    pub(crate) fn claim_under(spec: &UnitSpec, unit: LockedUnit) -> Result<UnitLife> {
+    pub(crate) fn claim_under(spec: &Claim, unit: LockedUnit) -> Result<UnitLife> {
         let store = MarkerStore::new(unit.state_dir());
         let is_new = !unit.dir().marker_path().exists();
         let mut marker = match unit.load_marker()? {
@@ -124,9 +139,9 @@ impl UnitLife {
         marker.summary = None;
         marker.summary_error = None;
         marker.command = spec.command.clone();
-        marker.model = spec.options.model.clone();
-        marker.effort = spec.options.effort.clone();
-        marker.summary_schema = spec.summary_schema.as_ref().map(|s| s.path().to_path_buf());
+        marker.model = spec.model.clone();
+        marker.effort = spec.effort.clone();
+        marker.summary_schema = spec.summary_schema.clone();
         marker.policy = None;
         marker.asked = spec.asked.clone();
         if let Some(id) = &spec.session {
@@ -143,9 +158,9 @@ impl UnitLife {
 
     /// [`UnitLife::claim_under`] the unit's lock, taken here (the tests').
     #[cfg(test)]
-    pub(crate) fn claim(spec: &UnitSpec) -> Result<UnitLife> {
+    pub(crate) fn claim(spec: &crate::dispatch::UnitSpec) -> Result<UnitLife> {
         let unit = LockedUnit::lock_sync(&spec.state_dir, &spec.unit)?;
-        UnitLife::claim_under(spec, unit)
+        UnitLife::claim_under(&spec.claim(), unit)
     }
 
     pub fn marker(&self) -> &Marker {
@@ -345,7 +360,7 @@ impl UnitLife {
 
 /// An existing marker taken up for a new attempt: never a done unit's
 /// without a session to resume, never one a live vf owns.
-fn reclaimed(unit: &LockedUnit, spec: &UnitSpec, mut m: Marker) -> Result<Marker> {
+fn reclaimed(unit: &LockedUnit, spec: &Claim, mut m: Marker) -> Result<Marker> {
     if m.state == UnitState::Done && spec.session.is_none() {
         return Err(VfError::usage(format!(
             "unit {:?} is already done; pick another --unit name (its marker: {})",

@@ -2,6 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::dispatch::UnitSpec;
 use crate::engine::frames::{Level, RawRange};
 use crate::unit::marker::UnitState::{self, *};
 

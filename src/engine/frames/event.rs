@@ -118,3 +118,15 @@ impl ConversationEvent {
         }
     }
 }
+/// Receives a run's events live, as each line is projected (the dispatch
+/// hands it on; a unit's life holds events until a session id is durable).
+pub trait EventSink {
+    fn event(&mut self, event: &ConversationEvent);
+    /// vf's own notices (not engine output).
+    fn warning(&mut self, message: &str);
+    /// Called a few times a second while the engine runs, when `wants_ticks`.
+    fn tick(&mut self, _elapsed: std::time::Duration) {}
+    fn wants_ticks(&self) -> bool {
+        false
+    }
+}

@@ -114,6 +114,9 @@ pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         let Some(edges) = graph.get_mut(&top) else {
             continue; // lib.rs, main.rs
         };
+        if is_test_file(rel) {
+            continue;
+        }
         let code = code_of(&std::fs::read_to_string(&file).unwrap());
         edges.extend(
             crate_modules(&code)
@@ -254,7 +257,7 @@ pub fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
                 .to_string_lossy()
                 .replace('\\', "/")
         })
-        .filter(|r| r.ends_with(".rs") && !r.ends_with("_tests.rs"))
+        .filter(|r| r.ends_with(".rs") && !is_test_file(Path::new(r)))
         .collect();
     let by_module: BTreeMap<String, String> =
         files.iter().map(|f| (module_of(f), f.clone())).collect();
@@ -302,4 +305,11 @@ pub fn file_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         graph.insert(f.clone(), to);
     }
     graph
+}
+
+/// A file that is a `#[cfg(test)]` module of its own (`life_tests.rs`,
+/// `unit/tests.rs`, `runs/tests.rs`): test code, which may reach anywhere.
+pub fn is_test_file(rel: &Path) -> bool {
+    let stem = rel.file_stem().unwrap_or_default().to_string_lossy();
+    stem == "tests" || stem.ends_with("_tests")
 }

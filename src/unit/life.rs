@@ -156,13 +156,6 @@ impl UnitLife {
         })
     }
 
-    /// [`UnitLife::claim_under`] the unit's lock, taken here (the tests').
-    #[cfg(test)]
-    pub(crate) fn claim(spec: &crate::dispatch::UnitSpec) -> Result<UnitLife> {
-        let unit = LockedUnit::lock_sync(&spec.state_dir, &spec.unit)?;
-        UnitLife::claim_under(&spec.claim(), unit)
-    }
-
     pub fn marker(&self) -> &Marker {
         &self.marker
     }

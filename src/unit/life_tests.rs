@@ -6,6 +6,12 @@ use crate::dispatch::UnitSpec;
 use crate::engine::frames::{Level, RawRange};
 use crate::unit::marker::UnitState::{self, *};
 
+/// [`UnitLife::claim_under`] the unit's lock, taken here.
+fn claim(spec: &UnitSpec) -> Result<UnitLife> {
+    let unit = LockedUnit::lock_sync(&spec.state_dir, &spec.unit)?;
+    UnitLife::claim_under(&spec.claim(), unit)
+}
+
 const STATES: [UnitState; 5] = [Pending, Running, Done, Failed, Blocked];
 
 fn spec(dir: &Path) -> UnitSpec {
@@ -147,7 +153,7 @@ fn a_refused_transition_names_both_states_and_changes_nothing() {
 fn a_claim_writes_nothing_and_a_start_is_the_first_write() {
     let t = tempfile::tempdir().unwrap();
     let spec = spec(t.path());
-    let mut life = UnitLife::claim(&spec).unwrap();
+    let mut life = claim(&spec).unwrap();
     assert_eq!((life.marker().state, life.marker().attempts), (Pending, 1));
     assert_eq!(on_disk(t.path()), None);
     rt().block_on(life.start(std::process::id(), 1)).unwrap();
@@ -160,7 +166,7 @@ fn a_claim_writes_nothing_and_a_start_is_the_first_write() {
 #[test]
 fn a_session_id_is_durable_before_any_event_shows_it() {
     let t = tempfile::tempdir().unwrap();
-    let mut life = UnitLife::claim(&spec(t.path())).unwrap();
+    let mut life = claim(&spec(t.path())).unwrap();
     let mut sink = Watcher {
         dir: t.path(),
         seen: Vec::new(),
@@ -189,7 +195,7 @@ fn a_session_id_is_durable_before_any_event_shows_it() {
 #[test]
 fn the_final_write_carries_a_held_id_and_a_refused_one_keeps_the_events_held() {
     let t = tempfile::tempdir().unwrap();
-    let mut life = UnitLife::claim(&spec(t.path())).unwrap();
+    let mut life = claim(&spec(t.path())).unwrap();
     let mut sink = Watcher {
         dir: t.path(),
         seen: Vec::new(),
@@ -225,7 +231,7 @@ fn early_ends_and_failures_before_the_spawn() {
     let t = tempfile::tempdir().unwrap();
     let spec = spec(t.path());
     // A new unit that cannot start gets a marker that says why.
-    let mut life = UnitLife::claim(&spec).unwrap();
+    let mut life = claim(&spec).unwrap();
     let err = life.fail_before_spawn(Reason::Missing, VfError::not_ready("no codex"));
     assert_eq!(err.to_string(), "no codex");
     let m = on_disk(t.path()).unwrap();
@@ -237,7 +243,7 @@ fn early_ends_and_failures_before_the_spawn() {
     // lock: the next claim takes it once the last one has let it go.)
     drop(life);
     let bytes = std::fs::read(MarkerStore::new(&spec.state_dir).path("u")).unwrap();
-    let mut life = UnitLife::claim(&spec).unwrap();
+    let mut life = claim(&spec).unwrap();
     let _ = life.fail_before_spawn(Reason::Missing, VfError::not_ready("again"));
     assert_eq!(
         std::fs::read(MarkerStore::new(&spec.state_dir).path("u")).unwrap(),
@@ -246,7 +252,7 @@ fn early_ends_and_failures_before_the_spawn() {
     // A merge conflict blocks it, with no owner: attempt 2, since the
     // refused attempt was never written.
     drop(life);
-    let mut life = UnitLife::claim(&spec).unwrap();
+    let mut life = claim(&spec).unwrap();
     let end = life.end_early(Blocked, Reason::MergeConflict, "conflict".into());
     rt().block_on(end).unwrap();
     let m = on_disk(t.path()).unwrap();

@@ -18,11 +18,12 @@ use super::UnitSpec;
 use super::pump::Msg;
 use super::redact::Redactor;
 use super::redact::stream::Stream;
+use crate::engine::ConversationEvent;
 use crate::engine::Outcome;
-use crate::engine::acp::{self, AcpError, Policy, SessionRequest, SessionSink};
-use crate::engine::frames::ConversationEvent;
-use crate::ground::error::Reason;
-use crate::unit::life::SessionRecorder;
+use crate::engine::acp;
+use crate::engine::{AcpError, Policy, SessionRequest, SessionSink};
+use crate::ground::Reason;
+use crate::unit::SessionRecorder;
 
 /// What the session tells the supervisor, in order.
 pub(super) enum SessionMsg {
@@ -99,7 +100,7 @@ impl SessionSink for Sink {
 /// `agentInfo.version`, when it reads as a version (the result's
 /// `engineVersion`: an agent command has no `--version`).
 fn agent_version(facts: &acp::AgentFacts) -> Option<String> {
-    crate::ground::version::Version::parse(&facts.version).map(|v| v.to_string())
+    crate::ground::Version::parse(&facts.version).map(|v| v.to_string())
 }
 
 fn text(line: Vec<u8>) -> String {
@@ -209,9 +210,9 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
         failure,
         usage: o.usage,
         running: if o.cost_is_running {
-            crate::engine::usage::Running::Cost
+            crate::engine::Running::Cost
         } else {
-            crate::engine::usage::Running::None
+            crate::engine::Running::None
         },
         agent_version: o
             .agent
@@ -225,10 +226,10 @@ pub(super) fn outcome(run: &AcpRun, resumed: bool) -> (Outcome, AcpVerdict) {
 /// What settle takes from an ACP session besides the [`Outcome`].
 pub(super) struct AcpVerdict {
     pub failure: Option<(Reason, String)>,
-    pub usage: Option<crate::engine::usage::Usage>,
+    pub usage: Option<crate::engine::Usage>,
     /// `usage_update`'s cost is the session's so far: a resumed run's is
     /// that less the last run's total.
-    pub running: crate::engine::usage::Running,
+    pub running: crate::engine::Running,
     /// `agentInfo.version` from `initialize`, when it reads as a version:
     /// the result's `engineVersion` (an agent command has no `--version`).
     pub agent_version: Option<String>,

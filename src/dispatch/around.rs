@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use super::prepare::Prepared;
 use super::{DispatchResult, EventSink, UnitSpec};
-use crate::ground::env::EnvVars;
-use crate::ground::error::{Reason, Result, VfError};
-use crate::process::owned::StepKind;
-use crate::process::steps::{Step, StepEnd, StepOwner};
-use crate::unit::life::UnitLife;
-use crate::unit::marker::UnitState;
+use crate::ground::EnvVars;
+use crate::ground::{Reason, Result, VfError};
+use crate::process::StepKind;
+use crate::process::{Step, StepEnd, StepOwner};
+use crate::unit::UnitLife;
+use crate::unit::UnitState;
 use crate::unit::{LockedUnit, Worktree};
 use crate::workspace::{OpenError, SealError, Workspace, WorkspaceSpec};
 
@@ -25,7 +25,7 @@ pub struct Steps {
     /// `/bin/sh -c` after a successful engine run.
     pub verify: Option<String>,
     /// `--deny-path` / `--allow-path`, checked after the engine's run.
-    pub guards: Option<crate::workspace::guard::PathGuards>,
+    pub guards: Option<crate::workspace::PathGuards>,
 }
 
 /// The locked unit to run, or the finished result of a unit whose worktree
@@ -158,7 +158,7 @@ pub(super) struct After {
 /// The paths the run changed that the guards refuse, or the failure to tell.
 async fn check_guards(
     spec: &UnitSpec,
-    baseline: Option<&crate::workspace::guard::Baseline>,
+    baseline: Option<&crate::workspace::Baseline>,
     life: &UnitLife,
 ) -> Result<Option<(Vec<String>, String)>> {
     let (Some(guards), Some(b)) = (spec.steps.guards.clone(), baseline.cloned()) else {
@@ -184,7 +184,7 @@ async fn check_guards(
 /// workspace's head and changed files otherwise.
 pub(super) async fn after_engine(
     spec: &UnitSpec,
-    baseline: Option<&crate::workspace::guard::Baseline>,
+    baseline: Option<&crate::workspace::Baseline>,
     life: &mut UnitLife,
     succeeded: bool,
     session: Option<&str>,

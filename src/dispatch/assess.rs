@@ -8,13 +8,14 @@
 use std::time::Duration;
 
 use super::supervise::Stop;
-use crate::engine::summary::schema::SummarySchema;
-use crate::engine::summary::{self, Summary};
-use crate::engine::usage::{Running, Usage};
+use crate::engine::Summary;
+use crate::engine::SummarySchema;
+use crate::engine::summary;
 use crate::engine::{EngineId, Outcome};
-use crate::ground::error::Reason;
-use crate::unit::life::{Finish, Spent};
-use crate::unit::marker::UnitState;
+use crate::engine::{Running, Usage};
+use crate::ground::Reason;
+use crate::unit::UnitState;
+use crate::unit::{Finish, Spent};
 
 /// Everything the judge reads of one run.
 #[derive(Clone, Copy)]
@@ -133,7 +134,7 @@ pub(super) fn judge(f: &Facts) -> Judged {
 /// the reset time of a rate limit.
 fn spent(f: &Facts, reason: Option<Reason>) -> Spent {
     let previous = f.resumed.and(f.previous);
-    let (usage, thread_usage) = crate::engine::usage::per_run(f.reported, f.running, previous);
+    let (usage, thread_usage) = crate::engine::per_run(f.reported, f.running, previous);
     Spent {
         thread_usage: thread_usage.filter(|t| Some(t) != usage.as_ref()),
         usage,
@@ -218,7 +219,7 @@ fn with_stderr_reason(error: String, engine: EngineId, code: Option<i32>, tail: 
     if error != crate::engine::exit_text(engine, code) {
         return error;
     }
-    let text = crate::ground::text::strip_ansi(&String::from_utf8_lossy(tail));
+    let text = crate::ground::strip_ansi(&String::from_utf8_lossy(tail));
     match text.lines().map(str::trim).rfind(|l| !l.is_empty()) {
         Some(line) => match engine.engine().explain_stderr(line) {
             Some(hint) => format!("{error}: {hint}"),

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::engine::acp::{AcpError, PromptPart};
-use crate::engine::choice::{EngineChoice, Pick, Readiness, choose_engine};
 use crate::engine::{self, AttachmentKind};
-use crate::ground::error::{Result, VfError};
+use crate::engine::{AcpError, PromptPart};
+use crate::engine::{EngineChoice, Pick, Readiness, choose_engine};
 use crate::ground::names;
+use crate::ground::{Result, VfError};
 
 /// Sub-directory of the state dir holding attachments.
 pub const DIR_NAME: &str = "attachments";

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::engine::frames::Projector;
-use crate::engine::usage::{Running, Usage};
+use crate::engine::Projector;
+use crate::engine::{Running, Usage};
 
 /// Called with the unit's usage so far, each time it changes.
 pub type LiveUsage = Arc<dyn Fn(&Usage) + Send + Sync>;

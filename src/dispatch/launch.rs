@@ -17,11 +17,13 @@ use super::acp_session::{self, AcpRun};
 use super::prepare::Prepared;
 use super::pump::{self, Msg, Stream};
 use super::redact::Redactor;
-use crate::ground::error::{Reason, Result, VfError};
-use crate::process::child::{self, Group};
-use crate::process::owned::{self, ProcRecord};
-use crate::unit::life::{SessionRecorder, UnitLife};
+use crate::ground::{Reason, Result, VfError};
+use crate::process::Group;
+use crate::process::ProcRecord;
+use crate::process::child;
+use crate::process::owned;
 use crate::unit::prompt_file;
+use crate::unit::{SessionRecorder, UnitLife};
 
 /// A running engine and what reads it.
 pub(super) struct Launched {
@@ -126,7 +128,7 @@ async fn write_inputs(life: &UnitLife, p: &mut Prepared) -> Result<()> {
 /// half a millisecond).
 fn log_paths(life: &UnitLife) -> [PathBuf; 2] {
     let attempt = life.marker().attempts;
-    crate::unit::marker::logs::STREAMS.map(|s| life.unit().dir().log_path(attempt, s))
+    crate::unit::STREAMS.map(|s| life.unit().dir().log_path(attempt, s))
 }
 
 async fn spawn_engine(

@@ -47,11 +47,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::engine::{Attachment, EngineId, RunOptions};
-use crate::ground::error::{Reason, Result};
+use crate::ground::{Reason, Result};
 use crate::unit::LockedUnit;
-use crate::unit::marker::UnitState;
+use crate::unit::UnitState;
 
-pub use crate::unit::prompt_file::remove_stale_prompt_files;
+pub use crate::unit::remove_stale_prompt_files;
 pub use around::Steps;
 pub use budget_watch::{BudgetWatch, LiveUsage};
 pub use redact::REDACTED;
@@ -64,9 +64,9 @@ pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 pub fn installed_version(
     engine: EngineId,
     engine_bin: Option<&std::path::Path>,
-) -> Option<crate::ground::version::Version> {
-    let program = crate::process::binary::resolve_binary(engine, engine_bin).ok()?;
-    crate::process::version_cache::read_version(&program, VERSION_TIMEOUT, false).ok()
+) -> Option<crate::ground::Version> {
+    let program = crate::process::resolve_binary(engine, engine_bin).ok()?;
+    crate::process::read_version(&program, VERSION_TIMEOUT, false).ok()
 }
 
 /// The largest prompt vf accepts (`--prompt`, `--prompt-file`, stdin, plans).
@@ -104,16 +104,16 @@ pub struct UnitSpec {
     /// Model, effort and the native schema flag's value (`engine::options`).
     pub options: RunOptions,
     /// vf's own, authoritative check of the summary (`--summary-schema`).
-    pub summary_schema: Option<std::sync::Arc<crate::engine::summary::schema::SummarySchema>>,
+    pub summary_schema: Option<std::sync::Arc<crate::engine::SummarySchema>>,
     /// The worktree, setup and verify around the engine (see [`Steps`]).
     pub steps: Steps,
     /// Read-only and tool allow/deny (`engine::policy`).
-    pub policy: crate::engine::tool_policy::ToolPolicy,
+    pub policy: crate::engine::ToolPolicy,
     /// What the unit asked for (policy, path guards, hooks), recorded in
     /// its marker for a later resume.
-    pub asked: crate::unit::marker::Asked,
+    pub asked: crate::unit::Asked,
     /// MCP servers for this run (`engine::mcp`), already checked for the engine.
-    pub mcp: Option<crate::engine::mcp::McpServers>,
+    pub mcp: Option<crate::engine::McpServers>,
     /// The plan's hard budget (`orchestrate --hard-budget`): live usage out,
     /// and once it is reached the engine is ended like a timeout, reason `budget`.
     pub budget_stop: Option<BudgetWatch>,
@@ -129,8 +129,8 @@ pub struct UnitSpec {
 
 impl UnitSpec {
     /// What this run asks of the unit's marker when it claims it.
-    pub fn claim(&self) -> crate::unit::life::Claim {
-        crate::unit::life::Claim {
+    pub fn claim(&self) -> crate::unit::Claim {
+        crate::unit::Claim {
             unit: self.unit.clone(),
             engine: self.engine,
             cwd: self.cwd.clone(),
@@ -148,12 +148,11 @@ impl UnitSpec {
     /// `VF_KILL_GRACE_MS`, or the default. Entry points validate the variable
     /// first with [`crate::process::child::kill_grace_from_env`] (a bad value is exit 2).
     pub fn default_kill_grace() -> Duration {
-        crate::process::child::kill_grace_from_env()
-            .unwrap_or(crate::process::child::DEFAULT_KILL_GRACE)
+        crate::process::kill_grace_from_env().unwrap_or(crate::process::DEFAULT_KILL_GRACE)
     }
 }
 
-pub use crate::engine::frames::EventSink;
+pub use crate::engine::EventSink;
 
 /// The final result object (`--output json`, and the last line of `jsonl`).
 #[derive(Debug, Clone, Serialize)]
@@ -180,7 +179,7 @@ pub struct DispatchResult {
     pub error: Option<String>,
     pub reason: Option<Reason>,
     /// What the run consumed; `null` when the engine reported nothing.
-    pub usage: Option<crate::engine::usage::Usage>,
+    pub usage: Option<crate::engine::Usage>,
     /// When a rate limit resets, if the engine said (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_at: Option<String>,
@@ -194,13 +193,13 @@ pub struct DispatchResult {
     /// `{readOnly, tools}`, each `enforced | unenforced | off` (absent when
     /// no invocation was built).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub policy: Option<crate::engine::tool_policy::PolicyStatus>,
+    pub policy: Option<crate::engine::PolicyStatus>,
     /// `"replay"` when the run was a fresh session primed with a bounded
     /// replay of the unit's earlier answers (see [`crate::dispatch::rerun`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replay: Option<crate::unit::history::Counts>,
+    pub replay: Option<crate::unit::Counts>,
     /// The changed paths its path guards refuse (reason `policy`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub path_violations: Vec<String>,
@@ -219,7 +218,7 @@ impl DispatchResult {
 
     /// What the saved marker says of the run that just ended; the caller
     /// adds what the engine itself reported (nothing, when none ran).
-    fn from_life(spec: &UnitSpec, life: &crate::unit::life::UnitLife, started: Instant) -> Self {
+    fn from_life(spec: &UnitSpec, life: &crate::unit::UnitLife, started: Instant) -> Self {
         let marker = life.marker();
         DispatchResult {
             unit: spec.unit.clone(),
@@ -255,7 +254,7 @@ impl DispatchResult {
             mcp: spec
                 .mcp
                 .as_ref()
-                .map(crate::engine::mcp::McpServers::names)
+                .map(crate::engine::McpServers::names)
                 .unwrap_or_default(),
         }
     }
@@ -321,10 +320,7 @@ pub async fn run_locked(
 /// An ACP agent that could not load the session a resume asked for (no
 /// `loadSession`, or `session/load` refused): the bounded replay of the
 /// unit's recorded answers, when there are any, for a fresh session.
-fn load_refused(
-    spec: &UnitSpec,
-    res: &DispatchResult,
-) -> Option<(String, crate::unit::history::Counts)> {
+fn load_refused(spec: &UnitSpec, res: &DispatchResult) -> Option<(String, crate::unit::Counts)> {
     let refused = spec.session.is_some()
         && spec.engine.engine().speaks_acp()
         && res.reason == Some(Reason::SessionMismatch);

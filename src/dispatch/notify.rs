@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::ground::env::EnvVars;
-use crate::ground::error::{Result, VfError};
-use crate::process::owned::StepKind;
-use crate::process::steps::{Step, StepEnd, StepOwner};
+use crate::ground::EnvVars;
+use crate::ground::{Result, VfError};
+use crate::process::StepKind;
+use crate::process::{Step, StepEnd, StepOwner};
 
 /// How long a hook may run before its group is ended.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 
 use super::{MAX_PROMPT_BYTES, UnitSpec, VERSION_TIMEOUT};
 use crate::engine::{Invocation, Request};
-use crate::ground::error::{Reason, Result, VfError};
+use crate::ground::Version;
 use crate::ground::state;
 use crate::ground::text::shown;
-use crate::ground::version::Version;
+use crate::ground::{Reason, Result, VfError};
 use crate::process::binary;
 use crate::unit::LockedUnit;
-use crate::unit::life::UnitLife;
+use crate::unit::UnitLife;
 use crate::unit::prompt_file;
 
 /// A run that passed every check, not started yet.
@@ -21,7 +21,7 @@ pub(super) struct Prepared {
     pub inv: Invocation,
     pub warnings: Vec<String>,
     /// The repository as the run found it, when the unit has path guards.
-    pub guard: Option<crate::workspace::guard::Baseline>,
+    pub guard: Option<crate::workspace::Baseline>,
 }
 
 /// [`prepare`] on tokio's blocking pool: the unit's marker, the
@@ -121,13 +121,9 @@ fn find_program(spec: &UnitSpec, launch: Option<&str>) -> Result<PathBuf> {
 /// proven gone refuses the run (exit 2). Last of the checks, so a run refused
 /// for another reason ends nothing.
 fn take_over_orphans(spec: &UnitSpec, warnings: &mut Vec<String>) -> Result<()> {
-    let ended = crate::process::orphans::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
+    let ended = crate::process::take_over(&spec.state_dir, &spec.unit, spec.kill_grace)
         .map_err(|why| VfError::usage(format!("cannot run unit {:?}: {why}", spec.unit)))?;
-    warnings.extend(
-        ended
-            .iter()
-            .map(crate::process::orphans::Finding::ended_notice),
-    );
+    warnings.extend(ended.iter().map(crate::process::Finding::ended_notice));
     Ok(())
 }
 
@@ -189,10 +185,10 @@ fn check_argv(spec: &UnitSpec, inv: &Invocation) -> Result<()> {
 }
 
 fn read_version(spec: &UnitSpec, program: &Path, warnings: &mut Vec<String>) -> Option<Version> {
-    if let Some(v) = crate::process::version_cache::cached_version(program) {
+    if let Some(v) = crate::process::cached_version(program) {
         return Some(v);
     }
-    match crate::process::version_cache::read_version(program, VERSION_TIMEOUT, false) {
+    match crate::process::read_version(program, VERSION_TIMEOUT, false) {
         Ok(v) => Some(v),
         Err(e) => {
             warnings.push(format!(

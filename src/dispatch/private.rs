@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use crate::dispatch::attach::{Store, article, check_text, kind_hint};
 use crate::engine::{AttachmentKind, Invocation};
-use crate::ground::error::{Result, VfError};
 use crate::ground::names;
+use crate::ground::{Result, VfError};
 
 /// The first line of the wire form; the canonical JSON follows on the next.
 pub const PRIVATE_RANGES_HEADER: &str = "VF-PRIVATE-FILE-RANGES/1";
@@ -244,7 +244,7 @@ pub fn stage_private_ranges(
             None => relative_text(spec, cwd)?,
         };
         // A canonical path: no link to refuse, but a FIFO is refused at once.
-        let bytes = crate::ground::fsutil::read_no_follow(&path).map_err(|e| {
+        let bytes = crate::ground::read_no_follow(&path).map_err(|e| {
             VfError::usage(format!(
                 "--private-range {spec}: cannot read {}: {e}",
                 path.display()
@@ -488,7 +488,7 @@ mod tests {
             prompt_file_contents: Some(prompt),
             env: vec![],
             warnings: vec![],
-            policy: crate::engine::tool_policy::PolicyStatus::OFF,
+            policy: crate::engine::PolicyStatus::OFF,
             config_file: None,
             mcp: vec![],
         };

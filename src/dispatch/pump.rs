@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::redact::stream::Stream as Redacting;
 use super::redact::{REDACTED, Redactor};
-use crate::engine::frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
+use crate::engine::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
 use crate::sys::{ChildPipe, Got, StoppableReader};
 
 pub enum Msg {

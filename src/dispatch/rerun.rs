@@ -7,10 +7,12 @@
 use std::path::Path;
 
 use crate::dispatch::DispatchResult;
-use crate::ground::version::Version;
-use crate::unit::history::{self, Counts};
-use crate::unit::marker::resume_rule::{has_exact_authority, state_refusal};
-use crate::unit::marker::{Marker, UnitState};
+use crate::ground::Version;
+use crate::unit::Counts;
+use crate::unit::UnitState;
+use crate::unit::history;
+use crate::unit::marker::Marker;
+use crate::unit::{has_exact_authority, state_refusal};
 
 /// What `start` says in a result that was primed with a replay.
 pub const START_REPLAY: &str = "replay";

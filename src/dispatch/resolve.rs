@@ -20,13 +20,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{BudgetWatch, Steps, UnitSpec};
-use crate::engine::mcp::McpServers;
-use crate::engine::summary::schema::SummarySchema;
-use crate::engine::tool_policy::ToolPolicy;
+use crate::engine::McpServers;
+use crate::engine::SummarySchema;
+use crate::engine::ToolPolicy;
 use crate::engine::{Attachment, EngineCommand, EngineId, RunOptions};
-use crate::ground::error::{Result, VfError};
-use crate::unit::marker::{Asked, Marker};
-use crate::workspace::guard::PathGuards;
+use crate::ground::{Result, VfError};
+use crate::unit::Asked;
+use crate::unit::marker::Marker;
+use crate::workspace::PathGuards;
 
 /// One unit's run options, resolved and checked: all a run takes but how
 /// it starts (the prompt it sends, the session it resumes).
@@ -80,7 +81,7 @@ impl Resolved {
             attachments: Vec::new(),
             stall_timeout: None,
             timeout: None,
-            kill_grace: crate::process::child::DEFAULT_KILL_GRACE,
+            kill_grace: crate::process::DEFAULT_KILL_GRACE,
             engine_reason: None,
             budget_args: Vec::new(),
             redact: Vec::new(),
@@ -297,7 +298,7 @@ pub fn path_guards(
     let guards =
         PathGuards::new(deny, allow).map_err(|e| VfError::usage(format!("{what}: {e}")))?;
     if guards.is_some() {
-        crate::workspace::guard::require_repo(cwd, what)?;
+        crate::workspace::require_repo(cwd, what)?;
     }
     Ok(guards)
 }
@@ -535,7 +536,7 @@ mod tests {
             attachments: Vec::new(),
             stall_timeout: None,
             timeout: Some(SECOND),
-            kill_grace: crate::process::child::DEFAULT_KILL_GRACE,
+            kill_grace: crate::process::DEFAULT_KILL_GRACE,
             warnings: Vec::new(),
             engine_reason: None,
             budget_args: Vec::new(),

@@ -10,9 +10,9 @@ use super::assess::{self, AcpFacts, Facts, Judged};
 use super::supervise::Ended;
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::engine::Outcome;
-use crate::ground::error::Result;
-use crate::unit::life::UnitLife;
-use crate::unit::marker::UnitState;
+use crate::ground::Result;
+use crate::unit::UnitLife;
+use crate::unit::UnitState;
 
 pub(super) async fn settle(
     spec: &UnitSpec,
@@ -86,7 +86,7 @@ fn cut_warning(outcome: &Outcome, raw_log: &std::path::Path) -> Option<String> {
     (outcome.answer_cut > 0).then(|| {
         format!(
             "the answer was cut: vf keeps its last {} MiB, the {} bytes before them are only in the raw log {}",
-            crate::ground::text::ANSWER_MAX >> 20,
+            crate::ground::ANSWER_MAX >> 20,
             outcome.answer_cut,
             raw_log.display()
         )
@@ -142,10 +142,7 @@ fn facts<'a>(
     };
     let marker = life.marker();
     let unended = |r: &super::acp_session::AcpRun| {
-        matches!(
-            r.done,
-            None | Some(Err(crate::engine::acp::AcpError::Closed(_)))
-        )
+        matches!(r.done, None | Some(Err(crate::engine::AcpError::Closed(_))))
     };
     Facts {
         engine: spec.engine,

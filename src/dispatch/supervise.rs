@@ -11,11 +11,12 @@ use super::acp_session::{AcpRun, SessionMsg};
 use super::launch::Launched;
 use super::pump::{Msg, Piece};
 use super::{EventSink, UnitSpec};
-use crate::process::child::{Group, Signals};
-use crate::process::grace::{KillTimer, expiry};
-use crate::unit::life::UnitLife;
+use crate::process::KillTimer;
+use crate::process::grace::expiry;
+use crate::process::{Group, Signals};
+use crate::unit::UnitLife;
 
-use crate::engine::frames::{ConversationEvent, Level, Projector, RawRange};
+use crate::engine::{ConversationEvent, Level, Projector, RawRange};
 use crate::sys::Sig;
 
 /// After the group is SIGKILLed, how long vf still reads what is left in the
@@ -263,7 +264,7 @@ impl<'a> Supervisor<'a> {
             }
             None => {
                 acp.done
-                    .get_or_insert(Err(crate::engine::acp::AcpError::Closed(None)));
+                    .get_or_insert(Err(crate::engine::AcpError::Closed(None)));
             }
         }
     }

@@ -51,6 +51,17 @@ pub mod summary;
 pub mod tool_policy;
 pub mod usage;
 
+// The domain's surface for the run of a unit (`dispatch`).
+pub use acp::{AcpError, Policy, PromptPart, SessionRequest, SessionSink};
+pub use choice::{EngineChoice, Pick, Readiness, choose_engine};
+pub use frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
+pub use frames::{ConversationEvent, EventSink, Level, Projector, RawRange};
+pub use mcp::McpServers;
+pub use summary::Summary;
+pub use summary::schema::SummarySchema;
+pub use tool_policy::{PolicyStatus, ToolPolicy};
+pub use usage::{Running, Usage, per_run};
+
 pub use command::{CommandSource, EngineCommand, Preset};
 pub use options::{EffortFlag, OptionFlags, RunOptions, SchemaFlag};
 

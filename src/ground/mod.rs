@@ -26,3 +26,10 @@ pub mod state;
 pub mod text;
 pub mod tls;
 pub mod version;
+
+// The domain's surface for the run of a unit (`dispatch`).
+pub use env::EnvVars;
+pub use error::{Reason, Result, VfError};
+pub use fsutil::read_no_follow;
+pub use text::{ANSWER_MAX, strip_ansi};
+pub use version::Version;

@@ -60,3 +60,12 @@ pub mod orphans;
 pub mod owned;
 pub mod steps;
 pub mod version_cache;
+
+// The domain's surface for the run of a unit (`dispatch`).
+pub use binary::resolve_binary;
+pub use child::{DEFAULT_KILL_GRACE, Group, Signals, kill_grace_from_env};
+pub use grace::KillTimer;
+pub use orphans::{Finding, take_over};
+pub use owned::{ProcRecord, StepKind};
+pub use steps::{Step, StepEnd, StepOwner};
+pub use version_cache::{cached_version, read_version};

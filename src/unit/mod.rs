@@ -205,3 +205,12 @@ pub mod prompt_file;
 #[path = "tests.rs"]
 mod tests;
 pub mod writes;
+
+// The domain's surface for the run of a unit (`dispatch`).
+pub use history::Counts;
+pub use life::{Claim, UnitLife};
+pub(crate) use life::{Finish, SessionRecorder, Spent};
+pub use marker::logs::STREAMS;
+pub use marker::resume_rule::{has_exact_authority, state_refusal};
+pub use marker::{Asked, UnitState};
+pub use prompt_file::remove_stale_prompt_files;

@@ -21,6 +21,9 @@ mod remove;
 mod seal;
 
 use std::collections::BTreeMap;
+
+// The domain's surface for the run of a unit (`dispatch`).
+pub use guard::{Baseline, PathGuards, require_repo};
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

@@ -105,7 +105,12 @@ pub fn run(cmd: &mut Command, limits: Limits) -> Result<Output, Failed> {
 /// Whether the group's leader exits before `timeout` (`None`: it is waited
 /// for). The leader is not reaped here: the group is killed first.
 fn leader_exits_within(group: &Container, timeout: Option<Duration>) -> bool {
-    let deadline = timeout.map(|t| Instant::now() + t);
+    let Some(timeout) = timeout else {
+        // No deadline (git): block until it exits, seen at once.
+        group.wait_leader_exit();
+        return true;
+    };
+    let deadline = Some(Instant::now() + timeout);
     // Short commands (a `git rev-parse`) end in a millisecond or two: look
     // often at first, then every POLL_MAX.
     let mut pause = Duration::from_millis(1);
@@ -395,6 +400,32 @@ mod tests {
         // And through `run`, the whole path: the timeout is the answer.
         let r = run(&mut shell("exec sleep 300"), limits);
         assert!(matches!(r, Err(Failed::TimedOut)), "{r:?}");
+    }
+
+    #[test]
+    fn without_a_timeout_the_leaders_end_is_awaited_and_its_group_ended() {
+        // No timeout (git's case): the leader's exit is waited for, not
+        // polled; a grandchild left in its group holding stdout is killed
+        // with the group, so the run returns instead of waiting on the pipe.
+        let limits = Limits {
+            timeout: None,
+            stdout: Keep::Head(100),
+            stderr: Keep::Tail(100),
+        };
+        let mut cmd = shell("sleep 300 & echo $!; echo err >&2; exit 3");
+        let started = Instant::now();
+        let out = run(&mut cmd, limits).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "it waited on the pipe"
+        );
+        assert_eq!(out.status.and_then(|s| s.code()), Some(3));
+        assert_eq!(out.stderr, b"err\n");
+        let grandchild: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        assert!(
+            gone_within(grandchild, Duration::from_secs(15)),
+            "{grandchild} survived"
+        );
     }
 
     #[test]

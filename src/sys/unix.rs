@@ -101,6 +101,28 @@ impl Container {
             return r == -1 || unsafe { info.si_pid() } != 0;
         }
     }
+
+    /// Blocks until the group's leader has exited, without reaping it (as
+    /// [`Container::leader_exited`], which polls): for a brief command with
+    /// no timeout, whose end is then seen at once rather than at a poll.
+    pub fn wait_leader_exit(&self) {
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: `info` is a valid, writable siginfo_t.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    self.pgid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return;
+        }
+    }
 }
 
 /// A spawned child vf can adopt into a container (std's or tokio's).

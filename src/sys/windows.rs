@@ -45,9 +45,10 @@ use windows_sys::Win32::System::JobObjects::{
 };
 use windows_sys::Win32::System::SystemInformation::GetTickCount64;
 use windows_sys::Win32::System::Threading::{
-    CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, GetExitCodeProcess, GetProcessTimes, OpenProcess,
-    OpenThread, PROCESS_NAME_WIN32, PROCESS_QUERY_LIMITED_INFORMATION, QueryFullProcessImageNameW,
-    ResumeThread, THREAD_SUSPEND_RESUME, TerminateProcess, WaitForSingleObject,
+    CREATE_NEW_PROCESS_GROUP, CREATE_SUSPENDED, GetExitCodeProcess, GetProcessTimes, INFINITE,
+    OpenProcess, OpenThread, PROCESS_NAME_WIN32, PROCESS_QUERY_LIMITED_INFORMATION,
+    QueryFullProcessImageNameW, ResumeThread, THREAD_SUSPEND_RESUME, TerminateProcess,
+    WaitForSingleObject,
 };
 
 pub use super::windows_files::{is_link_refusal, replace_file, sync_dir, try_lock};
@@ -319,6 +320,12 @@ impl Container {
         // SAFETY: the leader handle is open (with SYNCHRONIZE: a duplicate
         // of the creator's all-access handle); a zero timeout only polls.
         unsafe { WaitForSingleObject(raw(&self.inner.leader), 0) == WAIT_OBJECT_0 }
+    }
+
+    /// Blocks until the leader has exited (a brief command with no timeout).
+    pub fn wait_leader_exit(&self) {
+        // SAFETY: as in `leader_exited`; INFINITE waits for the exit.
+        unsafe { WaitForSingleObject(raw(&self.inner.leader), INFINITE) };
     }
 }
 

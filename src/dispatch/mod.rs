@@ -59,7 +59,7 @@ pub use redact::REDACTED;
 /// How long `--version` may take before it is reported unreadable.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(15);
 /// The version of `engine`'s binary (`engine_bin`, else the one found as a
-/// dispatch finds it) as a dispatch would read it now (the doctor's cache,
+/// dispatch finds it) as a dispatch would read it now (`process::version_cache`,
 /// else `--version`); `None` when it is missing or unreadable.
 pub fn installed_version(
     engine: EngineId,

@@ -126,7 +126,7 @@ pub fn is_executable(p: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     #[cfg(unix)]
     use super::*;
     #[cfg(unix)]
@@ -134,8 +134,9 @@ mod tests {
     #[cfg(unix)]
     use std::os::unix::fs::PermissionsExt;
 
+    /// An executable `/bin/sh` script `name` in `dir` (cli_probe's tests too).
     #[cfg(unix)]
-    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    pub(in crate::process) fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
         let p = dir.join(name);
         let mut f = std::fs::File::create(&p).unwrap();
         writeln!(f, "#!/bin/sh\n{body}").unwrap();

@@ -147,22 +147,10 @@ mod tests {
     #[cfg(unix)]
     use nix::unistd::Pid;
     #[cfg(unix)]
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::PermissionsExt;
-    #[cfg(unix)]
-    use std::path::PathBuf;
-    #[cfg(unix)]
     use std::time::Instant;
 
     #[cfg(unix)]
-    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-        let p = dir.join(name);
-        let mut f = std::fs::File::create(&p).unwrap();
-        writeln!(f, "#!/bin/sh\n{body}").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
-    }
+    use crate::process::binary::tests::script;
 
     #[cfg(unix)]
     #[test]

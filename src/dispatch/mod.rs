@@ -37,6 +37,7 @@ mod pump;
 mod redact;
 pub mod rerun;
 pub mod resolve;
+pub mod rounds;
 mod settle;
 mod supervise;
 
@@ -125,6 +126,8 @@ pub struct UnitSpec {
     pub keep_answer: bool,
     /// A command engine's command (the bridge's); `None` for the CLIs.
     pub command: Option<crate::engine::EngineCommand>,
+    /// The unit's closed loops (fix, review, resolve); none by default.
+    pub loops: rounds::Loops,
 }
 
 impl UnitSpec {
@@ -207,6 +210,9 @@ pub struct DispatchResult {
     /// `env` or `headers`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<String>,
+    /// The rounds of its closed loops, oldest first (`unit::marker::rounds`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<crate::unit::marker::Round>,
 }
 
 impl DispatchResult {
@@ -256,6 +262,7 @@ impl DispatchResult {
                 .as_ref()
                 .map(crate::engine::McpServers::names)
                 .unwrap_or_default(),
+            rounds: Vec::new(),
         }
     }
 }

@@ -64,6 +64,8 @@ pub struct Resolved {
     pub keep_answer: bool,
     /// A command engine's command (the bridge's, the ACP agent's).
     pub command: Option<EngineCommand>,
+    /// The unit's closed loops (fix, review, resolve).
+    pub loops: super::rounds::Loops,
 }
 
 impl Resolved {
@@ -95,6 +97,7 @@ impl Resolved {
             cancel: None,
             keep_answer: false,
             command: None,
+            loops: super::rounds::Loops::default(),
         }
     }
 
@@ -133,6 +136,7 @@ impl Resolved {
             cancel: self.cancel,
             keep_answer: self.keep_answer,
             command: self.command,
+            loops: self.loops,
         }
     }
 }

@@ -55,7 +55,7 @@ pub mod usage;
 pub use acp::{AcpError, Policy, PromptPart, SessionRequest, SessionSink};
 pub use choice::{EngineChoice, Pick, Readiness, choose_engine};
 pub use frames::reader::{Found, Line, LineSink, MAX_LINE_BYTES, Splitter};
-pub use frames::{ConversationEvent, EventSink, Level, Projector, RawRange};
+pub use frames::{ConversationEvent, EventSink, Level, Projector, RawRange, RoundNote};
 pub use mcp::McpServers;
 pub use summary::Summary;
 pub use summary::schema::SummarySchema;

@@ -201,10 +201,13 @@ pub enum Reason {
     /// A worktree unit's branch could not be pushed to its remote (plan key
     /// `push`), or a dependency's pushed branch could not be fetched.
     Remote,
+    /// The unit's reviewer (plan key `review`, `--review-engine`) asked for
+    /// changes in its last round, or never gave a valid verdict.
+    Review,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 24] = [
+    pub const ALL: [Reason; 25] = [
         Reason::Missing,
         Reason::Invalid,
         Reason::State,
@@ -229,6 +232,7 @@ impl Reason {
         Reason::Cancelled,
         Reason::Policy,
         Reason::Remote,
+        Reason::Review,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -257,6 +261,7 @@ impl Reason {
             Reason::Cancelled => "cancelled",
             Reason::Policy => "policy",
             Reason::Remote => "remote",
+            Reason::Review => "review",
         }
     }
 
@@ -287,7 +292,8 @@ impl Reason {
             | Reason::Refusal
             | Reason::Cancelled
             | Reason::Policy
-            | Reason::Remote => exit::ENGINE_FAILED,
+            | Reason::Remote
+            | Reason::Review => exit::ENGINE_FAILED,
             Reason::RateLimited => exit::RATE_LIMITED,
             Reason::Internal => exit::INTERNAL,
         }

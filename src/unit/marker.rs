@@ -18,9 +18,11 @@ pub mod asked;
 mod load;
 pub mod logs;
 pub mod resume_rule;
+pub mod rounds;
 
 pub use asked::Asked;
 pub use load::MAX_MARKER_BYTES;
+pub use rounds::{Round, RoundKind, RoundOutcome};
 
 pub const MARKER_FORMAT: u32 = 1;
 
@@ -132,6 +134,15 @@ pub struct Marker {
     /// [`asked`]); `vf resume` keeps it. Absent when nothing was asked.
     #[serde(default, skip_serializing_if = "Asked::is_empty")]
     pub asked: Asked,
+    /// The rounds of the unit's closed loops (fix, review, resolve), oldest
+    /// first (see [`rounds`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Round>,
+    /// A unit with loops whose final state is not decided yet: `done` with
+    /// this set means the author is done and a gate (review) is pending, so
+    /// the unit is not done for `orchestrate --resume`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub loop_open: bool,
 }
 
 impl Marker {
@@ -169,6 +180,8 @@ impl Marker {
             workspace: None,
             policy: None,
             asked: Asked::default(),
+            rounds: Vec::new(),
+            loop_open: false,
         }
     }
 

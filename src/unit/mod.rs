@@ -63,6 +63,13 @@ impl UnitDir {
         layout::unit_dir(&self.state_dir, &self.name)
     }
 
+    /// The state dir of its rounds' nested units (a reviewer's, a
+    /// resolver's): `<state>/units/<unit>/rounds`, so a nested unit's files
+    /// are the unit's own and never share a name with another unit.
+    pub fn rounds_dir(&self) -> PathBuf {
+        self.path().join("rounds")
+    }
+
     /// Its lock file (present once a run of the unit has started).
     pub fn lock_path(&self) -> PathBuf {
         layout::lock_path(&self.state_dir, &self.name)

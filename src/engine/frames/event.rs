@@ -129,4 +129,21 @@ pub trait EventSink {
     fn wants_ticks(&self) -> bool {
         false
     }
+    /// A round of the unit's closed loops starts or ends (issue 41); the
+    /// events between belong to that round's engine.
+    fn round(&mut self, _note: &RoundNote) {}
+}
+
+/// A round of a unit's loops, as its live output shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundNote {
+    /// `fix`, `review` or `resolve`.
+    pub kind: &'static str,
+    /// 1-based within its kind, of `of` allowed.
+    pub n: u32,
+    pub of: u32,
+    pub engine: crate::engine::EngineId,
+    /// `None` as it starts; its outcome (`done`, `failed`, `approve`,
+    /// `changes`, ...) as it ends.
+    pub ended: Option<String>,
 }

@@ -20,6 +20,6 @@ pub mod render;
 mod rules;
 mod tracker;
 
-pub use event::{ConversationEvent, EventSink, Level, RawRange, ToolCall};
+pub use event::{ConversationEvent, EventSink, Level, RawRange, RoundNote, ToolCall};
 pub use projector::Projector;
 pub use tracker::Tracker;

@@ -555,6 +555,7 @@ mod tests {
             cancel: None,
             keep_answer: true,
             command: None,
+            loops: Default::default(),
         };
         assert_eq!(format!("{spec:#?}"), format!("{want:#?}"));
     }

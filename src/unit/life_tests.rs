@@ -42,6 +42,7 @@ fn spec(dir: &Path) -> UnitSpec {
         keep_answer: false,
         mcp: None,
         command: None,
+        loops: Default::default(),
     }
 }
 

@@ -147,6 +147,11 @@ impl UnitLife {
         marker.summary_schema = spec.summary_schema.clone();
         marker.policy = None;
         marker.asked = spec.asked.clone();
+        // A new loop (or a run without one) starts with no rounds; the
+        // attempts of an open loop keep its record.
+        if !marker.loop_open {
+            marker.rounds.clear();
+        }
         marker.loop_open = spec.loop_open;
         if let Some(id) = &spec.session {
             marker.engine_session_id = Some(id.clone());

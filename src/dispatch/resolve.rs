@@ -11,6 +11,8 @@
 //!   file given over a re-run's kept ones; [`policy`]: the tool policy checked.
 //! - [`flag_steps`], [`plan_steps`]: the worktree, setup, verify and path
 //!   guards of `vf dispatch`'s flags or of a plan unit; [`seconds`].
+//! - [`loops`]: the closed loops' flags over the kept keys, checked, and
+//!   the run's `Loops` once the engine is known.
 //!
 //! Every check refuses (exit 2) before anything is written.
 
@@ -28,6 +30,8 @@ use crate::ground::{Result, VfError};
 use crate::unit::Asked;
 use crate::unit::marker::Marker;
 use crate::workspace::PathGuards;
+
+pub mod loops;
 
 /// One unit's run options, resolved and checked: all a run takes but how
 /// it starts (the prompt it sends, the session it resumes).
@@ -66,6 +70,9 @@ pub struct Resolved {
     pub command: Option<EngineCommand>,
     /// The unit's closed loops (fix, review, resolve).
     pub loops: super::rounds::Loops,
+    /// vf's notices about the run known before it starts (a reviewer of
+    /// the author's own engine): the spec's first warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Resolved {
@@ -98,6 +105,7 @@ impl Resolved {
             keep_answer: false,
             command: None,
             loops: super::rounds::Loops::default(),
+            warnings: Vec::new(),
         }
     }
 
@@ -122,7 +130,7 @@ impl Resolved {
             stall_timeout: self.stall_timeout,
             timeout: self.timeout,
             kill_grace: self.kill_grace,
-            warnings: Vec::new(),
+            warnings: self.warnings,
             engine_reason: self.engine_reason,
             budget_args: self.budget_args,
             redact: self.redact,
@@ -194,6 +202,7 @@ pub struct Clear {
     pub paths: bool,
     pub hooks: bool,
     pub mcp: bool,
+    pub loops: bool,
 }
 
 /// The request as given on the command line (policy, path guards, hooks,
@@ -237,6 +246,9 @@ pub fn asked(given: &AskFlags, kept: Option<&Asked>) -> Asked {
     }
     if c.mcp {
         a.mcp = None;
+    }
+    if c.loops {
+        a.loops = Default::default();
     }
     a.read_only |= given.read_only;
     a.require_enforced |= given.require_enforced;
@@ -514,6 +526,83 @@ mod tests {
             options: RunOptions::new(Some("user-model".into()), Some("low".into()), None),
             asked: Asked::new(&nothing, (&[], &[]), (None, None)),
             keep_answer: true,
+            ..Resolved::new(EngineId::Codex, "a".into(), dir.path().into(), state)
+        };
+        let want = want.spec("go".into(), None);
+        assert_eq!(format!("{got:#?}"), format!("{want:#?}"));
+    }
+
+    /// The loop keys: a unit's `review` over its plan's (whole), the plan's
+    /// `fix_rounds` over the user config's, the user config's `on_conflict`
+    /// and `resolver`; recorded in the marker's `asked`; a reviewer of the
+    /// author's engine warned of.
+    #[test]
+    fn a_plan_units_loops_over_its_defaults_over_the_user_config() {
+        use crate::dispatch::rounds::{Loops, OnConflict, Review};
+        use crate::unit::marker::asked::{ConflictKey, LoopKeys, ReviewKeys};
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("plan.toml");
+        std::fs::write(
+            &plan,
+            "[defaults]\nfix_rounds = 3\n\
+             review = { engine = \"claude\", model = \"opus\", rounds = 4 }\n\n\
+             [[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt = \"go\"\n\
+             review = { engine = \"codex\", prompt = \"be strict\" }\n",
+        )
+        .unwrap();
+        let user = crate::plan::UserDefaults {
+            defaults: "fix_rounds = 9\non_conflict = \"resolve\"\nresolver = \"gemini\"\n"
+                .parse()
+                .unwrap(),
+            engines: BTreeMap::new(),
+        };
+        let u = crate::plan::load_with(&plan, &user)
+            .unwrap()
+            .units
+            .remove(0);
+        let job = crate::plan::scheduler::Job {
+            plan: u,
+            engine: EngineId::Codex,
+            attachments: Vec::new(),
+            steps: Steps::default(),
+            origins: None,
+        };
+        let state = dir.path().join("state");
+        let got = crate::plan::scheduler::spec_of(&job, &state, SECOND, "go".into(), None);
+        let review = ReviewKeys {
+            engine: EngineId::Codex,
+            model: None,
+            rounds: 1,
+            prompt: Some("be strict".into()),
+        };
+        let keys = LoopKeys {
+            fix_rounds: 3,
+            review: Some(review),
+            on_conflict: ConflictKey::Resolve,
+            resolver: Some(EngineId::Gemini),
+            ..Default::default()
+        };
+        let want = Resolved {
+            kill_grace: SECOND,
+            asked: Asked {
+                loops: keys,
+                ..Default::default()
+            },
+            keep_answer: true,
+            loops: Loops {
+                fix_rounds: 3,
+                review: Some(Review {
+                    engine: EngineId::Codex,
+                    model: None,
+                    rounds: 1,
+                    prompt: Some("be strict".into()),
+                }),
+                conflict: OnConflict::Resolve {
+                    engine: EngineId::Gemini,
+                },
+                budget: Default::default(),
+            },
+            warnings: vec!["codex is reviewing its own work".into()],
             ..Resolved::new(EngineId::Codex, "a".into(), dir.path().into(), state)
         };
         let want = want.spec("go".into(), None);

@@ -35,6 +35,10 @@ pub struct Asked {
     /// the rounds' budget); absent when none.
     #[serde(skip_serializing_if = "LoopKeys::is_empty")]
     pub loops: LoopKeys,
+    /// `--verify`, kept so that a `vf resume` of a unit with loops checks
+    /// its fix rounds as the dispatch did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
 }
 
 /// The closed loops a unit asked for, before its engine is known (the
@@ -133,6 +137,7 @@ impl Asked {
             on_fail: on_fail.map(str::to_string),
             mcp: None,
             loops: LoopKeys::default(),
+            verify: None,
         }
     }
 }

@@ -6,11 +6,11 @@
 //!
 //! The map:
 //! - `spec`: what the unit asks (`Loops`), resolved with its other options.
-//! - `verdict`: the reviewer's answer, checked against the built-in schema.
+//! - `review_verdict`: the reviewer's answer, checked against the built-in schema.
 //! - `prompts`: every prompt the loops send (fix, review, revision, resolve, continue).
 
 pub mod prompts;
+pub mod review_verdict;
 pub mod spec;
-pub mod verdict;
 
 pub use spec::{Loops, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS, OnConflict, Review, RoundBudget};

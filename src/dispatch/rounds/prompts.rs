@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::verdict::VERDICT_SCHEMA;
+use super::review_verdict::VERDICT_SCHEMA;
 use crate::unit::marker::rounds::{Comment, RoundKind};
 
 /// The most of a failed check's output a fix prompt carries: its end.
@@ -168,6 +168,19 @@ fn verdict_format() -> String {
     )
 }
 
+/// The reviewer's second chance after an answer that was not a verdict:
+/// `why` is [`super::review_verdict::parse`]'s one-line error (it may quote
+/// the reviewer's answer, so it goes in a fence).
+pub fn invalid_verdict(why: &str) -> String {
+    format!(
+        "Your answer was not a valid verdict:\n{}\n\
+         Answer again, without changing any file: end your answer with a fenced ```json \
+         block holding one JSON object that matches this JSON Schema:\n{}",
+        fenced("text", why),
+        fenced("", VERDICT_SCHEMA)
+    )
+}
+
 /// The prompt that resumes the author after a reviewer asked for changes,
 /// carrying every comment. `round` is the review round and those allowed.
 pub fn revise_after_review(comments: &[Comment], (n, of): (u32, u32)) -> String {
@@ -294,7 +307,7 @@ fn more(n: usize, thing: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::rounds::verdict;
+    use crate::dispatch::rounds::review_verdict as verdict;
     use crate::engine::summary::{Summary, extract};
     use serde_json::json;
 
@@ -572,6 +585,24 @@ mod tests {
              Do not run `git commit` or `git merge --abort`, and do not change branches: vf \
              checks the result and commits the merge itself. End your answer, as usual, with \
              a fenced ```json block summarising what you did.\n"
+        );
+    }
+
+    #[test]
+    fn a_second_chance_after_an_invalid_verdict() {
+        let why =
+            verdict::parse(None, Some("```json\n{\"verdict\": \"ok ```\"}\n```")).unwrap_err();
+        let p = invalid_verdict(&why);
+        assert!(
+            p.starts_with("Your answer was not a valid verdict:\n"),
+            "{p}"
+        );
+        assert_eq!(
+            blocks(&p),
+            vec![
+                ("text".to_string(), why),
+                (String::new(), VERDICT_SCHEMA.to_string())
+            ]
         );
     }
 

@@ -10,8 +10,8 @@
 //! - `driver`: the loop under one hold of the unit's lock; `author` the
 //!   author's resumed session; `review` a review round; `nested` a round's
 //!   own engine run as a nested unit in the unit's folder;
-//! - `verdict` the reviewer's verdict (its built-in schema), `prompts` every
-//!   prompt the loops send.
+//! - `review_verdict`: the reviewer's answer, checked against the built-in schema;
+//! - `prompts`: every prompt the loops send (fix, review, revision, resolve, continue).
 
 mod author;
 mod driver;
@@ -19,8 +19,8 @@ pub mod nested;
 pub mod next;
 pub mod prompts;
 mod review;
+pub mod review_verdict;
 pub mod spec;
-pub mod verdict;
 
 pub(crate) use driver::drive;
 

@@ -6,7 +6,11 @@
 //!
 //! The map:
 //! - `spec`: what the unit asks (`Loops`), resolved with its other options.
+//! - `resolve`: the resolve round of a dependency merge that conflicted.
 
+pub mod nested;
+pub mod prompts;
+pub mod resolve;
 pub mod spec;
 
-pub use spec::{Loops, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS, OnConflict, Review, RoundBudget};
+pub use spec::{Loops, OnConflict, Review, RoundBudget, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS};

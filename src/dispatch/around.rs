@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::prepare::Prepared;
-use super::rounds::{resolve, OnConflict};
+use super::rounds::{OnConflict, resolve};
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::ground::EnvVars;
 use crate::ground::{Reason, Result, VfError};

@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::git;
 use super::Workspace;
+use super::git;
 
 /// A conflicted merge of a dependency's branch, left in progress.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::conflict::{split_z, Pending};
+use super::conflict::{Pending, split_z};
 use super::git::{self, GitError};
-use super::{branch_of, path_of, Workspace, WorkspaceSpec};
+use super::{Workspace, WorkspaceSpec, branch_of, path_of};
 use crate::ground::error::VfError;
 
 /// A worktree ready for the engine.

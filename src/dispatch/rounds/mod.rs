@@ -13,4 +13,4 @@ pub mod prompts;
 pub mod resolve;
 pub mod spec;
 
-pub use spec::{Loops, OnConflict, Review, RoundBudget, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS};
+pub use spec::{Loops, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS, OnConflict, Review, RoundBudget};

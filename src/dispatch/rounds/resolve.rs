@@ -11,10 +11,10 @@ use super::prompts;
 use crate::dispatch::{EventSink, UnitSpec};
 use crate::engine::{EngineId, RoundNote};
 use crate::ground::{Reason, Result, VfError};
-use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome};
 use crate::unit::marker::Marker;
+use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome};
 use crate::unit::{LockedUnit, UnitState};
-use crate::workspace::{conflict, Pending, Unsettled, Workspace};
+use crate::workspace::{Pending, Unsettled, Workspace, conflict};
 
 /// How the unit ends when the round did not settle the merge.
 pub type End = (UnitState, Reason, String);

@@ -230,7 +230,11 @@ pub fn abort(ws: &Workspace, p: &Pending) -> Result<(), Unsettled> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+mod marker_lines {
+
     use super::*;
 
     #[test]

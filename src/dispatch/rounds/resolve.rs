@@ -195,3 +195,7 @@ async fn settle(
         }
     })
 }
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

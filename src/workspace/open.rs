@@ -276,7 +276,7 @@ fn resumed_conflict(ws: &Workspace, spec: &WorkspaceSpec, git_dir: &Path) -> Res
 /// `Ok` (the caller aborts it as in fail mode).
 fn keep_in_progress(
     ws: &Workspace,
-    (dep, named): (&str, &str),
+    (dep, named, theirs): (&str, &str, &str),
     head: Option<String>,
     git_dir: &Path,
 ) -> Result<(), OpenError> {
@@ -284,7 +284,11 @@ fn keep_in_progress(
     let paths = git::run_bytes(dir, &["diff", "--name-only", "-z", "--diff-filter=U"])
         .map(|o| split_z(&o))
         .unwrap_or_default();
-    let merge_head = git::run(dir, &["rev-parse", "-q", "--verify", "MERGE_HEAD"]).ok();
+    let at = |r: &str| git::run(dir, &["rev-parse", "-q", "--verify", r]).ok();
+    // Only a merge of this dependency's commit: a merge someone else left in
+    // progress (the engine's own) is never handed to a resolver as vf's.
+    let merge_head =
+        at("MERGE_HEAD").filter(|m| at(&format!("{theirs}^{{commit}}")).as_ref() == Some(m));
     let (Some(head), Some(merge_head), false) = (head, merge_head, paths.is_empty()) else {
         return Ok(());
     };
@@ -359,7 +363,7 @@ fn merge(
         return Ok(());
     }
     if let Some(git_dir) = keep {
-        keep_in_progress(ws, (dep, named), head, git_dir)?;
+        keep_in_progress(ws, (dep, named, &theirs), head, git_dir)?;
     }
     let paths = git::run(dir, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
     // Nothing is left half-merged: the worktree is back at its branch's commit.

@@ -241,3 +241,29 @@ fn a_merge_left_in_progress_is_found_again_in_keep_mode_and_aborted_in_fail_mode
         &["rev-parse", "-q", "--verify", "MERGE_HEAD"]
     ));
 }
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs git on PATH; the wine runner CI uses has none"
+)]
+fn a_merge_in_progress_that_is_not_vfs_is_never_handed_to_a_resolver() {
+    let fx = Fixture::new();
+    let (ws, _) = fx.conflicted();
+    // The engine ends vf's merge and starts one of its own that conflicts.
+    git_in(&ws.path, &["merge", "--abort"]);
+    git_in(&fx.repo, &["checkout", "-q", "-b", "other", "main"]);
+    std::fs::write(fx.repo.join("f.txt"), "other\n").unwrap();
+    git_in(&fx.repo, &["commit", "-q", "-am", "other"]);
+    git_in(&fx.repo, &["checkout", "-q", "main"]);
+    let foreign = git::run(&ws.path, &["merge", "--no-edit", "other"]);
+    assert!(foreign.is_err(), "it conflicts");
+    match open(&fx.state, "u", &fx.spec(true), Some(&ws)) {
+        Err(OpenError::Conflict { message, .. }) => assert!(message.contains("f.txt"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(!git::succeeds(
+        &ws.path,
+        &["rev-parse", "-q", "--verify", "MERGE_HEAD"]
+    ));
+}

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::prepare::Prepared;
-use super::rounds::{OnConflict, resolve};
+use super::rounds::{OnConflict, resolver};
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::ground::EnvVars;
 use crate::ground::{Reason, Result, VfError};
@@ -55,11 +55,11 @@ pub(super) async fn open_workspace(
         // `prepare` refuses a done unit: make no worktree for it first.
         return Ok(Opened::Ready(Box::new(unit), None));
     }
-    let resolver = match spec.loops.conflict {
+    let resolving = match spec.loops.conflict {
         OnConflict::Resolve { engine } => Some(engine),
         OnConflict::Fail => None,
     };
-    ws_spec.keep_conflicts = resolver.is_some();
+    ws_spec.keep_conflicts = resolving.is_some();
     let mut previous = marker.and_then(|m| m.workspace);
     // Each resolve round commits one dependency's merge (or ends the unit):
     // one more open than there are dependencies settles them all.
@@ -74,7 +74,7 @@ pub(super) async fn open_workspace(
             Err(OpenError::Unmerged { workspace, pending }) => (workspace, pending),
             other => return opened_or_ended(spec, unit, other, sink, started).await,
         };
-        let Some(engine) = resolver else {
+        let Some(engine) = resolving else {
             // Not asked in fail mode; ended as a conflict all the same.
             let end = (
                 UnitState::Blocked,
@@ -84,7 +84,7 @@ pub(super) async fn open_workspace(
             return unopened(spec, unit, *workspace, end, started).await;
         };
         let ws = (workspace.as_ref(), pending.as_ref());
-        if let Some(end) = resolve::run(spec, &unit, engine, ws, sink).await? {
+        if let Some(end) = resolver::run(spec, &unit, engine, ws, sink).await? {
             return unopened(spec, unit, *workspace, end, started).await;
         }
         previous = Some(*workspace);

@@ -6,11 +6,13 @@
 //!
 //! The map:
 //! - `spec`: what the unit asks (`Loops`), resolved with its other options.
-//! - `resolve`: the resolve round of a dependency merge that conflicted.
+//! - `resolver`: the resolve round of a dependency merge that conflicted.
+//! - `nested`: a review or resolve round's nested unit (stub: integrator's).
+//! - `prompts`: the rounds' prompts (stub: helper `verdict`'s).
 
 pub mod nested;
 pub mod prompts;
-pub mod resolve;
+pub mod resolver;
 pub mod spec;
 
 pub use spec::{Loops, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS, OnConflict, Review, RoundBudget};

@@ -197,5 +197,5 @@ async fn settle(
 }
 
 #[cfg(test)]
-#[path = "resolve_tests.rs"]
+#[path = "resolver_tests.rs"]
 mod tests;

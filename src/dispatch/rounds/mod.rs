@@ -8,8 +8,9 @@
 //! - `spec`: what the unit asks (`Loops`), resolved with its other options;
 //! - `next`: the loop's next step, read off the marker alone (pure);
 //! - `driver`: the loop under one hold of the unit's lock; `author` the
-//!   author's resumed session; `review` a review round; `nested` a round's
-//!   own engine run as a nested unit in the unit's folder;
+//!   author's resumed session; `review` a review round; `resolver` the resolve
+//!   round of a dependency merge that conflicted; `nested` a round's own
+//!   engine run as a nested unit in the unit's folder;
 //! - `review_verdict`: the reviewer's answer, checked against the built-in schema;
 //! - `prompts`: every prompt the loops send (fix, review, revision, resolve, continue).
 
@@ -18,6 +19,7 @@ mod driver;
 pub mod nested;
 pub mod next;
 pub mod prompts;
+pub mod resolver;
 mod review;
 pub mod review_verdict;
 pub mod spec;

@@ -22,8 +22,6 @@ mod architecture;
 mod cli;
 #[cfg(unix)]
 mod config;
-#[cfg(unix)]
-mod loop_keys;
 mod demo;
 mod engine_argv;
 mod engine_captures;
@@ -32,6 +30,8 @@ mod fuzz_plan;
 mod fuzz_projector;
 mod fuzz_replay;
 mod judge;
+#[cfg(unix)]
+mod loop_keys;
 // vf's TLS crypto (graviola) exists for x86_64 and aarch64 only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod judge_tls;

@@ -168,7 +168,7 @@ impl Driver {
         round.model = m.model.clone();
         rounds.push(round);
         self.save(rounds.clone(), sink).await?;
-        let res = super::author::resume(self, m, prompt, sink).await?;
+        let res = super::author::resume((&self.spec, &self.hold), m, prompt, sink).await?;
         let after = self.marker().await?;
         let last = rounds.last_mut().expect("the round just pushed");
         self.end_fix(last, &res, &after);

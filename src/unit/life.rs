@@ -446,7 +446,11 @@ pub fn save_rounds(unit: &LockedUnit, rounds: &[crate::unit::marker::Round]) -> 
 /// verdict on an attempt that ended well. A unit still `running` or
 /// `pending` is refused (exit 70): the driver closes only a settled attempt
 /// (done, failed, or blocked by a merge that could not be resolved).
-pub fn close_loop(unit: &LockedUnit, end: Option<(Reason, String)>) -> Result<Marker> {
+pub fn close_loop(
+    unit: &LockedUnit,
+    end: Option<(Reason, String)>,
+    pushed: Option<crate::workspace::Workspace>,
+) -> Result<Marker> {
     let mut m = unit
         .load_marker()?
         .ok_or_else(|| VfError::state(format!("unit {:?} has no marker", unit.name())))?;
@@ -454,6 +458,9 @@ pub fn close_loop(unit: &LockedUnit, end: Option<(Reason, String)>) -> Result<Ma
         return Err(refused(&m.unit, m.state, UnitState::Failed));
     }
     m.loop_open = false;
+    if let Some(ws) = pushed {
+        m.workspace = Some(ws);
+    }
     if let Some((reason, error)) = end {
         m.state = UnitState::Failed;
         m.reason = Some(reason);

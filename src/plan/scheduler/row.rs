@@ -116,6 +116,9 @@ pub struct UnitReport {
     /// marker and raw logs are in that worker's state dir).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub host: Option<String>,
+    /// The rounds of its loops in this run, oldest first (its result's).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub rounds: Vec<crate::unit::marker::rounds::Round>,
 }
 
 impl UnitReport {
@@ -141,6 +144,7 @@ impl UnitReport {
             workspace: None,
             origins: None,
             host: None,
+            rounds: Vec::new(),
         }
     }
 
@@ -194,6 +198,7 @@ impl UnitReport {
                 self.summary = res.summary.as_ref().map(JsonText::new);
                 self.error = res.error.clone();
                 self.usage = res.usage.clone();
+                self.rounds = res.rounds.clone();
             }
             Err(e) => {
                 self.go(RunState::Failed)?;

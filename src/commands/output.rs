@@ -6,7 +6,7 @@ use crate::cli::OutputFormat;
 use crate::dispatch::{DispatchResult, EventSink};
 use crate::engine::RoundNote;
 use crate::engine::frames::ConversationEvent;
-use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome};
+use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome, VerdictKind};
 
 /// Writes events to stdout as they arrive (live output: a failed write
 /// stops the printing, never the run; see [`super::stdio`]).
@@ -252,24 +252,39 @@ pub fn round_json(note: &RoundNote) -> serde_json::Value {
     v
 }
 
-/// How a recorded round ended, in a word: a review's verdict
-/// (`approve`, `changes (2 comments)`), else `running`, `done`, `failed`.
-pub fn round_end(r: &Round) -> String {
+/// How a recorded round ended, in a word: a finished review's verdict
+/// (`approve`, `changes`), else `running`, `done`, `failed`.
+pub fn round_word(r: &Round) -> &'static str {
     match (&r.verdict, r.outcome) {
-        (Some(v), RoundOutcome::Done) => {
-            let word = serde_json::to_value(v.verdict)
-                .ok()
-                .and_then(|w| w.as_str().map(String::from))
-                .unwrap_or_default();
-            match v.comments.len() {
-                0 => word,
-                1 => format!("{word} (1 comment)"),
-                n => format!("{word} ({n} comments)"),
-            }
-        }
-        (_, RoundOutcome::Running) => "running".into(),
-        (_, RoundOutcome::Done) => "done".into(),
-        (_, RoundOutcome::Failed) => "failed".into(),
+        (Some(v), RoundOutcome::Done) => match v.verdict {
+            VerdictKind::Approve => "approve",
+            VerdictKind::Changes => "changes",
+        },
+        (_, RoundOutcome::Running) => "running",
+        (_, RoundOutcome::Done) => "done",
+        (_, RoundOutcome::Failed) => "failed",
+    }
+}
+
+/// [`round_word`] with a verdict's count of comments: `changes (2 comments)`.
+pub fn round_end(r: &Round) -> String {
+    let word = round_word(r);
+    match r.verdict.as_ref().map_or(0, |v| v.comments.len()) {
+        0 => word.to_string(),
+        1 => format!("{word} (1 comment)"),
+        n => format!("{word} ({n} comments)"),
+    }
+}
+
+/// A recorded round as a live note (a followed Temporal run's rows carry
+/// rounds, not notes): `ended` is `None` while it runs.
+pub fn note_of(r: &Round) -> RoundNote {
+    RoundNote {
+        kind: r.kind.as_str(),
+        n: r.n,
+        of: r.of,
+        engine: r.engine,
+        ended: (r.outcome != RoundOutcome::Running).then(|| round_word(r).to_string()),
     }
 }
 
@@ -289,7 +304,7 @@ pub fn rounds_summary(rounds: &[Round]) -> String {
 mod tests {
     use super::*;
     use crate::engine::EngineId;
-    use crate::unit::marker::rounds::{Comment, Verdict, VerdictKind};
+    use crate::unit::marker::rounds::{Comment, Verdict};
 
     fn note(kind: &'static str, ended: Option<&str>) -> RoundNote {
         RoundNote {

@@ -337,10 +337,11 @@ fn rounds_detail(m: &Marker, dead: bool, detail: String) -> String {
     let text = crate::ground::text::one_line(&rounds_summary(&m.rounds), 200);
     match under_way {
         Some(r) if dead => {
-            let resumable = state_refusal(m)
-                .is_none()
-                .then_some("; resumable")
-                .unwrap_or("");
+            let resumable = if state_refusal(m).is_none() {
+                "; resumable"
+            } else {
+                ""
+            };
             format!(
                 "interrupted in {}{resumable}; rounds: {text}; {detail}",
                 round_name(r.kind.as_str(), r.n, r.of)

@@ -221,3 +221,69 @@ fn log_span(store: &MarkerStore, unit: &str, attempt: u32) -> Option<(u64, u64)>
     let start = meta.created().ok().and_then(ms).unwrap_or(end);
     Some((start.min(end), end))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineId;
+    use crate::ground::fsutil::rfc3339;
+
+    const T: u64 = 1_764_650_000;
+
+    fn unit(name: &str, (from, to): (u64, u64), rounds: Vec<Round>) -> Marker {
+        let mut m = Marker::new(name, EngineId::Claude, std::path::Path::new("/w"));
+        (m.state, m.attempts) = (UnitState::Done, 2);
+        m.started_at = Some(rfc3339(T + from, 0));
+        m.finished_at = Some(rfc3339(T + to, 0));
+        m.rounds = rounds;
+        m
+    }
+
+    fn round(kind: RoundKind, attempt: Option<u32>, (from, to): (u64, u64)) -> Round {
+        let mut r = Round::start(kind, (1, 2), EngineId::Codex);
+        r.outcome = RoundOutcome::Done;
+        r.attempt = attempt;
+        (r.started_at, r.finished_at) = (rfc3339(T + from, 0), Some(rfc3339(T + to, 0)));
+        r
+    }
+
+    /// A round's bar follows its unit into the unit's lane (not the lowest
+    /// free one), and a fix round's bar stands for its attempt.
+    #[test]
+    fn a_rounds_bar_takes_its_units_lane_and_a_fix_round_its_attempt() {
+        let dir = std::path::PathBuf::from("/nonexistent/vf-state");
+        let store = MarkerStore::new(&dir);
+        let x = unit("x", (0, 3), Vec::new());
+        let a = unit(
+            "a",
+            (1, 10),
+            vec![
+                round(RoundKind::Fix, Some(2), (1, 10)),
+                round(RoundKind::Review, None, (10, 15)),
+            ],
+        );
+        let (bars, lanes) = bars(&store, &[x, a], (T + 20) * 1000);
+        let got: Vec<_> = bars
+            .iter()
+            .map(|b| {
+                (
+                    b.unit.as_str(),
+                    b.round.as_deref(),
+                    b.engine.as_str(),
+                    b.lane,
+                )
+            })
+            .collect();
+        assert_eq!(
+            (got, lanes),
+            (
+                vec![
+                    ("x", None, "claude", 0),
+                    ("a", Some("fix 1/2"), "codex", 1),
+                    ("a", Some("review 1/2"), "codex", 1),
+                ],
+                2
+            )
+        );
+    }
+}

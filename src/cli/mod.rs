@@ -4,7 +4,8 @@
 //! below are the flags' own, and `commands/*` pass them down as values.
 //!
 //! The domain's map: this file the top-level commands; `conv`, `demo` and
-//! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands.
+//! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands;
+//! `loops` the closed loops' flags of `vf dispatch` and `vf resume`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -16,10 +17,12 @@ use crate::engine::{EngineId, OutputTransport};
 
 mod conv;
 mod demo;
+mod loops;
 #[cfg(feature = "temporal")]
 mod temporal;
 pub use conv::*;
 pub use demo::*;
+pub use loops::LoopArgs;
 #[cfg(feature = "temporal")]
 pub use temporal::*;
 
@@ -169,9 +172,12 @@ pub struct DispatchArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Cap what the run may spend (USD): claude's `--max-budget-usd`; refused
-    /// for engines without such a cap.
+    /// for engines without such a cap. With loops, also what all rounds
+    /// together may cost before no further one starts.
     #[arg(long, value_name = "USD")]
     pub max_cost: Option<f64>,
+    #[command(flatten)]
+    pub loops: LoopArgs,
     #[command(flatten)]
     pub steps: StepArgs,
     #[command(flatten)]
@@ -210,6 +216,8 @@ pub enum ClearPart {
     Paths,
     Hooks,
     Mcp,
+    /// The closed loops: fix rounds, review, on_conflict, the rounds' budget.
+    Loops,
     All,
 }
 
@@ -375,6 +383,9 @@ pub struct ResumeArgs {
     pub policy: PolicyArgs,
     #[command(flatten)]
     pub after: AfterRunArgs,
+    /// Kept from the unit's marker unless given again (or `--clear loops`).
+    #[command(flatten)]
+    pub loops: LoopArgs,
     #[command(flatten)]
     pub run: RunArgs,
 }

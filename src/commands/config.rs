@@ -95,6 +95,7 @@ pub fn asked_of(cfg: &Config) -> Asked {
         on_fail: cfg.get("on_fail"),
         // The config has no `mcp` key: a server file is per unit.
         mcp: None,
+        loops: crate::plan::config_loops(&cfg.defaults),
     }
 }
 
@@ -131,6 +132,33 @@ pub fn asked_origins(
             a.on_finish.is_some()
         }),
         ("on_fail", after.on_fail.is_some(), |a| a.on_fail.is_some()),
+    ];
+    for (key, flag, set) in given {
+        let origin = match kept {
+            _ if flag => Origin::Flag,
+            Some(k) if set(k) => Origin::Marker,
+            Some(_) => Origin::Builtin,
+            None if cfg.defaults.contains_key(key) => cfg.origin(),
+            None => Origin::Builtin,
+        };
+        o.insert(key, origin);
+    }
+}
+
+/// The origin of each loop key: a flag, else the unit's marker, else the
+/// config, else built-in (`on_conflict` and `resolver` have no flag).
+pub fn loop_origins(a: &crate::cli::LoopArgs, kept: Option<&Asked>, cfg: &Config, o: &mut Origins) {
+    let review = a.review_engine.is_some()
+        || a.review_rounds.is_some()
+        || a.review_model.is_some()
+        || a.review_prompt.is_some();
+    let given: [Part; 4] = [
+        ("fix_rounds", a.fix_rounds.is_some(), |k| {
+            k.loops.fix_rounds > 0
+        }),
+        ("review", review, |k| k.loops.review.is_some()),
+        ("on_conflict", false, |k| !k.loops.on_conflict.is_fail()),
+        ("resolver", false, |k| k.loops.resolver.is_some()),
     ];
     for (key, flag, set) in given {
         let origin = match kept {
@@ -189,7 +217,8 @@ fn builtin(key: &str) -> Value {
     match key {
         "on_rate_limit" => Value::from("fail"),
         "read_only" | "require_enforced" => Value::Bool(false),
-        "retries" => Value::from(0),
+        "retries" | "fix_rounds" => Value::from(0),
+        "on_conflict" => Value::from("fail"),
         "fallback" | "allow_tools" | "deny_tools" | "deny_paths" | "allow_paths" => {
             Value::Array(Vec::new())
         }

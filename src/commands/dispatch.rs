@@ -116,6 +116,11 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     let from_config = user::asked_of(&cfg);
     let flags = run_options::ask_flags(&args.policy, &args.after);
     let mut asked = resolve::asked(&flags, kept.or(Some(&from_config)));
+    user::loop_origins(&args.loops, kept, &cfg, &mut origins);
+    let loop_flags = run_options::loop_flags(&args.loops, args.max_cost);
+    resolve::loops::over(&loop_flags, &mut asked.loops)?;
+    resolve::loops::checked(&asked.loops, asked.require_enforced)?;
+    let (loops, warnings) = resolve::loops::resolve(&asked.loops, engine_id);
     let timeouts = (
         user::or_config(args.run.stall_timeout, "stall_timeout", &cfg, &mut origins),
         user::or_config(args.run.timeout, "timeout", &cfg, &mut origins),
@@ -145,6 +150,8 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
         mcp,
         keep_answer: true,
         command,
+        loops,
+        warnings,
         ..Resolved::new(engine_id, unit, cwd, state_dir).with_chosen(chosen)
     };
     Ok(Dispatch {

@@ -69,6 +69,10 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     // What the unit asked for, kept unless given again or cleared.
     let given = super::run_options::ask_flags(&args.policy, &args.after);
     let mut asked = resolve::asked(&given, Some(&marker.asked));
+    let loop_flags = super::run_options::loop_flags(&args.loops, None);
+    resolve::loops::over(&loop_flags, &mut asked.loops)?;
+    resolve::loops::checked(&asked.loops, asked.require_enforced)?;
+    let (loops, warnings) = resolve::loops::resolve(&asked.loops, marker.engine);
     let hooks = super::dispatch::hooks_of(&asked)?;
     let policy = resolve::policy(
         &asked,
@@ -112,6 +116,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         mcp,
         keep_answer: true,
         command: marker.command.clone(),
+        loops,
+        warnings,
         ..Resolved::new(marker.engine, args.unit.clone(), marker.cwd, state_dir).with_chosen(chosen)
     };
     let spec = run.spec(prompt, id);

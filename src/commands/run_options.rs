@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use crate::cli::{AfterRunArgs, ClearPart, ModelArgs, PolicyArgs, StepArgs};
+use crate::cli::{AfterRunArgs, ClearPart, LoopArgs, ModelArgs, PolicyArgs, StepArgs};
+use crate::dispatch::resolve::loops::LoopFlags;
 use crate::dispatch::resolve::{AskFlags, Clear, ModelFlags, StepFlags};
 use crate::engine::EngineId;
 use crate::ground::error::{Result, VfError};
@@ -32,6 +33,7 @@ pub fn ask_flags(p: &PolicyArgs, after: &AfterRunArgs) -> AskFlags {
             paths: cleared(ClearPart::Paths),
             hooks: cleared(ClearPart::Hooks),
             mcp: cleared(ClearPart::Mcp),
+            loops: cleared(ClearPart::Loops),
         },
         read_only: p.read_only,
         require_enforced: p.tools.require_enforced,
@@ -42,6 +44,20 @@ pub fn ask_flags(p: &PolicyArgs, after: &AfterRunArgs) -> AskFlags {
         on_finish: after.on_finish.clone(),
         on_fail: after.on_fail.clone(),
         mcp: p.mcp.clone(),
+    }
+}
+
+/// `--fix-rounds`, the `--review-*` flags, `--max-tokens` and `--max-cost`
+/// (the rounds' budget as well as the engine's own cap).
+pub fn loop_flags(a: &LoopArgs, max_cost: Option<f64>) -> LoopFlags {
+    LoopFlags {
+        fix_rounds: a.fix_rounds,
+        review_engine: a.review_engine,
+        review_rounds: a.review_rounds,
+        review_model: a.review_model.clone(),
+        review_prompt: a.review_prompt.clone(),
+        max_cost,
+        max_tokens: a.max_tokens,
     }
 }
 

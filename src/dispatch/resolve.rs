@@ -11,6 +11,8 @@
 //!   file given over a re-run's kept ones; [`policy`]: the tool policy checked.
 //! - [`flag_steps`], [`plan_steps`]: the worktree, setup, verify and path
 //!   guards of `vf dispatch`'s flags or of a plan unit; [`seconds`].
+//! - [`loops`]: the closed loops' flags over the kept keys, checked, and
+//!   the run's `Loops` once the engine is known.
 //!
 //! Every check refuses (exit 2) before anything is written.
 
@@ -28,6 +30,8 @@ use crate::ground::{Result, VfError};
 use crate::unit::Asked;
 use crate::unit::marker::Marker;
 use crate::workspace::PathGuards;
+
+pub mod loops;
 
 /// One unit's run options, resolved and checked: all a run takes but how
 /// it starts (the prompt it sends, the session it resumes).
@@ -66,6 +70,9 @@ pub struct Resolved {
     pub command: Option<EngineCommand>,
     /// The unit's closed loops (fix, review, resolve).
     pub loops: super::rounds::Loops,
+    /// vf's notices about the run known before it starts (a reviewer of
+    /// the author's own engine): the spec's first warnings.
+    pub warnings: Vec<String>,
 }
 
 impl Resolved {
@@ -98,6 +105,7 @@ impl Resolved {
             keep_answer: false,
             command: None,
             loops: super::rounds::Loops::default(),
+            warnings: Vec::new(),
         }
     }
 
@@ -122,7 +130,7 @@ impl Resolved {
             stall_timeout: self.stall_timeout,
             timeout: self.timeout,
             kill_grace: self.kill_grace,
-            warnings: Vec::new(),
+            warnings: self.warnings,
             engine_reason: self.engine_reason,
             budget_args: self.budget_args,
             redact: self.redact,
@@ -194,6 +202,7 @@ pub struct Clear {
     pub paths: bool,
     pub hooks: bool,
     pub mcp: bool,
+    pub loops: bool,
 }
 
 /// The request as given on the command line (policy, path guards, hooks,
@@ -237,6 +246,9 @@ pub fn asked(given: &AskFlags, kept: Option<&Asked>) -> Asked {
     }
     if c.mcp {
         a.mcp = None;
+    }
+    if c.loops {
+        a.loops = Default::default();
     }
     a.read_only |= given.read_only;
     a.require_enforced |= given.require_enforced;

@@ -46,6 +46,10 @@ pub const DEFAULT_KEYS: &[&str] = &[
     "timeout",
     "retries",
     "push",
+    "fix_rounds",
+    "review",
+    "on_conflict",
+    "resolver",
 ];
 
 /// Where an effective setting came from.

@@ -93,6 +93,9 @@ pub fn check_config_key(key: &str, value: &Value, dir: &Path) -> Result<(), Stri
     if WORKTREE_ONLY.contains(&key) {
         t.insert("worktree".into(), true.into());
     }
+    if RESOLVE_ONLY.contains(&key) {
+        t.insert("on_conflict".into(), "resolve".into());
+    }
     t.insert(key.into(), value.clone());
     let unit = super::RawUnit::deserialize(Value::Table(t))
         .map_err(|e| format!("`{key}`: {}", super::toml_message(&e)))?;
@@ -107,6 +110,10 @@ pub fn check_config_key(key: &str, value: &Value, dir: &Path) -> Result<(), Stri
 /// Keys whose default reaches worktree units only (a unit's own one without
 /// `worktree = true` is refused).
 const WORKTREE_ONLY: &[&str] = &["push"];
+
+/// Keys whose default reaches only units with `on_conflict = "resolve"` (a
+/// unit's own one without it is refused).
+const RESOLVE_ONLY: &[&str] = &["resolver"];
 
 /// Keys that make no sense for every unit at once.
 const NOT_DEFAULTABLE: &[&str] = &["name"];
@@ -124,8 +131,8 @@ pub fn check(defaults: &Table) -> Result<(), String> {
 }
 
 /// `unit` with every key of `defaults` it does not set itself, of a command
-/// engine's keys only those of its own engine, and `push` only for a
-/// worktree unit.
+/// engine's keys only those of its own engine, `push` only for a worktree
+/// unit and `resolver` only for one that resolves its conflicts.
 pub fn apply(defaults: &Table, unit: &mut Table) {
     let engine = unit.get("engine").or(defaults.get("engine"));
     let kind = engine
@@ -133,6 +140,8 @@ pub fn apply(defaults: &Table, unit: &mut Table) {
         .map(|e| e.split(':').next().unwrap_or(e));
     let kind = kind.map(str::to_string);
     let worktree = unit.get("worktree").or(defaults.get("worktree")) == Some(&Value::Boolean(true));
+    let resolves =
+        unit.get("on_conflict").or(defaults.get("on_conflict")) == Some(&Value::from("resolve"));
     for (key, value) in defaults {
         if unit.contains_key(key) || sets_alternative(unit, key) {
             continue;
@@ -141,6 +150,9 @@ pub fn apply(defaults: &Table, unit: &mut Table) {
             continue;
         }
         if WORKTREE_ONLY.contains(&key.as_str()) && !worktree {
+            continue;
+        }
+        if RESOLVE_ONLY.contains(&key.as_str()) && !resolves {
             continue;
         }
         unit.insert(key.clone(), value.clone());

@@ -2,13 +2,13 @@
 //! validated whole before anything starts (each problem one clear usage error).
 //!
 //! The domain's map: this file parses and validates a plan (`defaults` the
-//! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`); `config` the
+//! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`,
+//! `loop_keys` the closed loops' keys, `order` the dependency order); `config` the
 //! user config file; `ratelimit` the `on_rate_limit` policy and back-off;
 //! `scheduler` the local DAG executor (reporting through `Reporter`);
 //! `temporal` the same plan as a Temporal workflow (cargo feature `temporal`).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +25,8 @@ use crate::ground::text::{one_line, shown};
 
 pub mod config;
 mod defaults;
+mod loop_keys;
+mod order;
 pub mod ratelimit;
 pub mod scheduler;
 #[cfg(feature = "temporal")]
@@ -32,6 +34,8 @@ pub mod temporal;
 pub mod worktree_keys;
 
 pub use defaults::{Layer, UserDefaults, check_config_key};
+pub use loop_keys::config_loops;
+use order::{cycle_message, dependency_order};
 use worktree_keys::worktree_of;
 pub use worktree_keys::{MAX_RETRIES, PlanWorktree};
 
@@ -124,6 +128,15 @@ struct RawUnit {
     mcp: Option<PathBuf>,
     /// agy's `--agent NAME`.
     agent: Option<String>,
+    /// 0 to `MAX_FIX_ROUNDS` (checked as it is read, as the other loop keys).
+    #[serde(default, deserialize_with = "loop_keys::fix_rounds")]
+    fix_rounds: Option<u32>,
+    #[serde(default, deserialize_with = "loop_keys::review")]
+    review: Option<crate::unit::marker::asked::ReviewKeys>,
+    #[serde(default, deserialize_with = "loop_keys::on_conflict")]
+    on_conflict: Option<crate::unit::marker::asked::ConflictKey>,
+    #[serde(default, deserialize_with = "loop_keys::resolver")]
+    resolver: Option<EngineId>,
 }
 
 /// One validated unit of a plan.
@@ -168,6 +181,8 @@ pub struct PlanUnit {
     pub mcp_file: Option<PathBuf>,
     /// `agent`: agy's `--agent NAME`.
     pub agent: Option<String>,
+    /// `fix_rounds`, `review`, `on_conflict`, `resolver` (checked).
+    pub loops: crate::unit::marker::asked::LoopKeys,
 }
 
 impl PlanUnit {
@@ -381,6 +396,7 @@ fn raw_units(
 fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String> {
     let worktree = worktree_of(&u)?;
     let command = command_of(&u)?;
+    let loops = loop_keys::loops_of(&u)?;
     let prompt = match (u.prompt, u.prompt_file) {
         (Some(_), Some(_)) => return Err("has both `prompt` and `prompt_file`; give one".into()),
         (None, None) => return Err("has no `prompt` or `prompt_file`".into()),
@@ -449,6 +465,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     crate::workspace::guard::PathGuards::new(&u.deny_paths, &u.allow_paths)
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
+        loops,
         mcp,
         mcp_file,
         agent: u.agent,
@@ -527,80 +544,6 @@ fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
     })?;
     String::from_utf8(bytes)
         .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
-}
-
-/// The units' indices in dependency order: each after all of its
-/// dependencies, otherwise in file order (Kahn's algorithm, always taking the
-/// earliest ready unit). `Err`: a cycle, as indices in dependency order.
-/// O((units + dependencies) · log units), no recursion, for plans of any size.
-fn dependency_order(
-    units: &[PlanUnit],
-    index: &HashMap<String, usize>,
-) -> std::result::Result<Vec<usize>, Vec<usize>> {
-    let mut waiting: Vec<usize> = units.iter().map(|u| u.depends_on.len()).collect();
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); units.len()];
-    for (i, u) in units.iter().enumerate() {
-        for d in &u.depends_on {
-            dependents[index[d]].push(i);
-        }
-    }
-    let mut ready: BinaryHeap<Reverse<usize>> = (0..units.len())
-        .filter(|&i| waiting[i] == 0)
-        .map(Reverse)
-        .collect();
-    let mut order = Vec::with_capacity(units.len());
-    while let Some(Reverse(i)) = ready.pop() {
-        order.push(i);
-        for &j in &dependents[i] {
-            waiting[j] -= 1;
-            if waiting[j] == 0 {
-                ready.push(Reverse(j));
-            }
-        }
-    }
-    if order.len() == units.len() {
-        return Ok(order);
-    }
-    Err(cycle_among(units, index, &waiting))
-}
-
-/// A cycle among the units Kahn's algorithm left (those still `waiting`).
-/// Each of them waits on another one left, so following those links from the
-/// first must come back round: at most one step per unit.
-fn cycle_among(
-    units: &[PlanUnit],
-    index: &HashMap<String, usize>,
-    waiting: &[usize],
-) -> Vec<usize> {
-    let left = |j: &usize| waiting[*j] > 0;
-    let mut on_path: Vec<Option<usize>> = vec![None; units.len()];
-    let mut path = Vec::new();
-    let mut at = (0..units.len()).find(left);
-    while let Some(i) = at {
-        if let Some(start) = on_path[i] {
-            return path.split_off(start);
-        }
-        on_path[i] = Some(path.len());
-        path.push(i);
-        at = units[i].depends_on.iter().map(|d| index[d]).find(left);
-    }
-    path // unreachable for a real cycle; never panic on it
-}
-
-/// `dependency cycle: a -> b -> c -> a`; a long cycle names its first
-/// [`CYCLE_NAMES`] units and how many more there are.
-fn cycle_message(units: &[PlanUnit], cycle: &[usize]) -> String {
-    let name = |i: &usize| units[*i].name.as_str();
-    let shown: Vec<&str> = cycle.iter().take(CYCLE_NAMES).map(name).collect();
-    let first = cycle.first().map_or("", name);
-    match cycle.len().saturating_sub(CYCLE_NAMES) {
-        0 => format!("dependency cycle: {} -> {first}", shown.join(" -> ")),
-        more => format!(
-            "dependency cycle of {} units: {} -> … ({more} more) -> {first}",
-            cycle.len(),
-            shown.join(" -> ")
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -554,6 +554,7 @@ pub fn spec_of(
     session: Option<String>,
 ) -> UnitSpec {
     let (u, state_dir) = (&job.plan, state_dir.to_path_buf());
+    let (loops, warnings) = dispatch::resolve::loops::resolve(&u.loops, job.engine);
     let run = Resolved {
         skip_permissions: u.skip_permissions,
         attachments: job.attachments.clone(),
@@ -567,6 +568,7 @@ pub fn spec_of(
         // The plan's values, recorded: the plan file is read again each run.
         asked: crate::unit::marker::Asked {
             mcp: u.mcp_file.clone(),
+            loops: u.loops.clone(),
             ..crate::unit::marker::Asked::new(
                 &u.policy,
                 (&u.deny_paths, &u.allow_paths),
@@ -576,6 +578,8 @@ pub fn spec_of(
         mcp: u.mcp.clone(),
         keep_answer: true,
         command: u.command.clone(),
+        loops,
+        warnings,
         ..Resolved::new(job.engine, u.name.clone(), u.cwd.clone(), state_dir)
     };
     run.spec(prompt, session)

@@ -4,16 +4,19 @@
 //! marker keeps it so that `vf resume` (and a `vf dispatch` re-run) keeps
 //! the unit's restrictions unless they are given again or dropped on
 //! purpose (docs/CLI.md, "Resume keeps what a unit
-//! asked for"). A marker of an older vf has none: nothing asked.
+//! asked for"). A marker of an older vf has none: nothing asked. The closed
+//! loops it asked for ([`LoopKeys`]) are kept too, so a `vf resume` after a
+//! crash goes on with the same rounds and budget.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::EngineId;
 use crate::engine::tool_policy::ToolPolicy;
 
 /// The unit's request (`asked` in the marker; absent when nothing was asked).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Asked {
     pub read_only: bool,
@@ -28,6 +31,73 @@ pub struct Asked {
     /// themselves (their env and headers stay in the user's file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp: Option<PathBuf>,
+    /// The closed loops (`fix_rounds`, `review`, `on_conflict`, `resolver`,
+    /// the rounds' budget); absent when none.
+    #[serde(skip_serializing_if = "LoopKeys::is_empty")]
+    pub loops: LoopKeys,
+}
+
+/// The closed loops a unit asked for, before its engine is known (the
+/// resolver defaults to it): the plan keys, the user config's, the flags'.
+/// Checked by `crate::dispatch::resolve::loops`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LoopKeys {
+    /// `fix_rounds`: times a failed `verify` goes back to the author.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fix_rounds: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewKeys>,
+    /// `on_conflict`: `fail` (the default) or `resolve`.
+    #[serde(skip_serializing_if = "ConflictKey::is_fail")]
+    pub on_conflict: ConflictKey,
+    /// `resolver`: the engine that resolves (default: the unit's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolver: Option<EngineId>,
+    /// `--max-cost`: what all rounds together may cost (USD).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// `--max-tokens`: the tokens all rounds together may use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+impl LoopKeys {
+    pub fn is_empty(&self) -> bool {
+        *self == LoopKeys::default()
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// `review = { engine, model, rounds, prompt }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewKeys {
+    pub engine: EngineId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// 1 to `MAX_REVIEW_ROUNDS`.
+    pub rounds: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+/// `on_conflict`: what a dependency merge that conflicts does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConflictKey {
+    #[default]
+    Fail,
+    Resolve,
+}
+
+impl ConflictKey {
+    pub fn is_fail(&self) -> bool {
+        *self == ConflictKey::Fail
+    }
 }
 
 impl Asked {
@@ -62,6 +132,7 @@ impl Asked {
             on_finish: on_finish.map(str::to_string),
             on_fail: on_fail.map(str::to_string),
             mcp: None,
+            loops: LoopKeys::default(),
         }
     }
 }

@@ -341,3 +341,10 @@ fn worktree(spec: &UnitSpec, ws: Workspace) -> Worktree {
         git_dir: git_dir.and_then(|w| w.git_dir.clone()),
     }
 }
+
+/// The exit status a failed `verify`'s error names (`run_step` writes it).
+pub fn verify_status(error: &str) -> Option<i32> {
+    let rest = error.strip_prefix("verify exited with status ")?;
+    let end = rest.find(':').unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}

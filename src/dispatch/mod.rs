@@ -143,6 +143,7 @@ impl UnitSpec {
             effort: self.options.effort.clone(),
             summary_schema: self.summary_schema.as_ref().map(|s| s.path().to_path_buf()),
             asked: self.asked.clone(),
+            loop_open: self.loops.any(),
         }
     }
 }
@@ -225,7 +226,16 @@ impl DispatchResult {
     /// What the saved marker says of the run that just ended; the caller
     /// adds what the engine itself reported (nothing, when none ran).
     fn from_life(spec: &UnitSpec, life: &crate::unit::UnitLife, started: Instant) -> Self {
-        let marker = life.marker();
+        DispatchResult::of_marker(spec, life.marker(), started)
+    }
+
+    /// What `marker` says of the unit's latest run (a loop that goes on
+    /// from a settled attempt: no engine ran in this process).
+    pub(crate) fn of_marker(
+        spec: &UnitSpec,
+        marker: &crate::unit::marker::Marker,
+        started: Instant,
+    ) -> Self {
         DispatchResult {
             unit: spec.unit.clone(),
             engine: spec.engine,
@@ -249,7 +259,7 @@ impl DispatchResult {
             retry_at: None,
             duration_ms: started.elapsed().as_millis() as u64,
             attempt: marker.attempts,
-            marker: life.unit().dir().marker_path(),
+            marker: crate::unit::UnitDir::new(&spec.state_dir, &spec.unit).marker_path(),
             stdout_log: None,
             stderr_log: None,
             workspace: marker.workspace.clone(),
@@ -293,14 +303,30 @@ pub fn run_blocking(spec: UnitSpec, sink: &mut dyn EventSink) -> Result<Dispatch
 }
 
 /// [`run`] of a unit the caller has locked (`vf resume` and `vf dispatch`
-/// read its marker under the lock); the lock goes with the run.
+/// read its marker under the lock); the lock goes with the run. A unit
+/// with closed loops runs them all under it ([`rounds::drive`]).
 pub async fn run_locked(
     spec: UnitSpec,
     unit: LockedUnit,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
+    let hold = unit.hold();
+    drop(unit);
+    match spec.loops.any() {
+        true => rounds::drive(spec, hold, sink).await,
+        false => run_once(spec, &hold, sink).await,
+    }
+}
+
+/// One run of the unit under `hold`: an attempt, and the fresh session a
+/// refused ACP `session/load` falls back to.
+pub(crate) async fn run_once(
+    spec: UnitSpec,
+    hold: &crate::unit::UnitHold,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
     let again = spec.clone();
-    let res = run_attempt(spec, unit, sink).await?;
+    let res = run_attempt(spec, hold.unit(), sink).await?;
     match load_refused(&again, &res) {
         Some((prompt, counts)) => {
             let msg = format!(
@@ -312,9 +338,7 @@ pub async fn run_locked(
             sink.warning(&msg);
             let mut fresh = again;
             (fresh.session, fresh.prompt) = (None, prompt);
-            // The first attempt's lock went with it: taken again, as a new run's.
-            let unit = LockedUnit::lock(&fresh.state_dir, &fresh.unit).await?;
-            let mut res = Box::pin(run_attempt(fresh, unit, sink)).await?;
+            let mut res = Box::pin(run_attempt(fresh, hold.unit(), sink)).await?;
             res.warnings.push(msg);
             res.start = Some("replay");
             res.replay = Some(counts);

@@ -258,7 +258,8 @@ impl Unit {
         self.report.session_id = m.engine_session_id.clone();
         self.report.attempt = Some(m.attempts);
         self.report.workspace = m.workspace.clone();
-        if m.state == UnitState::Done {
+        // A done author whose loop is still open (a review pending) is not done.
+        if m.state == UnitState::Done && !m.loop_open {
             self.report.done_before(m)?;
         } else if let Some(why) = owner_refusal(m) {
             self.report.refuse(format!("it {why}"))?;

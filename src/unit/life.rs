@@ -117,6 +117,9 @@ pub struct Claim {
     pub effort: Option<String>,
     pub summary_schema: Option<PathBuf>,
     pub asked: crate::unit::marker::Asked,
+    /// The unit runs closed loops: its marker stays `loopOpen` until the
+    /// loop's driver closes it ([`close_loop`]).
+    pub loop_open: bool,
 }
 
 impl UnitLife {
@@ -144,6 +147,12 @@ impl UnitLife {
         marker.summary_schema = spec.summary_schema.clone();
         marker.policy = None;
         marker.asked = spec.asked.clone();
+        // A new loop (or a run without one) starts with no rounds; the
+        // attempts of an open loop keep its record.
+        if !marker.loop_open {
+            marker.rounds.clear();
+        }
+        marker.loop_open = spec.loop_open;
         if let Some(id) = &spec.session {
             marker.engine_session_id = Some(id.clone());
         }
@@ -416,6 +425,40 @@ pub fn keep_attempts(state_dir: &Path, unit: &str, attempts: Vec<Attempt>) -> Re
         store.save(&mut m)?;
     }
     Ok(())
+}
+
+/// Writes the unit's loop record (`rounds`) as `rounds` has it, under the
+/// loop driver's lock, between attempts (a round's start is durable before
+/// it runs, its end before the next).
+pub fn save_rounds(unit: &LockedUnit, rounds: &[crate::unit::marker::Round]) -> Result<Marker> {
+    let mut m = unit
+        .load_marker()?
+        .ok_or_else(|| VfError::state(format!("unit {:?} has no marker", unit.name())))?;
+    m.rounds = rounds.to_vec();
+    unit.save_marker_sync(&mut m)?;
+    Ok(m)
+}
+
+/// The loop's end: the unit's final state is decided. `end` fails it (a
+/// `done` author rejected by its reviewer, `review`; rounds stopped by the
+/// budget, `budget`): the one move from `done` to `failed`, the loop's
+/// verdict on an attempt that ended well. A unit still `running` or
+/// `pending` is refused (exit 70): the driver closes only a settled attempt.
+pub fn close_loop(unit: &LockedUnit, end: Option<(Reason, String)>) -> Result<Marker> {
+    let mut m = unit
+        .load_marker()?
+        .ok_or_else(|| VfError::state(format!("unit {:?} has no marker", unit.name())))?;
+    if !matches!(m.state, UnitState::Done | UnitState::Failed) {
+        return Err(refused(&m.unit, m.state, UnitState::Failed));
+    }
+    m.loop_open = false;
+    if let Some((reason, error)) = end {
+        m.state = UnitState::Failed;
+        m.reason = Some(reason);
+        m.error = Some(error);
+    }
+    unit.save_marker_sync(&mut m)?;
+    Ok(m)
 }
 
 #[cfg(test)]

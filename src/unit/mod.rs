@@ -9,7 +9,9 @@
 //! | `layout` | where a unit's files live; an older vf's layout adopted |
 //! | `lock` | the unit's lock file (one writer per unit) |
 //! | `marker` | the marker: format, load checks, store (`marker/resume_rule.rs` the owner-alive refusal and the resume rule, `marker/asked.rs` what a unit asked for) |
-//! | `life` | the marker's states and transitions through an attempt |
+//! | `life` | the marker's states and transitions through an attempt; a closed loop's round record and its close |
+//! | `loop_files` | a closed loop's files: its nested units' folder (`rounds/`), the kept task, a step log's tail; [`UnitHold`] keeps the lock across the loop |
+//! | `marker/rounds.rs` | the loop's rounds as the marker keeps them |
 //! | `prompt_file` | the 0600 prompt files |
 //! | `history` | the recorded answers and the replay bounds |
 //! | `clean` | which units' worktrees `vf clean` may remove |
@@ -103,8 +105,32 @@ impl UnitDir {
 #[derive(Debug)]
 pub struct LockedUnit {
     dir: UnitDir,
-    /// Released with the value.
-    _lock: UnitLock,
+    /// Released with the value and every [`UnitHold`] made of it.
+    _lock: std::sync::Arc<UnitLock>,
+}
+
+/// The unit's lock kept across the attempts and rounds of one run (a
+/// closed loop, issue 41): it writes nothing itself; [`UnitHold::unit`]
+/// gives the writer of the next attempt, one at a time.
+#[derive(Debug)]
+pub struct UnitHold {
+    dir: UnitDir,
+    lock: std::sync::Arc<UnitLock>,
+}
+
+impl UnitHold {
+    /// The unit, locked, for its next attempt: the lock stays held after
+    /// that attempt drops it, until this hold goes.
+    pub fn unit(&self) -> LockedUnit {
+        LockedUnit {
+            dir: self.dir.clone(),
+            _lock: self.lock.clone(),
+        }
+    }
+
+    pub fn dir(&self) -> &UnitDir {
+        &self.dir
+    }
 }
 
 impl LockedUnit {
@@ -133,7 +159,15 @@ impl LockedUnit {
     fn held(state_dir: &Path, name: &str, lock: UnitLock) -> LockedUnit {
         LockedUnit {
             dir: UnitDir::new(state_dir, name),
-            _lock: lock,
+            _lock: std::sync::Arc::new(lock),
+        }
+    }
+
+    /// Keeps the lock past this value (see [`UnitHold`]).
+    pub fn hold(&self) -> UnitHold {
+        UnitHold {
+            dir: self.dir.clone(),
+            lock: self._lock.clone(),
         }
     }
 
@@ -206,6 +240,7 @@ pub mod history;
 pub mod layout;
 pub mod life;
 pub mod lock;
+mod loop_files;
 pub mod marker;
 pub mod prompt_file;
 #[cfg(test)]

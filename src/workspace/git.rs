@@ -50,6 +50,15 @@ pub fn run_bytes(dir: &Path, args: &[&str]) -> Result<Vec<u8>, GitError> {
     output(command(dir, args), args, 1)
 }
 
+/// [`run_bytes`] keeping at most `max` bytes of stdout (git still runs to
+/// its end); `true` when it wrote more.
+pub fn run_head(dir: &Path, args: &[&str], max: usize) -> Result<(Vec<u8>, bool), GitError> {
+    let mut out = output_kept(command(dir, args), args, 1, max.saturating_add(1))?;
+    let past = out.len() > max;
+    out.truncate(max);
+    Ok((out, past))
+}
+
 /// [`run`] for a command that talks to a remote (`push`, `fetch`): git may
 /// not ask for credentials (no one is there to answer, and a prompt would
 /// hang the unit), and the error is the tail of git's stderr (a remote's
@@ -71,10 +80,20 @@ const STDERR_KEPT: usize = 64 << 10;
 /// Runs `c` contained ([`brief::run`], no timeout: git ends on its own, and
 /// with vf); its stdout, or the last `tail` lines of its stderr (not the
 /// `hint:` lines git adds after the reason).
-fn output(mut c: Command, args: &[&str], tail: usize) -> Result<Vec<u8>, GitError> {
+fn output(c: Command, args: &[&str], tail: usize) -> Result<Vec<u8>, GitError> {
+    output_kept(c, args, tail, usize::MAX)
+}
+
+/// [`output`] keeping at most `kept` bytes of stdout.
+fn output_kept(
+    mut c: Command,
+    args: &[&str],
+    tail: usize,
+    kept: usize,
+) -> Result<Vec<u8>, GitError> {
     let limits = brief::Limits {
         timeout: None,
-        stdout: brief::Keep::Head(usize::MAX),
+        stdout: brief::Keep::Head(kept),
         stderr: brief::Keep::Tail(STDERR_KEPT),
     };
     let out = brief::run(&mut c, limits).map_err(|e| GitError {

@@ -10,8 +10,10 @@
 //! The domain's map: `git` the one way vf runs git, `open` create or reuse a
 //! worktree and merge dependencies, `identity` the proof before each git write,
 //! `seal` the unit's commit, `remove`, `remote` (the plan key `push`), `guard`
-//! the path guards (`guard/hidden.rs`: what the disk hides from git).
+//! the path guards (`guard/hidden.rs`: what the disk hides from git), `diff` the
+//! unit's changes for its reviewer (read after the proof, capped).
 
+pub mod diff;
 pub mod git;
 pub mod guard;
 mod identity;

@@ -5,8 +5,23 @@
 //! records each in the marker ([`crate::unit::marker::rounds`]).
 //!
 //! The map:
-//! - `spec`: what the unit asks (`Loops`), resolved with its other options.
+//! - `spec`: what the unit asks (`Loops`), resolved with its other options;
+//! - `next`: the loop's next step, read off the marker alone (pure);
+//! - `driver`: the loop under one hold of the unit's lock; `author` the
+//!   author's resumed session; `review` a review round; `nested` a round's
+//!   own engine run as a nested unit in the unit's folder;
+//! - `verdict` the reviewer's verdict (its built-in schema), `prompts` every
+//!   prompt the loops send.
 
+mod author;
+mod driver;
+pub mod nested;
+pub mod next;
+pub mod prompts;
+mod review;
 pub mod spec;
+pub mod verdict;
+
+pub(crate) use driver::drive;
 
 pub use spec::{Loops, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS, OnConflict, Review, RoundBudget};

@@ -1,0 +1,81 @@
+//! The author's side of a round: its session resumed (exact where the
+//! engine can, else a fresh session primed with the bounded replay, as
+//! `vf resume` decides), and what a fix round records of `verify`.
+
+use crate::engine::EventSink;
+use crate::ground::{Reason, Result};
+use crate::unit::marker::Marker;
+use crate::unit::marker::resume_rule::resolve_resume_id;
+use crate::unit::marker::rounds::{RoundKind, VerifyCheck};
+
+use super::super::{DispatchResult, UnitSpec};
+use super::driver::Driver;
+
+/// The author's next attempt, sending `prompt` into its session.
+pub(super) async fn resume(
+    d: &Driver,
+    m: &Marker,
+    prompt: String,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
+    let (engine, bin) = (m.engine, d.spec.engine_bin.clone());
+    let installed = crate::ground::offload::run(move || {
+        super::super::installed_version(engine, bin.as_deref())
+    })
+    .await
+    .ok()
+    .flatten();
+    let mut spec = d.spec.clone();
+    match resolve_resume_id(m, installed.as_ref()) {
+        Ok(id) => (spec.session, spec.prompt) = (Some(id), prompt),
+        Err(why) => {
+            let primed = super::super::rerun::for_resume(
+                &spec.state_dir,
+                m,
+                installed.as_ref(),
+                why.clone(),
+                &prompt,
+            );
+            match primed {
+                Ok((primed, _)) => (spec.session, spec.prompt) = (None, primed),
+                // Nothing to replay either: the prompt alone, in a fresh session.
+                Err(_) => {
+                    sink.warning(&format!("the author's session cannot be resumed ({why}): a fresh session gets the round's prompt"));
+                    (spec.session, spec.prompt) = (None, prompt);
+                }
+            }
+        }
+    }
+    super::super::run_once(spec, &d.hold, sink).await
+}
+
+/// The author's prompt after a reviewer's `changes` (its latest review's comments).
+pub(super) fn revise_prompt(m: &Marker, round: (u32, u32)) -> String {
+    let comments = m
+        .rounds
+        .iter()
+        .rev()
+        .find(|r| r.kind == RoundKind::Review)
+        .and_then(|r| r.verdict.as_ref())
+        .map(|v| v.comments.clone())
+        .unwrap_or_default();
+    super::prompts::revise_after_review(&comments, round)
+}
+
+/// `verify` as it ran after the attempt `res` (`None`: it did not run).
+pub(super) fn verify_check(spec: &UnitSpec, res: &DispatchResult) -> Option<VerifyCheck> {
+    let command = spec.steps.verify.clone()?;
+    let failed = res.reason == Some(Reason::Verify);
+    let ran = failed || res.state == crate::unit::UnitState::Done;
+    ran.then(|| VerifyCheck {
+        command,
+        exit_code: match failed {
+            true => res
+                .error
+                .as_deref()
+                .and_then(super::super::around::verify_status),
+            false => Some(0),
+        },
+        passed: !failed,
+    })
+}

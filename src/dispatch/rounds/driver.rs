@@ -1,0 +1,285 @@
+//! The loop's driver: the author's attempt, then round after round as
+//! [`super::next`] decides from the durable marker, under one hold of the
+//! unit's lock; each round's start is durable before it runs and its end
+//! before the next decision.
+
+use std::time::Instant;
+
+use crate::engine::usage::{Budget, Usage};
+use crate::engine::{EventSink, RoundNote};
+use crate::ground::{Reason, Result, VfError};
+use crate::unit::marker::Marker;
+use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome, Trigger};
+use crate::unit::{UnitHold, UnitState, life};
+
+use super::super::{DispatchResult, UnitSpec};
+use super::next::{Next, next};
+
+/// One unit's loop as it runs.
+pub(super) struct Driver {
+    pub spec: UnitSpec,
+    pub hold: UnitHold,
+    pub started: Instant,
+    /// The author's attempt run by this process before any round (its
+    /// usage is not in a round).
+    pub first: Option<crate::engine::Usage>,
+}
+
+/// Runs `spec`'s unit with its loops, `hold` keeping its lock throughout.
+pub(crate) async fn drive(
+    spec: UnitSpec,
+    hold: UnitHold,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
+    let before = hold.unit().load_marker()?;
+    let mut d = Driver {
+        spec,
+        hold,
+        started: Instant::now(),
+        first: None,
+    };
+    let mut res = match before.filter(|m| m.loop_open) {
+        // The author stands after an attempt: the loop goes on from there.
+        Some(m) if matches!(m.state, UnitState::Done | UnitState::Failed) => {
+            sink.warning(&format!(
+                "unit {:?} continues its loop where it stood ({}); the prompt is not sent",
+                m.unit,
+                m.state.as_str()
+            ));
+            DispatchResult::of_marker(&d.spec, &m, d.started)
+        }
+        open => d.first_attempt(open.is_some(), sink).await?,
+    };
+    loop {
+        let m = d.marker().await?;
+        let step = match d.over_budget(&m) {
+            Some(why) => Next::Fail(Reason::Budget, why),
+            None => next(m.state, m.reason, &m.rounds, &d.spec.loops),
+        };
+        match step {
+            Next::Close => return d.close(res, None).await,
+            Next::Fail(reason, why) => return d.close(res, Some((reason, why))).await,
+            Next::Fix { n, of, trigger } => res = d.fix(&m, (n, of), trigger, sink).await?,
+            Next::Review { n, of, again } => d.review(&m, (n, of), again, sink).await?,
+        }
+    }
+}
+
+impl Driver {
+    /// The author's attempt as the caller asked it (a fresh run, or the
+    /// resume of one a crash interrupted, which ends a fix round it was in).
+    async fn first_attempt(
+        &mut self,
+        open: bool,
+        sink: &mut dyn EventSink,
+    ) -> Result<DispatchResult> {
+        if !open {
+            let task = redacted(&self.spec.prompt, &self.spec.redact);
+            let unit = self.hold.unit();
+            crate::ground::offload::run_vf("keeping the loop's task", move || {
+                unit.keep_task_sync(&task)
+            })
+            .await?;
+        }
+        let res = super::super::run_once(self.spec.clone(), &self.hold, sink).await?;
+        let m = self.marker().await?;
+        match m.rounds.last() {
+            Some(r) if open && r.outcome == RoundOutcome::Running && r.kind == RoundKind::Fix => {
+                let mut rounds = m.rounds.clone();
+                self.end_fix(rounds.last_mut().expect("a last round"), &res, &m);
+                self.save(rounds, sink).await?;
+            }
+            _ => self.first = res.usage.clone(),
+        }
+        Ok(res)
+    }
+
+    /// The unit's marker as it stands.
+    pub(super) async fn marker(&self) -> Result<Marker> {
+        let unit = self.hold.unit();
+        crate::ground::offload::run_vf("reading the marker", move || {
+            unit.load_marker()?
+                .ok_or_else(|| VfError::state(format!("unit {:?} has no marker", unit.name())))
+        })
+        .await
+    }
+
+    /// Writes `rounds` into the marker; the latest round is told to `sink`.
+    pub(super) async fn save(&self, rounds: Vec<Round>, sink: &mut dyn EventSink) -> Result<()> {
+        let unit = self.hold.unit();
+        let last = rounds.last().cloned();
+        crate::ground::offload::run_vf("recording the round", move || {
+            life::save_rounds(&unit, &rounds).map(drop)
+        })
+        .await?;
+        if let Some(r) = last {
+            sink.round(&note(&r));
+        }
+        Ok(())
+    }
+
+    /// Everything the unit spent: the first attempt, then each round.
+    pub(super) fn spent(&self, m: &Marker) -> Option<Usage> {
+        let all = self
+            .first
+            .iter()
+            .chain(m.rounds.iter().filter_map(|r| r.usage.as_ref()));
+        crate::engine::usage::total(all)
+    }
+
+    /// Why no further round may start: the unit's own budget, or the plan's
+    /// hard budget, reached.
+    fn over_budget(&self, m: &Marker) -> Option<String> {
+        let b = &self.spec.loops.budget;
+        let budget = Budget {
+            cost_usd: b.cost_usd,
+            tokens: b.tokens,
+            hard: false,
+        };
+        let plan = self
+            .spec
+            .budget_stop
+            .as_ref()
+            .and_then(|w| w.stop.borrow().clone());
+        let stopping = !matches!(
+            next(m.state, m.reason, &m.rounds, &self.spec.loops),
+            Next::Close | Next::Fail(..)
+        );
+        let why = plan.or_else(|| budget.reached(self.spent(m).as_ref()))?;
+        stopping.then(|| format!("{why}; no further round starts"))
+    }
+
+    /// A fix round: the author's session resumed with the failed check, or
+    /// with the reviewer's comments.
+    async fn fix(
+        &mut self,
+        m: &Marker,
+        (n, of): (u32, u32),
+        trigger: Trigger,
+        sink: &mut dyn EventSink,
+    ) -> Result<DispatchResult> {
+        let prompt = match trigger {
+            Trigger::Verify => self.verify_prompt(m, (n, of)),
+            Trigger::Review => super::author::revise_prompt(m, (n, of)),
+        };
+        let mut rounds = m.rounds.clone();
+        let mut round = Round::start(RoundKind::Fix, (n, of), m.engine);
+        (round.trigger, round.attempt) = (Some(trigger), Some(m.attempts + 1));
+        round.model = m.model.clone();
+        rounds.push(round);
+        self.save(rounds.clone(), sink).await?;
+        let res = super::author::resume(self, m, prompt, sink).await?;
+        let after = self.marker().await?;
+        let last = rounds.last_mut().expect("the round just pushed");
+        self.end_fix(last, &res, &after);
+        let mut rounds = after.rounds.clone();
+        if let Some(r) = rounds.last_mut() {
+            *r = last.clone();
+        }
+        self.save(rounds, sink).await?;
+        Ok(res)
+    }
+
+    /// A fix round's end, from its attempt's result.
+    fn end_fix(&self, round: &mut Round, res: &DispatchResult, m: &Marker) {
+        round.outcome = outcome_of(res.state);
+        (round.reason, round.error) = (res.reason, res.error.clone());
+        round.session_id = res.session_id.clone();
+        round.usage = res.usage.clone();
+        round.attempt = Some(m.attempts);
+        round.finished_at = Some(crate::ground::fsutil::now_rfc3339());
+        round.verify = super::author::verify_check(&self.spec, res);
+    }
+
+    /// The prompt of a fix round after a failed `verify`: its command, its
+    /// status and its output's last 8 KiB, private ranges redacted.
+    fn verify_prompt(&self, m: &Marker, round: (u32, u32)) -> String {
+        let command = self.spec.steps.verify.clone().unwrap_or_default();
+        let tail = self
+            .hold
+            .dir()
+            .step_log_tail(
+                m.attempts,
+                "verify",
+                super::prompts::VERIFY_TAIL_BYTES as u64,
+            )
+            .unwrap_or_default();
+        let text = redacted(&super::prompts::tail_8k(&tail), &self.spec.redact);
+        let status = m
+            .error
+            .as_deref()
+            .and_then(super::super::around::verify_status);
+        super::prompts::fix_after_verify(&command, status, &text, round)
+    }
+
+    /// The loop's end: the final state written, the result made whole.
+    async fn close(
+        &self,
+        res: DispatchResult,
+        end: Option<(Reason, String)>,
+    ) -> Result<DispatchResult> {
+        let unit = self.hold.unit();
+        let m = crate::ground::offload::run_vf("closing the loop", move || {
+            life::close_loop(&unit, end)
+        })
+        .await?;
+        let mut out = DispatchResult {
+            state: m.state,
+            reason: m.reason,
+            error: m.error.clone(),
+            usage: self.spent(&m),
+            rounds: m.rounds.clone(),
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            attempt: m.attempts,
+            ..res
+        };
+        if out.reason != Some(Reason::Verify) && m.state == UnitState::Done {
+            out.error = None;
+        }
+        Ok(out)
+    }
+}
+
+/// A round's outcome from its run's final state.
+pub(super) fn outcome_of(state: UnitState) -> RoundOutcome {
+    match state {
+        UnitState::Done => RoundOutcome::Done,
+        UnitState::Running | UnitState::Pending => RoundOutcome::Running,
+        UnitState::Failed | UnitState::Blocked => RoundOutcome::Failed,
+    }
+}
+
+/// The live output's note of `r` (started, or ended).
+pub(super) fn note(r: &Round) -> RoundNote {
+    let ended = match r.outcome {
+        RoundOutcome::Running => None,
+        _ => Some(match &r.verdict {
+            Some(v) => match v.verdict {
+                crate::unit::marker::rounds::VerdictKind::Approve => "approve".to_string(),
+                crate::unit::marker::rounds::VerdictKind::Changes => "changes".to_string(),
+            },
+            None => match r.outcome {
+                RoundOutcome::Done => "done".to_string(),
+                _ => r
+                    .reason
+                    .map_or("failed".to_string(), |x| x.as_str().to_string()),
+            },
+        }),
+    };
+    RoundNote {
+        kind: r.kind.as_str(),
+        n: r.n,
+        of: r.of,
+        engine: r.engine,
+        ended,
+    }
+}
+
+/// `text` with every private block replaced, as the engine's echo is.
+pub(super) fn redacted(text: &str, blocks: &[String]) -> String {
+    let mut out = text.to_string();
+    for b in blocks.iter().filter(|b| !b.is_empty()) {
+        out = out.replace(b.as_str(), super::super::REDACTED);
+    }
+    out
+}

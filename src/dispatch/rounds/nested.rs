@@ -1,0 +1,69 @@
+//! A round's own engine run (a reviewer, a resolver) as a nested unit: the
+//! same runtime as any unit (`dispatch::run`: its lock, marker, raw logs,
+//! usage and policy), with the parent unit's folder as its state dir
+//! (`<state>/units/<unit>/rounds/units/<name>/`), so its files are the
+//! unit's own and can never take another unit's name.
+
+use std::path::PathBuf;
+
+use crate::engine::{EngineId, EventSink};
+use crate::ground::Result;
+use crate::unit::UnitDir;
+
+use super::super::resolve::Resolved;
+use super::super::{DispatchResult, UnitSpec};
+
+/// One nested run of a round.
+pub struct Nested<'a> {
+    /// The unit the round belongs to: its limits, grace, budget and cancel apply.
+    pub parent: &'a UnitSpec,
+    /// `review-1`, `resolve-1`, ...
+    pub name: String,
+    pub engine: EngineId,
+    pub model: Option<String>,
+    pub prompt: String,
+    /// The reviewer's: read-only, enforced where the engine can.
+    pub read_only: bool,
+    pub cwd: PathBuf,
+    /// Continue the nested unit's own session (a round a crash interrupted,
+    /// or a reviewer asked again), when it has one.
+    pub resume: bool,
+}
+
+/// The state dir of `parent`'s nested units.
+pub fn state_dir(parent: &UnitSpec) -> PathBuf {
+    UnitDir::new(&parent.state_dir, &parent.unit).rounds_dir()
+}
+
+/// The nested unit's spec: the parent's limits, this round's engine, model,
+/// prompt and policy; no steps, no worktree, no loops of its own.
+pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
+    let p = n.parent;
+    let state_dir = state_dir(p);
+    let session = match n.resume {
+        true => UnitDir::new(&state_dir, &n.name)
+            .load_marker()?
+            .filter(|m| m.engine == n.engine)
+            .and_then(|m| m.engine_session_id),
+        false => None,
+    };
+    let policy = crate::engine::ToolPolicy {
+        read_only: n.read_only,
+        require_enforced: p.policy.require_enforced,
+        ..Default::default()
+    };
+    let mut r = Resolved::new(n.engine, n.name.clone(), n.cwd.clone(), state_dir);
+    r.skip_permissions = p.skip_permissions;
+    (r.stall_timeout, r.timeout, r.kill_grace) = (p.stall_timeout, p.timeout, p.kill_grace);
+    r.options.model = n.model.clone();
+    r.asked = crate::unit::Asked::new(&policy, (&[], &[]), (None, None));
+    r.policy = policy;
+    (r.budget_stop, r.cancel) = (p.budget_stop.clone(), p.cancel.clone());
+    Ok(r.spec(n.prompt.clone(), session))
+}
+
+/// Runs the nested unit to its end (see [`crate::dispatch::run`]).
+pub async fn run(n: Nested<'_>, sink: &mut dyn EventSink) -> Result<DispatchResult> {
+    let spec = spec(&n)?;
+    Box::pin(super::super::run(spec, sink)).await
+}

@@ -53,7 +53,9 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
         ..Default::default()
     };
     let mut r = Resolved::new(n.engine, n.name.clone(), n.cwd.clone(), state_dir);
-    r.skip_permissions = p.skip_permissions;
+    // A read-only reviewer never inherits the author's skip-permissions:
+    // together they are refused (read-only contradicts approving every tool).
+    r.skip_permissions = p.skip_permissions && !n.read_only;
     (r.stall_timeout, r.timeout, r.kill_grace) = (p.stall_timeout, p.timeout, p.kill_grace);
     r.options.model = n.model.clone();
     r.asked = crate::unit::Asked::new(&policy, (&[], &[]), (None, None));

@@ -160,12 +160,14 @@ pub fn loop_origins(a: &crate::cli::LoopArgs, kept: Option<&Asked>, cfg: &Config
         ("on_conflict", false, |k| !k.loops.on_conflict.is_fail()),
         ("resolver", false, |k| k.loops.resolver.is_some()),
     ];
+    // What a first run takes of the config (a lone `resolver` is for plans).
+    let from_config = asked_of(cfg);
     for (key, flag, set) in given {
         let origin = match kept {
             _ if flag => Origin::Flag,
             Some(k) if set(k) => Origin::Marker,
             Some(_) => Origin::Builtin,
-            None if cfg.defaults.contains_key(key) => cfg.origin(),
+            None if set(&from_config) => cfg.origin(),
             None => Origin::Builtin,
         };
         o.insert(key, origin);

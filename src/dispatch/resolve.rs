@@ -532,6 +532,83 @@ mod tests {
         assert_eq!(format!("{got:#?}"), format!("{want:#?}"));
     }
 
+    /// The loop keys: a unit's `review` over its plan's (whole), the plan's
+    /// `fix_rounds` over the user config's, the user config's `on_conflict`
+    /// and `resolver`; recorded in the marker's `asked`; a reviewer of the
+    /// author's engine warned of.
+    #[test]
+    fn a_plan_units_loops_over_its_defaults_over_the_user_config() {
+        use crate::dispatch::rounds::{Loops, OnConflict, Review};
+        use crate::unit::marker::asked::{ConflictKey, LoopKeys, ReviewKeys};
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("plan.toml");
+        std::fs::write(
+            &plan,
+            "[defaults]\nfix_rounds = 3\n\
+             review = { engine = \"claude\", model = \"opus\", rounds = 4 }\n\n\
+             [[unit]]\nname = \"a\"\nengine = \"codex\"\nprompt = \"go\"\n\
+             review = { engine = \"codex\", prompt = \"be strict\" }\n",
+        )
+        .unwrap();
+        let user = crate::plan::UserDefaults {
+            defaults: "fix_rounds = 9\non_conflict = \"resolve\"\nresolver = \"gemini\"\n"
+                .parse()
+                .unwrap(),
+            engines: BTreeMap::new(),
+        };
+        let u = crate::plan::load_with(&plan, &user)
+            .unwrap()
+            .units
+            .remove(0);
+        let job = crate::plan::scheduler::Job {
+            plan: u,
+            engine: EngineId::Codex,
+            attachments: Vec::new(),
+            steps: Steps::default(),
+            origins: None,
+        };
+        let state = dir.path().join("state");
+        let got = crate::plan::scheduler::spec_of(&job, &state, SECOND, "go".into(), None);
+        let review = ReviewKeys {
+            engine: EngineId::Codex,
+            model: None,
+            rounds: 1,
+            prompt: Some("be strict".into()),
+        };
+        let keys = LoopKeys {
+            fix_rounds: 3,
+            review: Some(review),
+            on_conflict: ConflictKey::Resolve,
+            resolver: Some(EngineId::Gemini),
+            ..Default::default()
+        };
+        let want = Resolved {
+            kill_grace: SECOND,
+            asked: Asked {
+                loops: keys,
+                ..Default::default()
+            },
+            keep_answer: true,
+            loops: Loops {
+                fix_rounds: 3,
+                review: Some(Review {
+                    engine: EngineId::Codex,
+                    model: None,
+                    rounds: 1,
+                    prompt: Some("be strict".into()),
+                }),
+                conflict: OnConflict::Resolve {
+                    engine: EngineId::Gemini,
+                },
+                budget: Default::default(),
+            },
+            warnings: vec!["codex is reviewing its own work".into()],
+            ..Resolved::new(EngineId::Codex, "a".into(), dir.path().into(), state)
+        };
+        let want = want.spec("go".into(), None);
+        assert_eq!(format!("{got:#?}"), format!("{want:#?}"));
+    }
+
     #[test]
     fn the_spec_is_the_resolved_options_and_the_start() {
         let r = Resolved {

@@ -361,9 +361,10 @@ impl UnitLife {
 }
 
 /// An existing marker taken up for a new attempt: never a done unit's
-/// without a session to resume, never one a live vf owns.
+/// without a session to resume (unless its loop is open: the author's
+/// revision in a fresh session), never one a live vf owns.
 fn reclaimed(unit: &LockedUnit, spec: &Claim, mut m: Marker) -> Result<Marker> {
-    if m.state == UnitState::Done && spec.session.is_none() {
+    if m.state == UnitState::Done && spec.session.is_none() && !m.loop_open {
         return Err(VfError::usage(format!(
             "unit {:?} is already done; pick another --unit name (its marker: {})",
             spec.unit,

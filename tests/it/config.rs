@@ -81,7 +81,8 @@ fn a_flag_beats_the_config_which_beats_the_builtin_in_a_dispatch() {
             "read_only": origin, "allow_tools": "builtin", "deny_tools": origin,
             "require_enforced": "builtin", "deny_paths": "builtin", "allow_paths": "builtin",
             "on_finish": origin, "on_fail": "builtin", "stall_timeout": "builtin",
-            "timeout": origin,
+            "timeout": origin, "fix_rounds": "builtin", "review": "builtin",
+            "on_conflict": "builtin", "resolver": "builtin",
         }),
     );
     assert_eq!(v["hooks"], json!({"onFinish": "true", "onFail": null}));

@@ -30,6 +30,8 @@ mod fuzz_plan;
 mod fuzz_projector;
 mod fuzz_replay;
 mod judge;
+#[cfg(unix)]
+mod loop_keys;
 // vf's TLS crypto (graviola) exists for x86_64 and aarch64 only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod judge_tls;

@@ -5,7 +5,7 @@
 use crate::engine::EventSink;
 use crate::ground::{Reason, Result};
 use crate::unit::marker::Marker;
-use crate::unit::marker::resume_rule::resolve_resume_id;
+use crate::unit::marker::resume_rule::has_exact_authority;
 use crate::unit::marker::rounds::{RoundKind, VerifyCheck};
 
 use super::super::{DispatchResult, UnitSpec};
@@ -26,26 +26,25 @@ pub(super) async fn resume(
     .ok()
     .flatten();
     let mut spec = d.spec.clone();
-    match resolve_resume_id(m, installed.as_ref()) {
-        Ok(id) => (spec.session, spec.prompt) = (Some(id), prompt),
-        Err(why) => {
-            let primed = super::super::rerun::for_resume(
-                &spec.state_dir,
-                m,
-                installed.as_ref(),
-                why.clone(),
-                &prompt,
-            );
-            match primed {
-                Ok((primed, _)) => (spec.session, spec.prompt) = (None, primed),
-                // Nothing to replay either: the prompt alone, in a fresh session.
-                Err(_) => {
-                    sink.warning(&format!("the author's session cannot be resumed ({why}): a fresh session gets the round's prompt"));
-                    (spec.session, spec.prompt) = (None, prompt);
-                }
+    let exact = m
+        .engine_session_id
+        .clone()
+        .filter(|_| has_exact_authority(m, installed.as_ref()));
+    (spec.session, spec.prompt) = match exact {
+        Some(id) => (Some(id), prompt),
+        None => {
+            // A fresh session knows nothing: the task first, then the round's ask.
+            let prompt = match d.hold.dir().load_task() {
+                Some(task) => format!("{task}\n\n{prompt}"),
+                None => prompt,
+            };
+            let recorded = crate::unit::history::load(&spec.state_dir, &spec.unit);
+            match crate::unit::history::prepend(&spec.unit, &recorded, &prompt) {
+                Some((primed, _)) => (None, primed),
+                None => (None, prompt),
             }
         }
-    }
+    };
     super::super::run_once(spec, &d.hold, sink).await
 }
 

@@ -96,6 +96,7 @@ pub fn asked_of(cfg: &Config) -> Asked {
         // The config has no `mcp` key: a server file is per unit.
         mcp: None,
         loops: crate::plan::config_loops(&cfg.defaults),
+        verify: None,
     }
 }
 

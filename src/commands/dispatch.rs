@@ -341,11 +341,12 @@ pub fn run(args: &DispatchArgs) -> Result<i32> {
             return Ok(crate::ground::error::exit::USAGE);
         }
     };
-    let d = resolve(args, &ranges)?;
+    let mut d = resolve(args, &ranges)?;
     let budget_args = max_cost_args(d.run.engine.engine(), args.max_cost)?;
     let step_flags = run_options::step_flags(&args.steps);
     let steps = resolve::flag_steps(&step_flags, &d.run.asked, &d.run.cwd, &d.run.unit)?;
     let hooks = hooks_of(&d.run.asked)?;
+    d.run.asked.verify = steps.verify.clone().filter(|_| d.run.loops.any());
     if args.dry_run {
         return dry_run(args, &d, steps.workspace.as_ref());
     }

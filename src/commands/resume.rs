@@ -102,6 +102,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
             crate::workspace::WorkspaceSpec::reuse(w, &marker.cwd, &state_dir, &args.unit)
         }),
         guards: resolve::path_guards(deny, allow, &marker.cwd, what)?,
+        // A unit with loops checks its rounds as its dispatch did.
+        verify: asked.verify.clone().filter(|_| loops.any()),
         ..Default::default()
     };
     let run = Resolved {

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::prepare::Prepared;
+use super::rounds::{OnConflict, resolver};
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::ground::EnvVars;
 use crate::ground::{Reason, Result, VfError};
@@ -37,15 +38,16 @@ pub(super) enum Opened {
 }
 
 /// Creates or reuses the locked unit's worktree, and points the spec's cwd
-/// into it. A merge conflict blocks the unit, a worktree that is not vf's
-/// any more fails it (marker written).
+/// into it. A merge conflict blocks the unit (after a resolve round, when
+/// the unit has a resolver: [`crate::dispatch::rounds::resolve`]), a
+/// worktree that is not vf's any more fails it (marker written).
 pub(super) async fn open_workspace(
     spec: &mut UnitSpec,
     unit: LockedUnit,
     sink: &mut dyn EventSink,
     started: Instant,
 ) -> Result<Opened> {
-    let Some(ws_spec) = spec.steps.workspace.clone() else {
+    let Some(mut ws_spec) = spec.steps.workspace.clone() else {
         return Ok(Opened::Ready(Box::new(unit), None));
     };
     let marker = unit.load_marker()?;
@@ -53,11 +55,52 @@ pub(super) async fn open_workspace(
         // `prepare` refuses a done unit: make no worktree for it first.
         return Ok(Opened::Ready(Box::new(unit), None));
     }
-    let previous = marker.and_then(|m| m.workspace);
-    // git can take a while (a large checkout, a merge): off the runtime's
-    // thread (the locked unit's hop), so the plan's other units keep
-    // streaming meanwhile.
-    let opened = unit.open_workspace(ws_spec, previous).await?;
+    let resolving = match spec.loops.conflict {
+        OnConflict::Resolve { engine } => Some(engine),
+        OnConflict::Fail => None,
+    };
+    ws_spec.keep_conflicts = resolving.is_some();
+    let mut previous = marker.and_then(|m| m.workspace);
+    // Each resolve round commits one dependency's merge (or ends the unit):
+    // one more open than there are dependencies settles them all.
+    for _ in 0..=ws_spec.merge.len() {
+        // git can take a while (a large checkout, a merge): off the runtime's
+        // thread (the locked unit's hop), so the plan's other units keep
+        // streaming meanwhile.
+        let opened = unit
+            .open_workspace(ws_spec.clone(), previous.clone())
+            .await?;
+        let (workspace, pending) = match opened {
+            Err(OpenError::Unmerged { workspace, pending }) => (workspace, pending),
+            other => return opened_or_ended(spec, unit, other, sink, started).await,
+        };
+        let Some(engine) = resolving else {
+            // Not asked in fail mode; ended as a conflict all the same.
+            let end = (
+                UnitState::Blocked,
+                Reason::MergeConflict,
+                pending.paths.join(", "),
+            );
+            return unopened(spec, unit, *workspace, end, started).await;
+        };
+        let ws = (workspace.as_ref(), pending.as_ref());
+        if let Some(end) = resolver::run(spec, &unit, engine, ws, sink).await? {
+            return unopened(spec, unit, *workspace, end, started).await;
+        }
+        previous = Some(*workspace);
+    }
+    let why = "internal error: a dependency merge was left unsettled after every resolve round";
+    Err(VfError::state(why))
+}
+
+/// The unit's worktree opened, or the unit ended as its opening says.
+async fn opened_or_ended(
+    spec: &mut UnitSpec,
+    unit: LockedUnit,
+    opened: std::result::Result<crate::workspace::Opened, OpenError>,
+    sink: &mut dyn EventSink,
+    started: Instant,
+) -> Result<Opened> {
     match opened {
         Ok(opened) => {
             for w in &opened.warnings {
@@ -72,6 +115,14 @@ pub(super) async fn open_workspace(
         Err(OpenError::Refused(e)) => Err(e),
         Err(OpenError::Conflict { workspace, message }) => {
             let end = (UnitState::Blocked, Reason::MergeConflict, message);
+            unopened(spec, unit, *workspace, end, started).await
+        }
+        Err(OpenError::Unmerged { workspace, pending }) => {
+            let end = (
+                UnitState::Blocked,
+                Reason::MergeConflict,
+                pending.paths.join(", "),
+            );
             unopened(spec, unit, *workspace, end, started).await
         }
         Err(OpenError::Remote { workspace, message }) => {

@@ -22,7 +22,9 @@
 //!   `budget_watch` a plan's hard budget as one unit sees it;
 //! - the run's inputs: `attach` (attachments), `private` (private file ranges);
 //!   `rerun` a unit started again outside a plan (its replay); `notify` the
-//!   notification hooks (`--on-finish`, `--on-fail`).
+//!   notification hooks (`--on-finish`, `--on-fail`);
+//! - `rounds`: the closed loops around the run (fix, review, resolve rounds),
+//!   driven under one hold of the unit's lock.
 
 mod acp_session;
 pub mod around;

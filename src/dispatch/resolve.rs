@@ -433,6 +433,10 @@ mod tests {
             on_finish: Some("notify-done".into()),
             on_fail: Some("notify-fail".into()),
             mcp: Some(PathBuf::from("/kept/mcp.json")),
+            loops: crate::unit::marker::asked::LoopKeys {
+                fix_rounds: 2,
+                ..Default::default()
+            },
             ..Default::default()
         }
     }
@@ -463,7 +467,21 @@ mod tests {
             on_finish: None,
             on_fail: Some("page-me".into()),
             mcp: Some(PathBuf::from("/kept/mcp.json")),
+            loops: kept().loops,
             ..Default::default()
+        };
+        assert_eq!(asked(&given, Some(&kept())), want);
+        // `--clear loops` drops the kept loops, and only them.
+        let given = AskFlags {
+            clear: Clear {
+                loops: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let want = Asked {
+            loops: Default::default(),
+            ..kept()
         };
         assert_eq!(asked(&given, Some(&kept())), want);
         // A first run without a user config starts from nothing asked.

@@ -5,14 +5,18 @@
 //! Everything goes through the real `git` with `-C <dir>`: the user's own
 //! checkout (index, working tree, current branch) is never touched. Merges
 //! happen inside the unit's worktree and a conflicted merge is aborted, so
-//! nothing is ever left half-merged. See docs/WORKSPACES.md.
+//! nothing is ever left half-merged, unless the unit has a resolver: then
+//! it stays in progress until vf commits or aborts it (`conflict`). See
+//! docs/WORKSPACES.md.
 //!
 //! The domain's map: `git` the one way vf runs git, `open` create or reuse a
 //! worktree and merge dependencies, `identity` the proof before each git write,
-//! `seal` the unit's commit, `remove`, `remote` (the plan key `push`), `guard`
-//! the path guards (`guard/hidden.rs`: what the disk hides from git), `diff` the
-//! unit's changes for its reviewer (read after the proof, capped).
+//! `conflict` a merge left for a resolver and settled, `seal` the unit's
+//! commit, `remove`, `remote` (the plan key `push`), `guard` the path guards
+//! (`guard/hidden.rs`: what the disk hides from git), `diff` the unit's
+//! changes for its reviewer (read after the proof, capped).
 
+pub mod conflict;
 pub mod diff;
 pub mod git;
 pub mod guard;
@@ -32,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ground::error::{Result, VfError};
 
+pub use conflict::{Pending, Unsettled};
 pub use identity::{Proven, prove};
 pub use open::{OpenError, Opened, open};
 pub use remove::{Gone, removable, remove};
@@ -105,6 +110,9 @@ pub struct WorkspaceSpec {
     /// in `merge` named here is fetched from that remote and merged as the
     /// remote has it (it may have run on another machine).
     pub fetch_from: BTreeMap<String, String>,
+    /// A conflicting dependency merge is left in progress for a resolver
+    /// ([`OpenError::Unmerged`]) instead of aborted (plan key `on_conflict`).
+    pub keep_conflicts: bool,
     /// The worktree's git dir as [`open`] proved it before the engine ran:
     /// what it must still be when vf commits.
     pub git_dir: Option<PathBuf>,
@@ -138,6 +146,7 @@ impl WorkspaceSpec {
             merge: Vec::new(),
             push: None,
             fetch_from: BTreeMap::new(),
+            keep_conflicts: false,
             git_dir: None,
         }
     }
@@ -233,6 +242,7 @@ pub fn resolve(
         merge: Vec::new(),
         push: None,
         fetch_from: BTreeMap::new(),
+        keep_conflicts: false,
         git_dir: None,
     })
 }
@@ -279,6 +289,7 @@ mod tests {
             merge: Vec::new(),
             push: None,
             fetch_from: BTreeMap::new(),
+            keep_conflicts: false,
             git_dir: None,
         };
         assert_eq!(spec("/elsewhere/wt/sub/dir"), want("sub/dir"));

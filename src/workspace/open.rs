@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::conflict::{Pending, split_z};
 use super::git::{self, GitError};
 use super::{Workspace, WorkspaceSpec, branch_of, path_of};
 use crate::ground::error::VfError;
@@ -25,6 +26,14 @@ pub enum OpenError {
     Conflict {
         workspace: Box<Workspace>,
         message: String,
+    },
+    /// A dependency's branch does not merge and the spec keeps conflicts
+    /// (`keep_conflicts`): the merge is left in progress for a resolver; the
+    /// dependencies after it merge when [`open`] is called again once it is
+    /// settled ([`super::conflict`]).
+    Unmerged {
+        workspace: Box<Workspace>,
+        pending: Box<Pending>,
     },
     /// A dependency's branch could not be fetched from the remote it was
     /// pushed to: nothing of it is merged.
@@ -103,12 +112,16 @@ pub fn open(
         }
     };
     if !spec.merge.is_empty() {
+        if spec.keep_conflicts {
+            resumed_conflict(&workspace, spec, &git_dir)?;
+        }
         redo_interrupted_merge(&workspace, &git_dir)?;
     }
     let mut warnings = Vec::new();
     for dep in &spec.merge {
         let remote = spec.fetch_from.get(dep).map(String::as_str);
-        merge(&workspace, unit, (dep, remote), &mut warnings)?;
+        let keep = spec.keep_conflicts.then_some(git_dir.as_path());
+        merge(&workspace, unit, (dep, remote), keep, &mut warnings)?;
     }
     let cwd = spec.cwd_in(state_dir, unit);
     if !cwd.is_dir() {
@@ -215,6 +228,83 @@ fn redo_interrupted_merge(ws: &Workspace, git_dir: &Path) -> Result<(), OpenErro
     Ok(())
 }
 
+/// In keep mode, a merge of a dependency that vf left in progress with
+/// conflicted paths (vf killed while the resolver ran) is reported as the
+/// conflict still to resolve, not redone: the resolve round continues.
+fn resumed_conflict(ws: &Workspace, spec: &WorkspaceSpec, git_dir: &Path) -> Result<(), OpenError> {
+    let dir = &ws.path;
+    let at = |r: &str| git::run(dir, &["rev-parse", "-q", "--verify", r]).ok();
+    let Some(merge_head) = at("MERGE_HEAD") else {
+        return Ok(());
+    };
+    let Some(first) =
+        read_small(&git_dir.join("MERGE_MSG")).and_then(|m| m.lines().next().map(str::to_string))
+    else {
+        return Ok(());
+    };
+    let Some(named) = first
+        .strip_prefix("vf: merge ")
+        .and_then(|r| r.strip_suffix(&format!(" into {}", ws.branch)))
+    else {
+        return Ok(());
+    };
+    let dep = spec.merge.iter().find(|d| {
+        let b = branch_of(d);
+        named == b || named.strip_suffix(&b).is_some_and(|r| r.ends_with('/'))
+    });
+    let paths = git::run_bytes(dir, &["diff", "--name-only", "-z", "--diff-filter=U"])
+        .map(|o| split_z(&o))
+        .unwrap_or_default();
+    let (Some(dep), Some(head), false) = (dep, at("HEAD"), paths.is_empty()) else {
+        return Ok(());
+    };
+    Err(OpenError::Unmerged {
+        workspace: Box::new(ws.clone()),
+        pending: Box::new(Pending {
+            dependency: dep.clone(),
+            theirs: named.to_string(),
+            paths,
+            head,
+            merge_head,
+            git_dir: git_dir.to_path_buf(),
+        }),
+    })
+}
+
+/// A conflicted merge left in progress: reported as [`OpenError::Unmerged`]
+/// when git names its conflicted paths and the commits of both sides, else
+/// `Ok` (the caller aborts it as in fail mode).
+fn keep_in_progress(
+    ws: &Workspace,
+    (dep, named, theirs): (&str, &str, &str),
+    head: Option<String>,
+    git_dir: &Path,
+) -> Result<(), OpenError> {
+    let dir = &ws.path;
+    let paths = git::run_bytes(dir, &["diff", "--name-only", "-z", "--diff-filter=U"])
+        .map(|o| split_z(&o))
+        .unwrap_or_default();
+    let at = |r: &str| git::run(dir, &["rev-parse", "-q", "--verify", r]).ok();
+    // Only a merge of this dependency's commit: a merge someone else left in
+    // progress (the engine's own) is never handed to a resolver as vf's.
+    let merge_head =
+        at("MERGE_HEAD").filter(|m| at(&format!("{theirs}^{{commit}}")).as_ref() == Some(m));
+    let (Some(head), Some(merge_head), false) = (head, merge_head, paths.is_empty()) else {
+        return Ok(());
+    };
+    Err(OpenError::Unmerged {
+        workspace: Box::new(ws.clone()),
+        pending: Box::new(Pending {
+            dependency: dep.to_string(),
+            theirs: named.to_string(),
+            paths,
+            head,
+            merge_head,
+            git_dir: git_dir.to_path_buf(),
+        }),
+    })
+}
+
 /// A regular file's first 4 KiB as text; never through a link, never
 /// waiting on a FIFO.
 fn read_small(path: &Path) -> Option<String> {
@@ -236,11 +326,13 @@ fn read_small(path: &Path) -> Option<String> {
 /// Merges `vf/<dep>` into the worktree's branch unless it is already there;
 /// a dependency whose branch was pushed to `remote` is fetched from it first
 /// and merged as the remote has it. On a conflict the merge is aborted and
-/// the conflicting paths are named.
+/// the conflicting paths are named, or, with `keep` (the git dir proven),
+/// left in progress and reported as [`OpenError::Unmerged`].
 fn merge(
     ws: &Workspace,
     unit: &str,
     (dep, remote): (&str, Option<&str>),
+    keep: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Result<(), OpenError> {
     let dir = &ws.path;
@@ -265,9 +357,13 @@ fn merge(
     // `origin/vf/<dep>` for a fetched branch.
     let named = theirs.strip_prefix("refs/remotes/").unwrap_or(&theirs);
     let msg = format!("vf: merge {named} into {}", branch_of(unit));
+    let head = git::run(dir, &["rev-parse", "HEAD"]).ok();
     let args = git::with_identity(dir, &["merge", "--no-ff", "--no-edit", "-m", &msg, &theirs]);
     if git::run(dir, &args).is_ok() {
         return Ok(());
+    }
+    if let Some(git_dir) = keep {
+        keep_in_progress(ws, (dep, named, &theirs), head, git_dir)?;
     }
     let paths = git::run(dir, &["diff", "--name-only", "--diff-filter=U"]).unwrap_or_default();
     // Nothing is left half-merged: the worktree is back at its branch's commit.

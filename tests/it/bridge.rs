@@ -214,7 +214,8 @@ fn the_dry_run_shows_the_launch_on_both_platforms() {
             "read_only": "builtin", "allow_tools": "builtin", "deny_tools": "builtin",
             "require_enforced": "builtin", "deny_paths": "builtin", "allow_paths": "builtin",
             "on_finish": "builtin", "on_fail": "builtin", "stall_timeout": "builtin",
-            "timeout": "builtin",
+            "timeout": "builtin", "fix_rounds": "builtin", "review": "builtin",
+            "on_conflict": "builtin", "resolver": "builtin",
         },
     });
     assert_json_eq(&env.normalized(&stdout_json(&out)), &want);

@@ -32,6 +32,8 @@ mod fuzz_replay;
 mod judge;
 #[cfg(unix)]
 mod loop_keys;
+#[cfg(unix)]
+mod loops;
 // vf's TLS crypto (graviola) exists for x86_64 and aarch64 only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod judge_tls;

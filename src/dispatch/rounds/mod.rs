@@ -8,19 +8,21 @@
 //! - `spec`: what the unit asks (`Loops`), resolved with its other options;
 //! - `next`: the loop's next step, read off the marker alone (pure);
 //! - `driver`: the loop under one hold of the unit's lock; `author` the
-//!   author's resumed session; `review` a review round; `nested` a round's
-//!   own engine run as a nested unit in the unit's folder;
-//! - `verdict` the reviewer's verdict (its built-in schema), `prompts` every
-//!   prompt the loops send.
+//!   author's resumed session; `review` a review round; `resolver` the resolve
+//!   round of a dependency merge that conflicted; `nested` a round's own
+//!   engine run as a nested unit in the unit's folder;
+//! - `review_verdict`: the reviewer's answer, checked against the built-in schema;
+//! - `prompts`: every prompt the loops send (fix, review, revision, resolve, continue).
 
 mod author;
 mod driver;
 pub mod nested;
 pub mod next;
 pub mod prompts;
+pub mod resolver;
 mod review;
+pub mod review_verdict;
 pub mod spec;
-pub mod verdict;
 
 pub(crate) use driver::drive;
 

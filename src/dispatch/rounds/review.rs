@@ -130,7 +130,7 @@ fn judge(run: &Result<super::super::DispatchResult>) -> std::result::Result<Verd
             r.reason.map_or("?", |x| x.as_str())
         ));
     }
-    super::verdict::parse(r.summary.as_ref(), r.answer.as_deref())
+    super::review_verdict::parse(r.summary.as_ref(), r.answer.as_deref())
 }
 
 /// A review round's end: its runs' session and usage, its verdict or error.

@@ -35,6 +35,10 @@ pub struct Asked {
     /// the rounds' budget); absent when none.
     #[serde(skip_serializing_if = "LoopKeys::is_empty")]
     pub loops: LoopKeys,
+    /// `--verify`, kept so that a `vf resume` of a unit with loops checks
+    /// its fix rounds as the dispatch did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
 }
 
 /// The closed loops a unit asked for, before its engine is known (the
@@ -133,6 +137,44 @@ impl Asked {
             on_fail: on_fail.map(str::to_string),
             mcp: None,
             loops: LoopKeys::default(),
+            verify: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An older marker's request has no loops; one with loops keeps them
+    /// under `loops`, in camelCase, each absent part left out.
+    #[test]
+    fn the_loops_asked_round_trip_and_an_older_marker_has_none() {
+        let old: Asked = serde_json::from_str(r#"{"readOnly":true}"#).unwrap();
+        assert_eq!(old.loops, LoopKeys::default());
+        let a = Asked {
+            loops: LoopKeys {
+                fix_rounds: 2,
+                review: Some(ReviewKeys {
+                    engine: EngineId::Codex,
+                    model: None,
+                    rounds: 3,
+                    prompt: None,
+                }),
+                on_conflict: ConflictKey::Resolve,
+                max_tokens: Some(5),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&a).unwrap();
+        let want = serde_json::json!({
+            "fixRounds": 2, "review": {"engine": "codex", "rounds": 3},
+            "onConflict": "resolve", "maxTokens": 5,
+        });
+        assert_eq!(json["loops"], want);
+        assert_eq!(serde_json::from_value::<Asked>(json).unwrap(), a);
+        let none = serde_json::to_value(Asked::default()).unwrap();
+        assert!(none.get("loops").is_none(), "{none}");
     }
 }

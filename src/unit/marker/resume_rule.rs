@@ -75,6 +75,8 @@ pub fn resolve_resume_id(
 /// or with a replay), or `None`.
 pub fn state_refusal(marker: &Marker) -> Option<String> {
     match marker.state {
+        // A done author whose loop is open (a review pending) goes on with it.
+        UnitState::Done if marker.loop_open => None,
         UnitState::Done => Some("it is done; done units are never resumed".into()),
         // A pending marker with an id: a later attempt was claimed but vf died
         // before it spawned; the recorded session is still the one to resume.

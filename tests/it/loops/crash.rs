@@ -1,0 +1,102 @@
+//! A `kill -9` of vf in a round, then a resume: the loop goes on at that
+//! round and never repeats a finished one.
+
+use std::time::Duration;
+
+use super::fakes::{Lab, result, rounds};
+use crate::common::{wait_exit, wait_for};
+
+/// Starts `args`, waits until `engine`'s run `n` has started, `kill -9`s vf.
+fn kill_in(lab: &Lab, args: &[&str], engine: &str, n: u32) {
+    lab.on(engine, n, "hang", "");
+    let mut child = lab
+        .cmd(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = lab.runs().join(format!("{engine}.{n}.started"));
+    wait_for(
+        "the round's engine to start",
+        Duration::from_secs(30),
+        || started.exists(),
+    );
+    child.kill().unwrap();
+    wait_exit(&mut child);
+    // The lifeline ends the engine's group with vf; the next run is not hung.
+    std::fs::remove_file(lab.runs().join(format!("{engine}.{n}.hang"))).unwrap();
+}
+
+#[test]
+fn a_kill_in_a_review_round_is_continued_by_resume_without_running_the_author_again() {
+    let lab = Lab::new();
+    lab.on("claude", 2, "answer", r#"{"verdict": "approve"}"#);
+    let args = [
+        "dispatch",
+        "--engine",
+        "codex",
+        "--unit",
+        "u",
+        "--prompt",
+        "task",
+        "--review-engine",
+        "claude",
+        "--output",
+        "json",
+    ];
+    kill_in(&lab, &args, "claude", 1);
+    let m = lab.marker("u");
+    assert_eq!(
+        (m["state"].as_str(), m["loopOpen"].as_bool()),
+        (Some("done"), Some(true)),
+        "{m}"
+    );
+    assert_eq!(rounds(&m), ["review 1 running"]);
+    let st = lab.run(&["status", "--json"]);
+    assert_eq!(st.status.code(), Some(0));
+    let out = lab.run(&["resume", "u", "--output", "json"]);
+    let v = result(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!(rounds(&v), ["review 1 done"]);
+    assert_eq!(v["rounds"][0]["verdict"]["verdict"], "approve");
+    assert_eq!(lab.count("codex"), 1, "the author is not run again");
+    assert_eq!(lab.count("claude"), 2);
+    assert_eq!(lab.marker("u").get("loopOpen"), None);
+}
+
+#[test]
+fn a_kill_in_a_fix_round_of_a_plan_is_continued_by_orchestrate_resume() {
+    let lab = Lab::new();
+    lab.write(
+        "plan.toml",
+        "[[unit]]\nname = \"u\"\nengine = \"codex\"\nprompt = \"write out.txt\"\nfix_rounds = 3\n\
+         verify = \"grep -q fixed out.txt\"\n",
+    );
+    lab.on("codex", 3, "write", "out.txt\nfixed\n");
+    kill_in(
+        &lab,
+        &["orchestrate", "plan.toml", "--output", "jsonl"],
+        "codex",
+        2,
+    );
+    let m = lab.marker("u");
+    assert_eq!(rounds(&m), ["fix 1 running"], "{m}");
+    let out = lab.run(&["orchestrate", "plan.toml", "--resume", "--output", "json"]);
+    let v = result(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    let m = lab.marker("u");
+    assert_eq!(m["state"], "done", "{m}");
+    assert_eq!(
+        rounds(&m),
+        ["fix 1 done"],
+        "the interrupted round finished, no new one"
+    );
+    assert_eq!(
+        lab.count("codex"),
+        3,
+        "the first attempt, the killed round, its resume"
+    );
+    assert!(
+        lab.args("codex", 3).contains("resume"),
+        "the round's session resumed"
+    );
+}

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::common::first_session_id;
 use crate::sandbox;
-use sandbox::{available, every_available, is_root, memo_id, versions, Run, Sandbox};
+use sandbox::{Run, Sandbox, available, every_available, is_root, memo_id, versions};
 
 /// The reviewer's one comment (fake_model_loops.py `REVIEW_COMMENT`).
 const REVIEW_COMMENT: &str =
@@ -170,10 +170,11 @@ fn fix_rounds(sb: &Sandbox) {
         (&r["sessionId"], &run.result["sessionId"]),
         (&sid.clone().into(), &sid.into())
     );
-    assert!(sb
-        .state_dir()
-        .join("units/fix/attempt-2.stdout.log")
-        .is_file());
+    assert!(
+        sb.state_dir()
+            .join("units/fix/attempt-2.stdout.log")
+            .is_file()
+    );
     let text = std::fs::read_to_string(sb.workdir().join("lab-fix.txt")).unwrap();
     assert_eq!(text, "lab-fix: fixed\n", "{what}");
     // The fix prompt carried verify's output, to the resumed session.
@@ -284,11 +285,7 @@ fn real_review_claude_author_codex_reviewer() {
     let log = sb.server_log();
     let reviews: Vec<&str> = log
         .iter()
-        .filter(|e| {
-            e["path"]
-                .as_str()
-                .is_some_and(|p| p.contains("/responses"))
-        })
+        .filter(|e| e["path"].as_str().is_some_and(|p| p.contains("/responses")))
         .filter_map(|e| e["served"].as_str()?.split(' ').next())
         .filter(|s| s.starts_with("review-"))
         .collect();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
-use super::common::{first_session_id, root, tempdir_named, TempDir};
+use super::common::{TempDir, first_session_id, root, tempdir_named};
 
 /// `VF_REAL_ENGINES_SET`: `current` (default: the pins), `baseline` or `all`, as
 /// listed in scripts/engines.env (`ENGINES_CURRENT`, `ENGINES_BASELINE`).

@@ -100,9 +100,12 @@ pub struct Sandbox {
 /// Whether every CLI can run here at its pin (each one said so when it cannot).
 pub fn every_available() -> bool {
     let clis = ["codex", "claude", "gemini", "opencode", "copilot"];
-    clis.iter()
-        .map(|e| versions(e).first().is_some_and(|v| available(e, v)))
-        .fold(true, |all, one| all && one)
+    // Each asked (no short cut), so each missing one says so.
+    let there = clis
+        .iter()
+        .filter(|e| versions(e).first().is_some_and(|v| available(e, v)))
+        .count();
+    there == clis.len()
 }
 
 impl Sandbox {

@@ -7,14 +7,14 @@ use std::io::IsTerminal;
 use std::rc::Rc;
 use std::time::Instant;
 
-use super::output::{StdoutSink, human_line};
+use super::output::{StdoutSink, human_line, note_kind, note_line, rounds_summary};
 use super::stdio::{eprint_line, live};
 use crate::cli::{OrchestrateArgs, OutputFormat};
 use crate::dispatch::attach;
 use crate::dispatch::{DispatchResult, EventSink};
-use crate::engine::EngineId;
 use crate::engine::choice::EngineChoice;
 use crate::engine::frames::ConversationEvent;
+use crate::engine::{EngineId, RoundNote};
 use crate::ground::error::{Result, VfError};
 use crate::ground::text::one_line;
 use crate::plan;
@@ -244,6 +244,13 @@ impl Reporter for Jsonl {
         warn(&self.names[index], message);
     }
 
+    fn round(&mut self, index: usize, note: &RoundNote) {
+        if self.live {
+            let line = round_line(&self.names[index], note);
+            self.tag(None).json_line(&line);
+        }
+    }
+
     fn finished(&mut self, index: usize, _: &UnitReport, result: Option<&DispatchResult>) {
         if let (true, Some(r)) = (self.live, result) {
             self.tag(Some(index)).result(r);
@@ -277,6 +284,33 @@ impl Reporter for Jsonl {
     }
 }
 
+/// A round's `orchestrate.unit` line: its state is the round's
+/// (`fixing`, `reviewing`, `resolving`), with `outcome` once it ended.
+fn round_line(unit: &str, note: &RoundNote) -> serde_json::Value {
+    let state = note_kind(note).map_or(note.kind, |k| k.doing());
+    let mut line = serde_json::json!({
+        "kind": "orchestrate.unit", "unit": unit, "state": state,
+        "round": note.n, "rounds": note.of, "engine": note.engine,
+    });
+    if let (Some(end), Some(obj)) = (&note.ended, line.as_object_mut()) {
+        obj.insert("outcome".into(), end.as_str().into());
+    }
+    line
+}
+
+/// The live table's state of a unit while a round runs (`fixing 2/3`,
+/// `reviewing 1/2`, `resolving`); `None` once it ended (back to `running`).
+fn table_state(note: &RoundNote) -> Option<String> {
+    if note.ended.is_some() {
+        return None;
+    }
+    let kind = note_kind(note)?;
+    Some(match kind {
+        crate::unit::marker::rounds::RoundKind::Resolve => kind.doing().to_string(),
+        _ => format!("{} {}/{}", kind.doing(), note.n, note.of),
+    })
+}
+
 /// The characters of a unit's last event the live table shows.
 const LAST_EVENT_CHARS: usize = 60;
 
@@ -299,6 +333,27 @@ struct Row {
     started: Option<Instant>,
     duration_ms: Option<u64>,
     last_event: String,
+    /// The round under way (`fixing 2/3`), shown as its state.
+    doing: Option<String>,
+}
+
+impl Row {
+    /// Its line of the live table.
+    fn line(&self) -> String {
+        let elapsed = match (self.duration_ms, self.started) {
+            (Some(ms), _) => format!("{:.1}s", ms as f64 / 1000.0),
+            (None, Some(t)) => format!("{:.1}s", t.elapsed().as_secs_f64()),
+            _ => "-".into(),
+        };
+        format!(
+            "\x1b[2K{:<20} {:<9} {:<10} {:>8}  {}\n",
+            self.unit,
+            self.engine.as_str(),
+            self.doing.as_deref().unwrap_or(self.state.as_str()),
+            elapsed,
+            self.last_event
+        )
+    }
 }
 
 /// Human output: a live table redrawn in place on a terminal, else one
@@ -322,6 +377,7 @@ impl Human {
                     started: None,
                     duration_ms: None,
                     last_event: String::new(),
+                    doing: None,
                 })
                 .collect(),
             drawn: 0,
@@ -330,6 +386,10 @@ impl Human {
 
     fn update(&mut self, index: usize, report: &UnitReport) {
         let row = &mut self.rows[index];
+        // A round still shown as under way has ended with its unit's run.
+        if report.state != RunState::Running {
+            row.doing = None;
+        }
         row.state = report.state;
         row.duration_ms = report.duration_ms;
     }
@@ -347,20 +407,7 @@ impl Human {
             "UNIT", "ENGINE", "STATE", "ELAPSED", "LAST EVENT"
         ));
         for r in &self.rows {
-            let elapsed = match (r.duration_ms, r.started) {
-                (Some(ms), _) => format!("{:.1}s", ms as f64 / 1000.0),
-                (None, Some(t)) => format!("{:.1}s", t.elapsed().as_secs_f64()),
-                _ => "-".into(),
-            };
-            let last = &r.last_event;
-            s.push_str(&format!(
-                "\x1b[2K{:<20} {:<9} {:<10} {:>8}  {}\n",
-                r.unit,
-                r.engine.as_str(),
-                r.state.as_str(),
-                elapsed,
-                last
-            ));
+            s.push_str(&r.line());
         }
         self.drawn = self.rows.len() + 1;
         live(s.as_bytes());
@@ -391,6 +438,15 @@ impl Reporter for Human {
 
     fn warning(&mut self, index: usize, message: &str) {
         warn(&self.rows[index].unit, message);
+    }
+
+    fn round(&mut self, index: usize, note: &RoundNote) {
+        let row = &mut self.rows[index];
+        row.doing = table_state(note);
+        if !self.table {
+            let s = format!("[{}] {}\n", row.unit, note_line(note));
+            live(s.as_bytes());
+        }
     }
 
     fn finished(&mut self, index: usize, report: &UnitReport, _: Option<&DispatchResult>) {
@@ -450,6 +506,9 @@ impl Reporter for Human {
             if let Some(v) = &r.summary {
                 s.push_str(&format!("  summary: {v}\n"));
             }
+            if !r.rounds.is_empty() {
+                s.push_str(&format!("  rounds: {}\n", rounds_summary(&r.rounds)));
+            }
         }
         live(s.as_bytes());
     }
@@ -460,5 +519,74 @@ impl Reporter for Human {
 
     fn wants_ticks(&self) -> bool {
         self.table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(kind: &'static str, (n, of): (u32, u32), ended: Option<&str>) -> RoundNote {
+        RoundNote {
+            kind,
+            n,
+            of,
+            engine: EngineId::Codex,
+            ended: ended.map(String::from),
+        }
+    }
+
+    fn state_shown(h: &Human) -> String {
+        let line = h.rows[0].line();
+        line.split_whitespace()
+            .nth(2)
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// The table shows the round under way as the unit's state, then
+    /// `running` again once it ended.
+    #[test]
+    fn the_live_table_shows_a_round_while_it_runs() {
+        let mut report = UnitReport::waiting("api", EngineId::Claude, None);
+        let mut h = Human::new(std::iter::once(&report));
+        h.table = true;
+        report.state = RunState::Running;
+        h.started(0, &report);
+        assert_eq!(state_shown(&h), "running");
+        h.round(0, &note("fix", (2, 3), None));
+        assert!(
+            h.rows[0].line().contains("fixing 2/3"),
+            "{}",
+            h.rows[0].line()
+        );
+        h.round(0, &note("fix", (2, 3), Some("done")));
+        assert_eq!(state_shown(&h), "running");
+        h.round(0, &note("review", (1, 2), None));
+        assert!(h.rows[0].line().contains("reviewing 1/2"));
+        h.round(0, &note("review", (1, 2), Some("changes")));
+        h.round(0, &note("resolve", (1, 1), None));
+        assert_eq!(state_shown(&h), "resolving");
+        // The unit's run ended while a round was shown: its outcome wins.
+        report.state = RunState::Failed;
+        h.finished(0, &report, None);
+        assert_eq!(state_shown(&h), "failed");
+    }
+
+    #[test]
+    fn a_round_is_an_orchestrate_unit_line_with_its_state_and_counts() {
+        let start = round_line("api", &note("review", (1, 2), None));
+        assert_eq!(
+            start,
+            serde_json::json!({"kind": "orchestrate.unit", "unit": "api", "state": "reviewing",
+                "round": 1, "rounds": 2, "engine": "codex"})
+        );
+        let end = round_line("api", &note("fix", (3, 3), Some("failed")));
+        assert_eq!(end["state"], "fixing");
+        assert_eq!(end["outcome"], "failed");
+        assert_eq!(
+            round_line("api", &note("resolve", (1, 1), None))["state"],
+            "resolving"
+        );
     }
 }

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 use std::io::IsTerminal;
 
+use super::output::note_of;
 use super::stdio::eprint_line;
 use crate::cli::{DEFAULT_TASK_QUEUE, OrchestrateArgs, OutputFormat};
 use crate::ground::env::EnvVars;
@@ -13,6 +14,7 @@ use crate::ground::error::{Result, VfError};
 use crate::plan::scheduler::{self, PlanResult, RunState};
 use crate::plan::temporal::payload::{PlanInput, Progress, UnitInput};
 use crate::plan::temporal::{self, Endpoint, client};
+use crate::unit::marker::rounds::{Round, RoundOutcome};
 
 /// How long an exact resume waits for its host before the replay elsewhere.
 const AFFINITY_MS_ENV: &str = EnvVars::VF_TEMPORAL_AFFINITY_MS;
@@ -104,7 +106,7 @@ async fn submit_and_follow(
     };
     let reporter = super::orchestrate::reporter_for(format, first.units.iter());
     // Every unit is reported from the start: some may be running already.
-    let mut last = vec![RunState::Waiting; first.units.len()];
+    let mut last = vec![Seen::default(); first.units.len()];
     report_changes(&reporter, &mut last, &first);
     // A completed plan's rows are its result already: nothing to follow.
     let mut latest = first.clone();
@@ -137,21 +139,54 @@ async fn submit_and_follow(
     Ok(result.exit_code())
 }
 
-/// Tells the renderer each unit whose state changed since the last poll.
+/// What the renderer was told of a unit: its state, the outcomes of its rounds.
+#[derive(Clone, Default)]
+struct Seen {
+    state: Option<RunState>,
+    rounds: Vec<RoundOutcome>,
+}
+
+/// Tells the renderer each unit whose state changed since the last poll,
+/// and each of its rounds that started or ended (when its row carries them).
 fn report_changes(
     reporter: &std::rc::Rc<std::cell::RefCell<dyn scheduler::Reporter>>,
-    last: &mut Vec<RunState>,
+    last: &mut Vec<Seen>,
     p: &Progress,
 ) {
-    last.resize(p.units.len(), RunState::Waiting);
+    last.resize(p.units.len(), Seen::default());
     let mut r = reporter.borrow_mut();
     for (i, u) in p.units.iter().enumerate() {
-        if last[i] == u.state {
+        let seen = &mut last[i];
+        let changed = seen.state.unwrap_or(RunState::Waiting) != u.state;
+        if changed && u.state == RunState::Running {
+            r.started(i, u);
+        }
+        seen.rounds.truncate(u.rounds.len());
+        for (k, round) in u.rounds.iter().enumerate() {
+            if seen.rounds.get(k) == Some(&round.outcome) {
+                continue;
+            }
+            // A round first seen ended is told as started, then ended.
+            if seen.rounds.len() <= k && round.outcome != RoundOutcome::Running {
+                r.round(
+                    i,
+                    &note_of(&Round {
+                        outcome: RoundOutcome::Running,
+                        ..round.clone()
+                    }),
+                );
+            }
+            r.round(i, &note_of(round));
+            match seen.rounds.get_mut(k) {
+                Some(o) => *o = round.outcome,
+                None => seen.rounds.push(round.outcome),
+            }
+        }
+        seen.state = Some(u.state);
+        if !changed {
             continue;
         }
-        last[i] = u.state;
         match u.state {
-            RunState::Running => r.started(i, u),
             RunState::Blocked => r.blocked(i, u),
             RunState::Done | RunState::Failed => r.finished(i, u, None),
             _ => {}
@@ -299,4 +334,85 @@ fn unit_input(
         fetch_from,
         model: u.model.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::DispatchResult;
+    use crate::engine::frames::ConversationEvent;
+    use crate::engine::{EngineId, RoundNote};
+    use crate::plan::scheduler::UnitReport;
+    use crate::unit::marker::rounds::RoundKind;
+
+    /// Records what it is told, in order.
+    #[derive(Default)]
+    struct Told(Vec<String>);
+
+    impl scheduler::Reporter for Told {
+        fn started(&mut self, _: usize, u: &UnitReport) {
+            self.0.push(format!("started {}", u.unit));
+        }
+        fn event(&mut self, _: usize, _: &ConversationEvent) {}
+        fn warning(&mut self, _: usize, _: &str) {}
+        fn finished(&mut self, _: usize, u: &UnitReport, _: Option<&DispatchResult>) {
+            self.0
+                .push(format!("finished {} {}", u.unit, u.rounds.len()));
+        }
+        fn blocked(&mut self, _: usize, _: &UnitReport) {}
+        fn waiting(&mut self, _: usize, _: &UnitReport, _: &DispatchResult) {}
+        fn plan_result(&mut self, _: &PlanResult) {}
+        fn round(&mut self, _: usize, n: &RoundNote) {
+            self.0
+                .push(format!("{} {}/{} {:?}", n.kind, n.n, n.of, n.ended));
+        }
+    }
+
+    fn progress(state: RunState, rounds: Vec<Round>) -> Progress {
+        let mut row = UnitReport::waiting("api", EngineId::Claude, None);
+        (row.state, row.rounds) = (state, rounds);
+        Progress {
+            plan: "plan.toml".into(),
+            units: vec![row],
+            ended: false,
+            runs: 1,
+        }
+    }
+
+    /// A followed Temporal run's rows carry rounds: each start and end is
+    /// told once, a round first seen ended as started then ended.
+    #[test]
+    fn a_followed_runs_rounds_are_told_as_they_start_and_end() {
+        let told = std::rc::Rc::new(std::cell::RefCell::new(Told::default()));
+        let reporter: std::rc::Rc<std::cell::RefCell<dyn scheduler::Reporter>> = told.clone();
+        let mut last = Vec::new();
+        let fix = Round::start(RoundKind::Fix, (1, 2), EngineId::Claude);
+        let done = |mut r: Round| {
+            r.outcome = RoundOutcome::Done;
+            r
+        };
+        let review = Round::start(RoundKind::Review, (1, 1), EngineId::Codex);
+        let steps = [
+            progress(RunState::Running, vec![fix.clone()]),
+            progress(RunState::Running, vec![fix.clone()]),
+            progress(
+                RunState::Done,
+                vec![done(fix.clone()), done(review.clone())],
+            ),
+        ];
+        for p in &steps {
+            report_changes(&reporter, &mut last, p);
+        }
+        assert_eq!(
+            told.borrow().0,
+            [
+                "started api",
+                "fix 1/2 None",
+                "fix 1/2 Some(\"done\")",
+                "review 1/1 None",
+                "review 1/1 Some(\"done\")",
+                "finished api 2",
+            ]
+        );
+    }
 }

@@ -87,8 +87,9 @@ enum Row<'a> {
         /// The marker's last error, under a stable name.
         #[serde(rename = "lastError")]
         last_error: Option<&'a str>,
-        /// A `running` marker's vf: `alive`, `dead` (killed, or its final
-        /// marker write failed) or `unknown`.
+        /// The vf of a `running` marker, or of one whose loop is open (a
+        /// review pending): `alive`, `dead` (killed, or its final marker
+        /// write failed) or `unknown`.
         #[serde(rename = "ownerState", skip_serializing_if = "Option::is_none")]
         owner_state: Option<&'static str>,
         /// Its state lets it be continued (the resume policy's state rule:
@@ -113,10 +114,12 @@ impl<'a> Row<'a> {
             Ok(m) => Row::Unit {
                 marker: m,
                 last_error: m.error.as_deref(),
-                owner_state: (m.state == UnitState::Running).then(|| match m.owner_alive() {
-                    Liveness::Alive => "alive",
-                    Liveness::Dead => "dead",
-                    Liveness::Unknown => "unknown",
+                owner_state: (m.state == UnitState::Running || m.loop_open).then(|| {
+                    match m.owner_alive() {
+                        Liveness::Alive => "alive",
+                        Liveness::Dead => "dead",
+                        Liveness::Unknown => "unknown",
+                    }
                 }),
                 resumable: state_refusal(m).is_none(),
             },
@@ -270,7 +273,7 @@ fn cells(r: &Row) -> Cells {
     // A dead vf's `running` marker: the run is over, not running.
     let dead = *owner_state == Some("dead");
     let detail = match (&m.summary, &m.error) {
-        _ if dead => format!(
+        _ if dead && m.state == UnitState::Running => format!(
             "its vf (pid {}) is dead; resumable: {}",
             m.owner.as_ref().map_or(0, |o| o.supervisor.pid),
             // `status` runs no CLI: the recorded version stands in.
@@ -283,6 +286,7 @@ fn cells(r: &Row) -> Cells {
         (Some(s), None) => format!("summary: {s}"),
         (None, None) => String::new(),
     };
+    let detail = rounds_detail(m, dead, detail);
     let detail = match &m.command {
         Some(c) => format!(
             "command: {} {detail}",
@@ -297,7 +301,7 @@ fn cells(r: &Row) -> Cells {
     Cells {
         fixed: vec![
             m.unit.clone(),
-            if dead { "dead" } else { m.state.as_str() }.to_string(),
+            state_word(m, dead).to_string(),
             m.engine.as_str().to_string(),
             m.engine_version.as_deref().unwrap_or("-").to_string(),
             m.engine_session_id.as_deref().unwrap_or("-").to_string(),
@@ -305,6 +309,48 @@ fn cells(r: &Row) -> Cells {
         ],
         last: detail,
     }
+}
+
+/// The STATE column: a dead vf's `running` marker is `dead`; a unit whose
+/// author is done while its loop is open is `done, review pending`, never
+/// plain done.
+fn state_word(m: &Marker, dead: bool) -> &'static str {
+    match m.state {
+        UnitState::Running if dead => "dead",
+        UnitState::Done if m.loop_open => "done, review pending",
+        s => s.as_str(),
+    }
+}
+
+/// The unit's rounds ahead of `detail` (`rounds: fix 1/2 done, review 1/1
+/// approve`); a round still `running` under a dead vf was interrupted.
+fn rounds_detail(m: &Marker, dead: bool, detail: String) -> String {
+    use super::output::{round_name, rounds_summary};
+    use crate::unit::marker::rounds::RoundOutcome;
+    if m.rounds.is_empty() {
+        return detail;
+    }
+    let under_way = m
+        .rounds
+        .iter()
+        .rfind(|r| r.outcome == RoundOutcome::Running);
+    let text = crate::ground::text::one_line(&rounds_summary(&m.rounds), 200);
+    match under_way {
+        Some(r) if dead => {
+            let resumable = if state_refusal(m).is_none() {
+                "; resumable"
+            } else {
+                ""
+            };
+            format!(
+                "interrupted in {}{resumable}; rounds: {text}; {detail}",
+                round_name(r.kind.as_str(), r.n, r.of)
+            )
+        }
+        _ => format!("rounds: {text}; {detail}"),
+    }
+    .trim_end_matches([';', ' '])
+    .to_string()
 }
 
 fn recorded_version(m: &Marker) -> Option<crate::ground::version::Version> {

@@ -271,7 +271,9 @@ pub(super) async fn after_engine(
     if let (true, None, Some(cmd)) = (succeeded, &after.failure, &spec.steps.verify) {
         after.failure = run_step(spec, life, StepKind::Verify, cmd, session).await?;
     }
-    if succeeded && after.failure.is_none() {
+    // Under a reviewer's gate the branch is pushed once it is approved
+    // (the loop's driver, `approved_push`), never before.
+    if succeeded && after.failure.is_none() && spec.loops.review.is_none() {
         after.failure = push(spec, life).await?;
     }
     Ok(after)
@@ -300,6 +302,27 @@ async fn push(spec: &UnitSpec, life: &mut UnitLife) -> Result<Option<(Reason, St
         Err(SealError::Broken(message)) => Ok(Some((Reason::Workspace, message))),
         Err(SealError::Git(e)) => Ok(Some((Reason::Remote, e.message))),
     }
+}
+
+/// The push of a unit its reviewer approved (plan key `push`): its
+/// workspace with `pushed`, or the unit's failure (`remote`, `workspace`).
+pub async fn approved_push(
+    spec: &UnitSpec,
+    unit: &crate::unit::LockedUnit,
+    ws: Workspace,
+) -> Result<std::result::Result<Option<Workspace>, (Reason, String)>> {
+    let Some(remote) = spec.steps.workspace.as_ref().and_then(|w| w.push.clone()) else {
+        return Ok(Ok(None));
+    };
+    let pushing = unit.push_worktree(worktree(spec, ws.clone()), remote.clone());
+    Ok(match pushing.await? {
+        Ok(()) => Ok(Some(Workspace {
+            pushed: Some(remote),
+            ..ws
+        })),
+        Err(SealError::Broken(message)) => Err((Reason::Workspace, message)),
+        Err(SealError::Git(e)) => Err((Reason::Remote, e.message)),
+    })
 }
 
 /// Runs one step; `None` when it succeeded, else the unit's failure.

@@ -360,7 +360,8 @@ mod tests {
                 "\"refusal\"",
                 "\"cancelled\"",
                 "\"policy\"",
-                "\"remote\""
+                "\"remote\"",
+                "\"review\"",
             ]
         );
         for r in Reason::ALL {

@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::dispatch::resolve::Resolved;
 use crate::dispatch::{self, DispatchResult, EventSink, UnitSpec};
 use crate::engine::frames::ConversationEvent;
-use crate::engine::{Attachment, EngineId};
+use crate::engine::{Attachment, EngineId, RoundNote};
 use crate::ground::error::{Reason, Result, VfError, exit};
 use crate::ground::version::Version;
 use crate::plan::PlanUnit;
@@ -128,6 +128,8 @@ pub trait Reporter {
     fn event(&mut self, index: usize, event: &ConversationEvent);
     /// vf's own notice about a unit (not engine output).
     fn warning(&mut self, index: usize, message: &str);
+    /// A round of the unit's loops starts (`note.ended` is `None`) or ends.
+    fn round(&mut self, _index: usize, _note: &RoundNote) {}
     /// A unit ran to its end; `result` is its dispatch result when it got one.
     fn finished(&mut self, index: usize, report: &UnitReport, result: Option<&DispatchResult>);
     /// A unit will not run: a dependency did not finish.
@@ -617,5 +619,54 @@ impl EventSink for UnitSink {
 
     fn warning(&mut self, message: &str) {
         self.reporter.borrow_mut().warning(self.index, message);
+    }
+
+    fn round(&mut self, note: &RoundNote) {
+        self.reporter.borrow_mut().round(self.index, note);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records the rounds it is told of.
+    #[derive(Default)]
+    struct Rounds(Vec<(usize, RoundNote)>);
+
+    impl Reporter for Rounds {
+        fn started(&mut self, _: usize, _: &UnitReport) {}
+        fn event(&mut self, _: usize, _: &ConversationEvent) {}
+        fn warning(&mut self, _: usize, _: &str) {}
+        fn finished(&mut self, _: usize, _: &UnitReport, _: Option<&DispatchResult>) {}
+        fn blocked(&mut self, _: usize, _: &UnitReport) {}
+        fn waiting(&mut self, _: usize, _: &UnitReport, _: &DispatchResult) {}
+        fn plan_result(&mut self, _: &PlanResult) {}
+        fn round(&mut self, index: usize, note: &RoundNote) {
+            self.0.push((index, note.clone()));
+        }
+    }
+
+    #[test]
+    fn a_units_sink_forwards_its_rounds_to_the_reporter_with_its_index() {
+        let seen = Rc::new(RefCell::new(Rounds::default()));
+        let mut sink = UnitSink {
+            index: 3,
+            reporter: seen.clone(),
+        };
+        let note = RoundNote {
+            kind: "review",
+            n: 1,
+            of: 2,
+            engine: EngineId::Codex,
+            ended: None,
+        };
+        sink.round(&note);
+        let ended = RoundNote {
+            ended: Some("approve".into()),
+            ..note.clone()
+        };
+        sink.round(&ended);
+        assert_eq!(seen.borrow().0, vec![(3, note), (3, ended)]);
     }
 }

@@ -232,17 +232,25 @@ fn bar(s: &mut String, b: &timeline::Bar, x1: f64, x2: f64, unit: Option<usize>)
     } else {
         ""
     };
+    let what = match &b.round {
+        Some(r) => format!("round {r}"),
+        None => format!("attempt {}", b.attempt),
+    };
     let title = format!(
-        "{} · {} · attempt {} · {} · {}{reason}{est}",
+        "{} · {} · {what} · {} · {}{reason}{est}",
         b.unit,
         b.engine,
-        b.attempt,
         duration(b.end_ms - b.start_ms),
         b.outcome
     );
+    let round = b
+        .round
+        .as_deref()
+        .map(|r| format!(" data-round=\"{}\"", esc(r)))
+        .unwrap_or_default();
     let _ = write!(
         s,
-        "<g class=\"{kind} o-{}\" data-unit=\"{}\" data-idx=\"{}\" data-attempt=\"{}\"><title>{}</title>\
+        "<g class=\"{kind} o-{}\" data-unit=\"{}\" data-idx=\"{}\" data-attempt=\"{}\"{round}><title>{}</title>\
          <rect x=\"{x1:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"20\" rx=\"3\"/>",
         b.outcome,
         esc(&b.unit),
@@ -251,7 +259,13 @@ fn bar(s: &mut String, b: &timeline::Bar, x1: f64, x2: f64, unit: Option<usize>)
         esc(&title)
     );
     if w > 40.0 {
-        let label = crate::ground::text::cut(&b.unit, (w / 7.0) as usize);
+        // A round's bar says which round; a reviewer's or resolver's, whose.
+        let text = match &b.round {
+            Some(r) if r.starts_with("fix") => r.clone(),
+            Some(r) => format!("{r} · {}", b.engine),
+            None => b.unit.clone(),
+        };
+        let label = crate::ground::text::cut(&text, (w / 7.0) as usize);
         let _ = write!(
             s,
             "<text x=\"{:.1}\" y=\"{}\">{}</text>",
@@ -331,6 +345,7 @@ fn unit(h: &mut String, i: usize, u: &UnitRow) {
         field("changed files", Some(w.changed_files.join(", ")));
     }
     h.push_str("</dl>");
+    rounds(h, &u.rounds);
     if let Some(w) = u.workspace.as_ref().filter(|w| !w.diff.is_empty()) {
         h.push_str("<div class=\"diff\"><h4>Diff against its base</h4>");
         for f in &w.diff {
@@ -358,6 +373,68 @@ fn unit(h: &mut String, i: usize, u: &UnitRow) {
             .unwrap_or_default(),
         json_island(&serde_json::json!({"events": u.events, "raw": u.raw_lines})),
     );
+}
+
+/// A unit's rounds: a table row each (engine, outcome, a review's verdict,
+/// a fix round's verify exit status), a review's comments under it. The
+/// comments are a reviewer's words: hostile text, escaped.
+fn rounds(h: &mut String, rounds: &[crate::unit::marker::rounds::Round]) {
+    use crate::unit::marker::rounds::{RoundOutcome, VerdictKind};
+    if rounds.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<div class=\"rounds\"><h4>Rounds</h4><table><tr><th>round</th><th>engine</th>\
+         <th>outcome</th><th>verdict</th><th>verify</th><th>started</th></tr>",
+    );
+    for r in rounds {
+        let outcome = match r.outcome {
+            RoundOutcome::Running => "running",
+            RoundOutcome::Done => "done",
+            RoundOutcome::Failed => "failed",
+        };
+        let outcome = match (&r.reason, &r.error) {
+            (Some(why), Some(e)) => format!("{outcome} ({}: {e})", why.as_str()),
+            (None, Some(e)) => format!("{outcome} ({e})"),
+            _ => outcome.to_string(),
+        };
+        let verdict = r.verdict.as_ref().map(|v| match v.verdict {
+            VerdictKind::Approve => "approve",
+            VerdictKind::Changes => "changes",
+        });
+        let verify = r.verify.as_ref().map(|v| {
+            let code = v
+                .exit_code
+                .map_or("no exit code".into(), |c| format!("exit {c}"));
+            let passed = if v.passed { "passed" } else { "failed" };
+            format!("{passed}, {code}: {}", v.command)
+        });
+        let _ = write!(
+            h,
+            "<tr class=\"round\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&timeline::round_name(r)),
+            esc(r.engine.as_str()),
+            esc(&outcome),
+            verdict.unwrap_or(""),
+            esc(verify.as_deref().unwrap_or("")),
+            esc(&r.started_at)
+        );
+        let comments = r.verdict.iter().flat_map(|v| &v.comments);
+        for c in comments {
+            let at = match (&c.path, c.line) {
+                (Some(p), Some(l)) => format!("{p}:{l}"),
+                (Some(p), None) => p.clone(),
+                _ => String::new(),
+            };
+            let _ = write!(
+                h,
+                "<tr class=\"comment\"><td colspan=\"2\"><code>{}</code></td><td colspan=\"4\"><pre>{}</pre></td></tr>",
+                esc(&at),
+                esc(&c.text)
+            );
+        }
+    }
+    h.push_str("</table></div>");
 }
 
 fn conversations(h: &mut String, r: &Report) {

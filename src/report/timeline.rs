@@ -1,11 +1,14 @@
 //! The timeline's bars: one per attempt, one per unit blocked before it ran,
-//! one per wait on a rate limit; each put in the lowest free lane (the
-//! lanes are the plan's `--jobs` slots as they were used).
+//! one per wait on a rate limit, one per round of its loops (a fix round
+//! stands for the attempt it is); each put in the lowest free lane (the
+//! lanes are the plan's `--jobs` slots as they were used), a round in its
+//! unit's lane when that one is free.
 
 use serde::Serialize;
 
 use crate::ground::error::Reason;
 use crate::ground::procinfo::Liveness;
+use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome};
 use crate::unit::marker::{Marker, MarkerStore, UnitState};
 
 use super::millis;
@@ -27,6 +30,10 @@ pub struct Bar {
     /// the latest attempt's.
     pub estimated: bool,
     pub lane: u32,
+    /// A round of the unit's loops: `fix 2/3`, `review 1/2`, `resolve`
+    /// (its engine is the round's: a reviewer's, a resolver's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<String>,
 }
 
 impl Bar {
@@ -47,8 +54,14 @@ pub fn bars(store: &MarkerStore, markers: &[Marker], now_ms: u64) -> (Vec<Bar>, 
             .cmp(&(b.start_ms, &b.unit, b.attempt, b.outcome))
     });
     let mut ends: Vec<u64> = Vec::new();
+    // The lane each unit's latest bar took: its rounds follow it there.
+    let mut unit_lane: std::collections::HashMap<String, usize> = Default::default();
     for b in &mut all {
-        let lane = match ends.iter().position(|&e| e <= b.start_ms) {
+        let own = unit_lane
+            .get(&b.unit)
+            .copied()
+            .filter(|&l| b.round.is_some() && ends[l] <= b.start_ms);
+        let lane = match own.or_else(|| ends.iter().position(|&e| e <= b.start_ms)) {
             Some(l) => l,
             None => {
                 ends.push(0);
@@ -57,6 +70,7 @@ pub fn bars(store: &MarkerStore, markers: &[Marker], now_ms: u64) -> (Vec<Bar>, 
         };
         ends[lane] = b.end_ms.max(b.start_ms + 1);
         b.lane = lane as u32;
+        unit_lane.insert(b.unit.clone(), lane);
     }
     (all, ends.len() as u32)
 }
@@ -72,6 +86,7 @@ fn of_unit(store: &MarkerStore, m: &Marker, now_ms: u64) -> Vec<Bar> {
         end_ms: end_ms.max(start_ms),
         estimated: false,
         lane: 0,
+        round: None,
     };
     let latest = latest_span(m, now_ms);
     let earlier = match latest {
@@ -118,7 +133,50 @@ fn of_unit(store: &MarkerStore, m: &Marker, now_ms: u64) -> Vec<Bar> {
         })
         .collect();
     out.extend(waits);
+    // A fix round is an attempt: its bar, labelled, stands for the attempt's.
+    out.retain(|b| {
+        !m.rounds
+            .iter()
+            .any(|r| r.attempt == Some(b.attempt) && b.is_attempt())
+    });
+    out.extend(m.rounds.iter().filter_map(|r| round_bar(m, r, now_ms)));
     out
+}
+
+/// A round's bar, timed by its `startedAt` / `finishedAt`.
+fn round_bar(m: &Marker, r: &Round, now_ms: u64) -> Option<Bar> {
+    let start = millis(&r.started_at)?;
+    let outcome = match r.outcome {
+        RoundOutcome::Done => "done",
+        RoundOutcome::Failed => "failed",
+        RoundOutcome::Running if m.owner_alive() == Liveness::Alive => "running",
+        RoundOutcome::Running => "interrupted",
+    };
+    let end = match r.finished_at.as_deref().and_then(millis) {
+        Some(end) => end,
+        None if outcome == "running" => now_ms,
+        None => millis(&m.updated_at).unwrap_or(start),
+    };
+    Some(Bar {
+        unit: m.unit.clone(),
+        attempt: r.attempt.unwrap_or(0),
+        engine: r.engine.to_string(),
+        outcome,
+        reason: r.reason.map(|x| x.as_str().to_string()),
+        start_ms: start,
+        end_ms: end.max(start),
+        estimated: false,
+        lane: 0,
+        round: Some(round_name(r)),
+    })
+}
+
+/// `fix 2/3`, `review 1/2`; a unit's one resolve round has no count.
+pub fn round_name(r: &Round) -> String {
+    match r.kind {
+        RoundKind::Resolve => r.kind.as_str().to_string(),
+        k => format!("{} {}/{}", k.as_str(), r.n, r.of),
+    }
 }
 
 /// The latest attempt's start and end, when it ran in the unit's latest run.
@@ -162,4 +220,70 @@ fn log_span(store: &MarkerStore, unit: &str, attempt: u32) -> Option<(u64, u64)>
     let end = ms(meta.modified().ok()?)?;
     let start = meta.created().ok().and_then(ms).unwrap_or(end);
     Some((start.min(end), end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineId;
+    use crate::ground::fsutil::rfc3339;
+
+    const T: u64 = 1_764_650_000;
+
+    fn unit(name: &str, (from, to): (u64, u64), rounds: Vec<Round>) -> Marker {
+        let mut m = Marker::new(name, EngineId::Claude, std::path::Path::new("/w"));
+        (m.state, m.attempts) = (UnitState::Done, 2);
+        m.started_at = Some(rfc3339(T + from, 0));
+        m.finished_at = Some(rfc3339(T + to, 0));
+        m.rounds = rounds;
+        m
+    }
+
+    fn round(kind: RoundKind, attempt: Option<u32>, (from, to): (u64, u64)) -> Round {
+        let mut r = Round::start(kind, (1, 2), EngineId::Codex);
+        r.outcome = RoundOutcome::Done;
+        r.attempt = attempt;
+        (r.started_at, r.finished_at) = (rfc3339(T + from, 0), Some(rfc3339(T + to, 0)));
+        r
+    }
+
+    /// A round's bar follows its unit into the unit's lane (not the lowest
+    /// free one), and a fix round's bar stands for its attempt.
+    #[test]
+    fn a_rounds_bar_takes_its_units_lane_and_a_fix_round_its_attempt() {
+        let dir = std::path::PathBuf::from("/nonexistent/vf-state");
+        let store = MarkerStore::new(&dir);
+        let x = unit("x", (0, 3), Vec::new());
+        let a = unit(
+            "a",
+            (1, 10),
+            vec![
+                round(RoundKind::Fix, Some(2), (1, 10)),
+                round(RoundKind::Review, None, (10, 15)),
+            ],
+        );
+        let (bars, lanes) = bars(&store, &[x, a], (T + 20) * 1000);
+        let got: Vec<_> = bars
+            .iter()
+            .map(|b| {
+                (
+                    b.unit.as_str(),
+                    b.round.as_deref(),
+                    b.engine.as_str(),
+                    b.lane,
+                )
+            })
+            .collect();
+        assert_eq!(
+            (got, lanes),
+            (
+                vec![
+                    ("x", None, "claude", 0),
+                    ("a", Some("fix 1/2"), "codex", 1),
+                    ("a", Some("review 1/2"), "codex", 1),
+                ],
+                2
+            )
+        );
+    }
 }

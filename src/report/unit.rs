@@ -64,6 +64,9 @@ pub struct UnitRow {
     /// Unknown frames (drift) of the latest attempt, by frame kind.
     pub unknown_frames: BTreeMap<String, u64>,
     pub warnings: Vec<String>,
+    /// The rounds of its loops, as its marker keeps them (oldest first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<crate::unit::marker::rounds::Round>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -156,6 +159,7 @@ fn row(req: &Request, store: &MarkerStore, m: &Marker, budget: Budget) -> UnitRo
         raw_lines: projected.raw,
         unknown_frames: projected.unknown,
         warnings,
+        rounds: m.rounds.clone(),
     }
 }
 

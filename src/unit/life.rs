@@ -444,15 +444,23 @@ pub fn save_rounds(unit: &LockedUnit, rounds: &[crate::unit::marker::Round]) -> 
 /// `done` author rejected by its reviewer, `review`; rounds stopped by the
 /// budget, `budget`): the one move from `done` to `failed`, the loop's
 /// verdict on an attempt that ended well. A unit still `running` or
-/// `pending` is refused (exit 70): the driver closes only a settled attempt.
-pub fn close_loop(unit: &LockedUnit, end: Option<(Reason, String)>) -> Result<Marker> {
+/// `pending` is refused (exit 70): the driver closes only a settled attempt
+/// (done, failed, or blocked by a merge that could not be resolved).
+pub fn close_loop(
+    unit: &LockedUnit,
+    end: Option<(Reason, String)>,
+    pushed: Option<crate::workspace::Workspace>,
+) -> Result<Marker> {
     let mut m = unit
         .load_marker()?
         .ok_or_else(|| VfError::state(format!("unit {:?} has no marker", unit.name())))?;
-    if !matches!(m.state, UnitState::Done | UnitState::Failed) {
+    if matches!(m.state, UnitState::Pending | UnitState::Running) {
         return Err(refused(&m.unit, m.state, UnitState::Failed));
     }
     m.loop_open = false;
+    if let Some(ws) = pushed {
+        m.workspace = Some(ws);
+    }
     if let Some((reason, error)) = end {
         m.state = UnitState::Failed;
         m.reason = Some(reason);

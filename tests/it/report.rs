@@ -430,6 +430,7 @@ fn open_hands_the_page_to_the_opener_and_a_missing_one_is_a_warning() {
 fn the_page_in_a_real_browser() {
     let Some(chromium) = browser() else { return };
     let r = ran();
+    with_rounds(&r, "c");
     let page = r.env.path().join("report.html");
     let out = r.report(&[
         "--plan",
@@ -446,7 +447,9 @@ fn the_page_in_a_real_browser() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let seen = stdout_json(&out);
     let expected = json!({
-        "bars": 3, "allBars": 4, "units": 4, "scripts": 1,
+        "bars": 4, "allBars": 5, "units": 4, "scripts": 1,
+        "rounds": [["fix 1/2", "fix 1/2"], ["review 1/1", "review 1/1 · claude"]],
+        "comments": [HOSTILE_COMMENT],
         "clicked": {"unit": "c", "eventsBefore": 0, "events": 9, "rawShown": seen["clicked"]["rawShown"]},
         "consoleErrors": [], "exceptions": [], "dialogs": [], "requests": [],
     });
@@ -454,6 +457,41 @@ fn the_page_in_a_real_browser() {
     let raw = seen["clicked"]["rawShown"].as_str().unwrap_or("");
     assert!(raw.starts_with("1: {\"type\":\"thread.started\""), "{raw}");
     assert!(std::fs::metadata(&shot).unwrap().len() > 10_000);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains(HOSTILE_COMMENT), "the comment is markup");
+    assert!(html.contains("&lt;script&gt;alert(5)&lt;/script&gt;"));
+}
+
+/// A reviewer's comment: a dialog if it ever ran.
+const HOSTILE_COMMENT: &str = "<script>alert(5)</script><img src=x onerror=alert(6)>";
+
+/// Gives `unit` the rounds of a closed loop (issue 41) in its marker: its
+/// attempt 1 as a fix round whose verify failed, then a reviewer's round
+/// (claude) asking for changes with a hostile comment. Two seconds each, so
+/// that each bar is wide enough to show its label.
+fn with_rounds(r: &Ran, unit: &str) {
+    let path = r.env.state().join(format!("units/{unit}/marker.json"));
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let start = m["startedAt"].as_str().unwrap().to_string();
+    let (end, review_end) = (later(&start, 2), later(&start, 4));
+    m["rounds"] = json!([
+        {"kind": "fix", "n": 1, "of": 2, "engine": "codex", "sessionId": null, "attempt": 1,
+         "trigger": "verify", "outcome": "failed", "reason": "verify", "usage": null,
+         "verify": {"command": "cargo test", "exitCode": 101, "passed": false},
+         "startedAt": start, "finishedAt": end},
+        {"kind": "review", "n": 1, "of": 1, "engine": "claude", "sessionId": null,
+         "unit": "review-1", "outcome": "done", "usage": null,
+         "verdict": {"verdict": "changes", "comments": [
+             {"path": "src/a.rs", "line": 3, "text": HOSTILE_COMMENT}]},
+         "startedAt": end, "finishedAt": review_end},
+    ]);
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+}
+
+/// An RFC 3339 UTC time `secs` seconds after `t` (`...:SS.fffZ` or `...:SSZ`).
+fn later(t: &str, secs: u64) -> String {
+    let at = vf::ground::fsutil::parse_rfc3339(t).unwrap() + secs;
+    vf::ground::fsutil::rfc3339(at, 0)
 }
 
 fn browser() -> Option<PathBuf> {

@@ -13,6 +13,8 @@ use common::*;
 
 #[path = "state/layout.rs"]
 mod layout;
+#[path = "state/rounds.rs"]
+mod rounds;
 
 const CODEX: &str = "codex/0.171.0/b_tool.stdout.jsonl";
 

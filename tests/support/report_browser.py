@@ -4,7 +4,9 @@ the DevTools protocol (stdlib only: a minimal websocket client), and prints
 what it saw as one JSON object:
 
   bars        timeline bars that are attempts (g.bar.attempt)
-  allBars     every timeline bar (attempts, blocked units, waits)
+  allBars     every timeline bar (attempts, blocked units, waits, rounds)
+  rounds      each round's bar: its round and its label ([data-round, text])
+  comments    the text of every review comment shown in the unit rows
   units       unit rows
   clicked     the unit whose row was clicked ({events, eventsBefore, rawShown})
   scripts     <script> elements other than JSON islands
@@ -138,6 +140,11 @@ def main():
             "bars": page.eval("document.querySelectorAll('#gantt g.bar.attempt').length"),
             "allBars": page.eval("document.querySelectorAll('#gantt g.bar').length"),
             "units": page.eval("document.querySelectorAll('details.unit').length"),
+            "rounds": page.eval(
+                "Array.from(document.querySelectorAll('#gantt g.bar[data-round]'))"
+                ".map(g => [g.dataset.round, g.querySelector('text') ? g.querySelector('text').textContent : null])"),
+            "comments": page.eval(
+                "Array.from(document.querySelectorAll('details.unit tr.comment pre')).map(p => p.textContent)"),
             "scripts": page.eval(
                 "Array.from(document.scripts).filter(s => s.type !== 'application/json').length"),
         }

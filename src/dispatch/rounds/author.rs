@@ -9,23 +9,22 @@ use crate::unit::marker::resume_rule::has_exact_authority;
 use crate::unit::marker::rounds::{RoundKind, VerifyCheck};
 
 use super::super::{DispatchResult, UnitSpec};
-use super::driver::Driver;
 
 /// The author's next attempt, sending `prompt` into its session.
 pub(super) async fn resume(
-    d: &Driver,
+    (spec, hold): (&UnitSpec, &crate::unit::UnitHold),
     m: &Marker,
     prompt: String,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
-    let (engine, bin) = (m.engine, d.spec.engine_bin.clone());
+    let (engine, bin) = (m.engine, spec.engine_bin.clone());
     let installed = crate::ground::offload::run(move || {
         super::super::installed_version(engine, bin.as_deref())
     })
     .await
     .ok()
     .flatten();
-    let mut spec = d.spec.clone();
+    let mut spec = spec.clone();
     let exact = m
         .engine_session_id
         .clone()
@@ -34,7 +33,7 @@ pub(super) async fn resume(
         Some(id) => (Some(id), prompt),
         None => {
             // A fresh session knows nothing: the task first, then the round's ask.
-            let prompt = match d.hold.dir().load_task() {
+            let prompt = match hold.dir().load_task() {
                 Some(task) => format!("{task}\n\n{prompt}"),
                 None => prompt,
             };
@@ -45,7 +44,7 @@ pub(super) async fn resume(
             }
         }
     };
-    super::super::run_once(spec, &d.hold, sink).await
+    super::super::run_once(spec, hold, sink).await
 }
 
 /// The author's prompt after a reviewer's `changes` (its latest review's comments).

@@ -7,7 +7,7 @@
 //! The map:
 //! - `spec`: what the unit asks (`Loops`), resolved with its other options;
 //! - `next`: the loop's next step, read off the marker alone (pure);
-//! - `driver`: the loop under one hold of the unit's lock; `author` the
+//! - `drive`: the loop under one hold of the unit's lock; `author` the
 //!   author's resumed session; `review` a review round; `resolver` the resolve
 //!   round of a dependency merge that conflicted; `nested` a round's own
 //!   engine run as a nested unit in the unit's folder;
@@ -15,7 +15,7 @@
 //! - `prompts`: every prompt the loops send (fix, review, revision, resolve, continue).
 
 mod author;
-mod driver;
+mod drive;
 pub mod nested;
 pub mod next;
 pub mod prompts;
@@ -24,6 +24,6 @@ mod review;
 pub mod review_verdict;
 pub mod spec;
 
-pub(crate) use driver::drive;
+pub(crate) use drive::drive;
 
 pub use spec::{Loops, MAX_FIX_ROUNDS, MAX_REVIEW_ROUNDS, OnConflict, Review, RoundBudget};

@@ -17,7 +17,7 @@ use super::super::{DispatchResult, UnitSpec};
 pub struct Nested<'a> {
     /// The unit the round belongs to: its limits, grace, budget and cancel apply.
     pub parent: &'a UnitSpec,
-    /// `review-1`, `resolve-1`, ...
+    /// `review-<attempt>`, `resolve-<attempt>.<n>`: unique across the unit's loops.
     pub name: String,
     pub engine: EngineId,
     pub model: Option<String>,
@@ -56,6 +56,10 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
     // A read-only reviewer never inherits the author's skip-permissions:
     // together they are refused (read-only contradicts approving every tool).
     r.skip_permissions = p.skip_permissions && !n.read_only;
+    // The unit's own engine (a resolver by default) runs the binary it runs.
+    if n.engine == p.engine {
+        r.engine_bin = p.engine_bin.clone();
+    }
     (r.stall_timeout, r.timeout, r.kill_grace) = (p.stall_timeout, p.timeout, p.kill_grace);
     r.options.model = n.model.clone();
     r.asked = crate::unit::Asked::new(&policy, (&[], &[]), (None, None));

@@ -44,7 +44,7 @@ pub async fn run(
     let (at, resume) = begin(&mut marker, engine, pending);
     let marker = save(unit, marker).await?;
     let (n, name) = (marker.rounds[at].n, marker.rounds[at].unit.clone());
-    let name = name.unwrap_or_else(|| format!("resolve-{n}"));
+    let name = name.unwrap_or_else(|| format!("resolve-{}.{n}", marker.attempts + 1));
     let note = |ended: Option<&str>| RoundNote {
         kind: RoundKind::Resolve.as_str(),
         n,
@@ -122,7 +122,9 @@ fn begin(marker: &mut Marker, engine: EngineId, pending: &Pending) -> (usize, bo
         .count() as u32
         + 1;
     let mut round = Round::start(RoundKind::Resolve, (n, 1), engine);
-    round.unit = Some(format!("resolve-{n}"));
+    // Named after the attempt it comes before: unique across loops (a
+    // re-run's loop numbers its rounds from 1 again).
+    round.unit = Some(format!("resolve-{}.{n}", marker.attempts + 1));
     round.dependency = Some(pending.dependency.clone());
     round.paths = pending.paths.clone();
     marker.rounds.push(round);

@@ -311,6 +311,7 @@ fn a_resolve_round_a_crash_interrupted_is_continued_not_restarted() {
     round.dependency = Some(pending.dependency.clone());
     marker.rounds.push(round);
     marker.workspace = Some(ws.clone());
+    marker.loop_open = true;
     unit.save_marker_sync(&mut marker).unwrap();
     let first = Nested {
         parent: &spec,

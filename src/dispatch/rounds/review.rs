@@ -8,7 +8,7 @@ use crate::ground::Result;
 use crate::unit::marker::Marker;
 use crate::unit::marker::rounds::{Round, RoundKind, RoundOutcome, Verdict};
 
-use super::driver::Driver;
+use super::drive::Driver;
 use super::nested::{self, Nested};
 
 impl Driver {
@@ -23,8 +23,13 @@ impl Driver {
         let Some(rv) = self.spec.loops.review.clone() else {
             return Ok(());
         };
-        let name = format!("review-{n}");
         let mut rounds = m.rounds.clone();
+        // Named after the author's attempt it reviews: unique across loops
+        // (a re-run's loop starts at round 1 again); a continued round keeps its own.
+        let name = match (again, rounds.last().and_then(|r| r.unit.clone())) {
+            (true, Some(name)) => name,
+            _ => format!("review-{}", m.attempts),
+        };
         if !again {
             let mut round = Round::start(RoundKind::Review, (n, of), rv.engine);
             (round.unit, round.model) = (Some(name.clone()), rv.model.clone());
@@ -113,7 +118,7 @@ impl Driver {
             Ok(Err(e)) => (String::new(), Some(format!("no diff: {e}"))),
             Err(e) => (String::new(), Some(format!("no diff: {e}"))),
         };
-        let task = super::driver::redacted(&task, &self.spec.redact);
+        let task = super::drive::redacted(&task, &self.spec.redact);
         super::prompts::review(&task, m.summary.as_ref(), &text, note.as_deref(), extra)
     }
 }

@@ -131,6 +131,7 @@ mod tests {
                     .into()
             }),
             host: full.then(|| "vm-1".into()),
+            rounds: Vec::new(),
         }
     }
 

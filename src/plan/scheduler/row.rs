@@ -116,6 +116,9 @@ pub struct UnitReport {
     /// marker and raw logs are in that worker's state dir).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub host: Option<String>,
+    /// The rounds of its loops in this run, oldest first (its result's).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub rounds: Vec<crate::unit::marker::rounds::Round>,
 }
 
 impl UnitReport {
@@ -141,6 +144,7 @@ impl UnitReport {
             workspace: None,
             origins: None,
             host: None,
+            rounds: Vec::new(),
         }
     }
 
@@ -194,6 +198,7 @@ impl UnitReport {
                 self.summary = res.summary.as_ref().map(JsonText::new);
                 self.error = res.error.clone();
                 self.usage = res.usage.clone();
+                self.rounds = res.rounds.clone();
             }
             Err(e) => {
                 self.go(RunState::Failed)?;
@@ -402,5 +407,51 @@ mod tests {
         assert_eq!(t.state, Done);
         t.broken(&refused("a", Done, Running));
         assert_eq!((t.state, t.reason), (Failed, Some(Reason::Internal)));
+    }
+
+    /// A plan row carries its run's rounds (`orchestrate.result`).
+    #[test]
+    fn a_settled_row_carries_the_rounds_of_its_result() {
+        use crate::unit::marker::rounds::{Round, RoundKind};
+        let round = Round::start(RoundKind::Review, (1, 2), EngineId::Claude);
+        let res = DispatchResult {
+            unit: "a".into(),
+            engine: EngineId::Codex,
+            engine_version: None,
+            model: None,
+            effort: None,
+            state: UnitState::Done,
+            exit_code: Some(0),
+            session_id: None,
+            summary: None,
+            summary_error: None,
+            answer: None,
+            unknown_frames: 0,
+            warnings: Vec::new(),
+            engine_reason: None,
+            error: None,
+            reason: None,
+            usage: None,
+            retry_at: None,
+            duration_ms: 1,
+            attempt: 1,
+            marker: "m.json".into(),
+            stdout_log: None,
+            stderr_log: None,
+            workspace: None,
+            policy: None,
+            start: None,
+            replay: None,
+            path_violations: Vec::new(),
+            mcp: Vec::new(),
+            rounds: vec![round.clone()],
+        };
+        let mut r = UnitReport::running("a", EngineId::Codex, None, 1);
+        r.settle(&Ok(res)).unwrap();
+        assert_eq!(r.rounds, vec![round]);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["rounds"][0]["kind"], "review");
+        let plain = serde_json::to_value(UnitReport::waiting("b", EngineId::Codex, None)).unwrap();
+        assert!(plain.get("rounds").is_none(), "{plain}");
     }
 }

@@ -57,8 +57,8 @@ pub(crate) async fn drive(
             None => next(m.state, m.reason, &m.rounds, &d.spec.loops),
         };
         match step {
-            Next::Close => return d.close(res, None).await,
-            Next::Fail(reason, why) => return d.close(res, Some((reason, why))).await,
+            Next::Close => return d.close_approved(res, &m).await,
+            Next::Fail(reason, why) => return d.close(res, Some((reason, why)), None).await,
             Next::Fix { n, of, trigger } => res = d.fix(&m, (n, of), trigger, sink).await?,
             Next::Review { n, of, again } => d.review(&m, (n, of), again, sink).await?,
         }
@@ -168,7 +168,7 @@ impl Driver {
         round.model = m.model.clone();
         rounds.push(round);
         self.save(rounds.clone(), sink).await?;
-        let res = super::author::resume(self, m, prompt, sink).await?;
+        let res = super::author::resume((&self.spec, &self.hold), m, prompt, sink).await?;
         let after = self.marker().await?;
         let last = rounds.last_mut().expect("the round just pushed");
         self.end_fix(last, &res, &after);
@@ -212,15 +212,30 @@ impl Driver {
         super::prompts::fix_after_verify(&command, status, &text, round)
     }
 
+    /// The loop's end as it stands: a unit its reviewer approved gets its
+    /// branch pushed first (plan key `push`), which may still fail it.
+    async fn close_approved(&self, res: DispatchResult, m: &Marker) -> Result<DispatchResult> {
+        let (approved, ws) = (m.state == UnitState::Done, m.workspace.clone());
+        let (Some(ws), true, Some(_)) = (ws, approved, &self.spec.loops.review) else {
+            return self.close(res, None, None).await;
+        };
+        let unit = self.hold.unit();
+        match super::super::around::approved_push(&self.spec, &unit, ws).await? {
+            Ok(pushed) => self.close(res, None, pushed).await,
+            Err(end) => self.close(res, Some(end), None).await,
+        }
+    }
+
     /// The loop's end: the final state written, the result made whole.
     async fn close(
         &self,
         res: DispatchResult,
         end: Option<(Reason, String)>,
+        pushed: Option<crate::workspace::Workspace>,
     ) -> Result<DispatchResult> {
         let unit = self.hold.unit();
         let m = crate::ground::offload::run_vf("closing the loop", move || {
-            life::close_loop(&unit, end)
+            life::close_loop(&unit, end, pushed)
         })
         .await?;
         let mut out = DispatchResult {
@@ -229,6 +244,7 @@ impl Driver {
             error: m.error.clone(),
             usage: self.spent(&m),
             rounds: m.rounds.clone(),
+            workspace: m.workspace.clone(),
             duration_ms: self.started.elapsed().as_millis() as u64,
             attempt: m.attempts,
             ..res

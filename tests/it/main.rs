@@ -111,6 +111,8 @@ mod real_conv;
 #[cfg(target_os = "linux")]
 mod real_engines;
 #[cfg(target_os = "linux")]
+mod real_loops;
+#[cfg(target_os = "linux")]
 mod real_mcp;
 #[cfg(target_os = "linux")]
 mod real_options;

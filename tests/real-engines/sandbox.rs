@@ -92,6 +92,20 @@ pub struct Sandbox {
     pub engine: &'static str,
     pub version: String,
     home: TempDir,
+    /// Every CLI at its pin in the one HOME (`engine-sandbox.sh all`), `engine`
+    /// the one `dispatch` runs: a unit of one CLI reviewed by another.
+    every: bool,
+}
+
+/// Whether every CLI can run here at its pin (each one said so when it cannot).
+pub fn every_available() -> bool {
+    let clis = ["codex", "claude", "gemini", "opencode", "copilot"];
+    // Each asked (no short cut), so each missing one says so.
+    let there = clis
+        .iter()
+        .filter(|e| versions(e).first().is_some_and(|v| available(e, v)))
+        .count();
+    there == clis.len()
 }
 
 impl Sandbox {
@@ -102,6 +116,17 @@ impl Sandbox {
             engine,
             version: version.to_string(),
             home,
+            every: false,
+        }
+    }
+
+    /// A sandbox of every CLI at its pin whose `dispatch` runs `engine`
+    /// (check [`every_available`] first).
+    pub fn every(engine: &'static str) -> Sandbox {
+        let version = versions(engine).first().cloned().unwrap_or_default();
+        Sandbox {
+            every: true,
+            ..Sandbox::new(engine, &version)
         }
     }
 
@@ -129,8 +154,11 @@ impl Sandbox {
     /// `VF_STATE_DIR` set to [`Sandbox::state_dir`].
     pub fn command(&self, program: &std::ffi::OsStr) -> Command {
         let mut c = Command::new(root().join("scripts/engine-sandbox.sh"));
-        c.arg(self.engine)
-            .args(["--version", &self.version, "--timeout", "240"])
+        match self.every {
+            true => c.arg("all"),
+            false => c.args([self.engine, "--version", &self.version]),
+        };
+        c.args(["--timeout", "240"])
             .arg("--home")
             .arg(self.home.path())
             .arg("--workdir")

@@ -14,6 +14,8 @@ LAB-RESUME without LAB-RECALL needs some LAB-MEMO word in the earlier messages.
 import json
 import re
 
+from fake_model_loops import SCENARIOS as LOOP_SCENARIOS, loop_plan
+
 # Scenario markers; the memo and recall words are data, never a scenario.
 MARKER = re.compile(r"\bLAB-(?!MEMO-|RECALL-)([A-Z]+)([0-9]*)\b")
 MEMO = re.compile(r"\bLAB-MEMO-([A-Za-z0-9]+)\b")
@@ -136,7 +138,7 @@ def analyse(api, body, default):
         if word == "ERR":
             name, code = "error", int(digits or 500)
         else:
-            name, code = word.lower(), 0
+            name, code = word.lower(), int(digits or 0)
     after = items[idx + 1:] if idx >= 0 else items
     results = [t for (_, k, t) in after if k == "tool_result"]
     return name, code, len(results), prompt, (results[-1] if results else ""), items, idx
@@ -212,6 +214,8 @@ def plan(api, body, default):
     if name == "maxtokens":
         # Only the model's thinking before the token limit: no answer text.
         return {"kind": "max_tokens", "reasoning": REASONING, "served": "maxtokens"}
+    if name in LOOP_SCENARIOS:
+        return loop_answer(api, body, name, code, step, items, idx)
     if name in ("tool", "write"):
         if step == 0:
             if name == "tool":
@@ -238,6 +242,18 @@ def plan(api, body, default):
         return {"kind": "answer", "text": RESUME_TEXT, "served": "resume#0",
                 "continuity": {"proven": True, "memo": memo}}
     return {"kind": "answer", "text": JSON_TEXT, "served": "json#0"}
+
+
+def loop_answer(api, body, name, code, step, items, idx):
+    """A closed-loop scenario (fake_model_loops.py): its shell command becomes the
+    tool the request offers; a resumed author's answer records its continuity."""
+    p = loop_plan(name, code, step, items[idx][2])
+    if "command" in p:
+        p["tool"] = shell_call(api, body, p.pop("command"))
+    if p["served"].startswith(("revise#", "fixup#")):
+        proven, memo = continuity(items, idx)
+        p["continuity"] = {"proven": proven, "memo": memo}
+    return p
 
 
 def first_line(tool_out):

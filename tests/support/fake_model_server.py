@@ -27,6 +27,10 @@ The answer is chosen from a marker word in the latest user-written message
   LAB-MAXTOKENS   (Gemini) only a thought part, then finishReason MAX_TOKENS: the
                   token limit ran out before any answer text (other APIs: the
                   thinking alone, ended normally)
+  LAB-LOOP, LAB-REVISE, LAB-FIXME, LAB-FIXUP, LAB-SIDE<n>, LAB-MERGE
+                  the rounds of vf's closed loops: a reviewer's verdict, a
+                  resumed author's revision or fix, a resolver's edit
+                  (fake_model_loops.py)
 Side requests are answered normally whatever the marker: requests without tools
 on Chat Completions (opencode's title agent) get a short title, and Gemini's
 routing classifier (a generateContent with a complexity_score schema) gets

@@ -327,6 +327,63 @@ class FakeServerTest(unittest.TestCase):
                  for p in d["candidates"][0]["content"]["parts"] if "functionCall" in p]
         self.assertEqual(calls, [{"name": "bash", "args": {"command": "echo hi there"}}])
 
+    # -- closed loops (fake_model_loops.py)
+
+    def anthropic_text(self, messages):
+        """(answer text, tool_use blocks' inputs) of an Anthropic request."""
+        _, _, raw = self.anthropic(messages)
+        events = sse_events(raw)
+        text = "".join(d["delta"].get("text", "") for e, d in events if e == "content_block_delta")
+        args = "".join(d["delta"].get("partial_json", "") for e, d in events
+                       if e == "content_block_delta")
+        return text, (json.loads(args) if args else None)
+
+    def test_loop_author_reviewer_and_revision(self):
+        task = "LAB-LOOP Write the file. LAB-MEMO-l1"
+        _, args = self.anthropic_text([{"role": "user", "content": task}])
+        self.assertEqual(args["command"],
+                         "printf 'lab-loop: draft\\n' > lab-loop.txt && echo wrote lab-loop.txt")
+        review = 'Task:\n%s\nDiff:\n+lab-loop: draft\nAnswer {"verdict": ...}' % task
+        text, args = self.anthropic_text([{"role": "user", "content": review}])
+        self.assertIsNone(args)
+        verdict = json.loads(text.split("```json\n")[1].split("```")[0])
+        self.assertEqual(verdict["verdict"], "changes")
+        comment = verdict["comments"][0]["text"]
+        self.assertTrue(comment.startswith("LAB-REVISE "), comment)
+        # The revision: the resumed session carries turn 1 and the comment.
+        revise = [{"role": "user", "content": task}, {"role": "assistant", "content": "ok"},
+                  {"role": "user", "content": "Address these: %s (and the task: %s)" % (comment, task)}]
+        _, args = self.anthropic_text(revise)
+        self.assertIn("'lab-loop: revised\\n' > lab-loop.txt", args["command"])
+        time.sleep(0.05)
+        with open(self.log, encoding="utf-8") as f:
+            last = [json.loads(line) for line in f][-1]
+        self.assertEqual(last["served"].split()[0], "revise#0")
+        self.assertEqual(last["continuity"], {"proven": True, "memo": "LAB-MEMO-l1"})
+        # A later review, its diff adding the revised line (earlier comment quoted): approve.
+        again = review.replace("+lab-loop: draft", "+lab-loop: revised") + "\nEarlier: " + comment
+        text, _ = self.anthropic_text([{"role": "user", "content": again}])
+        self.assertIn('{"verdict": "approve", "comments": []}', text)
+
+    def test_fix_and_merge_scenarios_write_their_files(self):
+        cases = [("LAB-FIXME go", "printf 'lab-fix: broken\\n' > lab-fix.txt"),
+                 ("verify `grep x || echo LAB-FIXUP` failed; task: LAB-FIXME go",
+                  "printf 'lab-fix: fixed\\n' > lab-fix.txt"),
+                 ("LAB-SIDE2 go", "printf 'side 2\\n' > LAB-MERGE.txt"),
+                 ("Conflicted paths: LAB-MERGE.txt", "printf 'side 1\\nside 2\\n' > LAB-MERGE.txt")]
+        for prompt, command in cases:
+            first = [{"role": "user", "content": prompt}]
+            _, args = self.anthropic_text(first)
+            self.assertTrue(args["command"].startswith(command), (prompt, args))
+            done = first + [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                                   "input": args}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                              "content": "wrote"}]}]
+            text, args = self.anthropic_text(done)
+            self.assertIsNone(args, prompt)
+            self.assertIn('"files_changed":["', text)
+
     # -- plumbing
 
     def test_log_marks_unknown_endpoints_and_redacts_keys(self):

@@ -53,7 +53,9 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
         ..Default::default()
     };
     let mut r = Resolved::new(n.engine, n.name.clone(), n.cwd.clone(), state_dir);
-    r.skip_permissions = p.skip_permissions;
+    // A read-only reviewer never inherits the author's skip-permissions:
+    // together they are refused (read-only contradicts approving every tool).
+    r.skip_permissions = p.skip_permissions && !n.read_only;
     // The unit's own engine (a resolver by default) runs the binary it runs.
     if n.engine == p.engine {
         r.engine_bin = p.engine_bin.clone();
@@ -70,4 +72,30 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
 pub async fn run(n: Nested<'_>, sink: &mut dyn EventSink) -> Result<DispatchResult> {
     let spec = spec(&n)?;
     Box::pin(super::super::run(spec, sink)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_only_round_drops_the_authors_skip_permissions_a_resolver_keeps_them() {
+        let mut r = Resolved::new(EngineId::Claude, "u".into(), "/w".into(), "/s".into());
+        r.skip_permissions = true;
+        let parent = r.spec("task".into(), None);
+        for (read_only, skip) in [(true, false), (false, true)] {
+            let n = Nested {
+                parent: &parent,
+                name: "review-1".into(),
+                engine: EngineId::Codex,
+                model: None,
+                prompt: "p".into(),
+                read_only,
+                cwd: "/w".into(),
+                resume: false,
+            };
+            let s = spec(&n).unwrap();
+            assert_eq!((s.skip_permissions, s.policy.read_only), (skip, read_only));
+        }
+    }
 }

@@ -744,3 +744,34 @@ fn worktree_units_push_their_branches_for_their_dependents_on_any_worker() {
         a["workspace"]["head"].as_str().unwrap()
     );
 }
+
+#[test]
+fn a_units_fix_rounds_run_inside_its_activity_and_its_row_carries_them() {
+    let Some(lab) = Lab::new("loops") else { return };
+    lab.unit("a", "");
+    lab.unit("b", "");
+    // `verify` fails the first time it checks `a`, then passes.
+    let verify = "verify = \"[ -e .checked ] || { touch .checked; echo not yet; exit 1; }\"";
+    let mut plan = plan_units(&[("a", &[])], &format!("fix_rounds = 2\n{verify}"));
+    plan.push_str(&plan_units(&[("b", &["a"])], ""));
+    lab.env.write("plan.toml", plan);
+    let _w = lab.worker("w1");
+    let r = lab.follow(0);
+    let a = row(&r, "a");
+    assert_eq!(a["state"], "done", "{a}");
+    let rounds = a["rounds"].as_array().expect("the row's rounds");
+    assert_eq!(rounds.len(), 1, "{a}");
+    assert_eq!(
+        (rounds[0]["kind"].as_str(), rounds[0]["outcome"].as_str()),
+        (Some("fix"), Some("done"))
+    );
+    assert_eq!(rounds[0]["verify"]["passed"], true);
+    assert_eq!(row(&r, "b")["state"], "done");
+    // One activity: the first attempt and its round, on the worker that holds the session.
+    assert_eq!((lab.starts("a").len(), lab.starts("b").len()), (2, 1));
+    let marker = walk_text(&lab.path().join("w1/temporal"), "units/a/marker.json");
+    assert!(
+        marker.contains("\"kind\": \"fix\"") || marker.contains("\"kind\":\"fix\""),
+        "{marker}"
+    );
+}

@@ -35,16 +35,25 @@ pub fn state_dir(parent: &UnitSpec) -> PathBuf {
     UnitDir::new(&parent.state_dir, &parent.unit).rounds_dir()
 }
 
+/// The session nested unit `name` of `engine` holds, if it ran far enough
+/// to have one: a round a crash interrupted is continued in it, else
+/// started again whole.
+pub fn session_of(parent: &UnitSpec, name: &str, engine: EngineId) -> Option<String> {
+    UnitDir::new(&state_dir(parent), name)
+        .load_marker()
+        .ok()
+        .flatten()
+        .filter(|m| m.engine == engine)
+        .and_then(|m| m.engine_session_id)
+}
+
 /// The nested unit's spec: the parent's limits, this round's engine, model,
 /// prompt and policy; no steps, no worktree, no loops of its own.
 pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
     let p = n.parent;
     let state_dir = state_dir(p);
     let session = match n.resume {
-        true => UnitDir::new(&state_dir, &n.name)
-            .load_marker()?
-            .filter(|m| m.engine == n.engine)
-            .and_then(|m| m.engine_session_id),
+        true => session_of(p, &n.name, n.engine),
         false => None,
     };
     let policy = crate::engine::ToolPolicy {

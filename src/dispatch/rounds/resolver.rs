@@ -41,10 +41,12 @@ pub async fn run(
         marker.rounds.clear();
     }
     marker.loop_open = true;
-    let (at, resume) = begin(&mut marker, engine, pending);
+    let (at, continued) = begin(&mut marker, engine, pending);
     let marker = save(unit, marker).await?;
     let (n, name) = (marker.rounds[at].n, marker.rounds[at].unit.clone());
     let name = name.unwrap_or_else(|| format!("resolve-{}.{n}", marker.attempts + 1));
+    // A resolver killed before its session was known starts again whole.
+    let resume = continued && nested::session_of(spec, &name, engine).is_some();
     let note = |ended: Option<&str>| RoundNote {
         kind: RoundKind::Resolve.as_str(),
         n,
@@ -111,9 +113,7 @@ fn begin(marker: &mut Marker, engine: EngineId, pending: &Pending) -> (usize, bo
             && r.dependency.as_deref() == Some(pending.dependency.as_str())
     });
     if let Some(at) = running {
-        // Only a nested unit that ran far enough to have a session is resumed.
-        let resume = marker.rounds[at].unit.is_some();
-        return (at, resume);
+        return (at, true);
     }
     let n = marker
         .rounds

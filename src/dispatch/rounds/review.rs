@@ -41,6 +41,8 @@ impl Driver {
             unit.make_rounds_dir_sync().map(drop)
         })
         .await?;
+        // A reviewer killed before its session was known starts again whole.
+        let again = again && super::nested::session_of(&self.spec, &name, rv.engine).is_some();
         let prompt = match again {
             true => super::prompts::continue_round(RoundKind::Review),
             false => self.review_prompt(m, rv.prompt.as_deref()).await,

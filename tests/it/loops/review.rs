@@ -122,3 +122,41 @@ fn a_reviewer_of_its_own_engine_is_allowed_with_a_warning() {
     let warnings = v["warnings"].to_string();
     assert!(warnings.contains("own work"), "{warnings}");
 }
+
+#[test]
+fn a_plan_unit_its_reviewer_rejects_fails_review_and_blocks_its_dependents() {
+    let lab = Lab::new();
+    lab.on("claude", 1, "answer", CHANGES);
+    lab.write(
+        "plan.toml",
+        "[[unit]]\nname = \"u\"\nengine = \"codex\"\nprompt = \"write out.txt\"\n\
+         review = { engine = \"claude\" }\n\n\
+         [[unit]]\nname = \"d\"\nengine = \"codex\"\nprompt = \"after u\"\ndepends_on = [\"u\"]\n",
+    );
+    let out = lab.run(&["orchestrate", "plan.toml", "--output", "json"]);
+    let v = result(&out);
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    let row = |name: &str| {
+        v["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["unit"] == name)
+            .unwrap()
+            .clone()
+    };
+    let u = row("u");
+    assert_eq!(
+        (u["state"].as_str(), u["reason"].as_str()),
+        (Some("failed"), Some("review")),
+        "{u}"
+    );
+    assert_eq!(rounds(&u), ["review 1 done"]);
+    let d = row("d");
+    assert_eq!(
+        (d["state"].as_str(), d["reason"].as_str()),
+        (Some("blocked"), Some("dependency")),
+        "{d}"
+    );
+    assert_eq!(lab.count("codex"), 1, "d never ran");
+}

@@ -164,7 +164,7 @@ impl Driver {
         };
         let mut rounds = m.rounds.clone();
         let mut round = Round::start(RoundKind::Fix, (n, of), m.engine);
-        (round.trigger, round.attempt) = (Some(trigger), Some(m.attempts + 1));
+        (round.trigger, round.attempt) = (Some(trigger), Some(m.attempts.saturating_add(1)));
         round.model = m.model.clone();
         rounds.push(round);
         self.save(rounds.clone(), sink).await?;

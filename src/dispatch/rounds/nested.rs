@@ -39,6 +39,8 @@ pub fn state_dir(parent: &UnitSpec) -> PathBuf {
 /// to have one: a round a crash interrupted is continued in it, else
 /// started again whole.
 pub fn session_of(parent: &UnitSpec, name: &str, engine: EngineId) -> Option<String> {
+    // A name read from a hostile marker is never a path.
+    crate::ground::names::check("unit name", name).ok()?;
     UnitDir::new(&state_dir(parent), name)
         .load_marker()
         .ok()

@@ -41,7 +41,7 @@ pub fn next(state: UnitState, reason: Option<Reason>, rounds: &[Round], loops: &
             let used = fixes(rounds, Trigger::Verify);
             match used < loops.fix_rounds {
                 true => Next::Fix {
-                    n: used + 1,
+                    n: used.saturating_add(1),
                     of: loops.fix_rounds,
                     trigger: Trigger::Verify,
                 },
@@ -80,7 +80,7 @@ fn after_done(rounds: &[Round], loops: &Loops) -> Next {
             match (revised, last.n < of) {
                 // The author answered the comments and ended well: review again.
                 (true, _) => Next::Review {
-                    n: last.n + 1,
+                    n: last.n.saturating_add(1),
                     of,
                     again: false,
                 },

@@ -140,3 +140,22 @@ fn an_interrupted_review_is_continued_and_an_invalid_one_fails() {
         Next::Fail(Reason::Review, "no verdict".into())
     );
 }
+
+#[test]
+fn a_hostile_round_number_never_overflows() {
+    let l = loops(0, Some(u32::MAX));
+    let changes = Round {
+        n: u32::MAX,
+        of: u32::MAX,
+        ..review(1, VerdictKind::Changes)
+    };
+    let step = next(UnitState::Done, None, &[changes, fix(Trigger::Review)], &l);
+    assert_eq!(
+        step,
+        Next::Review {
+            n: u32::MAX,
+            of: u32::MAX,
+            again: false
+        }
+    );
+}

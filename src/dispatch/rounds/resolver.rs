@@ -44,7 +44,9 @@ pub async fn run(
     let (at, continued) = begin(&mut marker, engine, pending);
     let marker = save(unit, marker).await?;
     let (n, name) = (marker.rounds[at].n, marker.rounds[at].unit.clone());
-    let name = name.unwrap_or_else(|| format!("resolve-{}.{n}", marker.attempts + 1));
+    // A name read from a hostile marker is never a path.
+    let name = name.filter(|n| crate::ground::names::check("unit name", n).is_ok());
+    let name = name.unwrap_or_else(|| format!("resolve-{}.{n}", marker.attempts.saturating_add(1)));
     // A resolver killed before its session was known starts again whole.
     let resume = continued && nested::session_of(spec, &name, engine).is_some();
     let note = |ended: Option<&str>| RoundNote {
@@ -124,7 +126,7 @@ fn begin(marker: &mut Marker, engine: EngineId, pending: &Pending) -> (usize, bo
     let mut round = Round::start(RoundKind::Resolve, (n, 1), engine);
     // Named after the attempt it comes before: unique across loops (a
     // re-run's loop numbers its rounds from 1 again).
-    round.unit = Some(format!("resolve-{}.{n}", marker.attempts + 1));
+    round.unit = Some(format!("resolve-{}.{n}", marker.attempts.saturating_add(1)));
     round.dependency = Some(pending.dependency.clone());
     round.paths = pending.paths.clone();
     marker.rounds.push(round);

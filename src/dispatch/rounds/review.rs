@@ -26,7 +26,9 @@ impl Driver {
         let mut rounds = m.rounds.clone();
         // Named after the author's attempt it reviews: unique across loops
         // (a re-run's loop starts at round 1 again); a continued round keeps its own.
-        let name = match (again, rounds.last().and_then(|r| r.unit.clone())) {
+        let recorded = rounds.last().and_then(|r| r.unit.clone());
+        let recorded = recorded.filter(|n| crate::ground::names::check("unit name", n).is_ok());
+        let name = match (again, recorded) {
             (true, Some(name)) => name,
             _ => format!("review-{}", m.attempts),
         };

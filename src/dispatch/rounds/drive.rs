@@ -23,6 +23,9 @@ pub(super) struct Driver {
     /// The author's attempt run by this process before any round (its
     /// usage is not in a round).
     pub first: Option<crate::engine::Usage>,
+    /// What the rounds' own runs warned of (a reviewer's unenforced
+    /// read-only, its engine's dropped options), for the unit's result.
+    pub warnings: Vec<String>,
 }
 
 /// Runs `spec`'s unit with its loops, `hold` keeping its lock throughout.
@@ -37,6 +40,7 @@ pub(crate) async fn drive(
         hold,
         started: Instant::now(),
         first: None,
+        warnings: Vec::new(),
     };
     let mut res = match before.filter(|m| m.loop_open) {
         // The author stands after an attempt: the loop goes on from there.
@@ -249,6 +253,11 @@ impl Driver {
             attempt: m.attempts,
             ..res
         };
+        for w in &self.warnings {
+            if !out.warnings.contains(w) {
+                out.warnings.push(w.clone());
+            }
+        }
         if out.reason != Some(Reason::Verify) && m.state == UnitState::Done {
             out.error = None;
         }

@@ -73,6 +73,13 @@ impl Driver {
             verdict = judge(&second);
             runs.push(second);
         }
+        for r in runs.iter().flatten() {
+            let said = r
+                .warnings
+                .iter()
+                .map(|w| format!("reviewer ({}): {w}", rv.engine));
+            self.warnings.extend(said);
+        }
         let last = rounds.last_mut().expect("the review round");
         end_review(last, &runs, verdict);
         let mut now = self.marker().await?.rounds;

@@ -160,3 +160,24 @@ fn a_plan_unit_its_reviewer_rejects_fails_review_and_blocks_its_dependents() {
     );
     assert_eq!(lab.count("codex"), 1, "d never ran");
 }
+
+#[test]
+fn what_the_reviewers_run_warns_of_reaches_the_units_result() {
+    let lab = Lab::new();
+    lab.on("claude", 1, "answer", APPROVE);
+    // A reviewer CLI of a version vf has not verified: its run warns.
+    let fake = lab.dir.join("bin/claude");
+    let script = std::fs::read_to_string(&fake).unwrap();
+    std::fs::write(
+        &fake,
+        script.replace("2.1.332 (Claude Code)", "9.0.0 (Claude Code)"),
+    )
+    .unwrap();
+    let v = result(&dispatch(&lab, "1"));
+    assert_eq!(v["state"], "done", "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("reviewer (claude): claude 9.0.0 is unverified"),
+        "{warnings}"
+    );
+}

@@ -56,9 +56,13 @@ pub(crate) async fn drive(
     };
     loop {
         let m = d.marker().await?;
-        let step = match d.over_budget(&m) {
-            Some(why) => Next::Fail(Reason::Budget, why),
-            None => next(m.state, m.reason, &m.rounds, &d.spec.loops),
+        let step = match next(m.state, m.reason, &m.rounds, &d.spec.loops) {
+            // A round would start: not once the budget is reached.
+            step @ (Next::Fix { .. } | Next::Review { .. }) => match d.over_budget(&m) {
+                Some(why) => Next::Fail(Reason::Budget, why),
+                None => step,
+            },
+            step => step,
         };
         match step {
             Next::Close => return d.close_approved(res, &m).await,
@@ -131,8 +135,8 @@ impl Driver {
         crate::engine::usage::total(all)
     }
 
-    /// Why no further round may start: the unit's own budget, or the plan's
-    /// hard budget, reached.
+    /// Why the next round may not start: the unit's own budget, or the
+    /// plan's hard budget, reached.
     fn over_budget(&self, m: &Marker) -> Option<String> {
         let b = &self.spec.loops.budget;
         let budget = Budget {
@@ -145,12 +149,8 @@ impl Driver {
             .budget_stop
             .as_ref()
             .and_then(|w| w.stop.borrow().clone());
-        let stopping = !matches!(
-            next(m.state, m.reason, &m.rounds, &self.spec.loops),
-            Next::Close | Next::Fail(..)
-        );
         let why = plan.or_else(|| budget.reached(self.spent(m).as_ref()))?;
-        stopping.then(|| format!("{why}; no further round starts"))
+        Some(format!("{why}; no further round starts"))
     }
 
     /// A fix round: the author's session resumed with the failed check, or
@@ -170,18 +170,24 @@ impl Driver {
         let mut round = Round::start(RoundKind::Fix, (n, of), m.engine);
         (round.trigger, round.attempt) = (Some(trigger), Some(m.attempts.saturating_add(1)));
         round.model = m.model.clone();
-        rounds.push(round);
-        self.save(rounds.clone(), sink).await?;
+        rounds.push(round.clone());
+        self.save(rounds, sink).await?;
         let res = super::author::resume((&self.spec, &self.hold), m, prompt, sink).await?;
         let after = self.marker().await?;
-        let last = rounds.last_mut().expect("the round just pushed");
-        self.end_fix(last, &res, &after);
-        let mut rounds = after.rounds.clone();
-        if let Some(r) = rounds.last_mut() {
-            *r = last.clone();
-        }
-        self.save(rounds, sink).await?;
+        self.end_fix(&mut round, &res, &after);
+        self.end_round(round, sink).await?;
         Ok(res)
+    }
+
+    /// Writes `round`'s end in place of the latest round of the marker as
+    /// it stands (the attempt between kept the record) and tells `sink`.
+    pub(super) async fn end_round(&self, round: Round, sink: &mut dyn EventSink) -> Result<()> {
+        let mut rounds = self.marker().await?.rounds;
+        match rounds.last_mut() {
+            Some(last) => *last = round,
+            None => rounds.push(round),
+        }
+        self.save(rounds, sink).await
     }
 
     /// A fix round's end, from its attempt's result.
@@ -257,9 +263,6 @@ impl Driver {
             if !out.warnings.contains(w) {
                 out.warnings.push(w.clone());
             }
-        }
-        if out.reason != Some(Reason::Verify) && m.state == UnitState::Done {
-            out.error = None;
         }
         Ok(out)
     }

@@ -80,13 +80,9 @@ impl Driver {
                 .map(|w| format!("reviewer ({}): {w}", rv.engine));
             self.warnings.extend(said);
         }
-        let last = rounds.last_mut().expect("the review round");
-        end_review(last, &runs, verdict);
-        let mut now = self.marker().await?.rounds;
-        if let Some(r) = now.last_mut() {
-            *r = last.clone();
-        }
-        self.save(now, sink).await
+        let mut round = rounds.pop().expect("the review round");
+        end_review(&mut round, &runs, verdict);
+        self.end_round(round, sink).await
     }
 
     /// The reviewer's prompt: the author's task, summary and diff.

@@ -303,11 +303,46 @@ pub(super) fn note(r: &Round) -> RoundNote {
     }
 }
 
-/// `text` with every private block replaced, as the engine's echo is.
+/// `text` with every private block redacted as the engine's echo is (the
+/// run's `Redactor`, line by line: a block's header and JSON line, written
+/// out or escaped, and a header left from an earlier run).
 pub(super) fn redacted(text: &str, blocks: &[String]) -> String {
-    let mut out = text.to_string();
-    for b in blocks.iter().filter(|b| !b.is_empty()) {
-        out = out.replace(b.as_str(), super::super::REDACTED);
+    let r = super::super::redact::Redactor::with_secrets(blocks, &[]);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+        match r.line(body.as_bytes()) {
+            Some(clean) => out.push_str(&String::from_utf8_lossy(&clean)),
+            None => out.push_str(body),
+        }
+        out.push_str(end);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    const BLOCK: &str = "VF-PRIVATE-FILE-RANGES/1\n[{\"end\":2,\"file\":\"sec.txt\",\"start\":2,\"text\":\"PRIVATE-LINE-0123\\n\"}]";
+
+    #[test]
+    fn a_private_block_echoed_whole_or_in_part_is_redacted_and_the_rest_kept() {
+        let text = format!(
+            "task\n{BLOCK}\nverify said: {}\nend\n",
+            BLOCK.split_once('\n').unwrap().1
+        );
+        let out = redacted(&text, &[BLOCK.to_string()]);
+        assert!(!out.contains("PRIVATE-LINE-0123"), "{out}");
+        assert!(!out.contains("VF-PRIVATE-FILE-RANGES"), "{out}");
+        assert!(
+            out.starts_with("task\n") && out.ends_with("\nend\n"),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), text.lines().count());
+        assert_eq!(
+            redacted("nothing private\n", &[BLOCK.to_string()]),
+            "nothing private\n"
+        );
+    }
 }

@@ -14,6 +14,7 @@ pub mod ground;
 pub mod plan;
 pub mod process;
 pub mod project;
+pub mod quota;
 pub mod readiness;
 pub mod report;
 pub mod sys;

@@ -161,7 +161,11 @@ fn start_pumps(
     files: [std::fs::File; 2],
     session: Session,
 ) -> (mpsc::Receiver<Msg>, [JoinHandle<()>; 2], Option<AcpRun>) {
-    let secrets = spec.mcp.as_ref().map(|m| m.secrets()).unwrap_or_default();
+    let mut secrets = spec.mcp.as_ref().map(|m| m.secrets()).unwrap_or_default();
+    // An account's variables may hold keys: never in a log nor an event.
+    if let Some(a) = &spec.quota.account {
+        secrets.extend(a.env.iter().map(|(_, v)| v.clone()));
+    }
     let redactor = Arc::new(Redactor::with_secrets(&spec.redact, &secrets));
     let (tx, rx) = mpsc::channel::<Msg>(256);
     let err = child.stderr.take().expect("stderr is piped");

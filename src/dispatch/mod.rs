@@ -31,6 +31,7 @@ pub mod around;
 pub mod assess;
 pub mod attach;
 mod budget_watch;
+mod governor;
 mod launch;
 pub mod notify;
 mod prepare;
@@ -130,6 +131,9 @@ pub struct UnitSpec {
     pub command: Option<crate::engine::EngineCommand>,
     /// The unit's closed loops (fix, review, resolve); none by default.
     pub loops: rounds::Loops,
+    /// What the quota governor governs this run by: its account (chosen by
+    /// the caller), `pause_at`, `stagger` (docs/QUOTA.md).
+    pub quota: crate::quota::Ask,
 }
 
 impl UnitSpec {
@@ -146,6 +150,7 @@ impl UnitSpec {
             summary_schema: self.summary_schema.as_ref().map(|s| s.path().to_path_buf()),
             asked: self.asked.clone(),
             loop_open: self.loops.any(),
+            account: self.quota.account.as_ref().map(|a| a.name.clone()),
         }
     }
 }
@@ -216,6 +221,9 @@ pub struct DispatchResult {
     /// The rounds of its closed loops, oldest first (`unit::marker::rounds`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<crate::unit::marker::Round>,
+    /// The declared account it ran on (absent: the engine's default one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl DispatchResult {
@@ -275,6 +283,7 @@ impl DispatchResult {
                 .map(crate::engine::McpServers::names)
                 .unwrap_or_default(),
             rounds: Vec::new(),
+            account: marker.account.clone(),
         }
     }
 }
@@ -362,10 +371,24 @@ fn load_refused(spec: &UnitSpec, res: &DispatchResult) -> Option<(String, crate:
     crate::unit::history::prepend(&spec.unit, &recorded, &spec.prompt)
 }
 
-/// One attempt: prepare, launch, supervise, settle.
+/// One attempt, if the quota governor lets its engine start: it asks first
+/// (nothing is written when the account is held) and learns from its end.
 async fn run_attempt(
+    spec: UnitSpec,
+    unit: LockedUnit,
+    sink: &mut dyn EventSink,
+) -> Result<DispatchResult> {
+    let quota = governor::Turn::admit(&spec, sink)?;
+    let mut res = attempt(spec, unit, &quota, sink).await?;
+    quota.learn(&mut res, sink);
+    Ok(res)
+}
+
+/// One attempt: prepare, launch, supervise, settle.
+async fn attempt(
     mut spec: UnitSpec,
     unit: LockedUnit,
+    quota: &governor::Turn,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
     let started = Instant::now();
@@ -385,6 +408,6 @@ async fn run_attempt(
         return Ok(res);
     }
     let launched = launch::launch(&spec, prepared, &mut life).await?;
-    let ended = supervise::supervise(&spec, launched, &mut life, sink, started).await;
+    let ended = supervise::supervise(&spec, launched, &mut life, (sink, quota), started).await;
     settle::settle(&spec, ended, life, sink, started).await
 }

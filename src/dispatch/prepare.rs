@@ -91,6 +91,10 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
             .map_err(|e| life.fail_before_spawn(Reason::Missing, e))?,
     };
     life.note_policy(inv.policy);
+    // The account's variables point the engine at its credentials.
+    if let Some(a) = &spec.quota.account {
+        inv.env.extend(a.env.iter().cloned());
+    }
     inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;
     warnings.extend(inv.warnings.iter().cloned());

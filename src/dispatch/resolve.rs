@@ -70,6 +70,8 @@ pub struct Resolved {
     pub command: Option<EngineCommand>,
     /// The unit's closed loops (fix, review, resolve).
     pub loops: super::rounds::Loops,
+    /// The quota governor's say: the account, `pause_at`, `stagger`.
+    pub quota: crate::quota::Ask,
     /// vf's notices about the run known before it starts (a reviewer of
     /// the author's own engine): the spec's first warnings.
     pub warnings: Vec<String>,
@@ -105,6 +107,7 @@ impl Resolved {
             keep_answer: false,
             command: None,
             loops: super::rounds::Loops::default(),
+            quota: crate::quota::Ask::default(),
             warnings: Vec::new(),
         }
     }
@@ -145,6 +148,7 @@ impl Resolved {
             keep_answer: self.keep_answer,
             command: self.command,
             loops: self.loops,
+            quota: self.quota,
         }
     }
 }
@@ -663,6 +667,7 @@ mod tests {
             keep_answer: true,
             command: None,
             loops: Default::default(),
+            quota: Default::default(),
         };
         assert_eq!(format!("{spec:#?}"), format!("{want:#?}"));
     }

@@ -62,17 +62,20 @@ struct Supervisor<'a> {
     last_activity: TokioInstant,
     /// The unit's life: its session id, the events held until it is durable.
     life: &'a mut UnitLife,
+    /// The governor's turn: the quota frames the engine prints go to it.
+    quota: Option<&'a super::governor::Turn>,
 }
 
 pub(super) async fn supervise(
     spec: &UnitSpec,
     mut l: Launched,
     life: &mut UnitLife,
-    sink: &mut dyn EventSink,
+    (sink, quota): (&mut dyn EventSink, &super::governor::Turn),
     started: Instant,
 ) -> Ended {
     let mut signals = l.signals.take();
     let mut s = Supervisor::new(spec, sink, life, &l);
+    s.quota = Some(quota);
     if signals.is_none() {
         s.sink
             .warning("cannot listen for signals; a signal to vf will not reach the engine");
@@ -163,6 +166,7 @@ impl<'a> Supervisor<'a> {
             stderr_tail: Vec::new(),
             last_activity: TokioInstant::now(),
             life,
+            quota: None,
         }
     }
 
@@ -201,6 +205,9 @@ impl<'a> Supervisor<'a> {
             for ev in &events {
                 self.life.emit(self.sink, ev);
             }
+        }
+        if let (Some(turn), Some(signal)) = (self.quota, self.projector.take_quota()) {
+            turn.signal(&signal, self.sink);
         }
         if self.life.hold_overdue() {
             self.life.make_session_durable(self.sink).await;

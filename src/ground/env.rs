@@ -33,6 +33,9 @@ impl EnvVars {
     pub const VF_TEMPORAL_AFFINITY_MS: &'static str = "VF_TEMPORAL_AFFINITY_MS";
     /// Read: the history length at which the plan's workflow continues as new.
     pub const VF_TEMPORAL_HISTORY_EVENTS: &'static str = "VF_TEMPORAL_HISTORY_EVENTS";
+    /// Read: the quota ledger every vf process on this machine shares
+    /// (else `vf/quota.json` in the user's data dir; docs/QUOTA.md).
+    pub const VF_QUOTA_FILE: &'static str = "VF_QUOTA_FILE";
     /// Read, by tests: scales every rate-limit wait (a fraction: `0.001`).
     pub const VF_TEST_RATE_LIMIT_WAIT_SCALE: &'static str = "VF_TEST_RATE_LIMIT_WAIT_SCALE";
     /// Set for hooks, `setup`, `verify`: the unit's name.

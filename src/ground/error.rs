@@ -60,6 +60,9 @@ pub enum VfError {
     /// records; prints and exits as the wrapped error does.
     #[error("{error}")]
     Refused { reason: Reason, error: Box<VfError> },
+    /// The quota governor holds the engine's account: nothing started, exit 75.
+    #[error("{0}")]
+    Held(Box<crate::ground::held::HeldBy>),
 }
 
 impl VfError {
@@ -81,6 +84,7 @@ impl VfError {
             VfError::Output(_) | VfError::OutputFile(_) => exit::OUTPUT,
             VfError::Other(_) => exit::INTERNAL,
             VfError::Refused { error, .. } => error.exit_code(),
+            VfError::Held(_) => exit::RATE_LIMITED,
         }
     }
 
@@ -94,6 +98,7 @@ impl VfError {
             VfError::State(_) => Reason::State,
             VfError::Output(_) | VfError::OutputFile(_) | VfError::Other(_) => Reason::Internal,
             VfError::Refused { reason, .. } => *reason,
+            VfError::Held(_) => Reason::RateLimited,
         }
     }
 }

@@ -7,6 +7,7 @@
 //!   crash leftovers, state-file reads that never block nor follow a link, files a
 //!   user names (`fsutil/user_file.rs`: a regular file replaced, a FIFO or device
 //!   streamed, a link never replaced);
+//! - `held`: `HeldBy`, what holds an engine's account (a quota hold, as data);
 //! - `names`: safe file and unit names;
 //! - `offload`: file work moved onto tokio's blocking pool, and the rule for a task
 //!   that did not finish;
@@ -19,6 +20,7 @@
 pub mod env;
 pub mod error;
 pub mod fsutil;
+pub mod held;
 pub mod names;
 pub mod offload;
 pub mod procinfo;

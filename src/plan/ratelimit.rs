@@ -9,16 +9,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
-use crate::ground::env::EnvVars;
 
 /// The shortest and longest backoff when the engine names no reset time.
 pub const MIN_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(15 * 60);
 /// `max_wait` when the plan gives none: one hour of waiting in all.
 pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(3600);
-/// Test-only: every wait is multiplied by this factor (e.g. `0.01`), so tests
-/// need not sleep for real seconds. Never set it in real use.
-pub const WAIT_SCALE_ENV: &str = EnvVars::VF_TEST_RATE_LIMIT_WAIT_SCALE;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -154,15 +150,10 @@ pub fn until(retry_at: &str, now_secs: u64) -> Option<Duration> {
     Some(Duration::from_secs(at.saturating_sub(now_secs)).max(MIN_BACKOFF))
 }
 
-/// The real sleep for a wait of `d`: scaled down only by the test variable.
+/// The real sleep for a wait of `d`: scaled down only by the test variable
+/// (the governor's rule, so a plan's waits and the ledger's holds agree).
 pub fn scaled(d: Duration) -> Duration {
-    match std::env::var(WAIT_SCALE_ENV)
-        .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-    {
-        Some(f) if (0.0..=1.0).contains(&f) => d.mul_f64(f),
-        _ => d,
-    }
+    crate::quota::scaled(d)
 }
 
 #[cfg(test)]

@@ -120,6 +120,8 @@ pub struct Claim {
     /// The unit runs closed loops: its marker stays `loopOpen` until the
     /// loop's driver closes it ([`close_loop`]).
     pub loop_open: bool,
+    /// The declared account the run is on (`None`: the engine's default).
+    pub account: Option<String>,
 }
 
 impl UnitLife {
@@ -153,6 +155,12 @@ impl UnitLife {
             marker.rounds.clear();
         }
         marker.loop_open = spec.loop_open;
+        // A session belongs to the account it was made on: another account
+        // starts fresh (the caller chose replay), so the old id goes.
+        if marker.account != spec.account && spec.session.is_none() {
+            marker.engine_session_id = None;
+        }
+        marker.account = spec.account.clone();
         if let Some(id) = &spec.session {
             marker.engine_session_id = Some(id.clone());
         }

@@ -43,6 +43,7 @@ fn spec(dir: &Path) -> UnitSpec {
         mcp: None,
         command: None,
         loops: Default::default(),
+        quota: Default::default(),
     }
 }
 

@@ -143,6 +143,10 @@ pub struct Marker {
     /// the unit is not done for `orchestrate --resume`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub loop_open: bool,
+    /// The declared account of the latest run (docs/QUOTA.md); its session
+    /// resumes exactly only on it. Absent: the engine's default account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Marker {
@@ -182,6 +186,7 @@ impl Marker {
             asked: Asked::default(),
             rounds: Vec::new(),
             loop_open: false,
+            account: None,
         }
     }
 

@@ -53,3 +53,27 @@ pub(super) fn read_retry_at(frame: &Value, path: Path) -> Option<String> {
     let secs = if secs > 1e11 { secs / 1000.0 } else { secs };
     Some(crate::ground::fsutil::rfc3339(secs as u64, 0))
 }
+
+/// The quota reading a [`QuotaFrame`](super::manifest::QuotaFrame) names,
+/// `None` when the frame says nothing the governor can use.
+pub(super) fn read_quota(
+    q: &super::manifest::QuotaFrame,
+    frame: &Value,
+) -> Option<super::quota_signal::Signal> {
+    let text = |p: Path| field(frame, p).and_then(Value::as_str).map(str::to_string);
+    let utilization = field(frame, q.utilization)
+        .and_then(Value::as_f64)
+        .map(|u| u * q.utilization_scale)
+        .filter(|u| u.is_finite() && (0.0..=1000.0).contains(u));
+    let resets_at = read_retry_at(frame, q.resets_at)
+        .and_then(|t| crate::ground::fsutil::parse_rfc3339(&t))
+        .map(|s| s * 1000);
+    let status = text(q.status).filter(|s| s.len() <= 64);
+    (status.is_some() || utilization.is_some()).then(|| super::quota_signal::Signal {
+        status,
+        utilization,
+        window: text(q.window).filter(|w| w.len() <= 64),
+        resets_at,
+        source: q.kind.to_string(),
+    })
+}

@@ -146,10 +146,31 @@ pub struct RateLimitFrame {
     pub retry_at: Path,
 }
 
+/// A frame that says how much of its quota window the engine has used
+/// (claude's `rate_limit_event`, whatever its status): what the quota
+/// governor learns while the unit runs (docs/QUOTA.md).
+#[derive(Debug)]
+pub struct QuotaFrame {
+    /// The top-level kind (as `kind_of` names it).
+    pub kind: &'static str,
+    /// `allowed`, `allowed_warning` or `rejected` (the engine's words).
+    pub status: Path,
+    /// The share of the window used.
+    pub utilization: Path,
+    /// What `utilization` is multiplied by to make a percent (100 for a fraction).
+    pub utilization_scale: f64,
+    /// The window's name (`five_hour`).
+    pub window: Path,
+    /// When the window resets: epoch seconds or an RFC 3339 string.
+    pub resets_at: Path,
+}
+
 /// How a failed run shows it was rate-limited (see ENGINES.md, "Rate limits").
 #[derive(Debug)]
 pub struct RateLimits {
     pub frames: &'static [RateLimitFrame],
+    /// The frames that report the quota window while the engine runs.
+    pub quota: &'static [QuotaFrame],
     /// Text on stderr that names a rate limit (gemini's stdout does not).
     pub stderr: &'static [&'static str],
     /// The exit status a rate-limited run ends with (gemini: 429 mod 256).
@@ -159,6 +180,7 @@ pub struct RateLimits {
 impl RateLimits {
     pub const NONE: RateLimits = RateLimits {
         frames: &[],
+        quota: &[],
         stderr: &[],
         exit: None,
     };

@@ -15,6 +15,7 @@ mod keep;
 pub mod manifest;
 pub mod manifests;
 mod projector;
+pub mod quota_signal;
 pub mod reader;
 pub mod render;
 mod rules;
@@ -22,4 +23,5 @@ mod tracker;
 
 pub use event::{ConversationEvent, EventSink, Level, RawRange, RoundNote, ToolCall};
 pub use projector::Projector;
+pub use quota_signal::Signal as QuotaSignal;
 pub use tracker::Tracker;

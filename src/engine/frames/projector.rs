@@ -284,6 +284,11 @@ impl Projector {
         &self.tracker
     }
 
+    /// The quota reading seen since the last call (see [`Tracker::take_quota`]).
+    pub fn take_quota(&mut self) -> Option<crate::engine::frames::QuotaSignal> {
+        self.tracker.take_quota()
+    }
+
     /// Number of `system.unknownFrame` events emitted so far.
     pub fn unknown_frames(&self) -> u64 {
         self.unknown

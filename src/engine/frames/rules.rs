@@ -10,7 +10,7 @@ use super::fields::{
     at, cond, field, fill, first_text, id_of, nonempty, sanitize_kind, src, status_of,
     summarize_input, summarize_output,
 };
-use super::figures::{read_retry_at, read_usage};
+use super::figures::{read_quota, read_retry_at, read_usage};
 use super::manifest::{LifecycleSpec, Nested, Rule, ToolCallSpec, ToolResultSpec, lookup};
 use super::projector::{Burst, MAX_BURST_CALLS, MAX_MESSAGE_BYTES, PendingText, Projector};
 use super::tracker::Row;
@@ -35,6 +35,13 @@ impl Projector {
         for rl in self.manifest.rate_limits.frames {
             if rl.kind == kind && cond(&rl.when, &v) {
                 self.tracker.saw_rate_limit(read_retry_at(&v, rl.retry_at));
+            }
+        }
+        for q in self.manifest.rate_limits.quota {
+            if q.kind == kind
+                && let Some(signal) = read_quota(q, &v)
+            {
+                self.tracker.saw_quota(signal);
             }
         }
         let rule = self.table.and_then(|t| lookup(t, &kind));

@@ -74,6 +74,8 @@ pub struct Tracker {
     limits: &'static RateLimits,
     rate_limited: bool,
     retry_at: Option<String>,
+    /// The engine's latest word on its quota window, until taken.
+    quota: Option<super::quota_signal::Signal>,
     /// The engine stopped on its own spending cap.
     budget_stop: bool,
 }
@@ -107,6 +109,7 @@ impl Tracker {
             limits,
             rate_limited: false,
             retry_at: None,
+            quota: None,
             budget_stop: false,
         }
     }
@@ -266,6 +269,16 @@ impl Tracker {
     }
 
     /// A frame said the provider rate-limited the run.
+    pub(super) fn saw_quota(&mut self, signal: super::quota_signal::Signal) {
+        self.quota = Some(signal);
+    }
+
+    /// The quota reading seen since the last call, if any (the runtime
+    /// hands it to the governor while the unit runs).
+    pub fn take_quota(&mut self) -> Option<super::quota_signal::Signal> {
+        self.quota.take()
+    }
+
     pub(super) fn saw_rate_limit(&mut self, retry_at: Option<String>) {
         self.rate_limited = true;
         if retry_at.is_some() {

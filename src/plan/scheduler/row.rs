@@ -445,6 +445,7 @@ mod tests {
             path_violations: Vec::new(),
             mcp: Vec::new(),
             rounds: vec![round.clone()],
+            account: None,
         };
         let mut r = UnitReport::running("a", EngineId::Codex, None, 1);
         r.settle(&Ok(res)).unwrap();

@@ -11,6 +11,7 @@ pub const DOMAINS: &[&str] = &[
     "sys",
     "ground",
     "engine",
+    "quota",
     "process",
     "workspace",
     "unit",

@@ -64,7 +64,8 @@ impl Env {
     }
 
     /// `vf ARGS` in the dir with `VF_STATE_DIR` set, a 500 ms kill grace, no
-    /// stdin, the doctor cache under the dir (never the user's), and none of
+    /// stdin, the doctor cache and the quota ledger under the dir (never the
+    /// user's), and none of
     /// the caller's `FAKE_*`, `VF_*` or `IS_SANDBOX`.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(vf());
@@ -75,7 +76,9 @@ impl Env {
         c.env("VF_STATE_DIR", self.state())
             .env("VF_CONFIG", super::no_config())
             .env("VF_KILL_GRACE_MS", "500")
-            .env("XDG_CACHE_HOME", self.path.join("cache"));
+            .env("XDG_CACHE_HOME", self.path.join("cache"))
+            // The quota ledger is the test's own, never the user's.
+            .env("VF_QUOTA_FILE", self.path.join("quota.json"));
         c
     }
 

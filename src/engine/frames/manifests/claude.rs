@@ -90,6 +90,14 @@ const RATE_LIMITS: RateLimits = RateLimits {
             retry_at: &["rate_limit_info", "resetsAt"],
         },
     ],
+    quota: &[QuotaFrame {
+        kind: "rate_limit_event",
+        status: &["rate_limit_info", "status"],
+        utilization: &["rate_limit_info", "utilization"],
+        utilization_scale: 100.0,
+        window: &["rate_limit_info", "rateLimitType"],
+        resets_at: &["rate_limit_info", "resetsAt"],
+    }],
     stderr: &[],
     exit: None,
 };

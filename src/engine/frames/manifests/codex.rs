@@ -144,6 +144,7 @@ const RATE_LIMITS: RateLimits = RateLimits {
         when: Cond::Contains(&["error", "message"], "429 Too Many Requests"),
         retry_at: &[],
     }],
+    quota: &[],
     stderr: &[],
     exit: None,
 };

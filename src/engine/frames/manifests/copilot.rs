@@ -25,6 +25,7 @@ const RATE_LIMITS: RateLimits = RateLimits {
         RateLimitFrame { kind: "session.error", when: Cond::NumEq(&["data", "statusCode"], 429), retry_at: &[] },
         RateLimitFrame { kind: "session.error", when: Cond::StrEq(&["data", "errorType"], "rate_limit"), retry_at: &[] },
     ],
+    quota: &[],
     stderr: &[],
     exit: None,
 };

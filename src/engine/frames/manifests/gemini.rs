@@ -64,6 +64,7 @@ const USAGE_DOCUMENT: UsageSpec = UsageSpec {
 /// `RetryableQuotaError` (a 500 exits 244).
 const RATE_LIMITS: RateLimits = RateLimits {
     frames: &[],
+    quota: &[],
     stderr: &["RetryableQuotaError"],
     exit: Some(173),
 };

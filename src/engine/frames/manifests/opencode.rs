@@ -65,6 +65,7 @@ const RATE_LIMITS: RateLimits = RateLimits {
         when: Cond::NumEq(&["error", "data", "statusCode"], 429),
         retry_at: &[],
     }],
+    quota: &[],
     stderr: &[],
     exit: None,
 };

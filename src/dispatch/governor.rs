@@ -1,0 +1,66 @@
+//! The quota governor at the start and end of every attempt (a dispatch,
+//! a plan unit, a round, a conversation turn, a Temporal activity): the
+//! account must be open before the engine starts, and what the run met
+//! (a limit, a clean end) is taught to the shared ledger (`crate::quota`).
+
+use super::{DispatchResult, EventSink, UnitSpec};
+use crate::engine::EngineId;
+use crate::ground::error::{Reason, Result, VfError};
+use crate::quota;
+use crate::unit::UnitState;
+
+/// One attempt's turn at the governor.
+pub(super) struct Turn {
+    engine: EngineId,
+    account: String,
+    unit: String,
+    started_ms: u64,
+}
+
+impl Turn {
+    /// Takes a start of the unit's engine on its account, or refuses with
+    /// what holds it (exit 75; nothing is written).
+    pub(super) fn admit(spec: &UnitSpec, sink: &mut dyn EventSink) -> Result<Turn> {
+        let account = spec.quota.account_name().to_string();
+        let (gate, warning) = quota::admit(spec.engine, &account, &spec.quota.limits);
+        if let Some(w) = warning {
+            sink.warning(&w);
+        }
+        gate.map_err(|held| VfError::Held(Box::new(held)))?;
+        Ok(Turn {
+            engine: spec.engine,
+            account,
+            unit: spec.unit.clone(),
+            started_ms: quota::now_ms(),
+        })
+    }
+
+    /// A quota frame the engine printed while it ran.
+    pub(super) fn signal(&self, signal: &quota::Signal, sink: &mut dyn EventSink) {
+        let w = quota::learn_signal(self.engine, &self.account, &self.unit, signal);
+        if let Some(w) = w {
+            sink.warning(&w);
+        }
+    }
+
+    /// What the attempt's end teaches: a limit holds the account for every
+    /// vf process; a run done proves it open again.
+    pub(super) fn learn(self, res: &mut DispatchResult, sink: &mut dyn EventSink) {
+        res.account = (self.account != quota::DEFAULT_ACCOUNT).then(|| self.account.clone());
+        let w = match (res.reason, res.state) {
+            (Some(Reason::RateLimited), _) => {
+                let source = match res.retry_at {
+                    Some(_) => "rate-limited run, reset named by the engine",
+                    None => "rate-limited run, no reset named",
+                };
+                let retry_at = res.retry_at.as_deref();
+                quota::learn_limit(self.engine, &self.account, &self.unit, retry_at, source)
+            }
+            (_, UnitState::Done) => quota::learn_ok(self.engine, &self.account, self.started_ms),
+            _ => None,
+        };
+        if let Some(w) = w {
+            sink.warning(&w);
+        }
+    }
+}

@@ -26,7 +26,7 @@ impl Turn {
         if let Some(w) = warning {
             sink.warning(&w);
         }
-        gate.map_err(|held| VfError::Held(Box::new(held)))?;
+        gate.map_err(VfError::Held)?;
         Ok(Turn {
             engine: spec.engine,
             account,

@@ -183,6 +183,9 @@ pub struct PlanUnit {
     pub agent: Option<String>,
     /// `fix_rounds`, `review`, `on_conflict`, `resolver` (checked).
     pub loops: crate::unit::marker::asked::LoopKeys,
+    /// The quota governor's keys for it (`account`, `rotate`, `pause_at`,
+    /// `stagger`) and the user config's accounts (docs/QUOTA.md).
+    pub quota: crate::quota::Ask,
 }
 
 impl PlanUnit {
@@ -466,6 +469,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
         loops,
+        quota: crate::quota::Ask::default(),
         mcp,
         mcp_file,
         agent: u.agent,

@@ -137,6 +137,9 @@ pub trait Reporter {
     /// A rate-limited unit will run again (`report.error` says when or where);
     /// `result` is the attempt that was rate-limited.
     fn waiting(&mut self, index: usize, report: &UnitReport, result: &DispatchResult);
+    /// A unit waits on the quota governor (`report.held_by` says what holds
+    /// it and until when); told again when the hold changes.
+    fn held(&mut self, _index: usize, _report: &UnitReport) {}
     /// Every unit has settled.
     fn plan_result(&mut self, result: &PlanResult);
     /// Called a few times a second while units run, when `wants_ticks`.

@@ -81,14 +81,13 @@ pub fn gate(e: &mut Entry, now: u64, lim: &Limits) -> Gate {
         let pausing = w.status.as_deref() != Some("allowed")
             || lim.pause_at.is_some_and(|p| w.reaches(p));
         match w.resets_at {
-            Some(reset) if now < reset => {
-                if lim.pause_at.is_some_and(|p| w.reaches(p)) {
-                    return Gate::Held {
-                        until: reset,
-                        kind: HoldKind::Paused,
-                    };
-                }
+            Some(reset) if now < reset && lim.pause_at.is_some_and(|p| w.reaches(p)) => {
+                return Gate::Held {
+                    until: reset,
+                    kind: HoldKind::Paused,
+                };
             }
+            Some(reset) if now < reset => {}
             // A window past its reset says nothing any more.
             Some(reset) => {
                 e.window = None;

@@ -90,24 +90,24 @@ fn on_entry<T>(engine: EngineId, account: &str, f: impl FnOnce(&mut Entry) -> T)
 }
 
 /// Whether `engine` may start on `account` now, without taking a start.
-pub fn check(engine: EngineId, account: &str, lim: &Limits) -> (Result<(), HeldBy>, Warning) {
+pub fn check(engine: EngineId, account: &str, lim: &Limits) -> (Result<(), Box<HeldBy>>, Warning) {
     let now = now_ms();
     on_entry(engine, account, |e| match gate::gate(e, now, lim) {
         Gate::Open { .. } => Ok(()),
-        Gate::Held { until, kind } => Err(gate::held_by(e, until, kind)),
+        Gate::Held { until, kind } => Err(Box::new(gate::held_by(e, until, kind))),
     })
 }
 
 /// Takes a start of `engine` on `account`, or says what holds it. A start
 /// after a hold is noted, so the next waits its `stagger`.
-pub fn admit(engine: EngineId, account: &str, lim: &Limits) -> (Result<(), HeldBy>, Warning) {
+pub fn admit(engine: EngineId, account: &str, lim: &Limits) -> (Result<(), Box<HeldBy>>, Warning) {
     let now = now_ms();
     on_entry(engine, account, |e| {
         let g = gate::gate(e, now, lim);
         gate::started(e, now, &g);
         match g {
             Gate::Open { .. } => Ok(()),
-            Gate::Held { until, kind } => Err(gate::held_by(e, until, kind)),
+            Gate::Held { until, kind } => Err(Box::new(gate::held_by(e, until, kind))),
         }
     })
 }
@@ -119,7 +119,7 @@ pub fn choose(
     ask: &Ask,
     engine: EngineId,
     prefer: Option<&str>,
-) -> (Result<Option<Account>, HeldBy>, Vec<String>) {
+) -> (Result<Option<Account>, Box<HeldBy>>, Vec<String>) {
     let mut warnings = Vec::new();
     let cands = accounts::candidates(&ask.accounts, engine, &ask.rule, prefer);
     if cands.is_empty() {
@@ -128,7 +128,7 @@ pub fn choose(
         return (r.map(|()| None), warnings);
     }
     let tries = if ask.rule.no_rotate { 1 } else { cands.len() };
-    let mut first_free: Option<HeldBy> = None;
+    let mut first_free: Option<Box<HeldBy>> = None;
     for a in cands.into_iter().take(tries) {
         let (r, w) = check(engine, &a.name, &ask.limits);
         warnings.extend(w);

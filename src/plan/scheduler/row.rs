@@ -119,6 +119,12 @@ pub struct UnitReport {
     /// The rounds of its loops in this run, oldest first (its result's).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub rounds: Vec<crate::unit::marker::rounds::Round>,
+    /// The declared account its latest attempt ran on (absent: the default).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub account: Option<String>,
+    /// While it waits on the quota governor: what holds its engine's account.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub held_by: Option<crate::ground::held::HeldBy>,
 }
 
 impl UnitReport {
@@ -145,6 +151,8 @@ impl UnitReport {
             origins: None,
             host: None,
             rounds: Vec::new(),
+            account: None,
+            held_by: None,
         }
     }
 

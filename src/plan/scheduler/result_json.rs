@@ -132,6 +132,17 @@ mod tests {
             }),
             host: full.then(|| "vm-1".into()),
             rounds: Vec::new(),
+            account: full.then(|| "work".into()),
+            held_by: (!full).then(|| crate::ground::held::HeldBy {
+                engine: "claude".into(),
+                account: "work".into(),
+                until: "2026-12-05T18:00:00.250Z".into(),
+                kind: crate::ground::held::HoldKind::Paused,
+                unit: Some("a".into()),
+                source: Some("rate_limit_event (claude)".into()),
+                utilization: Some(91.5),
+                window: Some("five_hour".into()),
+            }),
         }
     }
 

@@ -379,7 +379,8 @@ async fn run_attempt(
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
     let quota = governor::Turn::admit(&spec, sink)?;
-    let mut res = attempt(spec, unit, &quota, sink).await?;
+    // Boxed: the attempt's future is large, and rounds nest attempts.
+    let mut res = Box::pin(attempt(spec, unit, &quota, sink)).await?;
     quota.learn(&mut res, sink);
     Ok(res)
 }

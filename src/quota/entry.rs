@@ -59,6 +59,23 @@ pub struct Entry {
     /// Where the fact came from (`rate_limit_event`, `exit 75`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The units held on it now, in any vf process (`vf quota` lists them);
+    /// a waiter whose process is gone is dropped on the next update.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<Waiter>,
+}
+
+/// A unit that waits on an account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Waiter {
+    pub unit: String,
+    /// The state dir the unit belongs to.
+    pub state_dir: String,
+    /// The vf process that holds it.
+    pub owner: crate::ground::procinfo::ProcIdentity,
+    #[serde(with = "ms")]
+    pub since: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -80,12 +97,23 @@ impl Entry {
             learned_at: None,
             unit: None,
             source: None,
+            waiting: Vec::new(),
         }
     }
 
     /// Nothing left to remember: the ledger drops it.
     pub fn is_idle(&self) -> bool {
-        self.held_until.is_none() && self.window.is_none() && !self.releasing && self.strikes == 0
+        self.held_until.is_none()
+            && self.window.is_none()
+            && !self.releasing
+            && self.strikes == 0
+            && self.waiting.is_empty()
+    }
+
+    /// Drops the waiters whose vf process is provably gone (a `kill -9`).
+    pub fn drop_dead_waiters(&mut self) {
+        use crate::ground::procinfo::Liveness;
+        self.waiting.retain(|w| w.owner.liveness() != Liveness::Dead);
     }
 
     pub fn key(&self) -> (&str, &str) {
@@ -107,6 +135,20 @@ pub mod ms_opt {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         let s: Option<String> = Option::deserialize(d)?;
         Ok(s.as_deref().and_then(super::parse_ms))
+    }
+}
+
+/// `u64` milliseconds as an RFC 3339 string (an unreadable one is 0).
+pub mod ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&super::rfc3339_ms(*v))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(super::parse_ms(&s).unwrap_or(0))
     }
 }
 

@@ -193,6 +193,32 @@ pub fn clear(engine: Option<&str>, account: Option<&str>) -> (Vec<Entry>, Warnin
     })
 }
 
+/// Unit `unit` of `state_dir` waits on `engine`'s `account` (`on`), or no
+/// longer does: `vf quota` lists the waiters of every vf process.
+pub fn waiting(
+    engine: EngineId,
+    account: &str,
+    (unit, state_dir): (&str, &std::path::Path),
+    on: bool,
+) -> Warning {
+    let me = crate::ground::procinfo::ProcIdentity::current();
+    let dir = state_dir.display().to_string();
+    on_entry(engine, account, |e| {
+        e.drop_dead_waiters();
+        e.waiting
+            .retain(|w| !(w.unit == unit && w.state_dir == dir && w.owner == me));
+        if on {
+            e.waiting.push(entry::Waiter {
+                unit: unit.to_string(),
+                state_dir: dir,
+                owner: me,
+                since: now_ms(),
+            });
+        }
+    })
+    .1
+}
+
 /// Every entry as it stands.
 pub fn entries() -> (Vec<Entry>, Warning) {
     ledger::read()

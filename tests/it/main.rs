@@ -78,6 +78,7 @@ mod plan_defaults;
 #[cfg(unix)]
 mod process_start;
 #[cfg(unix)]
+mod quota_fleet;
 mod ratelimit;
 #[cfg(unix)]
 mod report;

@@ -562,7 +562,7 @@ impl Run {
 
     fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) -> Result<()> {
         if let Err(VfError::Held(held)) = r {
-            return self.refused_start(i, held, reporter);
+            return self.refused_start(i, *held, reporter);
         }
         let u = &mut self.units[i];
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);

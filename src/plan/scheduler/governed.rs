@@ -182,7 +182,7 @@ impl Run {
         reporter: &Shared,
     ) -> Result<()> {
         self.units[i].report.again()?;
-        self.hold(i, *held, reporter);
+        self.hold(i, held, reporter);
         Ok(())
     }
 }

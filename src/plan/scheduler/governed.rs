@@ -178,7 +178,7 @@ impl Run {
     pub(super) fn refused_start(
         &mut self,
         i: usize,
-        held: Box<HeldBy>,
+        held: HeldBy,
         reporter: &Shared,
     ) -> Result<()> {
         self.units[i].report.again()?;

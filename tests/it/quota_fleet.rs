@@ -121,7 +121,7 @@ fn after_the_wall_no_unit_of_the_plan_starts_that_engine_before_the_reset() {
     let (starts, walls) = counts(&env);
     // The eight that start together may meet the wall (the third puts it
     // up); once vf knows of it, no start meets it again.
-    assert!(walls >= 1 && walls <= 8, "{walls} runs met the wall");
+    assert!((1..=8).contains(&walls), "{walls} runs met the wall");
     assert_eq!(starts, 16 + walls, "each walled unit ran once more");
     // The units held show so in the stream.
     let held: Vec<&Value> = lines.iter().filter(|l| !l["heldBy"].is_null()).collect();

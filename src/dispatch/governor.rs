@@ -15,6 +15,8 @@ pub(super) struct Turn {
     account: String,
     unit: String,
     started_ms: u64,
+    /// What the ledger warned of at the start (the result carries it too).
+    warnings: Vec<String>,
 }
 
 impl Turn {
@@ -23,10 +25,12 @@ impl Turn {
     /// its turn after a hold (`stagger`, seconds) waits for it instead.
     pub(super) async fn admit(spec: &UnitSpec, sink: &mut dyn EventSink) -> Result<Turn> {
         let account = spec.quota.account_name().to_string();
+        let mut warnings = Vec::new();
         while !spec.quota.admitted.spend() {
             let (gate, warning) = quota::admit(spec.engine, &account, &spec.quota.limits);
             if let Some(w) = warning {
                 sink.warning(&w);
+                warnings.push(w);
             }
             match gate {
                 Ok(()) => break,
@@ -43,6 +47,7 @@ impl Turn {
             account,
             unit: spec.unit.clone(),
             started_ms: quota::now_ms(),
+            warnings,
         })
     }
 
@@ -74,8 +79,10 @@ impl Turn {
             }
             _ => None,
         };
+        res.warnings.extend(self.warnings);
         if let Some(w) = w {
             sink.warning(&w);
+            res.warnings.push(w);
         }
     }
 }

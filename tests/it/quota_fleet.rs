@@ -192,3 +192,72 @@ fn a_dispatch_on_a_held_account_exits_75_without_starting_its_engine() {
             .exists()
     );
 }
+
+/// A ledger vf cannot use (a link, a FIFO, huge, corrupt) is a warning: the
+/// run goes on, governed in its own process, and the file is left as it was.
+#[cfg(unix)]
+#[test]
+fn a_ledger_that_is_a_link_a_fifo_huge_or_corrupt_is_a_warning_and_left_alone() {
+    let env = Env::new();
+    fleet(&env, 1_000, 0, &env.path().join("wall"));
+    let outside = env.write("outside.json", "{}");
+    let link = env.path().join("link.json");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let fifo = env.path().join("fifo.json");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let huge = env.write("huge.json", vec![b' '; (1 << 20) + 1]);
+    let corrupt = env.write("corrupt.json", "{\"version\": 1, \"entries\": [");
+    for (i, (ledger, why)) in [
+        (&link, "is a link"),
+        (&fifo, "not a regular file"),
+        (&huge, "over 1048576 bytes"),
+        (&corrupt, "does not parse"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut c = env.cmd(&[
+            "dispatch",
+            "--engine",
+            "claude",
+            "--unit",
+            &format!("u{i}"),
+            "--prompt",
+            "x",
+            "--output",
+            "json",
+        ]);
+        c.env("VF_CLAUDE_BIN", env.fake_for("claude"))
+            .env("VF_QUOTA_FILE", ledger);
+        let out = run_bounded(c, Duration::from_secs(30));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{why}: {err}");
+        assert!(
+            err.contains("cannot be used") && err.contains(why),
+            "{why}: {err}"
+        );
+        assert!(
+            err.contains("governed within this vf process only"),
+            "{err}"
+        );
+        assert!(
+            last_json(&out)["warnings"].to_string().contains(why),
+            "{why}"
+        );
+    }
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(read_text(&outside), "{}");
+    assert_eq!(read_text(&corrupt), "{\"version\": 1, \"entries\": [");
+    assert_eq!(std::fs::metadata(&huge).unwrap().len(), (1 << 20) + 1);
+}

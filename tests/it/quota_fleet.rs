@@ -261,3 +261,73 @@ fn a_ledger_that_is_a_link_a_fifo_huge_or_corrupt_is_a_warning_and_left_alone() 
     assert_eq!(read_text(&corrupt), "{\"version\": 1, \"entries\": [");
     assert_eq!(std::fs::metadata(&huge).unwrap().len(), (1 << 20) + 1);
 }
+
+/// A ledger holding claude's default account until `until_ms`.
+fn held_ledger(path: &std::path::Path, until_ms: u64) {
+    let until = vf::ground::fsutil::rfc3339(until_ms / 1000, (until_ms % 1000) as u32);
+    let text = format!(
+        r#"{{"version": 1, "entries": [{{"engine": "claude", "account": "default", "heldUntil": "{until}", "hold": "rate-limited", "unit": "elsewhere", "source": "a test"}}]}}"#
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// `kill -9` while units wait on a hold: the hold is in the ledger, so
+/// `--resume` waits for it too; the dead process's waiters are dropped.
+#[cfg(unix)]
+#[test]
+fn a_hold_survives_a_kill_9_of_the_plan_that_waited_on_it() {
+    let env = Env::new();
+    let ledger = env.path().join("quota.json");
+    fleet(&env, 1_000, 0, &env.path().join("wall"));
+    plan(&env, 2, "");
+    let until = now_ms() + 4_000;
+    held_ledger(&ledger, until);
+    let mut child = orchestrate(&env, &ledger, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let listed = |pid: u32| {
+        let v: Value = serde_json::from_str(&read_text(&ledger)).unwrap_or(Value::Null);
+        let waiting = &v["entries"][0]["waiting"];
+        let mine = |w: &&Value| w["owner"]["pid"] == pid;
+        waiting
+            .as_array()
+            .map_or(0, |w| w.iter().filter(mine).count())
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while listed(child.id()) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(listed(child.id()), 2, "{}", read_text(&ledger));
+    let dead = child.id();
+    signal(dead as i32, libc::SIGKILL);
+    wait_exit(&mut child);
+    assert_eq!(counts(&env), (0, 0), "nothing started while held");
+    let out = run_bounded(
+        orchestrate(&env, &ledger, &["--resume"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(counts(&env), (2, 0));
+    // Every start came after the hold's end.
+    for e in std::fs::read_dir(env.path().join("runs")).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_string_lossy().ends_with(".args") {
+            let at = e.metadata().unwrap().modified().unwrap();
+            let ms = at
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64;
+            assert!(ms >= until, "a start {} ms before the reset", until - ms);
+        }
+    }
+    assert_eq!(listed(dead), 0, "the dead process's waiters are gone");
+}

@@ -121,6 +121,8 @@ mod real_options;
 #[cfg(target_os = "linux")]
 mod real_policy;
 #[cfg(target_os = "linux")]
+mod real_quota;
+#[cfg(target_os = "linux")]
 mod real_usage;
 #[cfg(target_os = "linux")]
 mod real_workspace;

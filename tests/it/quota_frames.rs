@@ -41,7 +41,13 @@ fn shifted(env: &Env, cap: &str, secs: u64) -> (std::path::PathBuf, u64) {
 }
 
 /// `vf dispatch` of `engine` printing `stdout` with the capture's exit status.
-fn replay(env: &Env, engine: &str, unit: &str, cap: &str, stdout: &std::path::Path) -> (Value, i32) {
+fn replay(
+    env: &Env,
+    engine: &str,
+    unit: &str,
+    cap: &str,
+    stdout: &std::path::Path,
+) -> (Value, i32) {
     let dir = fixture(cap).parent().unwrap().to_path_buf();
     let case = cap.rsplit('/').next().unwrap().split('.').next().unwrap();
     let exit = recorded_exit(&read_text(&dir.join(format!("{case}.cmd.txt"))));
@@ -50,9 +56,15 @@ fn replay(env: &Env, engine: &str, unit: &str, cap: &str, stdout: &std::path::Pa
         unit,
         &[
             ("FAKE_STDOUT", stdout.display().to_string()),
-            ("FAKE_VERSION", dir.file_name().unwrap().to_str().unwrap().into()),
+            (
+                "FAKE_VERSION",
+                dir.file_name().unwrap().to_str().unwrap().into(),
+            ),
             ("FAKE_EXIT", exit.to_string()),
-            ("FAKE_STDERR", dir.join(format!("{case}.stderr.txt")).display().to_string()),
+            (
+                "FAKE_STDERR",
+                dir.join(format!("{case}.stderr.txt")).display().to_string(),
+            ),
         ],
         &[],
     );
@@ -86,16 +98,30 @@ fn claude_rate_limit_events_fill_the_ledger_window() {
         let cap = format!("{CLAUDE}/{case}.stdout.jsonl");
         let (stdout, at) = shifted(&env, &cap, 4 * 3600);
         let (r, code) = replay(&env, "claude", case, &cap, &stdout);
-        assert_eq!((code, r["state"].clone()), (0, "done".into()), "{case}: {r}");
+        assert_eq!(
+            (code, r["state"].clone()),
+            (0, "done".into()),
+            "{case}: {r}"
+        );
         let e = entry(&env, "claude").unwrap_or_else(|| panic!("{case}: no ledger entry"));
         let w = &e["window"];
         assert_eq!(w["status"], status, "{case}: {e}");
-        let u = w["utilization"].as_f64().unwrap_or_else(|| panic!("{case}: {e}"));
+        let u = w["utilization"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{case}: {e}"));
         assert!((u - utilization).abs() < 1e-6, "{case}: {e}");
         assert_eq!(w["name"], "five_hour", "{case}: {e}");
-        assert_eq!(w["resetsAt"], vf::ground::fsutil::rfc3339(at, 0), "{case}: {e}");
+        assert_eq!(
+            w["resetsAt"],
+            vf::ground::fsutil::rfc3339(at, 0),
+            "{case}: {e}"
+        );
         assert_eq!(e["source"], "rate_limit_event (claude)", "{case}: {e}");
-        assert_eq!(e.get("heldUntil"), None, "{case}: a warning is no hold: {e}");
+        assert_eq!(
+            e.get("heldUntil"),
+            None,
+            "{case}: a warning is no hold: {e}"
+        );
     }
 }
 
@@ -124,7 +150,11 @@ fn a_rejected_frame_with_a_reset_holds_the_account() {
         let (stdout, at) = shifted(&env, &cap, 600);
         let (r, code) = replay(&env, "claude", "first", &cap, &stdout);
         let until = vf::ground::fsutil::rfc3339(at, 0);
-        assert_eq!((code, r["reason"].clone()), (75, "rate-limited".into()), "{case}: {r}");
+        assert_eq!(
+            (code, r["reason"].clone()),
+            (75, "rate-limited".into()),
+            "{case}: {r}"
+        );
         assert_eq!(r["retryAt"], until, "{case}: {r}");
         let e = entry(&env, "claude").unwrap();
         assert_eq!(e["heldUntil"], until, "{case}: {e}");
@@ -143,7 +173,11 @@ fn a_rejected_frame_with_a_reset_holds_the_account() {
             &[],
         );
         assert_eq!(out.status.code(), Some(75), "{case}: {}", stderr(&out));
-        assert!(stderr(&out).contains("claude/default is held (rate-limited)"), "{case}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("claude/default is held (rate-limited)"),
+            "{case}: {}",
+            stderr(&out)
+        );
         assert!(!started.exists(), "{case}: the held engine was started");
     }
 }
@@ -155,11 +189,18 @@ fn an_opencode_429_with_retry_after_gives_retry_at() {
     let env = Env::new();
     let cap = "quota/opencode/1.18.33/q_error429_reset.stdout.jsonl";
     let text = read_text(&fixture(cap));
-    assert!(text.contains(r#""retry-after":"2""#), "the capture's header");
+    assert!(
+        text.contains(r#""retry-after":"2""#),
+        "the capture's header"
+    );
     let before = now_secs();
     let (r, code) = replay(&env, "opencode", "oc", cap, &fixture(cap));
     let after = now_secs();
-    assert_eq!((code, r["reason"].clone()), (75, "rate-limited".into()), "{r}");
+    assert_eq!(
+        (code, r["reason"].clone()),
+        (75, "rate-limited".into()),
+        "{r}"
+    );
     let at = vf::ground::fsutil::parse_rfc3339(r["retryAt"].as_str().unwrap()).unwrap();
     assert!((before + 2..=after + 2).contains(&at), "{r}");
     assert!(entry(&env, "opencode").unwrap()["heldUntil"].is_string());
@@ -173,7 +214,11 @@ fn codex_usage_limit_is_rate_limited_without_a_reset() {
     let env = Env::new();
     let cap = "quota/codex/0.171.0/q_rejected.stdout.jsonl";
     let (r, code) = replay(&env, "codex", "cx", cap, &fixture(cap));
-    assert_eq!((code, r["reason"].clone()), (75, "rate-limited".into()), "{r}");
+    assert_eq!(
+        (code, r["reason"].clone()),
+        (75, "rate-limited".into()),
+        "{r}"
+    );
     assert_eq!(r.get("retryAt"), None, "{r}");
     assert_eq!(entry(&env, "codex").unwrap()["hold"], "backoff");
 }
@@ -183,13 +228,23 @@ fn codex_usage_limit_is_rate_limited_without_a_reset() {
 #[test]
 fn gemini_and_copilot_429s_are_rate_limited_without_a_reset() {
     for (engine, cap) in [
-        ("gemini", "quota/gemini/0.61.0/q_error429_reset.stdout.jsonl"),
+        (
+            "gemini",
+            "quota/gemini/0.61.0/q_error429_reset.stdout.jsonl",
+        ),
         ("gemini", "quota/gemini/0.61.0/q_rejected.stdout.jsonl"),
-        ("copilot", "quota/copilot/1.0.102/q_error429_reset.stdout.jsonl"),
+        (
+            "copilot",
+            "quota/copilot/1.0.102/q_error429_reset.stdout.jsonl",
+        ),
     ] {
         let env = Env::new();
         let (r, code) = replay(&env, engine, "u", cap, &fixture(cap));
-        assert_eq!((code, r["reason"].clone()), (75, "rate-limited".into()), "{cap}: {r}");
+        assert_eq!(
+            (code, r["reason"].clone()),
+            (75, "rate-limited".into()),
+            "{cap}: {r}"
+        );
         assert_eq!(r.get("retryAt"), None, "{cap}: {r}");
         assert_eq!(entry(&env, engine).unwrap()["hold"], "backoff", "{cap}");
     }
@@ -204,7 +259,10 @@ fn engines_that_print_no_window_teach_the_ledger_nothing() {
         ("codex", "quota/codex/0.171.0/q_warning.stdout.jsonl"),
         ("opencode", "quota/opencode/1.18.33/q_warning.stdout.jsonl"),
         ("copilot", "quota/copilot/1.0.102/q_warning.stdout.jsonl"),
-        ("claude", "quota/claude/2.1.332/q_warning_apikey.stdout.jsonl"),
+        (
+            "claude",
+            "quota/claude/2.1.332/q_warning_apikey.stdout.jsonl",
+        ),
     ] {
         let env = Env::new();
         let (r, code) = replay(&env, engine, "u", cap, &fixture(cap));

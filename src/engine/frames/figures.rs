@@ -84,7 +84,13 @@ type Reading = (Option<String>, Option<f64>, Option<u64>, Option<String>);
 /// What `q` reads at `base` (the frame, or one of its windows, where only
 /// the last name of each path is looked up).
 fn reading(q: &super::manifest::QuotaFrame, base: &Value, rel: bool) -> Reading {
-    let p = |path: Path| if rel { path.last().map_or(path, std::slice::from_ref) } else { path };
+    let p = |path: Path| {
+        if rel {
+            path.last().map_or(path, std::slice::from_ref)
+        } else {
+            path
+        }
+    };
     let text = |path: Path| {
         field(base, p(path))
             .and_then(Value::as_str)
@@ -133,7 +139,12 @@ pub(super) fn read_quota(
         && let Some(w) = fullest_window(q, frame)
     {
         let rejected = r.0.as_deref() == Some("rejected");
-        r = (if rejected { r.0 } else { w.0.or(r.0) }, w.1, w.2.or(r.2), w.3);
+        r = (
+            if rejected { r.0 } else { w.0.or(r.0) },
+            w.1,
+            w.2.or(r.2),
+            w.3,
+        );
     }
     let (status, utilization, resets_at, window) = r;
     (status.is_some() || utilization.is_some()).then(|| super::quota_signal::Signal {

@@ -19,14 +19,25 @@ pub(super) struct Turn {
 
 impl Turn {
     /// Takes a start of the unit's engine on its account, or refuses with
-    /// what holds it (exit 75; nothing is written).
-    pub(super) fn admit(spec: &UnitSpec, sink: &mut dyn EventSink) -> Result<Turn> {
+    /// what holds it (exit 75; nothing is written). A start that only waits
+    /// its turn after a hold (`stagger`, seconds) waits for it instead.
+    pub(super) async fn admit(spec: &UnitSpec, sink: &mut dyn EventSink) -> Result<Turn> {
         let account = spec.quota.account_name().to_string();
-        let (gate, warning) = quota::admit(spec.engine, &account, &spec.quota.limits);
-        if let Some(w) = warning {
-            sink.warning(&w);
+        while !spec.quota.admitted.spend() {
+            let (gate, warning) = quota::admit(spec.engine, &account, &spec.quota.limits);
+            if let Some(w) = warning {
+                sink.warning(&w);
+            }
+            match gate {
+                Ok(()) => break,
+                Err(held) if held.kind == quota::HoldKind::Stagger => {
+                    let until = quota::entry::parse_ms(&held.until).unwrap_or(0);
+                    let left = until.saturating_sub(quota::now_ms());
+                    tokio::time::sleep(std::time::Duration::from_millis(left.max(1))).await;
+                }
+                Err(held) => return Err(VfError::Held(held)),
+            }
         }
-        gate.map_err(VfError::Held)?;
         Ok(Turn {
             engine: spec.engine,
             account,
@@ -44,7 +55,8 @@ impl Turn {
     }
 
     /// What the attempt's end teaches: a limit holds the account for every
-    /// vf process; a run done proves it open again.
+    /// vf process; any other end of a run that reached its engine (done, or
+    /// failed for another reason) proves it open again.
     pub(super) fn learn(self, res: &mut DispatchResult, sink: &mut dyn EventSink) {
         res.account = (self.account != quota::DEFAULT_ACCOUNT).then(|| self.account.clone());
         let w = match (res.reason, res.state) {
@@ -57,6 +69,9 @@ impl Turn {
                 quota::learn_limit(self.engine, &self.account, &self.unit, retry_at, source)
             }
             (_, UnitState::Done) => quota::learn_ok(self.engine, &self.account, self.started_ms),
+            _ if res.exit_code.is_some() => {
+                quota::learn_ok(self.engine, &self.account, self.started_ms)
+            }
             _ => None,
         };
         if let Some(w) = w {

@@ -19,7 +19,8 @@
 //!   guards, the commit, `verify`, `push`);
 //! - `pump` reads the engine's pipes, `redact` removes echoed private ranges,
 //!   `acp_session` the session path of an engine that speaks ACP,
-//!   `budget_watch` a plan's hard budget as one unit sees it;
+//!   `budget_watch` a plan's hard budget as one unit sees it, `governor`
+//!   the quota governor's turn at each attempt's start and end;
 //! - the run's inputs: `attach` (attachments), `private` (private file ranges);
 //!   `rerun` a unit started again outside a plan (its replay); `notify` the
 //!   notification hooks (`--on-finish`, `--on-fail`);
@@ -378,7 +379,7 @@ async fn run_attempt(
     unit: LockedUnit,
     sink: &mut dyn EventSink,
 ) -> Result<DispatchResult> {
-    let quota = governor::Turn::admit(&spec, sink)?;
+    let quota = governor::Turn::admit(&spec, sink).await?;
     // Boxed: the attempt's future is large, and rounds nest attempts.
     let mut res = Box::pin(attempt(spec, unit, &quota, sink)).await?;
     quota.learn(&mut res, sink);

@@ -49,6 +49,12 @@ impl EnvVars {
     /// Set for `setup` and `verify`: the unit's worktree, if any.
     pub const VF_WORKTREE: &'static str = "VF_WORKTREE";
 
+    /// Whether `name` is one of vf's own (every name above starts so): no
+    /// account's `env` may set one.
+    pub fn is_vfs(name: &str) -> bool {
+        name.starts_with("VF_")
+    }
+
     /// Read: `VF_<ENGINE>_BIN`, where an engine's binary is (`VF_CODEX_BIN`).
     pub fn engine_bin(engine: &str) -> String {
         format!("VF_{}_BIN", engine.to_ascii_uppercase())

@@ -33,6 +33,7 @@ use crate::unit::marker::{Marker, MarkerStore, UnitState};
 
 mod budget;
 pub mod dag;
+mod governed;
 mod markers;
 pub mod result_json;
 mod retry;
@@ -263,6 +264,7 @@ impl Unit {
         self.report.session_id = m.engine_session_id.clone();
         self.report.attempt = Some(m.attempts);
         self.report.workspace = m.workspace.clone();
+        self.report.account = m.account.clone();
         // A done author whose loop is still open (a review pending) is not done.
         if m.state == UnitState::Done && !m.loop_open {
             self.report.done_before(m)?;
@@ -346,6 +348,7 @@ impl Run {
                 _ = ticker.tick(), if ticks => { reporter.borrow_mut().tick(); }
             }
         }
+        self.unhold_all();
         // Whatever never started stays without a (new) marker, ready for --resume.
         for u in &mut self.units {
             if u.report.state == RunState::Waiting {
@@ -366,7 +369,7 @@ impl Run {
         }
         let mut states: Vec<RunState> = self.units.iter().map(|u| u.report.state).collect();
         let room = self.req.parallel.saturating_sub(self.running);
-        let due: Vec<bool> = (0..self.units.len()).map(|i| self.due(i)).collect();
+        let due = self.due_now(&states, reporter);
         let dag = self.dag.clone();
         let mut local = Local {
             run: self,
@@ -415,15 +418,34 @@ impl Run {
         }
     }
 
+    /// Which units may start now: no wait in progress, and (for those
+    /// whose dependencies are done) an open account of their engine.
+    fn due_now(&mut self, states: &[RunState], reporter: &Shared) -> Vec<bool> {
+        let mut peeks = governed::Peeks::new();
+        let dag = self.dag.clone();
+        (0..self.units.len())
+            .map(|i| {
+                let ready = states[i] == RunState::Waiting
+                    && self.due(i)
+                    && dag.deps_of(i, states) == dag::Deps::Done;
+                ready && self.quota_open(i, &mut peeks, reporter)
+            })
+            .collect()
+    }
+
     /// Starts unit `i`'s dispatch; its attempts, when kept, go into its
-    /// marker before the scheduler hears how it ended.
+    /// marker before the scheduler hears how it ended. A unit the quota
+    /// governor holds after all stays waiting.
     fn start(
         &mut self,
         i: usize,
         set: &mut tokio::task::JoinSet<Joined>,
         reporter: &Shared,
     ) -> Result<()> {
-        let spec = self.prepare(i)?;
+        let Ok(account) = self.take_start(i, reporter) else {
+            return Ok(());
+        };
+        let spec = self.prepare(i, account)?;
         reporter.borrow_mut().started(i, &self.units[i].report);
         let mut sink = UnitSink {
             index: i,
@@ -470,8 +492,10 @@ impl Run {
         Ok(())
     }
 
-    /// Chooses how the unit starts (fresh, exact resume, replay) and builds its spec.
-    fn prepare(&mut self, i: usize) -> Result<UnitSpec> {
+    /// Chooses how the unit starts (fresh, exact resume, replay) on
+    /// `account` and builds its spec: a session resumes exactly only on the
+    /// account it belongs to.
+    fn prepare(&mut self, i: usize, account: Option<crate::quota::Account>) -> Result<UnitSpec> {
         let marker = match self.req.resume || self.units[i].retry.pending {
             true => self.store.load(&self.jobs[i].plan.name)?,
             false => None,
@@ -484,8 +508,9 @@ impl Run {
         let (job, u) = (&self.jobs[i], &mut self.units[i]);
         let (mut session, mut prompt, mut mode) = (None, job.plan.prompt.clone(), StartMode::Fresh);
         if let Some(m) = &marker {
+            let name = account.as_ref().map(|a| a.name.clone());
             match resolve_resume_id(m, installed.as_ref()) {
-                Ok(id) if m.engine == job.engine => {
+                Ok(id) if m.engine == job.engine && m.account == name => {
                     session = Some(id);
                     prompt = DEFAULT_RESUME_PROMPT.to_string();
                     mode = StartMode::ExactResume;
@@ -505,6 +530,9 @@ impl Run {
         let mut spec = spec_of(job, state_dir, self.req.kill_grace, prompt, session);
         spec.steps = self.steps_of(i);
         spec.budget_stop = self.hard.watch(i, self.req.budget);
+        // The start was taken (`take_start`): the first attempt does not ask again.
+        spec.quota.account = account;
+        spec.quota.admitted = crate::quota::Admitted::taken();
         Ok(spec)
     }
 
@@ -533,6 +561,9 @@ impl Run {
     }
 
     fn finish(&mut self, i: usize, r: Result<DispatchResult>, reporter: &Shared) -> Result<()> {
+        if let Err(VfError::Held(held)) = r {
+            return self.refused_start(i, *held, reporter);
+        }
         let u = &mut self.units[i];
         u.report.duration_ms = u.started.map(|s| s.elapsed().as_millis() as u64);
         u.report.settle(&r)?;
@@ -586,6 +617,7 @@ pub fn spec_of(
         command: u.command.clone(),
         loops,
         warnings,
+        quota: u.quota.clone(),
         ..Resolved::new(job.engine, u.name.clone(), u.cwd.clone(), state_dir)
     };
     run.spec(prompt, session)

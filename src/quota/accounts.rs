@@ -30,9 +30,9 @@ impl fmt::Debug for Account {
     }
 }
 
-/// Variables no account may set, whatever the engine: vf's own, and those
-/// that change what runs rather than whose account it is.
-const NEVER: &[&str] = &["PATH", "VF_*", "LD_*", "DYLD_*", "NODE_OPTIONS"];
+/// Variables no account may set, whatever the engine: those that change
+/// what runs rather than whose account it is (and vf's own, `EnvVars::PREFIX`).
+const NEVER: &[&str] = &["PATH", "LD_*", "DYLD_*", "NODE_OPTIONS"];
 
 fn matches(pattern: &str, key: &str) -> bool {
     match pattern.strip_suffix('*') {
@@ -44,7 +44,8 @@ fn matches(pattern: &str, key: &str) -> bool {
 /// Whether an account of an engine that reads `allowed` (names, or
 /// prefixes ending in `*`) may set `key`; the error says why not.
 pub fn check_env_key(engine: EngineId, allowed: &[&str], key: &str) -> Result<(), String> {
-    if NEVER.iter().any(|p| matches(p, key)) {
+    let vfs = crate::ground::env::EnvVars::is_vfs(key);
+    if vfs || NEVER.iter().any(|p| matches(p, key)) {
         return Err(format!("an account's `env` may not set `{key}`"));
     }
     if !allowed.iter().any(|p| matches(p, key)) {
@@ -103,7 +104,10 @@ mod tests {
     #[test]
     fn debug_never_shows_a_value() {
         let text = format!("{:?}", acct("work", EngineId::Claude));
-        assert!(text.contains("CLAUDE_CONFIG_DIR") && !text.contains("/secret"), "{text}");
+        assert!(
+            text.contains("CLAUDE_CONFIG_DIR") && !text.contains("/secret"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -113,7 +117,11 @@ mod tests {
         assert!(c("CLAUDE_CONFIG_DIR").is_ok() && c("ANTHROPIC_API_KEY").is_ok());
         assert!(c("PATH").unwrap_err().contains("may not set `PATH`"));
         assert!(c("VF_STATE_DIR").is_err() && c("LD_PRELOAD").is_err());
-        assert!(c("OPENAI_API_KEY").unwrap_err().contains("claude does not read"));
+        assert!(
+            c("OPENAI_API_KEY")
+                .unwrap_err()
+                .contains("claude does not read")
+        );
     }
 
     #[test]
@@ -125,13 +133,22 @@ mod tests {
         ];
         let names = |v: Vec<&Account>| v.iter().map(|a| a.name.clone()).collect::<Vec<_>>();
         let free = Rule::default();
-        assert_eq!(names(candidates(&all, EngineId::Claude, &free, None)), ["a", "b"]);
-        assert_eq!(names(candidates(&all, EngineId::Claude, &free, Some("b"))), ["b", "a"]);
+        assert_eq!(
+            names(candidates(&all, EngineId::Claude, &free, None)),
+            ["a", "b"]
+        );
+        assert_eq!(
+            names(candidates(&all, EngineId::Claude, &free, Some("b"))),
+            ["b", "a"]
+        );
         let pin = Rule {
             pinned: Some("b".into()),
             no_rotate: false,
         };
-        assert_eq!(names(candidates(&all, EngineId::Claude, &pin, Some("a"))), ["b"]);
+        assert_eq!(
+            names(candidates(&all, EngineId::Claude, &pin, Some("a"))),
+            ["b"]
+        );
         assert!(candidates(&all, EngineId::Gemini, &free, None).is_empty());
     }
 }

@@ -113,7 +113,8 @@ impl Entry {
     /// Drops the waiters whose vf process is provably gone (a `kill -9`).
     pub fn drop_dead_waiters(&mut self) {
         use crate::ground::procinfo::Liveness;
-        self.waiting.retain(|w| w.owner.liveness() != Liveness::Dead);
+        self.waiting
+            .retain(|w| w.owner.liveness() != Liveness::Dead);
     }
 
     pub fn key(&self) -> (&str, &str) {

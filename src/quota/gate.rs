@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::entry::{Entry, Window};
 use super::Signal;
+use super::entry::{Entry, Window};
 use crate::ground::held::{HeldBy, HoldKind};
 
 /// Starts after a hold go at most one per this long, by default.
@@ -35,8 +35,13 @@ impl Default for Limits {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Gate {
     /// It may start; `release`: it is a start after a hold (the ledger notes it).
-    Open { release: bool },
-    Held { until: u64, kind: HoldKind },
+    Open {
+        release: bool,
+    },
+    Held {
+        until: u64,
+        kind: HoldKind,
+    },
 }
 
 /// Who taught the ledger a fact.
@@ -78,8 +83,8 @@ pub fn gate(e: &mut Entry, now: u64, lim: &Limits) -> Gate {
         begin_release(e, until);
     }
     if let Some(w) = e.window.clone() {
-        let pausing = w.status.as_deref() != Some("allowed")
-            || lim.pause_at.is_some_and(|p| w.reaches(p));
+        let pausing =
+            w.status.as_deref() != Some("allowed") || lim.pause_at.is_some_and(|p| w.reaches(p));
         match w.resets_at {
             Some(reset) if now < reset && lim.pause_at.is_some_and(|p| w.reaches(p)) => {
                 return Gate::Held {

@@ -93,10 +93,7 @@ fn pause_at_stops_starts_until_the_window_resets() {
     let mut e = Entry::new("claude", "default");
     learn_signal(&mut e, &signal("allowed", Some(91.0), Some(100 * S)), by(0));
     // Without a threshold only the wall holds; with one, 91 % pauses at 90.
-    assert_eq!(
-        gate(&mut e, S, &lim(None)),
-        Gate::Open { release: false }
-    );
+    assert_eq!(gate(&mut e, S, &lim(None)), Gate::Open { release: false });
     assert_eq!(
         gate(&mut e, S, &lim(Some(90.0))),
         held(100 * S, HoldKind::Paused)
@@ -113,7 +110,11 @@ fn pause_at_stops_starts_until_the_window_resets() {
 #[test]
 fn a_warning_without_a_figure_reaches_the_threshold_and_a_rejection_holds() {
     let mut e = Entry::new("claude", "default");
-    learn_signal(&mut e, &signal("allowed_warning", None, Some(10 * S)), by(0));
+    learn_signal(
+        &mut e,
+        &signal("allowed_warning", None, Some(10 * S)),
+        by(0),
+    );
     assert_eq!(
         gate(&mut e, 0, &lim(Some(100.0))),
         held(10 * S, HoldKind::Paused)
@@ -133,9 +134,16 @@ fn a_warning_without_a_figure_reaches_the_threshold_and_a_rejection_holds() {
 #[test]
 fn held_by_names_the_account_the_time_and_the_teacher() {
     let mut e = Entry::new("claude", "work");
-    learn_signal(&mut e, &signal("allowed", Some(93.5), Some(1_796_000_000_000)), by(0));
+    learn_signal(
+        &mut e,
+        &signal("allowed", Some(93.5), Some(1_796_000_000_000)),
+        by(0),
+    );
     let h = held_by(&e, 1_796_000_000_000, HoldKind::Paused);
     assert_eq!(h.short(), "quota: claude/work until 00:53:20");
     let text = h.to_string();
-    assert!(text.contains("at 94 % of five_hour, learned from unit a (exit 75)"), "{text}");
+    assert!(
+        text.contains("at 94 % of five_hour, learned from unit a (exit 75)"),
+        "{text}"
+    );
 }

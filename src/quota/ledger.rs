@@ -40,7 +40,10 @@ pub fn path() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let set = |v: &str| std::env::var_os(v).is_some_and(|d| !d.is_empty());
-    if !["HOME", "XDG_DATA_HOME", "LOCALAPPDATA"].into_iter().any(set) {
+    if !["HOME", "XDG_DATA_HOME", "LOCALAPPDATA"]
+        .into_iter()
+        .any(set)
+    {
         return None;
     }
     directories::ProjectDirs::from("", "", "vf").map(|p| p.data_dir().join("quota.json"))
@@ -51,9 +54,21 @@ pub fn path() -> Option<PathBuf> {
 pub type Warning = Option<String>;
 
 /// Runs `f` on the ledger's entries under its lock and writes them back when
-/// `f` changed them; on any trouble, on this process's own entries.
-pub fn update<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> (T, Warning) {
+/// `f` changed them; on any trouble, on this process's own entries. While
+/// there is no ledger and `f` has nothing to record, nothing is created (a
+/// run that met no limit never writes in the user's data dir).
+pub fn update<T>(mut f: impl FnMut(&mut Vec<Entry>) -> T) -> (T, Warning) {
     let at = path();
+    if let Some(p) = at.as_deref()
+        && std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    {
+        let mut none = Vec::new();
+        let out = f(&mut none);
+        none.retain(|e| !e.is_idle());
+        if none.is_empty() {
+            return (out, None);
+        }
+    }
     match at.as_deref() {
         Some(p) => match update_in(p, f) {
             Ok((out, None)) => (out, None),
@@ -74,7 +89,7 @@ type Failed<F> = (F, String);
 
 /// [`update`] on the file at `path`: `Err` gives `f` back, unrun, with why
 /// the file cannot be used; `Ok` may carry why `f`'s change was not written.
-fn update_in<T, F: FnOnce(&mut Vec<Entry>) -> T>(
+fn update_in<T, F: FnMut(&mut Vec<Entry>) -> T>(
     path: &Path,
     f: F,
 ) -> Result<(T, Option<String>), Failed<F>> {
@@ -82,6 +97,7 @@ fn update_in<T, F: FnOnce(&mut Vec<Entry>) -> T>(
         Ok(s) => s,
         Err(why) => return Err((f, why)),
     };
+    let mut f = f;
     let mut entries = match s.entries() {
         Ok(e) => e,
         Err(why) => return Err((f, why)),
@@ -101,7 +117,7 @@ pub fn read() -> (Vec<Entry>, Warning) {
     update(|e| e.clone())
 }
 
-fn local<T>(f: impl FnOnce(&mut Vec<Entry>) -> T) -> T {
+fn local<T>(mut f: impl FnMut(&mut Vec<Entry>) -> T) -> T {
     let mut entries = LOCAL.lock().unwrap_or_else(|p| p.into_inner());
     let out = f(&mut entries);
     entries.retain(|e| !e.is_idle());
@@ -127,7 +143,8 @@ impl Shared {
     fn open(path: &Path) -> Result<Shared, String> {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         if let Some(dir) = dir {
-            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         refuse_odd(path)?;
         let lock_path = PathBuf::from(format!("{}.lock", path.display()));
@@ -173,7 +190,8 @@ impl Shared {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Vec::new());
         }
-        let file: File = serde_json::from_slice(&bytes).map_err(|e| format!("it does not parse: {e}"))?;
+        let file: File =
+            serde_json::from_slice(&bytes).map_err(|e| format!("it does not parse: {e}"))?;
         if file.version != FORMAT {
             return Err(format!("its format {} is not {FORMAT}", file.version));
         }

@@ -29,7 +29,7 @@ use crate::ground::env::EnvVars;
 use gate::Learned;
 
 /// What a unit's runs are governed by (its `UnitSpec`'s).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ask {
     /// The account chosen for this run (`None`: the engine's default one).
     pub account: Option<Account>,
@@ -37,6 +37,62 @@ pub struct Ask {
     /// Every declared account (a reviewer of another engine picks among its own).
     pub accounts: Vec<Account>,
     pub rule: Rule,
+    /// The caller took the first start already ([`admit`]): the run's first
+    /// attempt does not ask again (it would meet its own stagger).
+    pub admitted: Admitted,
+}
+
+/// A start taken by whoever launched the unit, spent by its first attempt.
+#[derive(Clone, Default)]
+pub struct Admitted(Option<std::sync::Arc<std::sync::atomic::AtomicBool>>);
+
+impl Admitted {
+    /// A start taken now.
+    pub fn taken() -> Admitted {
+        Admitted(Some(std::sync::Arc::new(true.into())))
+    }
+
+    /// True once: the attempt that spends the start.
+    pub fn spend(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .as_ref()
+            .is_some_and(|a| a.swap(false, Ordering::AcqRel))
+    }
+}
+
+impl std::fmt::Debug for Admitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Admitted(taken)"
+        } else {
+            "Admitted(none)"
+        })
+    }
+}
+
+/// Whether a start was taken is not part of what a unit asked.
+impl PartialEq for Admitted {
+    fn eq(&self, _: &Admitted) -> bool {
+        true
+    }
+}
+
+impl Default for Ask {
+    /// No account declared, no `pause_at`, the default `stagger` (scaled
+    /// for tests as every wait is).
+    fn default() -> Ask {
+        Ask {
+            account: None,
+            limits: Limits {
+                pause_at: None,
+                stagger_ms: scaled_ms(gate::DEFAULT_STAGGER),
+            },
+            accounts: Vec::new(),
+            rule: Rule::default(),
+            admitted: Admitted::default(),
+        }
+    }
 }
 
 impl Ask {
@@ -76,9 +132,16 @@ pub fn backoff(n: u32) -> Duration {
     Duration::from_secs(1u64 << n.min(10)).min(Duration::from_secs(15 * 60))
 }
 
-fn on_entry<T>(engine: EngineId, account: &str, f: impl FnOnce(&mut Entry) -> T) -> (T, Warning) {
+fn on_entry<T>(
+    engine: EngineId,
+    account: &str,
+    mut f: impl FnMut(&mut Entry) -> T,
+) -> (T, Warning) {
     ledger::update(|entries| {
-        let i = match entries.iter().position(|e| e.key() == (engine.as_str(), account)) {
+        let i = match entries
+            .iter()
+            .position(|e| e.key() == (engine.as_str(), account))
+        {
             Some(i) => i,
             None => {
                 entries.push(Entry::new(engine.as_str(), account));
@@ -156,7 +219,10 @@ pub fn learn_limit(
         .map(|at| now + scaled_ms(Duration::from_millis(at.saturating_sub(now))));
     let by = Learned { now, unit, source };
     let backoff = |n| scaled_ms(backoff(n));
-    on_entry(engine, account, |e| gate::learn_limit(e, reset, backoff, by)).1
+    on_entry(engine, account, |e| {
+        gate::learn_limit(e, reset, backoff, by)
+    })
+    .1
 }
 
 /// A quota frame of a running unit.
@@ -210,8 +276,8 @@ pub fn waiting(
         if on {
             e.waiting.push(entry::Waiter {
                 unit: unit.to_string(),
-                state_dir: dir,
-                owner: me,
+                state_dir: dir.clone(),
+                owner: me.clone(),
                 since: now_ms(),
             });
         }

@@ -78,6 +78,8 @@ mod plan_defaults;
 #[cfg(unix)]
 mod process_start;
 #[cfg(unix)]
+mod quota_fleet;
+#[cfg(unix)]
 mod quota_frames;
 #[cfg(unix)]
 mod ratelimit;

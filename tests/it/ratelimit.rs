@@ -19,13 +19,15 @@ fn outcome(env: &Env, engine: &str, unit: &str, cap: &str) -> (Value, i32, Value
 
 #[test]
 fn a_429_is_rate_limited_and_a_500_or_stream_error_is_not() {
-    let env = Env::new();
     for dir in ["claude/2.1.207", "codex/0.144.1", "gemini/0.47.0"] {
         let engine = dir.split('/').next().unwrap();
         let got: Vec<(Value, i32)> = ["d_error429", "d_error500", "d_stream_error"]
             .iter()
             .map(|case| {
                 let cap = format!("{dir}/{case}.stdout.jsonl");
+                // Each case its own quota ledger: a 429 holds the engine
+                // for the shared back-off (tests/it/quota_fleet.rs).
+                let env = Env::new();
                 let (reason, code, retry) =
                     outcome(&env, engine, &format!("{engine}-{case}"), &cap);
                 // None of these captures says when the limit resets.
@@ -391,7 +393,9 @@ fn sigint_during_a_wait_ends_the_plan_and_resume_continues_it() {
         "plan.toml",
         "[[unit]]\nname = \"u\"\nengine = \"claude\"\nprompt = \"the task\"\ncwd = \"u\"\non_rate_limit = \"wait\"\nmax_wait = 3600\n",
     );
+    // Waits scaled: the ten minutes are six seconds, for this run and the resume.
     let mut child = orchestrate(&env, &[])
+        .env("VF_TEST_RATE_LIMIT_WAIT_SCALE", "0.01")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -418,10 +422,10 @@ fn sigint_during_a_wait_ends_the_plan_and_resume_continues_it() {
         vf::ground::fsutil::rfc3339(reset, 0)
     );
 
-    let out = run_bounded(
-        orchestrate(&env, &["--resume"]),
-        std::time::Duration::from_secs(60),
-    );
+    // The hold outlived its process: the resume waits for the reset.
+    let mut resume = orchestrate(&env, &["--resume"]);
+    resume.env("VF_TEST_RATE_LIMIT_WAIT_SCALE", "0.01");
+    let out = run_bounded(resume, std::time::Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let result = jsonl(&out.stdout).pop().unwrap();
     let u = &result["units"][0];

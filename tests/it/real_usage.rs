@@ -92,10 +92,14 @@ fn rate_limits(sb: &Sandbox) {
         ("r500", "LAB-ERR500"),
         ("rstream", "LAB-STREAMERR"),
     ] {
-        let run = sb.dispatch(
+        // Each case its own quota ledger: the 429 would hold the next one
+        // for the shared back-off (tests/it/quota_fleet.rs checks that).
+        let ledger = sb.home().join(format!("quota-{unit}.json"));
+        let run = sb.dispatch_env(
             unit,
             &format!("{word} Reply with a fenced json block."),
             &[],
+            &[("VF_QUOTA_FILE", ledger.to_str().unwrap())],
         );
         assert_eq!(run.result["state"], "failed", "{word}: {}", run.result);
         got.push((run.result["reason"].clone(), run.code));

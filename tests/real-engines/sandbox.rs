@@ -192,6 +192,11 @@ impl Sandbox {
         out
     }
 
+    /// The sandbox's home (the data dir, hence the quota ledger, is below it).
+    pub fn home(&self) -> &std::path::Path {
+        self.home.path()
+    }
+
     pub fn dispatch(&self, unit: &str, prompt: &str, extra: &[&str]) -> Run {
         self.dispatch_env(unit, prompt, extra, &[])
     }

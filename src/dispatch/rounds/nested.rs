@@ -76,7 +76,21 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
     r.asked = crate::unit::Asked::new(&policy, (&[], &[]), (None, None));
     r.policy = policy;
     (r.budget_stop, r.cancel) = (p.budget_stop.clone(), p.cancel.clone());
+    r.quota = account(p, n.engine)?;
     Ok(r.spec(n.prompt.clone(), session))
+}
+
+/// The nested unit's account: the author's when it runs the author's
+/// engine and that account is open, else the first open one of its engine;
+/// every one held is the governor's refusal (the unit waits, exit 75 alone).
+fn account(p: &UnitSpec, engine: EngineId) -> Result<crate::quota::Ask> {
+    let prefer = (engine == p.engine).then(|| p.quota.account.as_ref().map(|a| a.name.as_str()));
+    let (chosen, _) = crate::quota::choose(&p.quota, engine, prefer.flatten());
+    Ok(crate::quota::Ask {
+        account: chosen.map_err(crate::ground::error::VfError::Held)?,
+        admitted: crate::quota::Admitted::default(),
+        ..p.quota.clone()
+    })
 }
 
 /// Runs the nested unit to its end (see [`crate::dispatch::run`]).

@@ -133,6 +133,11 @@ mod tests {
             host: full.then(|| "vm-1".into()),
             rounds: Vec::new(),
             account: full.then(|| "work".into()),
+            rotated_from: if full {
+                vec!["home".into()]
+            } else {
+                Vec::new()
+            },
             held_by: (!full).then(|| crate::ground::held::HeldBy {
                 engine: "claude".into(),
                 account: "work".into(),

@@ -56,6 +56,12 @@ impl Run {
             let attempts = u.report.attempts.get_or_insert_with(Vec::new);
             attempts.push(super::markers::attempt_of(res));
         }
+        // At the wall, another open account of its engine comes first.
+        if let Some(why) = self.rotate(i, res, reporter) {
+            self.units[i].retry.not_before = None;
+            return self.go_on(i, why, res, reporter);
+        }
+        let (job, u) = (&mut self.jobs[i], &mut self.units[i]);
         let ended = Ended::Exit {
             code: res.vf_exit(),
             failed: u.report.state == RunState::Failed,
@@ -95,6 +101,18 @@ impl Run {
             // The rest are Temporal's: a local unit ends with vf.
             Action::Final | Action::HandBack | Action::Elsewhere => return Ok(false),
         };
+        self.go_on(i, why, res, reporter)
+    }
+
+    /// Unit `i` runs again (`why` says when, where or on which account).
+    fn go_on(
+        &mut self,
+        i: usize,
+        why: String,
+        res: &DispatchResult,
+        reporter: &Shared,
+    ) -> Result<bool> {
+        let u = &mut self.units[i];
         u.retry.pending = true;
         // Kept for the budget: the next attempt's usage replaces the report's.
         let this = u.report.usage.as_ref();

@@ -125,6 +125,9 @@ pub struct UnitReport {
     /// While it waits on the quota governor: what holds its engine's account.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub held_by: Option<crate::ground::held::HeldBy>,
+    /// The accounts it left at the wall for another of its engine, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub rotated_from: Vec<String>,
 }
 
 impl UnitReport {
@@ -153,6 +156,7 @@ impl UnitReport {
             rounds: Vec::new(),
             account: None,
             held_by: None,
+            rotated_from: Vec::new(),
         }
     }
 
@@ -207,6 +211,7 @@ impl UnitReport {
                 self.error = res.error.clone();
                 self.usage = res.usage.clone();
                 self.rounds = res.rounds.clone();
+                self.account = res.account.clone();
             }
             Err(e) => {
                 self.go(RunState::Failed)?;

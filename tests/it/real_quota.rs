@@ -1,6 +1,6 @@
 //! The real-engine tier of the quota governor (issue 42): the real claude in
 //! the loopback sandbox, on a subscription (a fake OAuth token: only then
-//! does claude print its `rate_limit_event`, fixtures/quota/README.md),
+//! does claude print its `rate_limit_event`, fixtures/CAPTURES-README.md ("Quota captures")),
 //! against the fake model server's `LAB-ERR429-RESET` / `LAB-QUOTA`.
 //!
 //! - a plan of three claude units, `--jobs 1`, the first refused with a

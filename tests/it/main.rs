@@ -79,6 +79,9 @@ mod plan_defaults;
 mod process_start;
 #[cfg(unix)]
 mod quota_fleet;
+#[cfg(unix)]
+mod quota_frames;
+#[cfg(unix)]
 mod ratelimit;
 #[cfg(unix)]
 mod report;
@@ -119,6 +122,8 @@ mod real_mcp;
 mod real_options;
 #[cfg(target_os = "linux")]
 mod real_policy;
+#[cfg(target_os = "linux")]
+mod real_quota;
 #[cfg(target_os = "linux")]
 mod real_usage;
 #[cfg(target_os = "linux")]

@@ -207,8 +207,15 @@ def shell_call(api, body, command):
 def plan(api, body, default):
     """Decides the answer: a dict with kind (answer|error|stream_error|max_tokens) and content."""
     name, code, step, prompt, tool_out, items, idx = analyse(api, body, default)
+    quota = quota_of(name, prompt)
     if name == "error":
-        return {"kind": "error", "code": code, "served": "err%d" % code}
+        served = "err%d" % code + ("-reset%d" % quota["reset"] if quota else "")
+        return {"kind": "error", "code": code, "served": served, "quota": quota}
+    if name == "quota":
+        if quota["status"] == "rejected":
+            return {"kind": "error", "code": 429, "served": "quota-rejected", "quota": quota}
+        return {"kind": "answer", "text": JSON_TEXT, "served": "quota-%s" % quota["status"],
+                "quota": quota}
     if name == "streamerr":
         return {"kind": "stream_error", "served": "streamerr"}
     if name == "maxtokens":
@@ -242,6 +249,28 @@ def plan(api, body, default):
         return {"kind": "answer", "text": RESUME_TEXT, "served": "resume#0",
                 "continuity": {"proven": True, "memo": memo}}
     return {"kind": "answer", "text": JSON_TEXT, "served": "json#0"}
+
+
+# LAB-QUOTA=<status>:<utilization 0..1>:<reset in s> (utilization and reset may be
+# empty) and LAB-ERR429-RESET=<s>: the quota headers each provider sends.
+QUOTA = re.compile(r"LAB-QUOTA=(allowed_warning|allowed|rejected)\b(?::([0-9.]*))?(?::([0-9]*))?")
+ERR_RESET = re.compile(r"LAB-ERR[0-9]+-RESET=([0-9]+)")
+
+
+def quota_of(name, prompt):
+    """The quota a marker asks the answer's headers to report: {status,
+    utilization (0..1 or None), reset (seconds from now or None)}, or None."""
+    if name == "error":
+        m = ERR_RESET.match(prompt)
+        return m and {"status": "rejected", "utilization": 1.0, "reset": int(m.group(1))}
+    if name != "quota":
+        return None
+    m = QUOTA.match(prompt)
+    if not m:
+        return {"status": "allowed", "utilization": None, "reset": None}
+    util = float(m.group(2)) if m.group(2) else None
+    return {"status": m.group(1), "utilization": util,
+            "reset": int(m.group(3)) if m.group(3) else None}
 
 
 def loop_answer(api, body, name, code, step, items, idx):

@@ -23,6 +23,14 @@ The answer is chosen from a marker word in the latest user-written message
                   LAB-MEMO word in the earlier messages; otherwise an answer starting
                   `NO-CONTINUITY` (fake_model_plan.py `continuity`)
   LAB-ERR<code>   HTTP error <code> (500, 429, 400, 529, ...) on every try
+  LAB-ERR429-RESET=<s>
+                  the same 429 with the provider's quota headers: a reset <s>
+                  seconds away (`retry-after`, Anthropic's unified headers, codex's
+                  x-codex-primary-*; Gemini: RESOURCE_EXHAUSTED with RetryInfo)
+  LAB-QUOTA=<status>:<utilization 0..1>:<reset s>
+                  the json answer with the quota headers of a window (status
+                  allowed|allowed_warning); `rejected` answers 429 with them (the
+                  OpenAI APIs: a usage_limit_reached body with resets_at)
   LAB-STREAMERR   an error inside an HTTP 200 stream
   LAB-MAXTOKENS   (Gemini) only a thought part, then finishReason MAX_TOKENS: the
                   token limit ran out before any answer text (other APIs: the
@@ -102,6 +110,63 @@ def chunks(text, n=3):
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
+# ---------------------------------------------------------------- quota headers
+
+# A window's length when the marker names no reset: claude's five-hour window.
+DEFAULT_RESET = 5 * 3600
+
+
+def quota_headers(api, quota, now=None):
+    """The headers a provider sends about its quota (LAB-QUOTA, LAB-ERR429-RESET):
+    Anthropic's unified limiter (the names the pinned claude reads), the
+    `x-codex-primary-*` window codex reads plus OpenAI's `x-ratelimit-*`, and
+    `retry-after` on a refusal. Gemini sends no such header (a refusal says its
+    delay in the body: gemini_quota_error)."""
+    if not quota:
+        return {}
+    now = int(time.time() if now is None else now)
+    reset = quota["reset"] if quota["reset"] is not None else DEFAULT_RESET
+    util = quota["utilization"]
+    h = {}
+    if api == "anthropic":
+        h["anthropic-ratelimit-unified-status"] = quota["status"]
+        h["anthropic-ratelimit-unified-reset"] = str(now + reset)
+        h["anthropic-ratelimit-unified-representative-claim"] = "five_hour"
+        h["anthropic-ratelimit-unified-5h-status"] = quota["status"]
+        h["anthropic-ratelimit-unified-5h-reset"] = str(now + reset)
+        if util is not None:
+            h["anthropic-ratelimit-unified-5h-utilization"] = "%g" % util
+    elif api == "openai":
+        if util is not None:
+            h["x-codex-primary-used-percent"] = "%g" % (util * 100)
+            h["x-ratelimit-limit-requests"] = "100"
+            h["x-ratelimit-remaining-requests"] = str(max(0, round(100 * (1 - util))))
+        h["x-codex-primary-window-minutes"] = "300"
+        h["x-codex-primary-reset-at"] = str(now + reset)
+        h["x-codex-primary-reset-after-seconds"] = str(reset)
+        h["x-ratelimit-reset-requests"] = "%ds" % reset
+    if quota["status"] == "rejected" and api != "gemini":
+        h["retry-after"] = str(reset)
+        h["retry-after-ms"] = str(reset * 1000)
+    return h
+
+
+def gemini_quota_error(text, reset):
+    """Gemini's 429 for a per-minute quota: RESOURCE_EXHAUSTED with a QuotaFailure and
+    google.rpc.RetryInfo's `retryDelay` (what gemini's retry logic reads)."""
+    return {"error": {"code": 429, "message": "%s Please retry in %ds." % (text, reset),
+                      "status": "RESOURCE_EXHAUSTED", "details": [
+                          {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                           "violations": [{
+                               "quotaMetric": "generativelanguage.googleapis.com/"
+                                              "generate_content_free_tier_requests",
+                               "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+                               "quotaDimensions": {"location": "global", "model": "lab-model"},
+                               "quotaValue": "10"}]},
+                          {"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                           "retryDelay": "%ds" % reset}]}}
+
+
 # ---------------------------------------------------------------- handler
 
 class Handler(BaseHTTPRequestHandler):
@@ -166,7 +231,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        for k, v in (extra or {}).items():
+        for k, v in dict(extra or {}, **self.quota_headers()).items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(data)
@@ -177,8 +242,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         # No length is known up front: close the connection to end the stream.
         self.send_header("Connection", "close")
+        for k, v in self.quota_headers().items():
+            self.send_header(k, v)
         self.end_headers()
         self.close_connection = True
+
+    def quota_headers(self):
+        """The quota headers the current answer carries (none on a side request)."""
+        p = getattr(self, "current_plan", None) or {}
+        return quota_headers(getattr(self, "current_api", None), p.get("quota"))
 
     def sse(self, data, event=None):
         msg = ""
@@ -215,6 +287,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.current_plan = None
+        self.current_api = None
         url = urlsplit(self.path)
         body = self.read_body()
         path = url.path
@@ -254,15 +327,26 @@ class Handler(BaseHTTPRequestHandler):
     def error_reply(self, api, code, served):
         text = ERROR_TEXT.get(code, "lab: error %d" % code)
         extra = {"retry-after": "0", "retry-after-ms": "0"}
+        quota = (getattr(self, "current_plan", None) or {}).get("quota")
         if api == "anthropic":
             kind = {400: "invalid_request_error", 401: "authentication_error",
                     429: "rate_limit_error", 529: "overloaded_error"}.get(code, "api_error")
             extra["request-id"] = IDS.next_id("req")
             obj = {"type": "error", "error": {"type": kind, "message": text}}
+        elif api == "gemini" and quota and code == 429:
+            reset = quota["reset"] if quota["reset"] is not None else 60
+            obj = gemini_quota_error(text, reset)
         elif api == "gemini":
             status = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED",
                       503: "UNAVAILABLE"}.get(code, "INTERNAL")
             obj = {"error": {"code": code, "message": text, "status": status}}
+        elif quota and quota["reset"] is not None and self.current_plan.get("served") == "quota-rejected":
+            # The ChatGPT backend's refusal of a plan's window (what codex shows as
+            # "You've hit your usage limit"): the window's reset in the body too.
+            now = int(time.time())
+            obj = {"error": {"type": "usage_limit_reached", "message": text,
+                             "plan_type": "plus", "resets_at": now + quota["reset"],
+                             "resets_in_seconds": quota["reset"]}}
         else:
             kind = {400: "invalid_request_error", 429: "rate_limit_exceeded"}.get(code, "server_error")
             obj = {"error": {"message": text, "type": kind, "param": None, "code": kind}}
@@ -274,6 +358,7 @@ class Handler(BaseHTTPRequestHandler):
     def api_anthropic(self, body, default):
         self.current_body = body
         p = self.current_plan = plan("anthropic", body, default)
+        self.current_api = "anthropic"
         stream = body.get("stream", False)
         if p["kind"] == "error":
             return self.error_reply("anthropic", p["code"], p["served"])
@@ -350,6 +435,7 @@ class Handler(BaseHTTPRequestHandler):
     def api_responses(self, body, default):
         self.current_body = body
         p = self.current_plan = plan("responses", body, default)
+        self.current_api = "openai"
         if p["kind"] == "error":
             return self.error_reply("openai", p["code"], p["served"])
         model = body.get("model", "lab-model")
@@ -447,6 +533,7 @@ class Handler(BaseHTTPRequestHandler):
             p = {"kind": "answer", "text": TITLE_TEXT, "served": "aux"}
         else:
             p = self.current_plan = plan("chat", body, default)
+            self.current_api = "openai"
         if p["kind"] == "error":
             return self.error_reply("openai", p["code"], p["served"])
         model = body.get("model", "lab-model")
@@ -525,6 +612,7 @@ class Handler(BaseHTTPRequestHandler):
                 return None
             return self.send_json(200, reply)
         p = self.current_plan = plan("gemini", body, default)
+        self.current_api = "gemini"
         if p["kind"] == "error":
             return self.error_reply("gemini", p["code"], p["served"])
         finish = "MAX_TOKENS" if p["kind"] == "max_tokens" else "STOP"

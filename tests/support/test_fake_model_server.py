@@ -276,6 +276,62 @@ class FakeServerTest(unittest.TestCase):
             self.assertEqual(json.loads(raw)["error"]["message"].split(":")[0], "lab")
             self.assertEqual(headers.get("retry-after-ms"), "0")
 
+    # -- quota headers (LAB-QUOTA, LAB-ERR429-RESET)
+
+    def test_quota_marker_answers_with_anthropic_unified_headers(self):
+        before = int(time.time())
+        status, headers, raw = self.anthropic(
+            [{"role": "user", "content": "LAB-QUOTA=allowed_warning:0.92:600 x"}])
+        self.assertEqual(status, 200)
+        self.assertEqual(sse_events(raw)[-1][0], "message_stop")
+        self.assertEqual(headers.get("anthropic-ratelimit-unified-status"), "allowed_warning")
+        self.assertEqual(headers.get("anthropic-ratelimit-unified-representative-claim"), "five_hour")
+        self.assertEqual(headers.get("anthropic-ratelimit-unified-5h-utilization"), "0.92")
+        reset = int(headers.get("anthropic-ratelimit-unified-5h-reset"))
+        self.assertTrue(before + 600 <= reset <= int(time.time()) + 600)
+        self.assertIsNone(headers.get("retry-after"))
+        # No figure: the status alone.
+        _, headers, _ = self.anthropic([{"role": "user", "content": "LAB-QUOTA=allowed_warning::60 x"}])
+        self.assertEqual(headers.get("anthropic-ratelimit-unified-status"), "allowed_warning")
+        self.assertIsNone(headers.get("anthropic-ratelimit-unified-5h-utilization"))
+        # Without a marker, no quota header at all.
+        _, headers, _ = self.anthropic([{"role": "user", "content": P_JSON}])
+        self.assertIsNone(headers.get("anthropic-ratelimit-unified-status"))
+
+    def test_rejected_quota_and_err429_reset_refuse_with_the_reset(self):
+        for prompt, reset in (("LAB-QUOTA=rejected:1:40 x", 40), ("LAB-ERR429-RESET=30 x", 30)):
+            status, headers, raw = self.anthropic([{"role": "user", "content": prompt}])
+            self.assertEqual(status, 429, prompt)
+            self.assertEqual(json.loads(raw)["error"]["type"], "rate_limit_error")
+            self.assertEqual(headers.get("retry-after"), str(reset))
+            self.assertEqual(headers.get("anthropic-ratelimit-unified-status"), "rejected")
+            status, headers, raw = self.chat([{"role": "user", "content": prompt}])
+            self.assertEqual(status, 429, prompt)
+            self.assertEqual(headers.get("retry-after"), str(reset))
+            self.assertEqual(headers.get("x-codex-primary-used-percent"), "100")
+            self.assertEqual(headers.get("x-codex-primary-reset-after-seconds"), str(reset))
+        # A plan's window refused on the Responses API: codex's usage_limit_reached body.
+        body = {"model": "m", "stream": False, "input": "LAB-QUOTA=rejected:1:40 x"}
+        status, _, raw = self.post("/v1/responses", body)
+        err = json.loads(raw)["error"]
+        self.assertEqual((status, err["type"], err["resets_in_seconds"]), (429, "usage_limit_reached", 40))
+
+    def test_openai_window_headers_on_an_answer(self):
+        status, headers, _ = self.chat([{"role": "user", "content": "LAB-QUOTA=allowed:0.4:600 x"}])
+        self.assertEqual(status, 200)
+        self.assertEqual(headers.get("x-codex-primary-used-percent"), "40")
+        self.assertEqual(headers.get("x-codex-primary-window-minutes"), "300")
+        self.assertEqual(headers.get("x-ratelimit-remaining-requests"), "60")
+
+    def test_gemini_429_reset_carries_retry_info(self):
+        body = {"contents": [{"role": "user", "parts": [{"text": "LAB-ERR429-RESET=30 x"}]}]}
+        status, headers, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        err = json.loads(raw)["error"]
+        self.assertEqual((status, err["status"]), (429, "RESOURCE_EXHAUSTED"))
+        delay = [d["retryDelay"] for d in err["details"] if d["@type"].endswith("RetryInfo")]
+        self.assertEqual(delay, ["30s"])
+        self.assertEqual(headers.get("retry-after"), "0")
+
     # -- Gemini
 
     def test_gemini_classifier_answers_score_of_at_least_one(self):

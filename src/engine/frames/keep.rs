@@ -40,6 +40,13 @@ impl Keep {
             k.cond(&Some(f.when));
             k.add(f.retry_at);
         }
+        // The quota reading: without these, a window's figure was cut
+        // before the governor saw it.
+        for q in manifest.rate_limits.quota {
+            for p in [q.status, q.utilization, q.window, q.resets_at, q.windows] {
+                k.add(p);
+            }
+        }
         k
     }
 

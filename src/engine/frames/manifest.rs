@@ -163,6 +163,11 @@ pub struct QuotaFrame {
     pub window: Path,
     /// When the window resets: epoch seconds or an RFC 3339 string.
     pub resets_at: Path,
+    /// Every window's own reading, by the window's name (claude's
+    /// `unifiedWindows`), each under the last names of the paths above: read
+    /// when the frame gives no figure of its own (claude names one only when
+    /// it warns), the fullest window then speaks for the frame.
+    pub windows: Path,
 }
 
 /// How a failed run shows it was rate-limited (see ENGINES.md, "Rate limits").

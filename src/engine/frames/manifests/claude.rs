@@ -97,6 +97,7 @@ const RATE_LIMITS: RateLimits = RateLimits {
         utilization_scale: 100.0,
         window: &["rate_limit_info", "rateLimitType"],
         resets_at: &["rate_limit_info", "resetsAt"],
+        windows: &["rate_limit_info", "unifiedWindows"],
     }],
     stderr: &[],
     exit: None,

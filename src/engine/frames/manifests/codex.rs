@@ -136,14 +136,24 @@ const USAGE: UsageSpec = UsageSpec {
 
 /// d_error429: `turn.failed` says `exceeded retry limit, last status: 429
 /// Too Many Requests` (a 500 says "high demand", a stream failure "stream
-/// disconnected").
+/// disconnected"). A plan's window refused (fixtures/quota/codex/0.171.0/
+/// q_rejected) says "You’ve hit your usage limit. … try again at 6:34 PM.":
+/// a local clock time without a date, so no `retryAt` (the back-off). codex
+/// reads its window (`x-codex-primary-*`) but `exec --json` prints none.
 #[rustfmt::skip]
 const RATE_LIMITS: RateLimits = RateLimits {
-    frames: &[RateLimitFrame {
-        kind: "turn.failed",
-        when: Cond::Contains(&["error", "message"], "429 Too Many Requests"),
-        retry_at: &[],
-    }],
+    frames: &[
+        RateLimitFrame {
+            kind: "turn.failed",
+            when: Cond::Contains(&["error", "message"], "429 Too Many Requests"),
+            retry_at: &[],
+        },
+        RateLimitFrame {
+            kind: "turn.failed",
+            when: Cond::Contains(&["error", "message"], "hit your usage limit"),
+            retry_at: &[],
+        },
+    ],
     quota: &[],
     stderr: &[],
     exit: None,

@@ -57,14 +57,25 @@ const USAGE: UsageSpec = UsageSpec {
     ..UsageSpec::DEFAULT
 };
 
-/// The `error` frame carries the provider's HTTP status (d_error500: 500).
+/// The `error` frame carries the provider's HTTP status (d_error500: 500)
+/// and its response headers: a 429's `retry-after` (seconds from now) is
+/// when to try again (fixtures/quota/opencode/1.18.33/q_error429_reset);
+/// Anthropic's `anthropic-ratelimit-unified-reset` (epoch seconds), when the
+/// provider sends it, says it better and is read last (the last one wins).
 #[rustfmt::skip]
 const RATE_LIMITS: RateLimits = RateLimits {
-    frames: &[RateLimitFrame {
-        kind: "error",
-        when: Cond::NumEq(&["error", "data", "statusCode"], 429),
-        retry_at: &[],
-    }],
+    frames: &[
+        RateLimitFrame {
+            kind: "error",
+            when: Cond::NumEq(&["error", "data", "statusCode"], 429),
+            retry_at: &["error", "data", "responseHeaders", "retry-after"],
+        },
+        RateLimitFrame {
+            kind: "error",
+            when: Cond::NumEq(&["error", "data", "statusCode"], 429),
+            retry_at: &["error", "data", "responseHeaders", "anthropic-ratelimit-unified-reset"],
+        },
+    ],
     quota: &[],
     stderr: &[],
     exit: None,

@@ -94,7 +94,9 @@ pub fn check_pause_at(v: f64) -> Result<f64, String> {
     if v.is_finite() && (1.0..=100.0).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("`pause_at` must be a percent from 1 to 100, not {v}"))
+        Err(format!(
+            "`pause_at` must be a percent from 1 to 100, not {v}"
+        ))
     }
 }
 
@@ -104,7 +106,9 @@ pub fn check_stagger(v: f64) -> Result<f64, String> {
     if v.is_finite() && (0.0..=max).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("`stagger` must be from 0 to {max} seconds, not {v}"))
+        Err(format!(
+            "`stagger` must be from 0 to {max} seconds, not {v}"
+        ))
     }
 }
 
@@ -136,11 +140,7 @@ pub fn limits(pause_at: Option<f64>, stagger: Option<f64>) -> crate::quota::Limi
 }
 
 /// A unit's `account` must name a declared account of its engine.
-pub fn check_account(
-    name: &str,
-    engine: Option<EngineId>,
-    all: &[Account],
-) -> Result<(), String> {
+pub fn check_account(name: &str, engine: Option<EngineId>, all: &[Account]) -> Result<(), String> {
     let mine: Vec<&str> = all
         .iter()
         .filter(|a| Some(a.engine) == engine)
@@ -199,11 +199,22 @@ mod tests {
         let head = "[[accounts]]\nname = \"a\"\nengine = \"claude\"\n";
         let bad_name = parse("[[accounts]]\n\nname = \"../x\"\nengine = \"claude\"\n");
         assert_eq!(bad_name.unwrap_err().0, 3);
-        let (l, m) = parse(&format!("{head}[[accounts]]\nname = \"a\"\nengine = \"claude\"\n"))
-            .unwrap_err();
-        assert_eq!((l, m.contains("declared twice for claude")), (5, true), "{m}");
+        let (l, m) = parse(&format!(
+            "{head}[[accounts]]\nname = \"a\"\nengine = \"claude\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            (l, m.contains("declared twice for claude")),
+            (5, true),
+            "{m}"
+        );
         // The same name on another engine is another account.
-        assert!(parse(&format!("{head}[[accounts]]\nname = \"a\"\nengine = \"codex\"\n")).is_ok());
+        assert!(
+            parse(&format!(
+                "{head}[[accounts]]\nname = \"a\"\nengine = \"codex\"\n"
+            ))
+            .is_ok()
+        );
         let (l, m) = parse("[[accounts]]\nname = \"a\"\n\nengine = \"gpt\"\n").unwrap_err();
         assert_eq!((l, m.contains("unknown engine")), (4, true), "{m}");
         let (l, m) = parse(&format!("{head}env = {{ PATH = \"/x\" }}\n")).unwrap_err();

@@ -291,11 +291,8 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Config, (usize, Stri
         config.engines.insert(id, keys);
     }
     let home = super::accounts_keys::home();
-    config.accounts = super::accounts_keys::accounts(
-        raw.accounts,
-        &|at| line_of(text, at),
-        home.as_deref(),
-    )?;
+    config.accounts =
+        super::accounts_keys::accounts(raw.accounts, &|at| line_of(text, at), home.as_deref())?;
     Ok(config)
 }
 

@@ -78,6 +78,8 @@ mod plan_defaults;
 #[cfg(unix)]
 mod process_start;
 #[cfg(unix)]
+mod quota_keys;
+#[cfg(unix)]
 mod ratelimit;
 #[cfg(unix)]
 mod report;

@@ -224,4 +224,35 @@ mod tests {
         let (_, m) = parse(&format!("{head}env = {{ OPENAI_API_KEY = \"k\" }}\n")).unwrap_err();
         assert!(m.contains("claude does not read"), "{m}");
     }
+
+    #[test]
+    fn a_plan_units_quota_keys_over_its_defaults_over_the_user_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = parse("[[accounts]]\nname = \"w\"\nengine = \"claude\"\n").unwrap();
+        let user = crate::plan::UserDefaults {
+            defaults: toml::from_str("pause_at = 50\nstagger = 1\nrotate = false").unwrap(),
+            accounts: work.clone(),
+            ..Default::default()
+        };
+        let unit = |name: &str, keys: &str| {
+            format!("[[unit]]\nname = \"{name}\"\nengine = \"claude\"\nprompt = \"p\"\n{keys}\n")
+        };
+        let text = format!(
+            "[defaults]\nstagger = 2\n{}{}",
+            unit("a", "pause_at = 70\naccount = \"w\"\nrotate = true"),
+            unit("b", "")
+        );
+        let (units, ..) = super::super::parse_with_budget(&text, dir.path(), &user).unwrap();
+        let q = |n: &str| units.iter().find(|u| u.name == n).unwrap().quota.clone();
+        let (a, b) = (q("a"), q("b"));
+        assert_eq!((a.limits.pause_at, a.limits.stagger_ms), (Some(70.0), 2000));
+        assert_eq!((b.limits.pause_at, b.limits.stagger_ms), (Some(50.0), 2000));
+        assert_eq!(a.rule.pinned.as_deref(), Some("w"));
+        assert!(!a.rule.no_rotate && b.rule.no_rotate && b.rule.pinned.is_none());
+        // Every declared account; the scheduler chooses one per start.
+        assert_eq!((a.accounts, a.account), (work, None));
+        let bad = format!("[defaults]\n{}", unit("c", "account = \"x\""));
+        let err = super::super::parse_with_budget(&bad, dir.path(), &user).unwrap_err();
+        assert!(err.starts_with("line 2: unit \"c\": `account` \"x\""), "{err}");
+    }
 }

@@ -5,7 +5,8 @@
 //!
 //! The domain's map: this file the top-level commands; `conv`, `demo` and
 //! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands;
-//! `loops` the closed loops' flags of `vf dispatch` and `vf resume`.
+//! `loops` the closed loops' flags of `vf dispatch` and `vf resume`; `govern` the
+//! quota governor's flags.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

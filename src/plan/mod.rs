@@ -4,7 +4,7 @@
 //! The domain's map: this file parses and validates a plan (`defaults` the
 //! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`,
 //! `loop_keys` the closed loops' keys, `order` the dependency order); `config` the
-//! user config file; `ratelimit` the `on_rate_limit` policy and back-off;
+//! user config file (`accounts_keys` its `[[accounts]]` and the quota keys); `ratelimit` the `on_rate_limit` policy and back-off;
 //! `scheduler` the local DAG executor (reporting through `Reporter`);
 //! `temporal` the same plan as a Temporal workflow (cargo feature `temporal`).
 

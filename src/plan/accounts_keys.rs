@@ -253,6 +253,9 @@ mod tests {
         assert_eq!((a.accounts, a.account), (work, None));
         let bad = format!("[defaults]\n{}", unit("c", "account = \"x\""));
         let err = super::super::parse_with_budget(&bad, dir.path(), &user).unwrap_err();
-        assert!(err.starts_with("line 2: unit \"c\": `account` \"x\""), "{err}");
+        assert!(
+            err.starts_with("line 2: unit \"c\": `account` \"x\""),
+            "{err}"
+        );
     }
 }

@@ -97,6 +97,8 @@ pub struct ConvSayArgs {
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
     #[command(flatten)]
+    pub govern: super::GovernArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub state: StateDirArg,

@@ -5,7 +5,8 @@
 //!
 //! The domain's map: this file the top-level commands; `conv`, `demo` and
 //! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands;
-//! `loops` the closed loops' flags of `vf dispatch` and `vf resume`.
+//! `loops` the closed loops' flags of `vf dispatch` and `vf resume`; `govern` the
+//! quota governor's flags.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,11 +18,13 @@ use crate::engine::{EngineId, OutputTransport};
 
 mod conv;
 mod demo;
+mod govern;
 mod loops;
 #[cfg(feature = "temporal")]
 mod temporal;
 pub use conv::*;
 pub use demo::*;
+pub use govern::{GovernArgs, GovernLimitArgs};
 pub use loops::LoopArgs;
 #[cfg(feature = "temporal")]
 pub use temporal::*;
@@ -178,6 +181,8 @@ pub struct DispatchArgs {
     pub max_cost: Option<f64>,
     #[command(flatten)]
     pub loops: LoopArgs,
+    #[command(flatten)]
+    pub govern: GovernArgs,
     #[command(flatten)]
     pub steps: StepArgs,
     #[command(flatten)]
@@ -387,6 +392,8 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub loops: LoopArgs,
     #[command(flatten)]
+    pub govern: GovernArgs,
+    #[command(flatten)]
     pub run: RunArgs,
 }
 
@@ -417,6 +424,8 @@ pub struct OrchestrateArgs {
     /// `budget`. Same as the plan's `[budget] hard = true`.
     #[arg(long)]
     pub hard_budget: bool,
+    #[command(flatten)]
+    pub govern: GovernLimitArgs,
     #[cfg(feature = "temporal")]
     #[command(flatten)]
     pub temporal: OrchestrateTemporal,

@@ -105,6 +105,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         }
         None => None,
     };
+    let (quota, moved) = say_accounts(a, &conv, &targets, &state_dir)?;
     let ctx = SayContext {
         private_ranges: private::stage_private_ranges(&ranges, &state_dir, &cwd)?,
         stall_timeout: crate::dispatch::resolve::seconds("--stall-timeout", a.stall_timeout)?,
@@ -114,6 +115,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         write: a.write,
         tools,
         mcp,
+        quota,
         state_dir,
         cwd,
     };
@@ -132,7 +134,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     // transcript, and each sees the others' answers on its next turn.
     let plans = targets
         .iter()
-        .map(|t| turn::plan(&store, &conv, t, ctx.fresh))
+        .map(|t| turn::plan(&store, &conv, t, ctx.fresh || moved.contains(t)))
         .collect::<Result<Vec<_>>>()?;
     let format = a.output.format();
     let sink_for = |alias: &str| {
@@ -154,6 +156,46 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         .map(|r| r.result.vf_exit())
         .find(|&c| c != 0)
         .unwrap_or(0))
+}
+
+/// Each addressed participant's account, chosen before anything of the turn
+/// is saved (every candidate held: exit 75): `--account`, else the first open
+/// one, the account of its last turn first. A participant whose bound session
+/// belongs to another account than the chosen one starts fresh (with the
+/// replay), as `vf resume` does; those are the second value.
+fn say_accounts(
+    a: &ConvSayArgs,
+    conv: &Conversation,
+    targets: &[String],
+    state_dir: &std::path::Path,
+) -> Result<(
+    std::collections::BTreeMap<String, crate::quota::Ask>,
+    Vec<String>,
+)> {
+    let cfg = crate::plan::config::load()?;
+    let markers = crate::unit::marker::MarkerStore::new(state_dir);
+    let (mut asks, mut moved) = (std::collections::BTreeMap::new(), Vec::new());
+    for t in targets {
+        let p = conv.participant(t)?;
+        let mut origins = super::config::Origins::new();
+        let mut ask = super::run_options::quota_ask(&a.govern, p.engine, &cfg, &mut origins)?;
+        let last = crate::conv::model::turn_unit(&conv.name, t, p.turns);
+        let owner = match p.turns {
+            0 => None,
+            _ => markers.load(&last).ok().flatten().and_then(|m| m.account),
+        };
+        super::run_options::choose_account(&mut ask, p.engine, owner.as_deref())?;
+        let owner = owner.as_deref().unwrap_or(crate::quota::DEFAULT_ACCOUNT);
+        if p.binding.is_some() && owner != ask.account_name() {
+            super::stdio::eprint_line(format_args!(
+                "vf: warning: {t}: its session belongs to account {owner}, not {}: a fresh session, primed with the transcript",
+                ask.account_name()
+            ));
+            moved.push(t.clone());
+        }
+        asks.insert(t.clone(), ask);
+    }
+    Ok((asks, moved))
 }
 
 /// `--to` (each once, checked) or `--all`, in participant order.

@@ -63,6 +63,7 @@ pub fn run(a: &DemoArgs) -> Result<i32> {
         max_cost: None,
         max_tokens: None,
         hard_budget: false,
+        govern: Default::default(),
         #[cfg(feature = "temporal")]
         temporal: Default::default(),
         output: OutputArgs {

@@ -111,6 +111,8 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     // A re-run of an existing unit keeps what it asked for, unless given
     // again; a first run starts from the user config's.
     let kept = crate::unit::marker::MarkerStore::new(&state_dir).load(&unit)?;
+    // A re-run prefers the account its session belongs to.
+    let session_account = kept.as_ref().and_then(|m| m.account.clone());
     let kept = kept.as_ref().map(|m| &m.asked);
     user::asked_origins((&args.policy, &args.after), kept, &cfg, &mut origins);
     let from_config = user::asked_of(&cfg);
@@ -132,6 +134,11 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
         args.run.engine_bin.as_deref(),
         args.session.is_some(),
     )?;
+    let mut quota = run_options::quota_ask(&args.govern, engine_id, &cfg, &mut origins)?;
+    // Before anything is written; a dry run starts nothing and asks no ledger.
+    if !args.dry_run {
+        run_options::choose_account(&mut quota, engine_id, session_account.as_deref())?;
+    }
     let given = args.policy.mcp.is_some();
     let mcp = run_options::mcp(&mut asked, given, engine_id, &state_dir, &unit)?;
     let private_ranges = private::stage_private_ranges(ranges, &state_dir, &cwd)?;
@@ -152,6 +159,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
         command,
         loops,
         warnings,
+        quota,
         ..Resolved::new(engine_id, unit, cwd, state_dir).with_chosen(chosen)
     };
     Ok(Dispatch {
@@ -333,6 +341,32 @@ fn dry_run_attachments(d: &Dispatch) -> Vec<DryRunAttachment<'_>> {
 }
 
 pub fn run(args: &DispatchArgs) -> Result<i32> {
+    let ran = run_checked(args);
+    if let Err(VfError::Held(h)) = &ran {
+        held_json(args.run.output.format(), args.unit.as_deref(), h);
+    }
+    ran
+}
+
+/// A held start with `--output json`/`jsonl`: stdout says so as a JSON
+/// line (reason `rate-limited`, `heldBy`); stderr and exit 75 as any error.
+pub fn held_json(format: OutputFormat, unit: Option<&str>, h: &crate::quota::HeldBy) {
+    if format == OutputFormat::Human {
+        return;
+    }
+    let line = serde_json::json!({
+        "unit": unit,
+        "engine": h.engine,
+        "account": h.account,
+        "state": "held",
+        "reason": crate::ground::error::Reason::RateLimited.as_str(),
+        "error": h.to_string(),
+        "heldBy": h,
+    });
+    StdoutSink::new(format).json_line(&line);
+}
+
+fn run_checked(args: &DispatchArgs) -> Result<i32> {
     let ranges = match parse_private_ranges(&args.private_range) {
         Ok(r) => r,
         Err(e) => {

@@ -44,6 +44,7 @@ pub(super) fn resolve(
         hard: args.hard_budget,
     };
     let flags = flags.checked().map_err(VfError::usage)?;
+    let govern = govern_flags(&args.govern)?;
     let cwd = std::env::current_dir()?;
     let (state_dir, _) = super::config::state_dir_of(args.state.state_dir.as_deref(), &cwd, cfg)?;
     let ready = plan
@@ -58,7 +59,8 @@ pub(super) fn resolve(
     let is_ready = |e| ready.as_ref().map(|r| r.get(e));
     let mut jobs = Vec::with_capacity(plan.units.len());
     // Each unit moves into its job: the plan is not held twice.
-    for u in std::mem::take(&mut plan.units) {
+    for mut u in std::mem::take(&mut plan.units) {
+        govern(&mut u.quota.limits);
         let p = attach::select(u.engine, &u.attachments, &state_dir, &u.cwd, &is_ready)
             .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
         // `model` / `effort` the engine cannot take: refused before anything starts.
@@ -87,6 +89,23 @@ pub(super) fn resolve(
         kill_grace: crate::process::child::kill_grace_from_env()?,
     };
     Ok((request, plan.on_plan_finish))
+}
+
+/// `--pause-at` and `--stagger` (checked: exit 2), as what sets them over
+/// each unit's own limits (its key, the plan's `[defaults]`, the user config).
+fn govern_flags(
+    g: &crate::cli::GovernLimitArgs,
+) -> Result<impl Fn(&mut crate::quota::Limits) + use<>> {
+    use crate::plan::accounts_keys as keys;
+    let pause_at = g.pause_at.map(keys::check_pause_at).transpose();
+    let pause_at = pause_at.map_err(|m| VfError::usage(format!("--pause-at: {m}")))?;
+    let stagger = g.stagger.map(keys::check_stagger).transpose();
+    let stagger = stagger.map_err(|m| VfError::usage(format!("--stagger: {m}")))?;
+    let stagger_ms = stagger.map(|s| keys::limits(None, Some(s)).stagger_ms);
+    Ok(move |l: &mut crate::quota::Limits| {
+        l.pause_at = pause_at.or(l.pause_at);
+        l.stagger_ms = stagger_ms.unwrap_or(l.stagger_ms);
+    })
 }
 
 /// A plan run here (`--temporal` is [`super::orchestrate_temporal`]'s,

@@ -52,20 +52,13 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     } else {
         DEFAULT_RESUME_PROMPT.to_string()
     };
-    // Without exact authority (at the recorded version and the installed
-    // one): a fresh session primed with the unit's answers.
     let engine_bin = args.run.engine_bin.as_deref();
-    let installed = crate::dispatch::installed_version(marker.engine, engine_bin);
-    let (id, prompt, replay) = match resolve_resume_id(&marker, installed.as_ref()) {
-        Ok(id) => (Some(id), prompt, None),
-        Err(why) => match for_resume(&state_dir, &marker, installed.as_ref(), why, &prompt) {
-            Ok((primed, counts)) => (None, primed, Some(counts)),
-            Err(why) => {
-                let msg = format!("cannot resume unit {:?}: {why}", args.unit);
-                return Err(VfError::usage(msg));
-            }
-        },
-    };
+    let cfg = crate::plan::config::load()?;
+    let mut origins = super::config::Origins::new();
+    let mut quota = super::run_options::quota_ask(&args.govern, marker.engine, &cfg, &mut origins)?;
+    // Before anything is written: the session's own account first.
+    super::run_options::choose_account(&mut quota, marker.engine, marker.account.as_deref())?;
+    let (id, prompt, replay) = session(&state_dir, &marker, engine_bin, &quota, prompt)?;
     // What the unit asked for, kept unless given again or cleared.
     let given = super::run_options::ask_flags(&args.policy, &args.after);
     let mut asked = resolve::asked(&given, Some(&marker.asked));
@@ -120,6 +113,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         command: marker.command.clone(),
         loops,
         warnings,
+        quota,
         ..Resolved::new(marker.engine, args.unit.clone(), marker.cwd, state_dir).with_chosen(chosen)
     };
     let spec = run.spec(prompt, id);
@@ -132,7 +126,60 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     })
 }
 
+/// The session id a resume continues, its prompt, and the replay it was
+/// primed with. Exact only on the account the session belongs to (`quota`'s
+/// chosen one, else a fresh session with the bounded replay and a warning
+/// naming both); and, as before, only with exact resume authority at the
+/// recorded and the installed version.
+fn session(
+    state_dir: &std::path::Path,
+    marker: &crate::unit::marker::Marker,
+    engine_bin: Option<&std::path::Path>,
+    quota: &crate::quota::Ask,
+    prompt: String,
+) -> Result<(Option<String>, String, Option<crate::unit::history::Counts>)> {
+    let unit = &marker.unit;
+    let installed = crate::dispatch::installed_version(marker.engine, engine_bin);
+    let owner = marker
+        .account
+        .as_deref()
+        .unwrap_or(crate::quota::DEFAULT_ACCOUNT);
+    let chosen = quota.account_name();
+    match resolve_resume_id(marker, installed.as_ref()) {
+        Ok(id) if owner == chosen => Ok((Some(id), prompt, None)),
+        Ok(_) => {
+            let why = format!("its session belongs to account {owner}, not {chosen}");
+            let primed = crate::dispatch::rerun::primed(state_dir, unit, &prompt)
+                .map_err(|e| format!("{why}, and {e}"))
+                .and_then(|p| {
+                    p.ok_or(format!(
+                        "{why}, and no earlier answer is recorded to replay"
+                    ))
+                })
+                .map_err(|why| VfError::usage(format!("cannot resume unit {unit:?}: {why}")))?;
+            crate::commands::stdio::eprint_line(format_args!(
+                "vf: warning: {unit}: {why}: a fresh session, primed with a replay of its answers"
+            ));
+            Ok((None, primed.0, Some(primed.1)))
+        }
+        Err(why) => match for_resume(state_dir, marker, installed.as_ref(), why, &prompt) {
+            Ok((primed, counts)) => Ok((None, primed, Some(counts))),
+            Err(why) => Err(VfError::usage(format!(
+                "cannot resume unit {unit:?}: {why}"
+            ))),
+        },
+    }
+}
+
 pub fn run(args: &ResumeArgs) -> Result<i32> {
+    let ran = run_checked(args);
+    if let Err(VfError::Held(h)) = &ran {
+        super::dispatch::held_json(args.run.output.format(), Some(&args.unit), h);
+    }
+    ran
+}
+
+fn run_checked(args: &ResumeArgs) -> Result<i32> {
     let Request {
         spec,
         unit,

@@ -102,3 +102,56 @@ pub fn mcp(
     asked.mcp = Some(canonical);
     Ok(Some(servers))
 }
+
+/// The governor's say for a single-unit command of `engine`: `--pause-at`,
+/// `--stagger` and `--account` over the user config's `[defaults]` and its
+/// `[[accounts]]` (docs/CONFIG.md); the account itself is chosen at the start
+/// ([`choose_account`]). A bad flag is exit 2.
+pub fn quota_ask(
+    g: &crate::cli::GovernArgs,
+    engine: EngineId,
+    cfg: &crate::plan::config::Config,
+    o: &mut super::config::Origins,
+) -> Result<crate::quota::Ask> {
+    use crate::plan::accounts_keys as keys;
+    let bad = |flag: &str, m: String| VfError::usage(format!("{flag}: {m}"));
+    if let Some(v) = g.limits.pause_at {
+        keys::check_pause_at(v).map_err(|m| bad("--pause-at", m))?;
+    }
+    if let Some(v) = g.limits.stagger {
+        keys::check_stagger(v).map_err(|m| bad("--stagger", m))?;
+    }
+    if let Some(a) = &g.account {
+        keys::check_account(a, Some(engine), &cfg.accounts).map_err(|m| bad("--account", m))?;
+        o.insert("account", crate::plan::config::Origin::Flag);
+    }
+    let pause_at = super::config::or_config(g.limits.pause_at, "pause_at", cfg, o);
+    let stagger = super::config::or_config(g.limits.stagger, "stagger", cfg, o);
+    let rotate = super::config::or_config(None::<bool>, "rotate", cfg, o);
+    Ok(crate::quota::Ask {
+        account: None,
+        limits: keys::limits(pause_at, stagger),
+        accounts: cfg.accounts.clone(),
+        rule: crate::quota::Rule {
+            pinned: g.account.clone(),
+            no_rotate: rotate == Some(false),
+        },
+    })
+}
+
+/// The account a run of `engine` starts on, before anything is written: the
+/// first open one (`prefer`, the account its session belongs to, first).
+/// Every candidate held: [`VfError::Held`] (exit 75) naming the hold that
+/// ends first.
+pub fn choose_account(
+    ask: &mut crate::quota::Ask,
+    engine: EngineId,
+    prefer: Option<&str>,
+) -> Result<()> {
+    let (chosen, warnings) = crate::quota::choose(ask, engine, prefer);
+    for w in warnings {
+        super::stdio::eprint_line(format_args!("vf: warning: {w}"));
+    }
+    ask.account = chosen.map_err(VfError::Held)?;
+    Ok(())
+}

@@ -36,6 +36,9 @@ pub struct SayContext {
     pub private_ranges: PrivateRanges,
     /// `--mcp FILE`, checked for every participant's engine: each turn's.
     pub mcp: Option<crate::engine::mcp::McpServers>,
+    /// Per participant: the governor's say, its account chosen (absent: the
+    /// engine's default account, the built-in limits).
+    pub quota: std::collections::BTreeMap<String, crate::quota::Ask>,
 }
 
 /// One turn's report.
@@ -223,6 +226,11 @@ fn start(
         // The participant's model on every turn (checked at `conv new`).
         options: crate::engine::RunOptions::new(model, None, None),
         mcp: ctx.mcp.clone(),
+        quota: ctx
+            .quota
+            .get(&turn.participant)
+            .cloned()
+            .unwrap_or_default(),
         ..Resolved::new(engine, unit, ctx.cwd.clone(), ctx.state_dir.clone())
     };
     let prompt = private::apply_private_ranges(&turn.text, &ctx.private_ranges);

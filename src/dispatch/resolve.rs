@@ -527,6 +527,7 @@ mod tests {
                 .parse()
                 .unwrap(),
             engines: BTreeMap::from([(EngineId::Codex, user_model)]),
+            accounts: Vec::new(),
         };
         let mut units = crate::plan::load_with(&plan, &user).unwrap().units;
         let u = units.pop().unwrap();
@@ -577,6 +578,7 @@ mod tests {
                 .parse()
                 .unwrap(),
             engines: BTreeMap::new(),
+            accounts: Vec::new(),
         };
         let u = crate::plan::load_with(&plan, &user)
             .unwrap()

@@ -63,6 +63,8 @@ static SPEC: Spec = Spec {
     options: OptionFlags::NONE,
     command: Some(SOURCE),
     guardrails: Guardrails::VfEnforced,
+    // An ACP agent is any CLI: the bridge's short list.
+    account_env: super::bridge::COMMAND_ACCOUNT_ENV,
 };
 
 impl Engine for Acp {

@@ -37,6 +37,8 @@ static SPEC: Spec = Spec {
     options: OptionFlags::NONE,
     command: None,
     guardrails: Guardrails::PostHoc,
+    // No verified help or binary: no variable is known to be its.
+    account_env: &[],
 };
 
 impl Engine for Agy {

@@ -24,6 +24,19 @@ pub const SOURCE: CommandSource = CommandSource {
     plan_key: "bridge",
 };
 
+/// What an account of a command engine may set: the config dirs and API
+/// keys of the CLIs such a command usually runs (ENGINES.md, "Accounts").
+pub const COMMAND_ACCOUNT_ENV: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CONFIG_DIR",
+    "OPENAI_API_KEY",
+    "CODEX_HOME",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_CLI_HOME",
+    "OPENCODE_CONFIG_DIR",
+];
+
 static SPEC: Spec = Spec {
     id: EngineId::Bridge,
     binary: "",
@@ -42,6 +55,7 @@ static SPEC: Spec = Spec {
     options: OptionFlags::NONE,
     command: Some(SOURCE),
     guardrails: Guardrails::PostHoc,
+    account_env: COMMAND_ACCOUNT_ENV,
 };
 
 impl Engine for Bridge {

@@ -49,6 +49,14 @@ static SPEC: Spec = Spec {
     },
     command: None,
     guardrails: Guardrails::Native,
+    // From the pinned binary's strings: its config dir and credentials.
+    account_env: &[
+        "CLAUDE_CONFIG_DIR",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+    ],
 };
 
 impl Engine for Claude {

@@ -90,6 +90,13 @@ static SPEC: Spec = Spec {
     },
     command: None,
     guardrails: Guardrails::Native,
+    // From the pinned binary's strings: its home and credentials.
+    account_env: &[
+        "CODEX_HOME",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "CODEX_ACCESS_TOKEN",
+    ],
 };
 
 impl Engine for Codex {

@@ -151,6 +151,14 @@ static SPEC: Spec = Spec {
     },
     command: None,
     guardrails: Guardrails::NativeToolsOnly,
+    // Its home and the tokens it reads, in its README's order.
+    account_env: &[
+        "COPILOT_HOME",
+        "COPILOT_GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_HOST",
+    ],
 };
 
 impl Copilot {

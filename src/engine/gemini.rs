@@ -39,6 +39,17 @@ static SPEC: Spec = Spec {
     },
     command: None,
     guardrails: Guardrails::Native,
+    // From the pinned bundle: its home (`GEMINI_CLI_HOME`) and credentials.
+    account_env: &[
+        "GEMINI_CLI_HOME",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GEMINI_BASE_URL",
+    ],
 };
 
 impl Engine for Gemini {

@@ -384,6 +384,10 @@ pub struct Spec {
     pub command: Option<CommandSource>,
     /// What can hold the engine to a unit's policy while it runs (`vf engines`).
     pub guardrails: Guardrails,
+    /// The variables an account of this engine may set (the user config's
+    /// `[[accounts]] env`): names, or prefixes ending in `*`, that the CLI
+    /// reads for its credentials and config dir.
+    pub account_env: &'static [&'static str],
 }
 
 impl Spec {

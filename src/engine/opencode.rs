@@ -47,6 +47,16 @@ static SPEC: Spec = Spec {
     },
     command: None,
     guardrails: Guardrails::PostHoc,
+    // Its config (`OPENCODE_CONFIG*`), its data dir (auth.json) and provider keys.
+    account_env: &[
+        "OPENCODE_CONFIG",
+        "OPENCODE_CONFIG_DIR",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GEMINI_API_KEY",
+    ],
 };
 
 impl Engine for Opencode {

@@ -73,6 +73,8 @@ static SPEC: Spec = Spec {
     options: OptionFlags::NONE,
     command: None,
     guardrails: Guardrails::PostHoc,
+    // Built in: it reads no credentials.
+    account_env: &[],
 };
 
 impl Engine for Recorded {

@@ -50,6 +50,9 @@ pub const DEFAULT_KEYS: &[&str] = &[
     "review",
     "on_conflict",
     "resolver",
+    "pause_at",
+    "stagger",
+    "rotate",
 ];
 
 /// Where an effective setting came from.
@@ -111,6 +114,8 @@ pub struct Config {
     pub defaults: toml::Table,
     /// `[engines.NAME]`: the model and effort per engine.
     pub engines: BTreeMap<EngineId, EngineKeys>,
+    /// `[[accounts]]`: per engine, in file order (checked).
+    pub accounts: Vec<crate::quota::Account>,
 }
 
 impl Config {
@@ -135,6 +140,7 @@ impl Config {
                 .iter()
                 .map(|(e, k)| (*e, (k.model.clone(), k.effort.clone())))
                 .collect(),
+            accounts: self.accounts.clone(),
         }
     }
 }
@@ -148,6 +154,8 @@ struct RawConfig {
     defaults: BTreeMap<Spanned<String>, Spanned<toml::Value>>,
     #[serde(default)]
     engines: BTreeMap<Spanned<String>, EngineKeys>,
+    #[serde(default)]
+    accounts: Vec<super::accounts_keys::RawAccount>,
 }
 
 /// The config file's path: `VF_CONFIG`, else `vf/config.toml` in the
@@ -282,6 +290,9 @@ pub fn parse(text: &str, dir: &Path) -> std::result::Result<Config, (usize, Stri
             .map_err(|e| (line, format!("[engines.{id}]: {e}")))?;
         config.engines.insert(id, keys);
     }
+    let home = super::accounts_keys::home();
+    config.accounts =
+        super::accounts_keys::accounts(raw.accounts, &|at| line_of(text, at), home.as_deref())?;
     Ok(config)
 }
 
@@ -307,7 +318,7 @@ mod tests {
     fn each_bad_key_or_value_names_its_line() {
         assert_eq!(
             err("jobs = 2\n\ncolour = 1\n"),
-            (3, "unknown field `colour`, expected one of `state_dir`, `jobs`, `defaults`, `engines`".into())
+            (3, "unknown field `colour`, expected one of `state_dir`, `jobs`, `defaults`, `engines`, `accounts`".into())
         );
         assert_eq!(err("jobs = 0").0, 1);
         assert_eq!(err("jobs = \"four\"").0, 1);

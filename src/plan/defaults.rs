@@ -18,6 +18,8 @@ use crate::engine::EngineId;
 pub struct UserDefaults {
     pub defaults: Table,
     pub engines: BTreeMap<EngineId, (Option<String>, Option<String>)>,
+    /// `[[accounts]]`: every declared account (a unit's `account` names one).
+    pub accounts: Vec<crate::quota::Account>,
 }
 
 /// Which layer of a plan set a unit's key.
@@ -222,6 +224,7 @@ mod tests {
         let user = UserDefaults {
             defaults: table("acp = \"mine --acp\"\ntimeout = 9.0\nread_only = true"),
             engines: BTreeMap::from([(EngineId::Acp, (Some("m".into()), None))]),
+            accounts: Vec::new(),
         };
         let plan = table("timeout = 5.0");
         let mut unit = table("engine = \"acp:gemini\"\nread_only = false");

@@ -4,7 +4,7 @@
 //! The domain's map: this file parses and validates a plan (`defaults` the
 //! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`,
 //! `loop_keys` the closed loops' keys, `order` the dependency order); `config` the
-//! user config file; `ratelimit` the `on_rate_limit` policy and back-off;
+//! user config file (`accounts_keys` its `[[accounts]]` and the quota keys); `ratelimit` the `on_rate_limit` policy and back-off;
 //! `scheduler` the local DAG executor (reporting through `Reporter`);
 //! `temporal` the same plan as a Temporal workflow (cargo feature `temporal`).
 
@@ -23,6 +23,7 @@ use crate::ground::error::{Result, VfError};
 use crate::ground::names;
 use crate::ground::text::{one_line, shown};
 
+pub mod accounts_keys;
 pub mod config;
 mod defaults;
 mod loop_keys;
@@ -137,6 +138,14 @@ struct RawUnit {
     on_conflict: Option<crate::unit::marker::asked::ConflictKey>,
     #[serde(default, deserialize_with = "loop_keys::resolver")]
     resolver: Option<EngineId>,
+    /// Percent 1–100 (checked as it is read, as the other quota keys).
+    #[serde(default, deserialize_with = "accounts_keys::pause_at")]
+    pause_at: Option<f64>,
+    #[serde(default, deserialize_with = "accounts_keys::stagger")]
+    stagger: Option<f64>,
+    rotate: Option<bool>,
+    /// A declared account of the unit's engine (checked with the user's accounts).
+    account: Option<String>,
 }
 
 /// One validated unit of a plan.
@@ -310,7 +319,9 @@ fn parse_with_budget(
             ));
         }
         let name = u.name.clone();
-        units.push(checked_unit(u, dir).map_err(|msg| format!("unit {name:?}: {msg}"))?);
+        let mut unit = checked_unit(u, dir).map_err(|msg| format!("unit {name:?}: {msg}"))?;
+        unit.quota.accounts = user.accounts.clone();
+        units.push(unit);
     }
     for u in &units {
         for d in &u.depends_on {
@@ -386,10 +397,13 @@ fn raw_units(
             Some(name) => format!("unit {}", shown(name, 80)),
             None => format!("unit #{}", i + 1),
         };
-        let unit = RawUnit::deserialize(toml::Value::Table(table)).map_err(|e| {
-            let line = text[..start].matches('\n').count() + 1;
-            format!("line {line}: {who}: {}", toml_message(&e))
-        })?;
+        let line = || text[..start].matches('\n').count() + 1;
+        let unit = RawUnit::deserialize(toml::Value::Table(table))
+            .map_err(|e| format!("line {}: {who}: {}", line(), toml_message(&e)))?;
+        if let Some(a) = &unit.account {
+            accounts_keys::check_account(a, unit.engine.engine(), &user.accounts)
+                .map_err(|m| format!("line {}: {who}: {m}", line()))?;
+        }
         units.push(unit);
     }
     Ok((units, all_layers))
@@ -469,7 +483,17 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
         loops,
-        quota: crate::quota::Ask::default(),
+        // Every declared account is added by the caller; the scheduler
+        // chooses one per start.
+        quota: crate::quota::Ask {
+            account: None,
+            limits: accounts_keys::limits(u.pause_at, u.stagger),
+            accounts: Vec::new(),
+            rule: crate::quota::Rule {
+                pinned: u.account,
+                no_rotate: u.rotate == Some(false),
+            },
+        },
         mcp,
         mcp_file,
         agent: u.agent,

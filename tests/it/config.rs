@@ -83,6 +83,7 @@ fn a_flag_beats_the_config_which_beats_the_builtin_in_a_dispatch() {
             "on_finish": origin, "on_fail": "builtin", "stall_timeout": "builtin",
             "timeout": origin, "fix_rounds": "builtin", "review": "builtin",
             "on_conflict": "builtin", "resolver": "builtin",
+            "pause_at": "builtin", "stagger": "builtin", "rotate": "builtin",
         }),
     );
     assert_eq!(v["hooks"], json!({"onFinish": "true", "onFail": null}));

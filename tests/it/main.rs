@@ -82,6 +82,8 @@ mod quota_fleet;
 #[cfg(unix)]
 mod quota_frames;
 #[cfg(unix)]
+mod quota_keys;
+#[cfg(unix)]
 mod ratelimit;
 #[cfg(unix)]
 mod report;

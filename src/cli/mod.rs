@@ -18,11 +18,13 @@ use crate::engine::{EngineId, OutputTransport};
 mod conv;
 mod demo;
 mod loops;
+mod quota;
 #[cfg(feature = "temporal")]
 mod temporal;
 pub use conv::*;
 pub use demo::*;
 pub use loops::LoopArgs;
+pub use quota::*;
 #[cfg(feature = "temporal")]
 pub use temporal::*;
 
@@ -95,6 +97,10 @@ pub enum Command {
     /// Show the effective settings and where each comes from: flag, variable,
     /// the user config file, built-in (`path`: the file's path; docs/CONFIG.md).
     Config(ConfigArgs),
+    /// Show the quota governor's ledger: each engine account's state (open,
+    /// paused, held, staggered), utilization, reset and waiting units;
+    /// `clear` drops a hold by hand (docs/QUOTA.md).
+    Quota(QuotaArgs),
     /// See vf do its job in seconds, with no CLI logged in: a three-unit plan
     /// in worktrees of a temporary repository, on a recorded engine
     /// (genuine captures, never a model), then status and report (docs/DEMO.md).

@@ -5,7 +5,8 @@
 //!
 //! The domain's map: this file the page's data model; `timeline` a bar per
 //! attempt, `events` the latest raw log projected, `unit` a row per unit,
-//! `conv` the conversations' transcripts, `html` the page (`page.css`,
+//! `conv` the conversations' transcripts, `quota` the quota ledger's
+//! entries as shown (also by `vf quota` and `vf status`), `html` the page (`page.css`,
 //! `page.js` inline); `judge` the optional judge of a unit's result
 //! (docs/JUDGE.md), which reads the same state dir.
 
@@ -22,6 +23,7 @@ mod conv;
 mod events;
 pub mod html;
 pub mod judge;
+pub mod quota;
 mod timeline;
 mod unit;
 

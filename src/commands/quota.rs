@@ -143,7 +143,10 @@ fn target(t: &str) -> Result<(String, Option<String>)> {
             "unknown engine {} in {}: expected one of {}",
             crate::ground::text::shown(engine, 40),
             crate::ground::text::shown(t, 80),
-            EngineId::every().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+            EngineId::every()
+                .map(|e| e.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     if let Some(a) = account {

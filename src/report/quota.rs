@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::quota::entry::{self, Entry};
-use crate::quota::{Account, Gate, HoldKind, Limits, gate};
+use crate::quota::{Account, Gate, HeldBy, HoldKind, Limits, gate};
 
 /// What an account is to a start asked for now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -70,6 +70,14 @@ pub fn view(e: &Entry, now: u64, lim: &Limits) -> View {
     }
 }
 
+/// What holds `e` at `now` for a process governed by `lim`; `None`: open.
+pub fn held_by(e: &Entry, now: u64, lim: &Limits) -> Option<HeldBy> {
+    match gate::gate(&mut e.clone(), now, lim) {
+        Gate::Open { .. } => None,
+        Gate::Held { until, kind } => Some(gate::held_by(e, until, kind)),
+    }
+}
+
 /// Every entry, then each declared account the ledger knows nothing of
 /// (open), sorted by engine and account.
 pub fn views(entries: &[Entry], declared: &[Account], now: u64, lim: &Limits) -> Vec<View> {
@@ -86,7 +94,10 @@ pub fn views(entries: &[Entry], declared: &[Account], now: u64, lim: &Limits) ->
 
 /// `2026-12-05 14:05:09` (UTC) of epoch milliseconds.
 pub fn utc(ms: u64) -> String {
-    entry::rfc3339_ms(ms).get(..19).unwrap_or_default().replace('T', " ")
+    entry::rfc3339_ms(ms)
+        .get(..19)
+        .unwrap_or_default()
+        .replace('T', " ")
 }
 
 /// When the account's figure resets: its hold, else its window's reset.

@@ -70,6 +70,11 @@ pub struct Report {
     pub lanes: u32,
     pub totals: Totals,
     pub conversations: Vec<conv::ConvRow>,
+    /// The quota ledger's entries when the report was made, each with its
+    /// state (docs/QUOTA.md); `quotaWarning`: the ledger could not be used.
+    pub quota: Vec<quota::View>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota_warning: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -156,6 +161,8 @@ pub fn build(req: &Request) -> Result<Report> {
         })
         .collect();
     let totals = totals(&units, &unusable, &bars);
+    let (entries, quota_warning) = crate::quota::entries();
+    let quota = quota::views(&entries, &[], req.now_ms, &crate::quota::Limits::default());
     Ok(Report {
         format: FORMAT,
         generated_at: crate::ground::fsutil::now_rfc3339(),
@@ -168,6 +175,8 @@ pub fn build(req: &Request) -> Result<Report> {
         lanes,
         totals,
         conversations: conv::rows(&req.state_dir),
+        quota,
+        quota_warning,
     })
 }
 

@@ -80,6 +80,8 @@ mod process_start;
 #[cfg(unix)]
 mod ratelimit;
 #[cfg(unix)]
+mod quota_show;
+#[cfg(unix)]
 mod report;
 #[cfg(unix)]
 mod report_paths;

@@ -3,8 +3,9 @@
 //! This module imports only clap, std and the engine types: the defaults
 //! below are the flags' own, and `commands/*` pass them down as values.
 //!
-//! The domain's map: this file the top-level commands; `conv`, `demo` and
-//! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands;
+//! The domain's map: this file the top-level commands; `conv`, `demo`,
+//! `quota` and `temporal` the flags of `vf conv`, `vf demo`, `vf quota` and
+//! the Temporal commands;
 //! `loops` the closed loops' flags of `vf dispatch` and `vf resume`.
 
 use std::io::IsTerminal;

@@ -65,7 +65,7 @@ fn show(args: &QuotaArgs) -> Result<i32> {
         pause_at: pause_at(args, &cfg)?,
         ..Limits::default()
     };
-    let (entries, w) = quota::entries();
+    let (entries, w) = crate::report::quota::entries();
     warn(w);
     let shown = views(&entries, &declared(&cfg), quota::now_ms(), &lim);
     let ledger = quota::ledger::path().map(|p| p.display().to_string());

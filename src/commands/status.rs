@@ -183,7 +183,7 @@ struct Quota {
 
 impl Quota {
     fn read(req: &Request) -> Quota {
-        let (entries, w) = crate::quota::entries();
+        let (entries, w) = crate::report::quota::entries();
         if let Some(w) = w {
             super::stdio::eprint_line(format_args!("vf: warning: {w}"));
         }

@@ -161,7 +161,7 @@ pub fn build(req: &Request) -> Result<Report> {
         })
         .collect();
     let totals = totals(&units, &unusable, &bars);
-    let (entries, quota_warning) = crate::quota::entries();
+    let (entries, quota_warning) = quota::entries();
     let quota = quota::views(&entries, &[], req.now_ms, &crate::quota::Limits::default());
     Ok(Report {
         format: FORMAT,

@@ -70,6 +70,17 @@ pub fn view(e: &Entry, now: u64, lim: &Limits) -> View {
     }
 }
 
+/// The ledger's entries to show. No ledger file yet: none, and nothing is
+/// created (showing never makes the data dir or the lock file; `vf demo`
+/// leaves HOME as it was). Anything else at its path is read, or refused
+/// with the ledger's warning.
+pub fn entries() -> (Vec<Entry>, crate::quota::Warning) {
+    match crate::quota::ledger::path() {
+        Some(p) if std::fs::symlink_metadata(&p).is_err() => (Vec::new(), None),
+        _ => crate::quota::entries(),
+    }
+}
+
 /// What holds `e` at `now` for a process governed by `lim`; `None`: open.
 pub fn held_by(e: &Entry, now: u64, lim: &Limits) -> Option<HeldBy> {
     match gate::gate(&mut e.clone(), now, lim) {

@@ -339,3 +339,19 @@ fn status_shows_the_units_a_plan_holds_as_waiting() {
     let text = ok(&env.run(&["status"]));
     assert!(text.starts_with("no units under"), "{text}");
 }
+
+/// Showing the ledger creates nothing: with no ledger file, `vf quota`,
+/// `vf status` and `vf report` leave its directory as it was.
+#[test]
+fn showing_a_ledger_that_does_not_exist_creates_nothing() {
+    let env = Env::new();
+    let dir = env.path().join("data");
+    let file = dir.join("vf").join("quota.json");
+    std::fs::create_dir_all(env.state()).unwrap();
+    for args in [&["quota"][..], &["status"], &["report", "--json"]] {
+        let out = env.cmd(args).env("VF_QUOTA_FILE", &file).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+        assert!(!dir.exists(), "{args:?} created {}", dir.display());
+    }
+}

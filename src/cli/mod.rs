@@ -3,10 +3,10 @@
 //! This module imports only clap, std and the engine types: the defaults
 //! below are the flags' own, and `commands/*` pass them down as values.
 //!
-//! The domain's map: this file the top-level commands; `conv`, `demo` and
-//! `temporal` the flags of `vf conv`, `vf demo` and the Temporal commands;
-//! `loops` the closed loops' flags of `vf dispatch` and `vf resume`; `govern` the
-//! quota governor's flags.
+//! The domain's map: this file the top-level commands; `conv`, `demo`,
+//! `quota` and `temporal` the flags of `vf conv`, `vf demo`, `vf quota` and
+//! the Temporal commands; `loops` the closed loops' flags of `vf dispatch` and
+//! `vf resume`; `govern` the quota governor's flags.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,12 +20,14 @@ mod conv;
 mod demo;
 mod govern;
 mod loops;
+mod quota;
 #[cfg(feature = "temporal")]
 mod temporal;
 pub use conv::*;
 pub use demo::*;
 pub use govern::{GovernArgs, GovernLimitArgs};
 pub use loops::LoopArgs;
+pub use quota::*;
 #[cfg(feature = "temporal")]
 pub use temporal::*;
 
@@ -98,6 +100,10 @@ pub enum Command {
     /// Show the effective settings and where each comes from: flag, variable,
     /// the user config file, built-in (`path`: the file's path; docs/CONFIG.md).
     Config(ConfigArgs),
+    /// Show the quota governor's ledger: each engine account's state (open,
+    /// paused, held, staggered), utilization, reset and waiting units;
+    /// `clear` drops a hold by hand (docs/QUOTA.md).
+    Quota(QuotaArgs),
     /// See vf do its job in seconds, with no CLI logged in: a three-unit plan
     /// in worktrees of a temporary repository, on a recorded engine
     /// (genuine captures, never a model), then status and report (docs/DEMO.md).

@@ -2,7 +2,7 @@
 //!
 //! The domain's map: a file per subcommand (`attach`, `clean`, `completions`,
 //! `config`, `conv`, `demo`, `dispatch`, `doctor`, `engines`, `hook`, `judge`,
-//! `orchestrate` (+ `orchestrate_temporal`), `play`, `replay`, `report`,
+//! `orchestrate` (+ `orchestrate_temporal`), `play`, `quota`, `replay`, `report`,
 //! `resume`, `skill`, `status`, `worker`, `workspace`); and what they share:
 //! `output` (the dispatch renderers), `stdio` (the only writer of stdout and
 //! stderr), `prompt` (`--prompt`, `--prompt-file`, stdin), `run_options`
@@ -28,6 +28,7 @@ pub mod orchestrate_temporal;
 pub mod output;
 pub mod play;
 pub mod prompt;
+pub mod quota;
 pub mod replay;
 pub mod report;
 pub mod resume;
@@ -61,6 +62,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Workspace(a) => workspace::run(&a),
         Command::Hook(a) => hook::run(&a),
         Command::Config(a) => config::run(&a),
+        Command::Quota(a) => quota::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Play(a) => play::run(&a),
     }

@@ -287,6 +287,13 @@ impl Reporter for Jsonl {
         }
     }
 
+    fn held(&mut self, _: usize, report: &UnitReport) {
+        if self.live {
+            let line = held_line(report);
+            self.tag(None).json_line(&line);
+        }
+    }
+
     fn blocked(&mut self, _: usize, report: &UnitReport) {
         if self.live {
             let line = serde_json::json!({
@@ -301,6 +308,14 @@ impl Reporter for Jsonl {
         // Its keys come out sorted as `json_line`'s would (see `PlanResult`).
         self.out.json_streamed(result);
     }
+}
+
+/// A held unit's `orchestrate.unit` line: `waiting`, with what holds it.
+fn held_line(report: &UnitReport) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "orchestrate.unit", "unit": report.unit, "state": "waiting",
+        "engine": report.engine, "heldBy": report.held_by,
+    })
 }
 
 /// A round's `orchestrate.unit` line: its state is the round's
@@ -354,6 +369,9 @@ struct Row {
     last_event: String,
     /// The round under way (`fixing 2/3`), shown as its state.
     doing: Option<String>,
+    /// While the quota governor holds it: `quota: claude/work until 14:05:09`,
+    /// shown in place of its last event.
+    held: Option<String>,
 }
 
 impl Row {
@@ -370,7 +388,7 @@ impl Row {
             self.engine.as_str(),
             self.doing.as_deref().unwrap_or(self.state.as_str()),
             elapsed,
-            self.last_event
+            self.held.as_deref().unwrap_or(&self.last_event)
         )
     }
 }
@@ -397,6 +415,7 @@ impl Human {
                     duration_ms: None,
                     last_event: String::new(),
                     doing: None,
+                    held: None,
                 })
                 .collect(),
             drawn: 0,
@@ -436,6 +455,8 @@ impl Human {
 impl Reporter for Human {
     fn started(&mut self, index: usize, report: &UnitReport) {
         self.update(index, report);
+        // A unit that starts is no longer held, whatever its report kept.
+        self.rows[index].held = None;
         self.rows[index].started = Some(Instant::now());
     }
 
@@ -470,6 +491,7 @@ impl Reporter for Human {
 
     fn finished(&mut self, index: usize, report: &UnitReport, _: Option<&DispatchResult>) {
         self.update(index, report);
+        self.rows[index].held = None;
         if !self.table {
             let error = report
                 .error
@@ -487,10 +509,24 @@ impl Reporter for Human {
 
     fn blocked(&mut self, index: usize, report: &UnitReport) {
         self.update(index, report);
+        self.rows[index].held = None;
+    }
+
+    fn held(&mut self, index: usize, report: &UnitReport) {
+        self.update(index, report);
+        let Some(h) = &report.held_by else { return };
+        let text = one_line(&h.short(), 200);
+        if !self.table {
+            let s = format!("[{}] waiting ({text})\n", report.unit);
+            live(s.as_bytes());
+        }
+        let row = &mut self.rows[index];
+        (row.state, row.started, row.held) = (RunState::Waiting, None, Some(text));
     }
 
     fn waiting(&mut self, index: usize, report: &UnitReport, _: &DispatchResult) {
         self.update(index, report);
+        self.rows[index].held = None;
         let why = one_line(report.error.as_deref().unwrap_or_default(), 2000);
         if !self.table {
             let s = format!("[{}] {why}\n", report.unit);
@@ -606,6 +642,62 @@ mod tests {
         assert_eq!(
             round_line("api", &note("resolve", (1, 1), None))["state"],
             "resolving"
+        );
+    }
+
+    fn held_by() -> crate::ground::held::HeldBy {
+        crate::ground::held::HeldBy {
+            engine: "claude".into(),
+            account: "work".into(),
+            until: "2026-12-05T14:05:09.250Z".into(),
+            kind: crate::ground::held::HoldKind::RateLimited,
+            unit: Some("api".into()),
+            source: Some("rate_limit_event (claude)".into()),
+            utilization: None,
+            window: None,
+        }
+    }
+
+    /// A held unit's row is `waiting` with what holds it; once it starts or
+    /// ends, the hold is gone from its row.
+    #[test]
+    fn the_live_table_shows_a_held_unit_until_it_starts() {
+        let mut report = UnitReport::waiting("web", EngineId::Claude, None);
+        let mut h = Human::new(std::iter::once(&report));
+        h.table = true;
+        h.rows[0].last_event = "agent: earlier".into();
+        report.held_by = Some(held_by());
+        h.held(0, &report);
+        let line = h.rows[0].line();
+        assert_eq!(state_shown(&h), "waiting");
+        assert!(line.contains("quota: claude/work until 14:05:09"), "{line}");
+        // The scheduler clears it when it starts the unit; the row does not
+        // depend on that.
+        report.state = RunState::Running;
+        h.started(0, &report);
+        let line = h.rows[0].line();
+        assert_eq!(state_shown(&h), "running");
+        assert!(!line.contains("quota:"), "{line}");
+        report.state = RunState::Waiting;
+        h.held(0, &report);
+        assert!(h.rows[0].line().contains("quota: claude/work"));
+        report.state = RunState::Done;
+        h.finished(0, &report, None);
+        let line = h.rows[0].line();
+        assert_eq!(state_shown(&h), "done");
+        assert!(!line.contains("quota:"), "{line}");
+    }
+
+    #[test]
+    fn a_held_unit_is_a_waiting_orchestrate_unit_line_with_held_by() {
+        let mut report = UnitReport::waiting("web", EngineId::Claude, None);
+        report.held_by = Some(held_by());
+        assert_eq!(
+            held_line(&report),
+            serde_json::json!({"kind": "orchestrate.unit", "unit": "web", "state": "waiting",
+                "engine": "claude", "heldBy": {"engine": "claude", "account": "work",
+                "until": "2026-12-05T14:05:09.250Z", "kind": "rate-limited", "unit": "api",
+                "source": "rate_limit_event (claude)"}})
         );
     }
 }

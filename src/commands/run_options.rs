@@ -136,6 +136,7 @@ pub fn quota_ask(
             pinned: g.account.clone(),
             no_rotate: rotate == Some(false),
         },
+        admitted: Default::default(),
     })
 }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::cli::StatusArgs;
 use crate::ground::error::{Result, VfError, exit};
+use crate::ground::held::HeldBy;
 use crate::ground::names;
 use crate::ground::procinfo::Liveness;
 use crate::unit::marker::resume_rule::{resolve_resume_id, state_refusal};
@@ -20,6 +21,9 @@ struct Request {
     /// Epoch seconds: only units that finished at or after it.
     since: Option<u64>,
     total: bool,
+    /// The quota governor's limits a unit's hold is shown for (the user
+    /// config's `pause_at`).
+    limits: crate::quota::Limits,
 }
 
 fn resolve(args: &StatusArgs) -> Result<Request> {
@@ -27,8 +31,14 @@ fn resolve(args: &StatusArgs) -> Result<Request> {
         names::check("unit name", u)?;
     }
     let cwd = std::env::current_dir()?;
+    let cfg = crate::plan::config::load()?;
+    let state_dir = super::config::state_dir_of(args.state.state_dir.as_deref(), &cwd, &cfg)?.0;
     Ok(Request {
-        state_dir: super::config::state_dir(args.state.state_dir.as_deref(), &cwd)?,
+        state_dir,
+        limits: crate::quota::Limits {
+            pause_at: cfg.get::<f64>("pause_at"),
+            ..Default::default()
+        },
         unit: args.unit.clone(),
         json: args.json,
         since: args.since.as_deref().map(parse_since).transpose()?,
@@ -92,6 +102,14 @@ enum Row<'a> {
         /// write failed) or `unknown`.
         #[serde(rename = "ownerState", skip_serializing_if = "Option::is_none")]
         owner_state: Option<&'static str>,
+        /// What holds its engine's account in the quota ledger, when it
+        /// waits on it or its latest attempt was rate-limited.
+        #[serde(rename = "heldBy", skip_serializing_if = "Option::is_none")]
+        held_by: Option<HeldBy>,
+        /// A running plan holds it on the quota governor (the ledger lists
+        /// it as waiting for this state dir).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        waiting: bool,
         /// Its state lets it be continued (the resume policy's state rule:
         /// `orchestrate --resume`, or `vf resume` with its session id or
         /// recorded answers): not done, and no live or unprovable owner.
@@ -106,23 +124,24 @@ enum Row<'a> {
         format: Option<u64>,
         error: &'a str,
     },
+    /// A unit of a running plan held on the quota governor before its
+    /// first run (no marker yet).
+    Held {
+        unit: &'a str,
+        engine: &'a str,
+        state: &'static str,
+        #[serde(rename = "heldBy")]
+        held_by: HeldBy,
+    },
 }
 
 impl<'a> Row<'a> {
-    fn of(entry: &'a std::result::Result<Marker, Unusable>) -> Row<'a> {
+    fn of(entry: &'a std::result::Result<Marker, Unusable>, q: &Quota) -> Row<'a> {
         match entry {
-            Ok(m) => Row::Unit {
-                marker: m,
-                last_error: m.error.as_deref(),
-                owner_state: (m.state == UnitState::Running || m.loop_open).then(|| {
-                    match m.owner_alive() {
-                        Liveness::Alive => "alive",
-                        Liveness::Dead => "dead",
-                        Liveness::Unknown => "unknown",
-                    }
-                }),
-                resumable: state_refusal(m).is_none(),
-            },
+            Ok(m) => {
+                let (held_by, waiting) = q.of_marker(m);
+                Row::unit(m, held_by, waiting)
+            }
             Err(u) => Row::Unusable {
                 unit: &u.unit,
                 problem: u.label(),
@@ -133,6 +152,112 @@ impl<'a> Row<'a> {
                 error: &u.message,
             },
         }
+    }
+
+    fn unit(m: &'a Marker, held_by: Option<HeldBy>, waiting: bool) -> Row<'a> {
+        Row::Unit {
+            marker: m,
+            last_error: m.error.as_deref(),
+            owner_state: (m.state == UnitState::Running || m.loop_open).then(|| {
+                match m.owner_alive() {
+                    Liveness::Alive => "alive",
+                    Liveness::Dead => "dead",
+                    Liveness::Unknown => "unknown",
+                }
+            }),
+            held_by,
+            waiting,
+            resumable: state_refusal(m).is_none(),
+        }
+    }
+}
+
+/// The quota ledger as `vf status` reads it: who waits on which account.
+struct Quota {
+    entries: Vec<crate::quota::Entry>,
+    /// This state dir, as the waiters name theirs.
+    dirs: Vec<String>,
+    now: u64,
+    limits: crate::quota::Limits,
+}
+
+impl Quota {
+    fn read(req: &Request) -> Quota {
+        let (entries, w) = crate::report::quota::entries();
+        if let Some(w) = w {
+            super::stdio::eprint_line(format_args!("vf: warning: {w}"));
+        }
+        let mut dirs = vec![req.state_dir.display().to_string()];
+        if let Ok(c) = req.state_dir.canonicalize() {
+            dirs.push(c.display().to_string());
+        }
+        Quota {
+            entries,
+            dirs,
+            now: crate::quota::now_ms(),
+            limits: req.limits,
+        }
+    }
+
+    fn held(&self, e: &crate::quota::Entry) -> Option<HeldBy> {
+        crate::report::quota::held_by(e, self.now, &self.limits)
+    }
+
+    /// The hold on `unit` of this state dir a running plan waits on.
+    fn waiting_on(&self, unit: &str) -> Option<HeldBy> {
+        self.entries
+            .iter()
+            .filter(|e| {
+                e.waiting
+                    .iter()
+                    .any(|w| w.unit == unit && self.dirs.contains(&w.state_dir))
+            })
+            .find_map(|e| self.held(e))
+    }
+
+    /// What holds `m`'s account: it waits on it, or its latest attempt was
+    /// rate-limited and the ledger still holds its engine's account.
+    fn of_marker(&self, m: &Marker) -> (Option<HeldBy>, bool) {
+        if let Some(h) = self.waiting_on(&m.unit) {
+            return (Some(h), true);
+        }
+        if m.reason != Some(crate::ground::error::Reason::RateLimited) || m.state == UnitState::Done
+        {
+            return (None, false);
+        }
+        let account = m
+            .account
+            .as_deref()
+            .unwrap_or(crate::quota::DEFAULT_ACCOUNT);
+        let held = self
+            .entries
+            .iter()
+            .find(|e| e.key() == (m.engine.as_str(), account))
+            .and_then(|e| self.held(e));
+        (held, false)
+    }
+
+    /// The units of this state dir waiting with no marker yet.
+    fn unmarked<'a>(&'a self, markers: &[&str]) -> Vec<Row<'a>> {
+        let mut rows: Vec<Row> = Vec::new();
+        for e in &self.entries {
+            let Some(h) = self.held(e) else { continue };
+            for w in &e.waiting {
+                let known = markers.contains(&w.unit.as_str())
+                    || rows
+                        .iter()
+                        .any(|r| matches!(r, Row::Held { unit, .. } if *unit == w.unit));
+                if !known && self.dirs.contains(&w.state_dir) {
+                    rows.push(Row::Held {
+                        unit: &w.unit,
+                        engine: &e.engine,
+                        state: "waiting",
+                        held_by: h.clone(),
+                    });
+                }
+            }
+        }
+        rows
     }
 }
 
@@ -149,6 +274,7 @@ pub fn table_of(state_dir: &std::path::Path) -> Result<i32> {
         json: false,
         since: None,
         total: false,
+        limits: crate::quota::Limits::default(),
     };
     show(&req, None)
 }
@@ -178,7 +304,16 @@ fn show(req: &Request, since_text: Option<&str>) -> Result<i32> {
     if let Some(since) = req.since {
         entries.retain(|e| e.as_ref().is_ok_and(|m| finished_since(m, since)));
     }
-    let rows: Vec<Row> = entries.iter().map(Row::of).collect();
+    let quota = Quota::read(req);
+    let mut rows: Vec<Row> = entries.iter().map(|e| Row::of(e, &quota)).collect();
+    if req.since.is_none() {
+        let names: Vec<&str> = entries.iter().map(e_unit).collect();
+        let extra = quota.unmarked(&names);
+        rows.extend(extra.into_iter().filter(|r| match (r, &req.unit) {
+            (Row::Held { unit, .. }, Some(u)) => unit == u,
+            _ => true,
+        }));
+    }
     if req.total {
         let markers: Vec<&Marker> = entries.iter().filter_map(|e| e.as_ref().ok()).collect();
         let total = Total {
@@ -200,6 +335,13 @@ fn show(req: &Request, since_text: Option<&str>) -> Result<i32> {
     } else {
         exit::STATE
     })
+}
+
+fn e_unit(e: &std::result::Result<Marker, Unusable>) -> &str {
+    match e {
+        Ok(m) => &m.unit,
+        Err(u) => &u.unit,
+    }
 }
 
 fn print_total(t: &Total, json: bool) -> Result<()> {
@@ -256,12 +398,26 @@ struct Cells {
 }
 
 fn cells(r: &Row) -> Cells {
-    let (marker, owner_state) = match r {
+    let (marker, owner_state, held_by, waiting) = match r {
         Row::Unit {
             marker,
             owner_state,
+            held_by,
+            waiting,
             ..
-        } => (marker, owner_state),
+        } => (marker, owner_state, held_by, *waiting),
+        Row::Held {
+            unit,
+            engine,
+            state,
+            held_by,
+        } => {
+            let fixed = [unit, *state, engine, "-", "-", "-"];
+            return Cells {
+                fixed: fixed.map(|c| c.to_string()).to_vec(),
+                last: held_by.short(),
+            };
+        }
         Row::Unusable { unit, problem, .. } => {
             return Cells {
                 fixed: vec![unit.to_string()],
@@ -298,10 +454,16 @@ fn cells(r: &Row) -> Cells {
         Some(w) => format!("{} {detail}", w.short()).trim_end().to_string(),
         None => detail,
     };
+    let detail = quota_detail(m, held_by.as_ref(), detail);
     Cells {
         fixed: vec![
             m.unit.clone(),
-            state_word(m, dead).to_string(),
+            if waiting {
+                "waiting"
+            } else {
+                state_word(m, dead)
+            }
+            .to_string(),
             m.engine.as_str().to_string(),
             m.engine_version.as_deref().unwrap_or("-").to_string(),
             m.engine_session_id.as_deref().unwrap_or("-").to_string(),
@@ -309,6 +471,24 @@ fn cells(r: &Row) -> Cells {
         ],
         last: detail,
     }
+}
+
+/// The unit's account and the hold on it ahead of `detail`
+/// (`account work; quota: claude/work until 14:05:09; …`).
+fn quota_detail(m: &Marker, held_by: Option<&HeldBy>, detail: String) -> String {
+    use crate::ground::text::one_line;
+    let mut head = Vec::new();
+    if let Some(a) = &m.account {
+        head.push(format!("account {}", one_line(a, 64)));
+    }
+    if let Some(h) = held_by {
+        head.push(one_line(&h.short(), 200));
+    }
+    if head.is_empty() {
+        return detail;
+    }
+    head.push(detail);
+    head.join("; ").trim_end_matches([';', ' ']).to_string()
 }
 
 /// The STATE column: a dead vf's `running` marker is `dead`; a unit whose

@@ -493,6 +493,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
                 pinned: u.account,
                 no_rotate: u.rotate == Some(false),
             },
+            admitted: Default::default(),
         },
         mcp,
         mcp_file,

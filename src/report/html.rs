@@ -73,6 +73,7 @@ pub fn render(r: &Report) -> String {
         unit(&mut h, i, u);
     }
     h.push_str("</section>");
+    quota(&mut h, r);
     conversations(&mut h, r);
     let _ = writeln!(h, "<script>{JS}</script></body></html>");
     h
@@ -122,6 +123,45 @@ fn totals(h: &mut String, r: &Report) {
         h.push_str("</ul>");
     }
     h.push_str("</section>");
+}
+
+/// The quota ledger's entries as the report found them (never an
+/// account's env: the ledger holds none).
+fn quota(h: &mut String, r: &Report) {
+    use super::quota::{reset_of, utc, utilization};
+    if r.quota.is_empty() && r.quota_warning.is_none() {
+        return;
+    }
+    h.push_str("<section id=\"quota\"><h2>Quota</h2>");
+    if let Some(w) = &r.quota_warning {
+        let _ = write!(h, "<p class=\"warning\">⚠ {}</p>", esc(w));
+    }
+    h.push_str(
+        "<table><tr><th>engine</th><th>account</th><th>state</th><th>used</th>\
+         <th>window</th><th>reset (UTC)</th><th>source</th><th>waiting</th></tr>",
+    );
+    for v in &r.quota {
+        let e = &v.entry;
+        let waiting: Vec<&str> = e.waiting.iter().map(|w| w.unit.as_str()).collect();
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"state-{st}\">{st}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&e.engine),
+            esc(&e.account),
+            esc(&utilization(e)),
+            esc(e
+                .window
+                .as_ref()
+                .and_then(|w| w.name.as_deref())
+                .unwrap_or("-")),
+            reset_of(v).map_or_else(|| "-".into(), utc),
+            esc(e.source.as_deref().unwrap_or("-")),
+            esc(&waiting.join(", ")),
+            st = v.state.as_str(),
+        );
+    }
+    h.push_str("</table></section>");
 }
 
 const WIDTH: f64 = 1100.0;
@@ -175,7 +215,7 @@ fn timeline_svg(r: &Report) -> String {
         let from = r
             .bars
             .iter()
-            .filter(|b| b.unit == e.from && b.outcome != "waiting")
+            .filter(|b| b.unit == e.from && !matches!(b.outcome, "waiting" | "held"))
             .max_by_key(|b| b.end_ms);
         let to = r
             .bars
@@ -205,6 +245,7 @@ fn timeline_svg(r: &Report) -> String {
         "blocked",
         "rateLimited",
         "waiting",
+        "held",
         "interrupted",
         "running",
     ] {

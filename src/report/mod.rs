@@ -5,7 +5,8 @@
 //!
 //! The domain's map: this file the page's data model; `timeline` a bar per
 //! attempt, `events` the latest raw log projected, `unit` a row per unit,
-//! `conv` the conversations' transcripts, `html` the page (`page.css`,
+//! `conv` the conversations' transcripts, `quota` the quota ledger's
+//! entries as shown (also by `vf quota` and `vf status`), `html` the page (`page.css`,
 //! `page.js` inline); `judge` the optional judge of a unit's result
 //! (docs/JUDGE.md), which reads the same state dir.
 
@@ -22,6 +23,7 @@ mod conv;
 mod events;
 pub mod html;
 pub mod judge;
+pub mod quota;
 mod timeline;
 mod unit;
 
@@ -68,6 +70,11 @@ pub struct Report {
     pub lanes: u32,
     pub totals: Totals,
     pub conversations: Vec<conv::ConvRow>,
+    /// The quota ledger's entries when the report was made, each with its
+    /// state (docs/QUOTA.md); `quotaWarning`: the ledger could not be used.
+    pub quota: Vec<quota::View>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota_warning: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -154,6 +161,8 @@ pub fn build(req: &Request) -> Result<Report> {
         })
         .collect();
     let totals = totals(&units, &unusable, &bars);
+    let (entries, quota_warning) = quota::entries();
+    let quota = quota::views(&entries, &[], req.now_ms, &crate::quota::Limits::default());
     Ok(Report {
         format: FORMAT,
         generated_at: crate::ground::fsutil::now_rfc3339(),
@@ -166,6 +175,8 @@ pub fn build(req: &Request) -> Result<Report> {
         lanes,
         totals,
         conversations: conv::rows(&req.state_dir),
+        quota,
+        quota_warning,
     })
 }
 

@@ -1,5 +1,6 @@
 //! The timeline's bars: one per attempt, one per unit blocked before it ran,
-//! one per wait on a rate limit, one per round of its loops (a fix round
+//! one per wait on a rate limit (and one for the hold after a unit's last
+//! rate-limited attempt, until its `retryAt`), one per round of its loops (a fix round
 //! stands for the attempt it is); each put in the lowest free lane (the
 //! lanes are the plan's `--jobs` slots as they were used), a round in its
 //! unit's lane when that one is free.
@@ -21,7 +22,8 @@ pub struct Bar {
     pub attempt: u32,
     pub engine: String,
     /// `done`, `failed`, `blocked`, `rateLimited`, `interrupted`, `running`,
-    /// or `waiting` (on a rate limit, between two attempts).
+    /// `waiting` (on a rate limit, between two attempts) or `held` (after
+    /// the last attempt, rate-limited, until its `retryAt`).
     pub outcome: &'static str,
     pub reason: Option<String>,
     pub start_ms: u64,
@@ -39,7 +41,7 @@ pub struct Bar {
 impl Bar {
     /// An attempt of the engine (not a wait, not a blocked unit).
     pub fn is_attempt(&self) -> bool {
-        !matches!(self.outcome, "waiting" | "blocked")
+        !matches!(self.outcome, "waiting" | "held" | "blocked")
     }
 }
 
@@ -133,6 +135,7 @@ fn of_unit(store: &MarkerStore, m: &Marker, now_ms: u64) -> Vec<Bar> {
         })
         .collect();
     out.extend(waits);
+    out.extend(held_span(m, out.iter().rfind(|b| b.is_attempt())));
     // A fix round is an attempt: its bar, labelled, stands for the attempt's.
     out.retain(|b| {
         !m.rounds
@@ -141,6 +144,35 @@ fn of_unit(store: &MarkerStore, m: &Marker, now_ms: u64) -> Vec<Bar> {
     });
     out.extend(m.rounds.iter().filter_map(|r| round_bar(m, r, now_ms)));
     out
+}
+
+/// The span its engine's account is held after the unit's last attempt
+/// ended rate-limited: to the `retryAt` the provider named.
+fn held_span(m: &Marker, last: Option<&Bar>) -> Option<Bar> {
+    let last = last.filter(|b| b.outcome == "rateLimited" && b.attempt == m.attempts)?;
+    let until = m
+        .retry_at
+        .as_deref()
+        .and_then(crate::quota::entry::parse_ms)?;
+    (until > last.end_ms).then(|| Bar {
+        outcome: "held",
+        reason: Some(format!(
+            "{}/{} until {} UTC",
+            m.engine,
+            m.account
+                .as_deref()
+                .unwrap_or(crate::quota::DEFAULT_ACCOUNT),
+            crate::quota::entry::rfc3339_ms(until)
+                .get(11..19)
+                .unwrap_or_default()
+        )),
+        start_ms: last.end_ms,
+        end_ms: until,
+        estimated: false,
+        lane: 0,
+        round: None,
+        ..last.clone()
+    })
 }
 
 /// A round's bar, timed by its `startedAt` / `finishedAt`.

@@ -86,6 +86,8 @@ mod quota_keys;
 #[cfg(unix)]
 mod ratelimit;
 #[cfg(unix)]
+mod quota_show;
+#[cfg(unix)]
 mod report;
 #[cfg(unix)]
 mod report_paths;

@@ -84,9 +84,11 @@ mod quota_frames;
 #[cfg(unix)]
 mod quota_keys;
 #[cfg(unix)]
-mod ratelimit;
+mod quota_plan;
 #[cfg(unix)]
 mod quota_show;
+#[cfg(unix)]
+mod ratelimit;
 #[cfg(unix)]
 mod report;
 #[cfg(unix)]

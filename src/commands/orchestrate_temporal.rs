@@ -139,11 +139,13 @@ async fn submit_and_follow(
     Ok(result.exit_code())
 }
 
-/// What the renderer was told of a unit: its state, the outcomes of its rounds.
+/// What the renderer was told of a unit: its state, the outcomes of its
+/// rounds, what holds it (the quota governor of the workflow).
 #[derive(Clone, Default)]
 struct Seen {
     state: Option<RunState>,
     rounds: Vec<RoundOutcome>,
+    held: Option<crate::ground::held::HeldBy>,
 }
 
 /// Tells the renderer each unit whose state changed since the last poll,
@@ -183,6 +185,10 @@ fn report_changes(
             }
         }
         seen.state = Some(u.state);
+        if u.held_by.is_some() && seen.held != u.held_by {
+            r.held(i, u);
+        }
+        seen.held = u.held_by.clone();
         if !changed {
             continue;
         }
@@ -270,6 +276,7 @@ fn plan_input(
         history_limit: env_number(HISTORY_ENV).map_or(HISTORY_EVENTS, |n| n as u32),
         carried: Vec::new(),
         runs_before: 0,
+        quota: Default::default(),
     })
 }
 
@@ -333,6 +340,7 @@ fn unit_input(
             .collect(),
         fetch_from,
         model: u.model.clone(),
+        stagger_ms: Some(u.quota.limits.stagger_ms),
     })
 }
 

@@ -459,6 +459,11 @@ impl Driver {
         let mut out = Vec::new();
         let mut k = 0;
         while k < self.queue.len() {
+            // A hold that has ended: it waits for room now, not for the governor.
+            if self.queue[k].held_until.is_some_and(|t| t <= now) {
+                self.queue[k].held_until = None;
+                self.units[self.queue[k].unit].row.held_by = None;
+            }
             let q = &self.queue[k];
             if q.not_before > now || room == 0 {
                 k += 1;
@@ -546,3 +551,7 @@ pub(super) fn fresh(u: &super::payload::UnitInput) -> UnitState {
         answers: Vec::new(),
     }
 }
+
+#[cfg(test)]
+#[path = "workflow_tests.rs"]
+mod tests;

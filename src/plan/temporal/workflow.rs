@@ -70,7 +70,7 @@ impl PlanWorkflow {
             } else {
                 plan.block_only().map_err(broken)?;
             }
-            plan.drop_queued(cancelled);
+            plan.drop_queued(cancelled).map_err(broken)?;
             for (i, order) in plan.due(now).map_err(broken)? {
                 pending.push(plan.attempt(ctx, i, order, now).map_err(broken)?);
             }
@@ -497,22 +497,33 @@ impl Driver {
 
     /// Drops the queued units that will not start: every one once the plan
     /// is cancelled, the first attempts once its budget is spent (as a
-    /// local run starts no new unit then). Their rows stay waiting.
-    fn drop_queued(&mut self, cancelled: bool) {
+    /// local run starts no new unit then). A first attempt's row stays
+    /// waiting (reported not started); a retry's fails `interrupted`, as
+    /// its attempt would have once cancelled.
+    fn drop_queued(&mut self, cancelled: bool) -> Result<()> {
         let budget = !cancelled && self.over_budget();
         if !cancelled && !budget {
-            return;
+            return Ok(());
         }
-        let units = &mut self.units;
-        let busy = &mut self.busy;
-        self.queue.retain(|q| {
-            let keep = !cancelled && units[q.unit].tries > 0;
-            if !keep {
-                busy[q.unit] = false;
-                units[q.unit].row.held_by = None;
+        let mut kept = Vec::new();
+        for q in std::mem::take(&mut self.queue) {
+            let u = &mut self.units[q.unit];
+            if !cancelled && u.tries > 0 {
+                kept.push(q);
+                continue;
             }
-            keep
-        });
+            self.busy[q.unit] = false;
+            u.row.held_by = None;
+            if u.tries > 0 {
+                let mut ended = u.row.clone();
+                ended.state = RunState::Failed;
+                ended.reason = Some(Reason::Interrupted(None));
+                ended.error = Some("the workflow was cancelled".into());
+                u.row.take_attempt(ended)?;
+            }
+        }
+        self.queue = kept;
+        Ok(())
     }
 
     /// Nothing is queued and no attempt runs.

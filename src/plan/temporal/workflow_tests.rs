@@ -173,16 +173,36 @@ fn a_workers_refusal_is_no_attempt_and_holds_the_unit_in_the_workflow() {
     assert_eq!(again, ["c1"]);
 }
 
-/// Cancelled, the queued units are dropped, their rows left waiting
-/// (reported not started), not held.
+/// Cancelled, the queued units are dropped: a first attempt's row is left
+/// waiting (reported not started), not held; a queued retry's fails
+/// `interrupted`, as its attempt would have.
 #[test]
 fn a_cancel_drops_the_queued_units() {
     let mut d = driver();
     hold_claude(&mut d, T0, 60_000);
     d.sweep().unwrap();
     assert!(start_due(&mut d, T0).is_empty());
-    d.drop_queued(true);
+    // x's attempt was handed back (a stopped worker): its retry is queued.
+    let x = 3;
+    let row = &mut d.units[x].row;
+    *row = UnitReport::running("x", EngineId::Codex, None, 1);
+    row.fail(Reason::Interrupted(None), "stopped".into()).unwrap();
+    row.again().unwrap();
+    d.units[x].tries = 1;
+    d.busy[x] = true;
+    let order = d.order(x, Start::Fresh);
+    d.queue.push(Queued {
+        unit: x,
+        order,
+        not_before: T0 + 1_000,
+        held_until: None,
+    });
+    d.drop_queued(true).unwrap();
     assert!(d.queue.is_empty() && d.settled());
     let p = d.progress(true).unwrap();
-    assert!(p.units.iter().all(|u| u.state == RunState::NotStarted && u.held_by.is_none()));
+    let states: Vec<_> = p.units.iter().map(|u| (u.state, u.reason, u.held_by.is_some())).collect();
+    let never = (RunState::NotStarted, None, false);
+    let retry = (RunState::Failed, Some(Reason::Interrupted(None)), false);
+    assert_eq!(states, [never, never, never, retry]);
+    assert_eq!(p.units[x].error.as_deref(), Some("the workflow was cancelled"));
 }

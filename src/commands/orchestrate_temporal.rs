@@ -376,7 +376,8 @@ mod tests {
         }
         fn held(&mut self, _: usize, u: &UnitReport) {
             let h = u.held_by.as_ref().map(|h| h.short());
-            self.0.push(format!("held {} {}", u.unit, h.unwrap_or_default()));
+            self.0
+                .push(format!("held {} {}", u.unit, h.unwrap_or_default()));
         }
     }
 

@@ -20,10 +20,10 @@ use crate::engine::EngineId;
 use crate::ground::error::{Result, VfError};
 use crate::ground::held::HeldBy;
 use crate::plan::PlanUnit;
-use crate::quota;
 #[cfg(test)]
 use crate::plan::scheduler::RunState;
 use crate::plan::scheduler::{self, Job, StartMode, UnitReport};
+use crate::quota;
 use crate::unit::history;
 use crate::unit::marker::resume_rule::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::unit::marker::{MarkerStore, UnitState};

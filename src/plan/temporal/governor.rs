@@ -99,7 +99,8 @@ impl Governor {
     /// The accounts of `engine` held at `now`, for an order: its worker
     /// does not choose them.
     pub fn held_of(&self, engine: EngineId, now: u64) -> Vec<HeldBy> {
-        let held = |e: &&Entry| e.engine == engine.as_str() && e.held_until.is_some_and(|u| u > now);
+        let held =
+            |e: &&Entry| e.engine == engine.as_str() && e.held_until.is_some_and(|u| u > now);
         self.entries
             .iter()
             .filter(held)

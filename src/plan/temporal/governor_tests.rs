@@ -18,7 +18,12 @@ fn at(ms: u64) -> String {
 /// Teaches `g` a limit of codex/default from `unit` at `now` whose reset
 /// the engine names `after` ms later; the hold's end (waits are scaled).
 fn limit(g: &mut Governor, unit: &str, now: u64, after: u64) -> u64 {
-    g.learn_limit((CODEX, "default"), unit, Some(&at(now + after)), (now, "h1"));
+    g.learn_limit(
+        (CODEX, "default"),
+        unit,
+        Some(&at(now + after)),
+        (now, "h1"),
+    );
     now + scaled_ms(Duration::from_millis(after))
 }
 
@@ -37,14 +42,24 @@ fn a_limit_holds_its_engine_and_account_for_every_unit_until_the_reset() {
     let mut g = Governor::default();
     assert_eq!(g.admit(CODEX, None, T0, &lim(5_000)), Ok(()));
     let reset = limit(&mut g, "a", T0, 60_000);
-    let h = g.admit(CODEX, Some("default"), T0 + 1, &lim(5_000)).unwrap_err();
+    let h = g
+        .admit(CODEX, Some("default"), T0 + 1, &lim(5_000))
+        .unwrap_err();
     assert_eq!(
-        (h.engine.as_str(), h.account.as_str(), h.kind, h.unit.as_deref()),
+        (
+            h.engine.as_str(),
+            h.account.as_str(),
+            h.kind,
+            h.unit.as_deref()
+        ),
         ("codex", "default", HoldKind::RateLimited, Some("a"))
     );
     assert_eq!(h.until, at(reset));
     assert!(h.source.unwrap().contains("worker h1"));
-    assert_eq!(held_until(g.admit(CODEX, None, reset - 1, &lim(5_000))).0, reset);
+    assert_eq!(
+        held_until(g.admit(CODEX, None, reset - 1, &lim(5_000))).0,
+        reset
+    );
     assert_eq!(g.admit(EngineId::Claude, None, T0, &lim(5_000)), Ok(()));
     assert_eq!(g.admit(CODEX, Some("work"), T0, &lim(5_000)), Ok(()));
     // The order tells the workers which accounts are held.
@@ -105,7 +120,10 @@ fn no_reset_named_is_the_shared_back_off() {
     let mut g = Governor::default();
     g.learn_limit((CODEX, "default"), "a", None, (T0, "h1"));
     let first = held_until(g.admit(CODEX, None, T0, &lim(0)));
-    assert_eq!(first, (T0 + scaled_ms(crate::quota::backoff(0)), HoldKind::Backoff));
+    assert_eq!(
+        first,
+        (T0 + scaled_ms(crate::quota::backoff(0)), HoldKind::Backoff)
+    );
     let later = first.0;
     assert_eq!(g.admit(CODEX, None, later, &lim(0)), Ok(()));
     g.learn_limit((CODEX, "default"), "a", None, (later, "h1"));
@@ -142,7 +160,10 @@ fn a_workers_refusal_holds_the_account_for_the_plan() {
         ..held.clone()
     };
     g.learn_held(CODEX, &shorter, (T0, "h1"));
-    assert_eq!(held_until(g.admit(CODEX, Some("work"), T0 + 2, &lim(0))).0, until);
+    assert_eq!(
+        held_until(g.admit(CODEX, Some("work"), T0 + 2, &lim(0))).0,
+        until
+    );
     // A refusal whose time is already past by the workflow's clock still
     // holds a moment: the order is not sent straight back.
     let past = HeldBy {

@@ -471,7 +471,10 @@ impl Driver {
             }
             let (i, engine) = (q.unit, q.order.engine);
             let lim = governor::limits(self.input.units[i].stagger_ms);
-            match self.gov.admit(engine, self.account[i].as_deref(), now, &lim) {
+            match self
+                .gov
+                .admit(engine, self.account[i].as_deref(), now, &lim)
+            {
                 Ok(()) => {
                     let q = self.queue.remove(k);
                     room -= 1;
@@ -491,7 +494,10 @@ impl Driver {
     /// When the loop must look at the queue again: the first hold's end or
     /// delay's end still to come.
     fn wake(&self, now: u64) -> Option<u64> {
-        let times = self.queue.iter().flat_map(|q| [Some(q.not_before), q.held_until]);
+        let times = self
+            .queue
+            .iter()
+            .flat_map(|q| [Some(q.not_before), q.held_until]);
         times.flatten().filter(|t| *t > now).min()
     }
 

@@ -83,7 +83,10 @@ fn held_units_wait_take_no_room_and_start_one_per_stagger_at_the_reset() {
     let reset = hold_claude(&mut d, T0, 60_000);
     d.sweep().unwrap();
     assert!(start_due(&mut d, T0).is_empty());
-    assert_eq!((held(&d, 0), held(&d, 1)), (Some(HoldKind::RateLimited), Some(HoldKind::RateLimited)));
+    assert_eq!(
+        (held(&d, 0), held(&d, 1)),
+        (Some(HoldKind::RateLimited), Some(HoldKind::RateLimited))
+    );
     assert_eq!(d.units[0].row.state, RunState::Waiting);
     // Held, they take no room: the next claude unit is claimed (and
     // held), and the codex unit runs.
@@ -135,7 +138,10 @@ fn a_workers_refusal_is_no_attempt_and_holds_the_unit_in_the_workflow() {
     let (i, order) = due.into_iter().next().unwrap();
     // What `attempt` does before the activity runs.
     d.before[i] = Some((d.units[i].row.clone(), order.clone()));
-    d.units[i].row.start(crate::plan::scheduler::StartMode::Fresh).unwrap();
+    d.units[i]
+        .row
+        .start(crate::plan::scheduler::StartMode::Fresh)
+        .unwrap();
     d.units[i].tries += 1;
     d.inflight += 1;
     let until = T0 + 42_000;
@@ -162,7 +168,10 @@ fn a_workers_refusal_is_no_attempt_and_holds_the_unit_in_the_workflow() {
     let now = UNIX_EPOCH + Duration::from_millis(T0 + 5);
     d.settle(i, Ok(out), (Some(now), 0.5)).unwrap();
     let u = &d.units[i];
-    assert_eq!((u.row.state, u.row.ran, u.tries), (RunState::Waiting, false, 0));
+    assert_eq!(
+        (u.row.state, u.row.ran, u.tries),
+        (RunState::Waiting, false, 0)
+    );
     assert_eq!(u.row.reason, None);
     assert_eq!(d.inflight, 0);
     assert!(d.busy[i]);
@@ -186,7 +195,8 @@ fn a_cancel_drops_the_queued_units() {
     let x = 3;
     let row = &mut d.units[x].row;
     *row = UnitReport::running("x", EngineId::Codex, None, 1);
-    row.fail(Reason::Interrupted(None), "stopped".into()).unwrap();
+    row.fail(Reason::Interrupted(None), "stopped".into())
+        .unwrap();
     row.again().unwrap();
     d.units[x].tries = 1;
     d.busy[x] = true;
@@ -200,9 +210,16 @@ fn a_cancel_drops_the_queued_units() {
     d.drop_queued(true).unwrap();
     assert!(d.queue.is_empty() && d.settled());
     let p = d.progress(true).unwrap();
-    let states: Vec<_> = p.units.iter().map(|u| (u.state, u.reason, u.held_by.is_some())).collect();
+    let states: Vec<_> = p
+        .units
+        .iter()
+        .map(|u| (u.state, u.reason, u.held_by.is_some()))
+        .collect();
     let never = (RunState::NotStarted, None, false);
     let retry = (RunState::Failed, Some(Reason::Interrupted(None)), false);
     assert_eq!(states, [never, never, never, retry]);
-    assert_eq!(p.units[x].error.as_deref(), Some("the workflow was cancelled"));
+    assert_eq!(
+        p.units[x].error.as_deref(),
+        Some("the workflow was cancelled")
+    );
 }

@@ -18,7 +18,7 @@ const WALL_SECS: u64 = 8;
 /// for [`WALL_SECS`]; every start before it falls is refused with a
 /// `rate_limit_event` naming the reset (`runs/wall.log` lists them), every
 /// later one runs (`runs/times.log`: each start's unit and time in ms).
-fn claude_with_a_wall(lab: &Lab, units: &[&str]) -> Vec<(String, String)> {
+fn claude_with_a_wall(lab: &Lab, units: &[&str], ok_delay: &str) -> Vec<(String, String)> {
     let runs = lab.path().join("runs");
     let bin = lab.env.fake_for("claude");
     lab.env.write("bin/claude.env", "FAKE_VERSION=2.1.207\n");
@@ -40,6 +40,7 @@ fn claude_with_a_wall(lab: &Lab, units: &[&str]) -> Vec<(String, String)> {
     FAKE_EXIT=1
   else
     FAKE_STDOUT="{ok}"
+    FAKE_DELAY={ok_delay}
   fi
 fi
 "#,
@@ -72,66 +73,104 @@ fn status(lab: &Lab, id: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Unit `a` meets the wall on worker 1 (its rate limit names the reset);
-/// `b` and `c` are held in the workflow, shown waiting with `heldBy`.
-/// Worker 1 is then stopped: worker 2, whose own ledger never heard of the
-/// limit, runs `b` and `c`, and only after the reset. One start in all
+/// A plan's run where only the workflow can hold: the units `walled` meet
+/// the wall on worker 1 (their limit names the reset) while `held` waits,
+/// shown `waiting` with `heldBy`; worker 1 (whose ledger learned the limit)
+/// is then stopped, and worker 2, whose ledger never heard of it, runs the
+/// rest. The result, worker 2's host, the reset (s).
+struct Held {
+    result: Value,
+    w2: String,
+    reset_s: u64,
+    row: Value,
+}
+
+fn hold_then_swap(lab: &Lab, units: &[&str], jobs: &str, held: &str, ok_delay: &str) -> Held {
+    let envs = claude_with_a_wall(lab, units, ok_delay);
+    let deps: Vec<(&str, &[&str])> = units.iter().map(|u| (*u, &[][..])).collect();
+    let plan = plan_units(&deps, "");
+    lab.env
+        .write("plan.toml", plan.replace("\"codex\"", "\"claude\""));
+    let ledger = |w: &str| lab.path().join(format!("{w}-quota.json"));
+    let worker = |w: &str| {
+        let file = ledger(w).display().to_string();
+        let mut e: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        e.push(("VF_QUOTA_FILE", &file));
+        lab.worker_with(w, jobs, &e)
+    };
+    let orchestrate = |flags: &[&str]| {
+        let mut c = lab.orchestrate(&[flags, &["--json", "--jobs", jobs]].concat());
+        c.envs(envs.iter().map(|(k, v)| (k, v)));
+        c
+    };
+    let mut w1 = worker("w1");
+    let out = run_bounded(orchestrate(&["--detach"]), Duration::from_secs(60));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = id["workflowId"].as_str().unwrap().to_string();
+    let mut row_seen = Value::Null;
+    wait_for("a unit to be held", Duration::from_secs(60), || {
+        row_seen = row(&status(lab, &id), held).clone();
+        row_seen["heldBy"].is_object()
+    });
+    let reset_s: u64 = read_text(&lab.path().join("runs/reset"))
+        .trim()
+        .parse()
+        .unwrap();
+    let w2 = worker("w2");
+    w1.kill9();
+    let out = run_bounded(orchestrate(&["--follow"]), Duration::from_secs(180));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let result: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    // Worker 2's own ledger was never taught the limit: the workflow held it.
+    let w2_ledger = std::fs::read_to_string(ledger("w2")).unwrap_or_default();
+    assert!(!w2_ledger.contains("heldUntil"), "{w2_ledger}");
+    Held {
+        result,
+        w2: w2.host.clone(),
+        reset_s,
+        row: row_seen,
+    }
+}
+
+/// Unit `a` meets the wall on worker 1; `b` and `c` are held in the
+/// workflow and run on worker 2, only after the reset. One start in all
 /// met the wall (without the governor each of the three would have).
 #[test]
 fn a_limit_learned_on_one_worker_holds_the_engine_on_the_other() {
     let Some(lab) = Lab::new("quota-hold") else {
         return;
     };
-    let envs = claude_with_a_wall(&lab, &["a", "b", "c"]);
-    let plan = plan_units(&[("a", &[]), ("b", &[]), ("c", &[])], "");
-    lab.env.write("plan.toml", plan.replace("\"codex\"", "\"claude\""));
-    let ledger = |w: &str| lab.path().join(format!("{w}-quota.json"));
-    let worker = |w: &str| {
-        let file = ledger(w).display().to_string();
-        let mut e: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        e.push(("VF_QUOTA_FILE", &file));
-        lab.worker_with(w, "1", &e)
-    };
-    let mut w1 = worker("w1");
-    let mut submit = lab.orchestrate(&["--detach", "--json", "--jobs", "1"]);
-    submit.envs(envs.iter().map(|(k, v)| (k, v)));
-    let out = run_bounded(submit, Duration::from_secs(60));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let id: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let id = id["workflowId"].as_str().unwrap().to_string();
-    // `b` waits in the workflow, held by what `a` met on worker 1.
-    let mut held = Value::Null;
-    wait_for("b to be held", Duration::from_secs(60), || {
-        held = row(&status(&lab, &id), "b").clone();
-        held["heldBy"].is_object()
-    });
-    assert_eq!(held["state"], "waiting", "{held}");
-    let by = &held["heldBy"];
+    let h = hold_then_swap(&lab, &["a", "b", "c"], "1", "b", "0");
+    assert_eq!(h.row["state"], "waiting", "{}", h.row);
+    let by = &h.row["heldBy"];
     assert_eq!(
         (&by["engine"], &by["account"], &by["kind"], &by["unit"]),
-        (&"claude".into(), &"default".into(), &"rate-limited".into(), &"a".into()),
-        "{held}"
+        (
+            &"claude".into(),
+            &"default".into(),
+            &"rate-limited".into(),
+            &"a".into()
+        ),
+        "{}",
+        h.row
     );
-    let reset_s: u64 = read_text(&lab.path().join("runs/reset")).trim().parse().unwrap();
-    assert!(by["until"].as_str().unwrap().contains('T'), "{by}");
-    // Worker 1 (whose ledger learned the limit) goes; worker 2 knows nothing.
-    let w2 = worker("w2");
-    w1.kill9();
-    let out = run_bounded(
-        {
-            let mut c = lab.orchestrate(&["--follow", "--json", "--jobs", "1"]);
-            c.envs(envs.iter().map(|(k, v)| (k, v)));
-            c
-        },
-        Duration::from_secs(180),
+    let r = &h.result;
+    let a = row(r, "a");
+    assert_eq!(
+        (&a["state"], &a["reason"]),
+        (&"failed".into(), &"rate-limited".into()),
+        "{r}"
     );
-    let r: Value = serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
-    let a = row(&r, "a");
-    assert_eq!((&a["state"], &a["reason"]), (&"failed".into(), &"rate-limited".into()), "{r}");
     for u in ["b", "c"] {
-        let x = row(&r, u);
+        let x = row(r, u);
         assert_eq!(x["state"], "done", "{r}");
-        assert_eq!(x["host"].as_str(), Some(w2.host.as_str()), "{r}");
+        assert_eq!(x["host"].as_str(), Some(h.w2.as_str()), "{r}");
         assert!(x.get("heldBy").is_none(), "{x}");
     }
     let walls = super::server::lines(&lab.path().join("runs/wall.log"));
@@ -139,12 +178,46 @@ fn a_limit_learned_on_one_worker_holds_the_engine_on_the_other() {
     let all = starts(&lab);
     for (u, t) in &all {
         if u != "a" {
-            assert!(*t >= reset_s * 1000, "{u} started before the reset: {all:?}");
+            assert!(
+                *t >= h.reset_s * 1000,
+                "{u} started before the reset: {all:?}"
+            );
         }
     }
     let count = |u: &str| all.iter().filter(|(x, _)| x == u).count();
     assert_eq!((count("a"), count("b"), count("c")), (1, 1, 1), "{all:?}");
-    // Worker 2's own ledger was never taught the limit: the workflow held it.
-    let w2_ledger = std::fs::read_to_string(ledger("w2")).unwrap_or_default();
-    assert!(!w2_ledger.contains("heldUntil"), "{w2_ledger}");
+}
+
+/// `a` and `b` meet the wall together (`--jobs 2`); `c`, `d` and `e` are
+/// held. At the reset they start one at a time, the default stagger
+/// (5 s) apart, though there is room for two: `d` waits the stagger after
+/// `c` (which runs longer than it), where without it both would start at
+/// the reset; `e` starts once there is room.
+#[test]
+fn at_the_reset_the_held_units_start_a_stagger_apart() {
+    let Some(lab) = Lab::new("quota-stagger") else {
+        return;
+    };
+    let h = hold_then_swap(&lab, &["a", "b", "c", "d", "e"], "2", "c", "6");
+    let r = &h.result;
+    for u in ["c", "d", "e"] {
+        assert_eq!(row(r, u)["state"], "done", "{r}");
+        assert_eq!(row(r, u)["host"].as_str(), Some(h.w2.as_str()), "{r}");
+    }
+    let mut walls = super::server::lines(&lab.path().join("runs/wall.log"));
+    walls.sort();
+    assert_eq!(walls, ["a", "b"], "{:?}", starts(&lab));
+    let all = starts(&lab);
+    let first = |u: &str| all.iter().find(|(x, _)| x == u).map(|(_, t)| *t).unwrap();
+    let mut released: Vec<(u64, &str)> = ["c", "d", "e"].iter().map(|u| (first(u), *u)).collect();
+    released.sort();
+    let (one, two) = (released[0].0, released[1].0);
+    assert!(one >= h.reset_s * 1000, "{all:?}");
+    // The workflow lets the second through a stagger after it let the
+    // first; the fakes' own start times may differ by a moment's dispatch.
+    assert!(
+        two - one >= 4_000,
+        "the second started {} ms after the first: {all:?}",
+        two - one
+    );
 }

@@ -35,7 +35,7 @@ pub struct PlanWorkflow {
 
 /// What the run loop waits on: an attempt's end, or a wake timer.
 enum Woke {
-    Ended(usize, Result<Outcome, ActivityExecutionError>),
+    Ended(usize, Box<Result<Outcome, ActivityExecutionError>>),
     Timer(u64),
 }
 
@@ -103,7 +103,7 @@ impl PlanWorkflow {
                 Woke::Ended(i, r) => {
                     let jitter = ctx.random::<f64>();
                     let clock = (ctx.workflow_time(), jitter);
-                    plan.settle(i, r, clock).map_err(broken)?;
+                    plan.settle(i, *r, clock).map_err(broken)?;
                 }
             }
         }
@@ -337,7 +337,7 @@ impl Driver {
             let r = ctx
                 .execute_activity(UnitActivities::run_unit, order, opts)
                 .await;
-            Woke::Ended(i, r)
+            Woke::Ended(i, Box::new(r))
         }))
     }
 

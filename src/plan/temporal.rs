@@ -8,7 +8,7 @@
 
 pub mod activity;
 pub mod client;
-pub mod governor;
+pub mod holds;
 pub mod next_attempt;
 pub mod payload;
 pub mod runs;

@@ -45,7 +45,7 @@ pub struct PlanInput {
     pub runs_before: u32,
     /// What the runs before learned of each engine account's quota.
     #[serde(default)]
-    pub quota: super::governor::Governor,
+    pub quota: super::holds::Governor,
 }
 
 /// One unit, resolved: its engine chosen, its keys as one `[[unit]]` table.

@@ -16,7 +16,7 @@ use temporalio_sdk::{
 };
 
 use super::activity::UnitActivities;
-use super::governor::{self, Governor};
+use super::holds::{self, Governor};
 use super::next_attempt::{self, Decision};
 use super::payload::{Outcome, PlanInput, Progress, Start, UnitOrder, UnitState};
 use crate::ground::error::{Reason, Result, VfError};
@@ -150,6 +150,8 @@ struct Driver {
     /// Its row and order before the attempt in flight: restored when the
     /// worker's ledger refused the start (no attempt).
     before: Vec<Option<(UnitReport, UnitOrder)>>,
+    /// Its last attempt's end (failed) while a retry of it is queued.
+    ended: Vec<Option<UnitReport>>,
 }
 
 /// A claimed unit waiting to start.
@@ -198,6 +200,7 @@ impl Driver {
             account,
             began: vec![0; n],
             before: vec![None; n],
+            ended: vec![None; n],
         }
     }
 
@@ -320,6 +323,7 @@ impl Driver {
     ) -> Result<Pending<'a>> {
         let u = &mut self.units[i];
         self.before[i] = Some((u.row.clone(), order.clone()));
+        self.ended[i] = None;
         // How it is asked to start; the worker's outcome says how it did.
         u.row.start(match &order.start {
             Start::Fresh => crate::plan::scheduler::StartMode::Fresh,
@@ -421,6 +425,7 @@ impl Driver {
             Decision::Final => self.busy[i] = false,
             Decision::Again { delay, start } => {
                 let order = self.order(i, start);
+                self.ended[i] = Some(self.units[i].row.clone());
                 self.units[i].row.again()?;
                 self.queue.push(Queued {
                     unit: i,
@@ -436,7 +441,7 @@ impl Driver {
     /// What an attempt's end teaches the governor: a rate limit holds its
     /// engine's account for the whole plan; a run done proves it open.
     fn learn(&mut self, i: usize, out: &Outcome, now: u64) {
-        let account = governor::account_of(out.row.account.as_deref()).to_string();
+        let account = holds::account_of(out.row.account.as_deref()).to_string();
         self.account[i] = Some(account.clone());
         let (engine, unit) = (out.row.engine, &self.input.units[i].name);
         if out.exit == crate::ground::error::exit::RATE_LIMITED {
@@ -470,7 +475,7 @@ impl Driver {
                 continue;
             }
             let (i, engine) = (q.unit, q.order.engine);
-            let lim = governor::limits(self.input.units[i].stagger_ms);
+            let lim = holds::limits(self.input.units[i].stagger_ms);
             match self
                 .gov
                 .admit(engine, self.account[i].as_deref(), now, &lim)
@@ -504,8 +509,8 @@ impl Driver {
     /// Drops the queued units that will not start: every one once the plan
     /// is cancelled, the first attempts once its budget is spent (as a
     /// local run starts no new unit then). A first attempt's row stays
-    /// waiting (reported not started); a retry's fails `interrupted`, as
-    /// its attempt would have once cancelled.
+    /// waiting (reported not started); a retry's row is its last
+    /// attempt's end again (failed), as when no retry follows.
     fn drop_queued(&mut self, cancelled: bool) -> Result<()> {
         let budget = !cancelled && self.over_budget();
         if !cancelled && !budget {
@@ -520,11 +525,7 @@ impl Driver {
             }
             self.busy[q.unit] = false;
             u.row.held_by = None;
-            if u.tries > 0 {
-                let mut ended = u.row.clone();
-                ended.state = RunState::Failed;
-                ended.reason = Some(Reason::Interrupted(None));
-                ended.error = Some("the workflow was cancelled".into());
+            if let Some(ended) = self.ended[q.unit].take() {
                 u.row.take_attempt(ended)?;
             }
         }

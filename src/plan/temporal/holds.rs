@@ -189,5 +189,5 @@ pub fn limits(stagger_ms: Option<u64>) -> Limits {
 }
 
 #[cfg(test)]
-#[path = "governor_tests.rs"]
+#[path = "holds_tests.rs"]
 mod tests;

@@ -580,4 +580,69 @@ mod tests {
         );
         assert_eq!(err, want);
     }
+
+    /// The accounts the workflow holds are not chosen: with every declared
+    /// one of the engine held (or the default one, none declared), the
+    /// start is refused with the hold that ends first, before any ledger
+    /// is asked.
+    #[test]
+    fn an_order_whose_accounts_the_workflow_holds_all_is_refused() {
+        let hold = |account: &str, until: &str| HeldBy {
+            engine: "claude".into(),
+            account: account.into(),
+            until: until.into(),
+            kind: crate::ground::held::HoldKind::RateLimited,
+            unit: None,
+            source: None,
+            utilization: None,
+            window: None,
+        };
+        let acct = |name: &str, engine| quota::Account {
+            name: name.into(),
+            engine,
+            env: Vec::new(),
+        };
+        let order = |held: Vec<HeldBy>| UnitOrder {
+            workflow_id: "wf".into(),
+            plan: "/p/plan.toml".into(),
+            unit: "u".into(),
+            toml: String::new(),
+            engine: EngineId::Claude,
+            merge: Vec::new(),
+            fetch_from: Default::default(),
+            start: Start::Fresh,
+            attempt: 1,
+            held,
+        };
+        let late = hold("work", "2026-12-05T14:07:00.000Z");
+        let early = hold("spare", "2026-12-05T14:05:00.000Z");
+        let declared = quota::Ask {
+            accounts: vec![
+                acct("work", EngineId::Claude),
+                acct("spare", EngineId::Claude),
+                acct("x", EngineId::Codex),
+            ],
+            ..quota::Ask::default()
+        };
+        let refused = |o: &UnitOrder, ask: &quota::Ask| match ask_of(o, ask, Some("work")) {
+            Err(VfError::Held(h)) => h.account.clone(),
+            other => panic!("not refused: {:?}", other.map(|a| a.account)),
+        };
+        let both = order(vec![late.clone(), early.clone()]);
+        assert_eq!(refused(&both, &declared), "spare");
+        let none = quota::Ask::default();
+        assert_eq!(
+            refused(&order(vec![hold("default", "x")]), &none),
+            "default"
+        );
+        // A pinned account held: refused though another is open.
+        let pinned = quota::Ask {
+            rule: quota::Rule {
+                pinned: Some("work".into()),
+                no_rotate: false,
+            },
+            ..declared.clone()
+        };
+        assert_eq!(refused(&order(vec![late]), &pinned), "work");
+    }
 }

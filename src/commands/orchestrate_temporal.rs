@@ -139,11 +139,13 @@ async fn submit_and_follow(
     Ok(result.exit_code())
 }
 
-/// What the renderer was told of a unit: its state, the outcomes of its rounds.
+/// What the renderer was told of a unit: its state, the outcomes of its
+/// rounds, what holds it (the quota governor of the workflow).
 #[derive(Clone, Default)]
 struct Seen {
     state: Option<RunState>,
     rounds: Vec<RoundOutcome>,
+    held: Option<crate::ground::held::HeldBy>,
 }
 
 /// Tells the renderer each unit whose state changed since the last poll,
@@ -183,6 +185,10 @@ fn report_changes(
             }
         }
         seen.state = Some(u.state);
+        if u.held_by.is_some() && seen.held != u.held_by {
+            r.held(i, u);
+        }
+        seen.held = u.held_by.clone();
         if !changed {
             continue;
         }
@@ -270,6 +276,7 @@ fn plan_input(
         history_limit: env_number(HISTORY_ENV).map_or(HISTORY_EVENTS, |n| n as u32),
         carried: Vec::new(),
         runs_before: 0,
+        quota: Default::default(),
     })
 }
 
@@ -333,6 +340,7 @@ fn unit_input(
             .collect(),
         fetch_from,
         model: u.model.clone(),
+        stagger_ms: Some(u.quota.limits.stagger_ms),
     })
 }
 
@@ -365,6 +373,11 @@ mod tests {
         fn round(&mut self, _: usize, n: &RoundNote) {
             self.0
                 .push(format!("{} {}/{} {:?}", n.kind, n.n, n.of, n.ended));
+        }
+        fn held(&mut self, _: usize, u: &UnitReport) {
+            let h = u.held_by.as_ref().map(|h| h.short());
+            self.0
+                .push(format!("held {} {}", u.unit, h.unwrap_or_default()));
         }
     }
 
@@ -412,6 +425,48 @@ mod tests {
                 "review 1/1 None",
                 "review 1/1 Some(\"done\")",
                 "finished api 2",
+            ]
+        );
+    }
+
+    /// A unit the workflow's quota governor holds is told held (the live
+    /// table and JSONL draw it), again only when the hold changes.
+    #[test]
+    fn a_unit_held_by_the_workflow_is_told_held_when_its_hold_changes() {
+        let told = std::rc::Rc::new(std::cell::RefCell::new(Told::default()));
+        let reporter: std::rc::Rc<std::cell::RefCell<dyn scheduler::Reporter>> = told.clone();
+        let mut last = Vec::new();
+        let hold = |until: &str| crate::ground::held::HeldBy {
+            engine: "claude".into(),
+            account: "work".into(),
+            until: until.into(),
+            kind: crate::ground::held::HoldKind::RateLimited,
+            unit: None,
+            source: None,
+            utilization: None,
+            window: None,
+        };
+        let held = |until: Option<&str>| {
+            let mut p = progress(RunState::Waiting, Vec::new());
+            p.units[0].held_by = until.map(hold);
+            p
+        };
+        let steps = [
+            held(None),
+            held(Some("2026-12-05T14:05:09.000Z")),
+            held(Some("2026-12-05T14:05:09.000Z")),
+            held(Some("2026-12-05T14:07:00.000Z")),
+            progress(RunState::Running, Vec::new()),
+        ];
+        for p in &steps {
+            report_changes(&reporter, &mut last, p);
+        }
+        assert_eq!(
+            told.borrow().0,
+            [
+                "held api quota: claude/work until 14:05:09",
+                "held api quota: claude/work until 14:07:00",
+                "started api",
             ]
         );
     }

@@ -4,10 +4,13 @@
 //! Temporal is the queue and the durable state of the plan; each unit's
 //! marker, raw logs and session stay in the state dir of the worker that ran
 //! it. Connection settings (TLS, API key) come from Temporal's own client
-//! configuration (`TEMPORAL_*` environment, config profile).
+//! configuration (`TEMPORAL_*` environment, config profile). The workflow
+//! is the quota governor of its plan ([`holds`]): a limit met on any worker
+//! holds that engine's account for all of them.
 
 pub mod activity;
 pub mod client;
+pub mod holds;
 pub mod next_attempt;
 pub mod payload;
 pub mod runs;

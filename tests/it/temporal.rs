@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::common::*;
 
 mod lost;
+mod quota;
 #[path = "temporal/server.rs"]
 mod server;
 mod tls;

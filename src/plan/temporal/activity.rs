@@ -18,10 +18,12 @@ use super::runs::{BeatSink, Found, Key, Owned, Run, Runs, Work};
 use crate::dispatch::{self, DispatchResult};
 use crate::engine::EngineId;
 use crate::ground::error::{Result, VfError};
+use crate::ground::held::HeldBy;
 use crate::plan::PlanUnit;
 #[cfg(test)]
 use crate::plan::scheduler::RunState;
 use crate::plan::scheduler::{self, Job, StartMode, UnitReport};
+use crate::quota;
 use crate::unit::history;
 use crate::unit::marker::resume_rule::{DEFAULT_RESUME_PROMPT, resolve_resume_id};
 use crate::unit::marker::{MarkerStore, UnitState};
@@ -319,10 +321,14 @@ impl UnitActivities {
         mut row: UnitReport,
         r: Result<DispatchResult>,
     ) -> Result<Outcome> {
+        if let Err(VfError::Held(h)) = &r {
+            return Ok(self.held(order, h));
+        }
         row.attempt = Some(order.attempt);
         row.settle(&r)?;
         row.host = Some(self.host.clone());
         row.duration_ms = r.as_ref().ok().map(|res| res.duration_ms);
+        row.account = r.as_ref().ok().and_then(|res| res.account.clone());
         let exit = match &r {
             Ok(res) => res.vf_exit(),
             Err(e) => e.exit_code(),
@@ -333,6 +339,7 @@ impl UnitActivities {
             host: self.host.clone(),
             retry_at: r.as_ref().ok().and_then(|res| res.retry_at.clone()),
             answers: history::recent(&history::load(dir, &order.unit)).to_vec(),
+            held: None,
         }))
     }
 
@@ -349,6 +356,7 @@ impl UnitActivities {
             host: self.host.clone(),
             retry_at: None,
             answers: Vec::new(),
+            held: None,
         })
     }
 
@@ -373,6 +381,7 @@ impl UnitActivities {
             host: self.host.clone(),
             retry_at: None,
             answers: history::recent(&history::load(dir, &order.unit)).to_vec(),
+            held: None,
         })))
     }
 
@@ -394,9 +403,14 @@ impl UnitActivities {
             .ok_or_else(|| {
                 VfError::usage(format!("the order for {:?} holds no such unit", order.unit))
             })?;
+        let marker = MarkerStore::new(dir).load(&order.unit)?;
+        let prefer = marker.as_ref().and_then(|m| m.account.as_deref());
+        let ask = ask_of(order, &unit.quota, prefer)?;
         let job = (self.build)(unit, order.engine)?;
-        let (prompt, session, mode, replay) = self.start_of(order, &job, dir)?;
+        let account = ask.account.as_ref().map(|a| a.name.as_str());
+        let (prompt, session, mode, replay) = self.start_of(order, &job, marker, account)?;
         let mut spec = scheduler::spec_of(&job, dir, self.kill_grace, prompt, session);
+        spec.quota = ask;
         if let Some(ws) = &mut spec.steps.workspace {
             ws.merge = order.merge.clone();
             ws.fetch_from = order.fetch_from.clone();
@@ -419,7 +433,8 @@ impl UnitActivities {
         &self,
         order: &UnitOrder,
         job: &Job,
-        dir: &Path,
+        marker: Option<crate::unit::marker::Marker>,
+        account: Option<&str>,
     ) -> Result<(String, Option<String>, StartMode, Option<history::Counts>)> {
         let prompt = job.plan.prompt.clone();
         let answers = match &order.start {
@@ -430,8 +445,11 @@ impl UnitActivities {
                 answers,
                 ..
             } => {
-                let marker = MarkerStore::new(dir).load(&order.unit)?;
-                if let Some(m) = marker.filter(|m| m.engine == order.engine) {
+                // A session resumes exactly only on the account that owns it.
+                let owns = |m: &crate::unit::marker::Marker| {
+                    m.engine == order.engine && m.account.as_deref() == account
+                };
+                if let Some(m) = marker.filter(owns) {
                     let installed = dispatch::installed_version(m.engine, None);
                     if resolve_resume_id(&m, installed.as_ref()).ok().as_ref() == Some(session_id) {
                         let resume = DEFAULT_RESUME_PROMPT.to_string();
@@ -455,6 +473,9 @@ impl UnitActivities {
     /// An order this worker cannot run (its plan directory, its schema): the
     /// unit fails with vf's exit code for it, nothing started.
     fn refused(&self, order: &UnitOrder, e: VfError) -> Result<Outcome> {
+        if let VfError::Held(h) = &e {
+            return Ok(self.held(order, h));
+        }
         let mut row = running_row(&order.unit, order.engine, None, order.attempt);
         row.fail(e.reason(), e.to_string())?;
         row.host = Some(self.host.clone());
@@ -464,8 +485,56 @@ impl UnitActivities {
             host: self.host.clone(),
             retry_at: None,
             answers: Vec::new(),
+            held: None,
         })
     }
+}
+
+impl UnitActivities {
+    /// A start the quota governor refused (this worker's ledger, or no
+    /// account of the engine open): no attempt ran; the workflow holds the
+    /// account until `h.until` for every worker.
+    fn held(&self, order: &UnitOrder, h: &HeldBy) -> Outcome {
+        let mut row = running_row(&order.unit, order.engine, None, order.attempt);
+        if let Err(e) = row.fail(crate::ground::error::Reason::RateLimited, h.to_string()) {
+            row.broken(&e);
+        }
+        row.host = Some(self.host.clone());
+        Outcome {
+            row,
+            exit: crate::ground::error::exit::RATE_LIMITED,
+            host: self.host.clone(),
+            retry_at: None,
+            answers: Vec::new(),
+            held: Some(h.clone()),
+        }
+    }
+}
+
+/// The unit's quota keys for this attempt, its account chosen among those
+/// of its engine the workflow does not hold (`prefer`: the one its session
+/// belongs to). Every declared one held, or this worker's ledger holding
+/// the one left: `VfError::Held`, nothing started.
+fn ask_of(order: &UnitOrder, unit: &quota::Ask, prefer: Option<&str>) -> Result<quota::Ask> {
+    let mut ask = unit.clone();
+    let held = |name: &str| order.held.iter().find(|h| h.account == name);
+    let mine = |ask: &quota::Ask| {
+        quota::accounts::candidates(&ask.accounts, order.engine, &ask.rule, None).len()
+    };
+    let declared = mine(&ask);
+    ask.accounts
+        .retain(|a| a.engine != order.engine || held(&a.name).is_none());
+    let blocked = match declared {
+        0 => held(quota::DEFAULT_ACCOUNT),
+        _ if mine(&ask) == 0 => order.held.iter().min_by(|a, b| a.until.cmp(&b.until)),
+        _ => None,
+    };
+    if let Some(h) = blocked {
+        return Err(VfError::Held(Box::new(h.clone())));
+    }
+    let (chosen, _warnings) = quota::choose(&ask, order.engine, prefer);
+    ask.account = chosen.map_err(VfError::Held)?;
+    Ok(ask)
 }
 
 /// A row for an attempt that runs now.
@@ -493,6 +562,7 @@ mod tests {
             host: "h1".into(),
             retry_at: None,
             answers: Vec::new(),
+            held: None,
         };
         let small = fit(out("ok"));
         assert_eq!((small.row.state, small.exit), (RunState::Done, 0));
@@ -509,5 +579,70 @@ mod tests {
              its summary is whole in the marker on worker h1"
         );
         assert_eq!(err, want);
+    }
+
+    /// The accounts the workflow holds are not chosen: with every declared
+    /// one of the engine held (or the default one, none declared), the
+    /// start is refused with the hold that ends first, before any ledger
+    /// is asked.
+    #[test]
+    fn an_order_whose_accounts_the_workflow_holds_all_is_refused() {
+        let hold = |account: &str, until: &str| HeldBy {
+            engine: "claude".into(),
+            account: account.into(),
+            until: until.into(),
+            kind: crate::ground::held::HoldKind::RateLimited,
+            unit: None,
+            source: None,
+            utilization: None,
+            window: None,
+        };
+        let acct = |name: &str, engine| quota::Account {
+            name: name.into(),
+            engine,
+            env: Vec::new(),
+        };
+        let order = |held: Vec<HeldBy>| UnitOrder {
+            workflow_id: "wf".into(),
+            plan: "/p/plan.toml".into(),
+            unit: "u".into(),
+            toml: String::new(),
+            engine: EngineId::Claude,
+            merge: Vec::new(),
+            fetch_from: Default::default(),
+            start: Start::Fresh,
+            attempt: 1,
+            held,
+        };
+        let late = hold("work", "2026-12-05T14:07:00.000Z");
+        let early = hold("spare", "2026-12-05T14:05:00.000Z");
+        let declared = quota::Ask {
+            accounts: vec![
+                acct("work", EngineId::Claude),
+                acct("spare", EngineId::Claude),
+                acct("x", EngineId::Codex),
+            ],
+            ..quota::Ask::default()
+        };
+        let refused = |o: &UnitOrder, ask: &quota::Ask| match ask_of(o, ask, Some("work")) {
+            Err(VfError::Held(h)) => h.account.clone(),
+            other => panic!("not refused: {:?}", other.map(|a| a.account)),
+        };
+        let both = order(vec![late.clone(), early.clone()]);
+        assert_eq!(refused(&both, &declared), "spare");
+        let none = quota::Ask::default();
+        assert_eq!(
+            refused(&order(vec![hold("default", "x")]), &none),
+            "default"
+        );
+        // A pinned account held: refused though another is open.
+        let pinned = quota::Ask {
+            rule: quota::Rule {
+                pinned: Some("work".into()),
+                no_rotate: false,
+            },
+            ..declared.clone()
+        };
+        assert_eq!(refused(&order(vec![late]), &pinned), "work");
     }
 }

@@ -228,6 +228,7 @@ mod tests {
             merge: Vec::new(),
             fetch_from: Default::default(),
             model: None,
+            stagger_ms: None,
         }
     }
 
@@ -241,6 +242,7 @@ mod tests {
             host: "h1".into(),
             retry_at: None,
             answers: Vec::new(),
+            held: None,
         }
     }
 

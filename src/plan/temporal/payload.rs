@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
+use crate::ground::held::HeldBy;
 use crate::plan::scheduler::UnitReport;
 use crate::unit::history::Response;
 
@@ -42,6 +43,9 @@ pub struct PlanInput {
     /// Runs of the workflow before this one (continue-as-new).
     #[serde(default)]
     pub runs_before: u32,
+    /// What the runs before learned of each engine account's quota.
+    #[serde(default)]
+    pub quota: super::holds::Governor,
 }
 
 /// One unit, resolved: its engine chosen, its keys as one `[[unit]]` table.
@@ -68,6 +72,10 @@ pub struct UnitInput {
     #[serde(default)]
     pub fetch_from: std::collections::BTreeMap<String, String>,
     pub model: Option<String>,
+    /// Its `stagger` (ms, scaled): held units start at most one per this
+    /// long after a hold; absent: the default.
+    #[serde(default)]
+    pub stagger_ms: Option<u64>,
 }
 
 /// A unit's place in the workflow (carried across a continue-as-new).
@@ -103,6 +111,10 @@ pub struct UnitOrder {
     pub start: Start,
     /// This attempt's number in the workflow (1: the first).
     pub attempt: u32,
+    /// The accounts of its engine the workflow holds: the worker does not
+    /// choose them (none left: the attempt is refused, not run).
+    #[serde(default)]
+    pub held: Vec<HeldBy>,
 }
 
 /// How an attempt starts.
@@ -136,6 +148,10 @@ pub struct Outcome {
     pub retry_at: Option<String>,
     /// The unit's recent public responses on that host (bounded).
     pub answers: Vec<Response>,
+    /// The worker's quota ledger refused the start (or no account was
+    /// open): not an attempt; the workflow holds the account as long.
+    #[serde(default)]
+    pub held: Option<HeldBy>,
 }
 
 /// An attempt's heartbeat: where it runs and what the workflow needs to

@@ -45,7 +45,7 @@ pub fn run(args: &WorkerArgs) -> Result<i32> {
         state_dir: state_dir.clone(),
         host_id,
         kill_grace: crate::process::child::kill_grace_from_env()?,
-        build: Arc::new(build_job),
+        build: Arc::new(move |u, engine| build_job(u, engine, &cfg.accounts)),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -61,10 +61,25 @@ pub fn run(args: &WorkerArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// A plan unit's job on this worker, as `vf orchestrate` builds it.
-fn build_job(u: crate::plan::PlanUnit, engine: crate::engine::EngineId) -> Result<Job> {
+/// A plan unit's job on this worker, as `vf orchestrate` builds it, on the
+/// accounts this worker's user config declares (credentials are a machine's:
+/// a unit's `account` must be declared here too).
+fn build_job(
+    mut u: crate::plan::PlanUnit,
+    engine: crate::engine::EngineId,
+    accounts: &[crate::quota::Account],
+) -> Result<Job> {
     crate::engine::options::check(engine.engine().spec(), &u.run_options())
         .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
+    if let Some(pin) = &u.quota.rule.pinned
+        && !accounts.iter().any(|a| a.engine == engine && &a.name == pin)
+    {
+        return Err(VfError::usage(format!(
+            "unit {:?} pins account {pin:?} of {engine}, which this worker's user config does not declare",
+            u.name
+        )));
+    }
+    u.quota.accounts = accounts.to_vec();
     Ok(Job {
         steps: crate::dispatch::resolve::plan_steps(u.step_keys())?,
         engine,

@@ -405,8 +405,9 @@ impl UnitActivities {
             })?;
         let marker = MarkerStore::new(dir).load(&order.unit)?;
         let prefer = marker.as_ref().and_then(|m| m.account.as_deref());
-        let ask = ask_of(order, &unit.quota, prefer)?;
+        // The job carries this worker's own accounts (its user config).
         let job = (self.build)(unit, order.engine)?;
+        let ask = ask_of(order, &job.plan.quota, prefer)?;
         let account = ask.account.as_ref().map(|a| a.name.as_str());
         let (prompt, session, mode, replay) = self.start_of(order, &job, marker, account)?;
         let mut spec = scheduler::spec_of(&job, dir, self.kill_grace, prompt, session);

@@ -72,7 +72,9 @@ fn build_job(
     crate::engine::options::check(engine.engine().spec(), &u.run_options())
         .map_err(|e| VfError::usage(format!("unit {:?}: {e}", u.name)))?;
     if let Some(pin) = &u.quota.rule.pinned
-        && !accounts.iter().any(|a| a.engine == engine && &a.name == pin)
+        && !accounts
+            .iter()
+            .any(|a| a.engine == engine && &a.name == pin)
     {
         return Err(VfError::usage(format!(
             "unit {:?} pins account {pin:?} of {engine}, which this worker's user config does not declare",

@@ -84,5 +84,11 @@ impl Turn {
             sink.warning(&w);
             res.warnings.push(w);
         }
+        // Met first by a command's own account choice: still the result's.
+        if let Some(t) = quota::ledger::trouble()
+            && !res.warnings.contains(&t)
+        {
+            res.warnings.push(t);
+        }
     }
 }

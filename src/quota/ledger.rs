@@ -124,13 +124,24 @@ fn local<T>(mut f: impl FnMut(&mut Vec<Entry>) -> T) -> T {
     out
 }
 
+/// The ledger's trouble as first met in this process (a result carries it).
+static TROUBLE: Mutex<Option<String>> = Mutex::new(None);
+
 fn warn(path: &Path, why: &str) -> Warning {
     (!WARNED.swap(true, Ordering::Relaxed)).then(|| {
-        format!(
+        let text = format!(
             "the quota ledger {} cannot be used ({why}): quotas are governed within this vf process only",
             path.display()
-        )
+        );
+        *TROUBLE.lock().unwrap_or_else(|p| p.into_inner()) = Some(text.clone());
+        text
     })
+}
+
+/// The warning this process gave about the ledger, if it gave one: a run's
+/// result names it whichever call met the trouble first.
+pub fn trouble() -> Option<String> {
+    TROUBLE.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// The shared file, locked for as long as this lives.

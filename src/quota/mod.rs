@@ -177,7 +177,7 @@ pub fn admit(engine: EngineId, account: &str, lim: &Limits) -> (Result<(), Box<H
 
 /// The account a run of `engine` starts on: the first of the unit's
 /// candidates (`prefer`, the account its session belongs to, first) that is
-/// open; with `rotate = false` a unit that has an account keeps it. When
+/// open; with `rotate = false` only the first of them. When
 /// every one is held, the hold that ends first. `Ok(None)`: no account
 /// declared, and the default one is open.
 pub fn choose(
@@ -192,10 +192,9 @@ pub fn choose(
         warnings.extend(w);
         return (r.map(|()| None), warnings);
     }
-    // `rotate = false` keeps a unit on the account its session belongs to;
-    // its first start still takes the first open one.
-    let stays = ask.rule.no_rotate && prefer.is_some_and(|p| cands[0].name == p);
-    let tries = if stays { 1 } else { cands.len() };
+    // `rotate = false`: the unit's own account only (its session's, else
+    // the first declared), held or not.
+    let tries = if ask.rule.no_rotate { 1 } else { cands.len() };
     let mut first_free: Option<Box<HeldBy>> = None;
     for a in cands.into_iter().take(tries) {
         let (r, w) = check(engine, &a.name, &ask.limits);

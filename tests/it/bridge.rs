@@ -216,6 +216,7 @@ fn the_dry_run_shows_the_launch_on_both_platforms() {
             "on_finish": "builtin", "on_fail": "builtin", "stall_timeout": "builtin",
             "timeout": "builtin", "fix_rounds": "builtin", "review": "builtin",
             "on_conflict": "builtin", "resolver": "builtin",
+            "pause_at": "builtin", "stagger": "builtin", "rotate": "builtin",
         },
     });
     assert_json_eq(&env.normalized(&stdout_json(&out)), &want);

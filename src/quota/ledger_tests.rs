@@ -56,3 +56,10 @@ fn a_corrupt_newer_huge_or_odd_ledger_is_refused_and_left_as_it_is() {
     std::fs::create_dir(&dir).unwrap();
     assert!(refused(&dir).contains("not a regular file"));
 }
+
+#[test]
+fn vfs_own_unit_tests_never_see_the_users_ledger() {
+    if std::env::var_os(EnvVars::VF_QUOTA_FILE).is_none() {
+        assert_eq!(path(), None);
+    }
+}

@@ -186,7 +186,14 @@ mod tests {
             a[0].env,
             [
                 ("ANTHROPIC_BASE_URL".to_string(), "x~/y".to_string()),
-                ("CLAUDE_CONFIG_DIR".into(), "/home/u/.claude-work".into())
+                // The platform's own separator after the home (`\` on Windows).
+                (
+                    "CLAUDE_CONFIG_DIR".into(),
+                    Path::new("/home/u")
+                        .join(".claude-work")
+                        .display()
+                        .to_string()
+                )
             ]
         );
         assert_eq!(expand_home("~", Some(Path::new("/h"))), "/h");

@@ -38,6 +38,9 @@ impl EnvVars {
     pub const VF_QUOTA_FILE: &'static str = "VF_QUOTA_FILE";
     /// Read, by tests: scales every rate-limit wait (a fraction: `0.001`).
     pub const VF_TEST_RATE_LIMIT_WAIT_SCALE: &'static str = "VF_TEST_RATE_LIMIT_WAIT_SCALE";
+    /// Read, by tests: plays a machine's sandbox support (`none`, or
+    /// `landlock-abi-N`: Linux's ABI capped at N; docs/SANDBOX.md).
+    pub const VF_TEST_SANDBOX: &'static str = "VF_TEST_SANDBOX";
     /// Set for hooks, `setup`, `verify`: the unit's name.
     pub const VF_UNIT: &'static str = "VF_UNIT";
     /// Set for hooks, `setup`, `verify`: the unit's engine.

@@ -27,6 +27,9 @@
 //!   Unix; on Windows `LockFileEx` on one byte past the pid the holder writes,
 //!   since a Windows lock is mandatory and would hide it.
 //!
+//! - **The sandbox** ([`sandbox`]): what this machine can confine an
+//!   engine's process tree to (Landlock, Seatbelt), and the confinement.
+//!
 //! Files: `unix` (POSIX, shared), `linux`, `macos` (+ `macos_decode`, pure),
 //! `other_unix`, `windows` (+ `windows_files`, `windows_pipe`), `files` (the
 //! file interface), `lifeline` (the POSIX watcher of an engine's group).
@@ -69,6 +72,8 @@ use windows as family;
 use windows as os;
 
 pub use family::{ChildHandle, Contained, Container, Signals};
+
+pub mod sandbox;
 
 mod files;
 pub use files::{FileKind, file_kind, is_no_reader, is_null_device, set_blocking};

@@ -83,6 +83,8 @@ pub struct ConvSayArgs {
     pub allow_unenforced: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub sandbox: super::SandboxArgs,
     /// MCP servers for every turn of this `say`: a `{"mcpServers": ...}` JSON
     /// file, given to each participant's engine as `vf dispatch --mcp` does.
     #[arg(long, value_name = "FILE")]

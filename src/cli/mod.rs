@@ -208,6 +208,8 @@ pub struct PolicyArgs {
     pub read_only: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
     /// MCP servers for this run: a `{"mcpServers": ...}` JSON file, given
     /// to the engine by its verified mechanism (ENGINES.md, "MCP servers").
     #[arg(long, value_name = "FILE")]
@@ -216,6 +218,26 @@ pub struct PolicyArgs {
     /// (repeatable; docs/CLI.md, "Resume keeps what a unit asked for"); flags given still apply.
     #[arg(long, value_name = "PART")]
     pub clear: Vec<ClearPart>,
+}
+
+/// `--sandbox`, `--deny-read`, `--writable` (docs/SANDBOX.md).
+#[derive(Debug, Args, Clone, Default)]
+pub struct SandboxArgs {
+    /// Confine what the engine and everything it starts may write (and
+    /// read): off, workspace (writes only in the working directory, the
+    /// unit's folder, its temp dir and the engine's own state) or read-only
+    /// (the working directory too); the result's `policy.sandbox` says how
+    /// it was held.
+    #[arg(long, value_name = "MODE", value_parser = ["off", "workspace", "read-only"])]
+    pub sandbox: Option<String>,
+    /// With the sandbox: no process of the unit may read this path
+    /// (repeatable; absolute or `~/...`; default: the usual credential paths).
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<String>,
+    /// With the sandbox: the engine may also write beneath this path
+    /// (repeatable; absolute or `~/...`).
+    #[arg(long = "writable", value_name = "PATH")]
+    pub writable: Vec<String>,
 }
 
 /// A part of a unit's recorded request `--clear` drops.
@@ -229,6 +251,8 @@ pub enum ClearPart {
     Mcp,
     /// The closed loops: fix rounds, review, on_conflict, the rounds' budget.
     Loops,
+    /// The sandbox, its `deny_read` and `writable` paths.
+    Sandbox,
     All,
 }
 

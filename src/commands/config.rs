@@ -97,6 +97,10 @@ pub fn asked_of(cfg: &Config) -> Asked {
         mcp: None,
         loops: crate::plan::config_loops(&cfg.defaults),
         verify: None,
+        sandbox: cfg.get("sandbox"),
+        deny_read: cfg.get("deny_read").unwrap_or_default(),
+        writable: cfg.get("writable").unwrap_or_default(),
+        steps_unsandboxed: !cfg.get("verify_sandbox").unwrap_or(true),
     }
 }
 

@@ -73,19 +73,24 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     let prompt = super::prompt::read(&a.prompt)?;
     // Checked (and `--require-enforced` refused) for every participant
     // before anything of the turn is saved.
-    let mut tools = Default::default();
+    let mut tools: (crate::engine::ToolPolicy, crate::dispatch::sandbox::Sandbox) =
+        Default::default();
     let asked = crate::unit::marker::Asked {
         read_only: !a.write,
         allow_tools: a.tools.allow_tool.clone(),
         deny_tools: a.tools.deny_tool.clone(),
         require_enforced: a.tools.require_enforced,
+        sandbox: super::run_options::sandbox_mode(&a.sandbox),
+        deny_read: a.sandbox.deny_read.clone(),
+        writable: a.sandbox.writable.clone(),
         ..Default::default()
     };
     for t in &targets {
         let p = conv.participant(t)?;
         let resume = !a.fresh && p.binding.is_some();
-        tools = crate::dispatch::resolve::policy(&asked, false, p.engine, None, resume)?;
-        if !a.write && !a.allow_unenforced {
+        tools = crate::dispatch::resolve::policy(&asked, false, (p.engine, None), resume, &cwd)?;
+        // The sandbox holds a read-only turn whatever the engine has.
+        if !a.write && !a.allow_unenforced && !tools.0.sandbox_holds_read_only {
             turn::require_read_only(t, p.engine, resume)?;
         }
     }
@@ -113,7 +118,8 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
         kill_grace: crate::process::child::kill_grace_from_env()?,
         fresh: a.fresh,
         write: a.write,
-        tools,
+        tools: tools.0,
+        sandbox: tools.1,
         mcp,
         quota,
         state_dir,

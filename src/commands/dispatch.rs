@@ -127,12 +127,12 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
         user::or_config(args.run.stall_timeout, "stall_timeout", &cfg, &mut origins),
         user::or_config(args.run.timeout, "timeout", &cfg, &mut origins),
     );
-    let policy = resolve::policy(
+    let (policy, sandbox) = resolve::policy(
         &asked,
         args.skip_permissions,
-        engine_id,
-        args.run.engine_bin.as_deref(),
+        (engine_id, args.run.engine_bin.as_deref()),
         args.session.is_some(),
+        &cwd,
     )?;
     let mut quota = run_options::quota_ask(&args.govern, engine_id, &cfg, &mut origins)?;
     // Before anything is written; a dry run starts nothing and asks no ledger.
@@ -153,6 +153,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
             .into_iter()
             .collect(),
         policy,
+        sandbox,
         asked,
         mcp,
         keep_answer: true,
@@ -462,6 +463,20 @@ fn dry_run(args: &DispatchArgs, d: &Dispatch, ws: Option<&WorkspaceSpec>) -> Res
         .extend(max_cost_args(r.engine.engine(), args.max_cost)?);
     // Built with the real text (so limits apply to it), shown without it.
     private::redact_invocation(&mut inv, &d.private_ranges);
+    if r.sandbox.is_on() {
+        let unit = crate::unit::UnitDir::new(&r.state_dir, &r.unit);
+        let (unit_dir, tmp) = (unit.path(), unit.tmp_path());
+        let place = crate::dispatch::sandbox::Place {
+            cwd: worktree.as_deref().unwrap_or(&r.cwd),
+            unit_dir: &unit_dir,
+            tmp: &tmp,
+            engine: r.engine,
+            command: r.command.as_ref(),
+            env: &inv.env,
+            git: &[],
+        };
+        inv.policy.sandbox = Some(r.sandbox.preview(&place));
+    }
     for w in &inv.warnings {
         eprint_line(format_args!("vf: warning: {w}"));
     }
@@ -509,6 +524,20 @@ fn print_dry_run(d: &Dispatch, inv: &Invocation, ws: Option<&WorkspaceSpec>) -> 
     }
     if let Some(p) = &inv.prompt_file {
         writeln!(out, "# prompt file: {}", p.display())?;
+    }
+    if let Some(s) = &inv.policy.sandbox {
+        let by = s
+            .mechanism
+            .as_deref()
+            .unwrap_or("no mechanism on this machine");
+        writeln!(
+            out,
+            "# sandbox: {} ({}, {by})",
+            s.mode.as_str(),
+            s.state.as_str()
+        )?;
+        writeln!(out, "#   writable: {}", s.writable.join(", "))?;
+        writeln!(out, "#   deny read: {}", s.deny_read.join(", "))?;
     }
     if let Some(l) = r.command.as_ref().map(EngineCommand::launches) {
         let quoted = |argv: &[String]| argv.iter().map(|a| shell_quote(a)).collect::<Vec<_>>();

@@ -35,11 +35,13 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     if args.json {
         let mut reports = doctor::check(&ids, &opts);
         run_probes(&mut reports, probe_timeout)?;
+        let sandbox = sandbox_fact();
         let shown: Vec<Reported> = reports
             .iter()
             .map(|r| Reported {
                 report: r,
                 leftover_groups: leftovers(&findings, Some(r.engine)).collect(),
+                sandbox: &sandbox,
             })
             .collect();
         super::print_json(&shown)?;
@@ -55,6 +57,7 @@ pub fn run(args: &DoctorArgs) -> Result<i32> {
     });
     run_probes(&mut reports, probe_timeout)?;
     print_table(&reports, &aux)?;
+    print_sandbox(&sandbox_fact())?;
     print_orphans(&findings, &ids, &state_dir)?;
     Ok(exit_code(&reports))
 }
@@ -98,6 +101,47 @@ struct Reported<'a> {
     report: &'a EngineReport,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     leftover_groups: Vec<&'a Finding>,
+    /// Whether this machine can hold a unit's `--sandbox` (the same for every engine).
+    sandbox: &'a SandboxFact,
+}
+
+/// This machine's sandbox (docs/SANDBOX.md): `enforced` with its
+/// mechanism, or `unenforced` and what is missing.
+#[derive(Serialize)]
+struct SandboxFact {
+    state: &'static str,
+    mechanism: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    missing: Vec<String>,
+}
+
+fn sandbox_fact() -> SandboxFact {
+    let support = crate::dispatch::sandbox::support();
+    let missing = crate::dispatch::sandbox::missing(&support);
+    SandboxFact {
+        state: if missing.is_empty() {
+            "enforced"
+        } else {
+            "unenforced"
+        },
+        mechanism: support.mechanism(),
+        missing,
+    }
+}
+
+/// One line after the table: can `--sandbox` be enforced here.
+fn print_sandbox(f: &SandboxFact) -> Result<()> {
+    let mut out = super::stdio::out();
+    let by = f.mechanism.as_deref().unwrap_or("no mechanism");
+    match f.missing.is_empty() {
+        true => writeln!(out, "sandbox (--sandbox): enforced here by {by}")?,
+        false => writeln!(
+            out,
+            "sandbox (--sandbox): unenforced here ({by}): {}",
+            f.missing.join("; ")
+        )?,
+    }
+    Ok(())
 }
 
 /// Findings of leaderless groups (of `engine`'s records, when given).

@@ -67,12 +67,12 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
     resolve::loops::checked(&asked.loops, asked.require_enforced)?;
     let (loops, warnings) = resolve::loops::resolve(&asked.loops, marker.engine);
     let hooks = super::dispatch::hooks_of(&asked)?;
-    let policy = resolve::policy(
+    let (policy, sandbox) = resolve::policy(
         &asked,
         args.skip_permissions,
-        marker.engine,
-        engine_bin,
+        (marker.engine, engine_bin),
         id.is_some(),
+        &marker.cwd,
     )?;
     let mcp = super::run_options::mcp(
         &mut asked,
@@ -107,6 +107,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         kill_grace,
         steps,
         policy,
+        sandbox,
         asked,
         mcp,
         keep_answer: true,

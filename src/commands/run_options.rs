@@ -9,6 +9,7 @@ use crate::cli::{AfterRunArgs, ClearPart, LoopArgs, ModelArgs, PolicyArgs, StepA
 use crate::dispatch::resolve::loops::LoopFlags;
 use crate::dispatch::resolve::{AskFlags, Clear, ModelFlags, StepFlags};
 use crate::engine::EngineId;
+use crate::engine::sandbox::SandboxMode;
 use crate::ground::error::{Result, VfError};
 use crate::unit::marker::Asked;
 
@@ -34,6 +35,7 @@ pub fn ask_flags(p: &PolicyArgs, after: &AfterRunArgs) -> AskFlags {
             hooks: cleared(ClearPart::Hooks),
             mcp: cleared(ClearPart::Mcp),
             loops: cleared(ClearPart::Loops),
+            sandbox: cleared(ClearPart::Sandbox),
         },
         read_only: p.read_only,
         require_enforced: p.tools.require_enforced,
@@ -44,7 +46,17 @@ pub fn ask_flags(p: &PolicyArgs, after: &AfterRunArgs) -> AskFlags {
         on_finish: after.on_finish.clone(),
         on_fail: after.on_fail.clone(),
         mcp: p.mcp.clone(),
+        sandbox: sandbox_mode(&p.sandbox),
+        deny_read: p.sandbox.deny_read.clone(),
+        writable: p.sandbox.writable.clone(),
     }
+}
+
+/// `--sandbox MODE` (clap has checked the name).
+pub fn sandbox_mode(a: &crate::cli::SandboxArgs) -> Option<SandboxMode> {
+    a.sandbox
+        .as_deref()
+        .and_then(|m| SandboxMode::parse(m, "--sandbox").ok())
 }
 
 /// `--fix-rounds`, the `--review-*` flags, `--max-tokens` and `--max-cost`

@@ -29,6 +29,8 @@ pub struct SayContext {
     /// `--allow-tool`, `--deny-tool`, `--require-enforced` (its `read_only`
     /// is ignored: `write` decides).
     pub tools: ToolPolicy,
+    /// `--sandbox`, `--deny-read`, `--writable`, resolved (each turn's unit runs in it).
+    pub sandbox: crate::dispatch::sandbox::Sandbox,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
@@ -208,8 +210,12 @@ fn start(
     let unit = turn_unit(&conv.name, &turn.participant, turn.turn);
     conv.participant_mut(&turn.participant)?.pending = Some(PendingTurn { unit: unit.clone() });
     store.save(conv)?;
-    let read_only = read_only(engine, ctx.write, turn.session.is_some());
+    let read_only = match ctx.tools.sandbox_holds_read_only {
+        true => Enforcement::Enforced,
+        false => read_only(engine, ctx.write, turn.session.is_some()),
+    };
     let run = Resolved {
+        sandbox: ctx.sandbox.clone(),
         stall_timeout: ctx.stall_timeout,
         timeout: ctx.timeout,
         kill_grace: ctx.kill_grace,

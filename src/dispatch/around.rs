@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::prepare::Prepared;
+use super::prepare::SandboxRun;
 use super::rounds::{OnConflict, resolver};
 use super::{DispatchResult, EventSink, UnitSpec};
 use crate::ground::EnvVars;
@@ -155,6 +156,7 @@ async fn unopened(
 /// result returned: the engine never starts.
 pub(super) async fn setup(
     spec: &UnitSpec,
+    sandbox: Option<&SandboxRun>,
     life: &mut UnitLife,
     started: Instant,
 ) -> Result<Option<DispatchResult>> {
@@ -163,7 +165,15 @@ pub(super) async fn setup(
         return Ok(None);
     };
     let session = life.marker().engine_session_id.clone();
-    let failure = run_step(spec, life, StepKind::Setup, cmd, session.as_deref()).await?;
+    let failure = run_step(
+        spec,
+        sandbox,
+        life,
+        StepKind::Setup,
+        cmd,
+        session.as_deref(),
+    )
+    .await?;
     let Some((reason, error)) = failure else {
         return Ok(None);
     };
@@ -235,7 +245,7 @@ async fn check_guards(
 /// workspace's head and changed files otherwise.
 pub(super) async fn after_engine(
     spec: &UnitSpec,
-    baseline: Option<&crate::workspace::Baseline>,
+    (baseline, sandbox): (Option<&crate::workspace::Baseline>, Option<&SandboxRun>),
     life: &mut UnitLife,
     succeeded: bool,
     session: Option<&str>,
@@ -269,7 +279,7 @@ pub(super) async fn after_engine(
         life.note_workspace(Some(sealed.workspace));
     }
     if let (true, None, Some(cmd)) = (succeeded, &after.failure, &spec.steps.verify) {
-        after.failure = run_step(spec, life, StepKind::Verify, cmd, session).await?;
+        after.failure = run_step(spec, sandbox, life, StepKind::Verify, cmd, session).await?;
     }
     // Under a reviewer's gate the branch is pushed once it is approved
     // (the loop's driver, `approved_push`), never before.
@@ -328,6 +338,7 @@ pub async fn approved_push(
 /// Runs one step; `None` when it succeeded, else the unit's failure.
 async fn run_step(
     spec: &UnitSpec,
+    sandbox: Option<&SandboxRun>,
     life: &UnitLife,
     which: StepKind,
     command: &str,
@@ -344,19 +355,26 @@ async fn run_step(
         .workspace
         .as_ref()
         .map(|w| w.path.display().to_string());
+    // Inside the unit's sandbox unless `verify_sandbox = false`.
+    let sandbox = sandbox.filter(|_| spec.sandbox.steps);
+    let confine = sandbox.map(SandboxRun::for_step).transpose()?;
+    let tmp = sandbox.map(|s| ("TMPDIR", s.tmp.display().to_string()));
     let step = Step {
         command,
         cwd: &spec.cwd,
         log: &log,
-        env: vec![
-            (EnvVars::VF_UNIT, spec.unit.clone()),
-            (EnvVars::VF_ENGINE, spec.engine.as_str().to_string()),
-            (
-                EnvVars::VF_SESSION_ID,
-                session.unwrap_or_default().to_string(),
-            ),
-            (EnvVars::VF_WORKTREE, worktree.unwrap_or_default()),
-        ],
+        env: tmp
+            .into_iter()
+            .chain(vec![
+                (EnvVars::VF_UNIT, spec.unit.clone()),
+                (EnvVars::VF_ENGINE, spec.engine.as_str().to_string()),
+                (
+                    EnvVars::VF_SESSION_ID,
+                    session.unwrap_or_default().to_string(),
+                ),
+                (EnvVars::VF_WORKTREE, worktree.unwrap_or_default()),
+            ])
+            .collect(),
         stdin: None,
         timeout: spec.timeout,
         kill_grace: spec.kill_grace,
@@ -372,7 +390,7 @@ async fn run_step(
         StepKind::Setup => Reason::Setup,
         _ => Reason::Verify,
     };
-    Ok(match crate::process::steps::run(&step).await {
+    Ok(match crate::process::steps::run(&step, confine).await {
         StepEnd::Ok => None,
         StepEnd::Failed { code, tail } => {
             let status = code.map_or("was killed".to_string(), |c| {

@@ -136,7 +136,8 @@ async fn spawn_engine(
     p: &mut Prepared,
     life: &mut UnitLife,
 ) -> Result<(tokio::process::Child, Group)> {
-    let spawned = child::spawn_off_thread(&p.program, &p.inv).await;
+    let confine = p.sandbox.as_mut().and_then(|s| s.engine.take());
+    let spawned = child::spawn_off_thread(&p.program, &p.inv, confine).await;
     spawned.map_err(|e| {
         remove_input_files(p);
         let err = VfError::not_ready(format!(

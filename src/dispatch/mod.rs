@@ -42,6 +42,7 @@ mod redact;
 pub mod rerun;
 pub mod resolve;
 pub mod rounds;
+pub mod sandbox;
 mod settle;
 mod supervise;
 
@@ -114,6 +115,8 @@ pub struct UnitSpec {
     pub steps: Steps,
     /// Read-only and tool allow/deny (`engine::policy`).
     pub policy: crate::engine::ToolPolicy,
+    /// The sandbox its engine and steps run in (`sandbox`); off by default.
+    pub sandbox: sandbox::Sandbox,
     /// What the unit asked for (policy, path guards, hooks), recorded in
     /// its marker for a later resume.
     pub asked: crate::unit::Asked,
@@ -274,7 +277,7 @@ impl DispatchResult {
             stdout_log: None,
             stderr_log: None,
             workspace: marker.workspace.clone(),
-            policy: marker.policy,
+            policy: marker.policy.clone(),
             start: None,
             replay: None,
             path_violations: Vec::new(),
@@ -403,7 +406,7 @@ async fn attempt(
     for w in &prepared.warnings {
         sink.warning(w);
     }
-    if let Some(res) = around::setup(&spec, &mut life, started).await? {
+    if let Some(res) = around::setup(&spec, prepared.sandbox.as_ref(), &mut life, started).await? {
         return Ok(res);
     }
     if let Some(res) = around::guard_baseline(&spec, &mut prepared, &mut life, started).await? {

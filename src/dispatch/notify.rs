@@ -128,7 +128,7 @@ async fn run(kind: StepKind, command: &str, e: &Ended<'_>, log: &Path) -> Option
         },
     };
     let name = kind.as_str();
-    match crate::process::steps::run(&step).await {
+    match crate::process::steps::run(&step, None).await {
         StepEnd::Ok => None,
         StepEnd::Failed { code, tail } => {
             let status = code.map_or("was killed".to_string(), |c| {

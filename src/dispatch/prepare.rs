@@ -10,6 +10,7 @@ use crate::ground::state;
 use crate::ground::text::shown;
 use crate::ground::{Reason, Result, VfError};
 use crate::process::binary;
+use crate::process::child::Confine;
 use crate::unit::LockedUnit;
 use crate::unit::UnitLife;
 use crate::unit::prompt_file;
@@ -22,6 +23,31 @@ pub(super) struct Prepared {
     pub warnings: Vec<String>,
     /// The repository as the run found it, when the unit has path guards.
     pub guard: Option<crate::workspace::Baseline>,
+    /// The unit's sandbox for this run, when it has one.
+    pub sandbox: Option<SandboxRun>,
+}
+
+/// A sandboxed run's rules, and the engine's confinement made ready.
+#[derive(Debug)]
+pub(super) struct SandboxRun {
+    pub rules: crate::sys::sandbox::Rules,
+    pub profile_file: PathBuf,
+    /// The run's private temp dir (`TMPDIR`).
+    pub tmp: PathBuf,
+    /// Taken by the engine's spawn.
+    pub engine: Option<Confine>,
+}
+
+impl SandboxRun {
+    /// The same rules made ready again for a step (`setup`, `verify`).
+    pub fn for_step(&self) -> Result<Confine> {
+        let prepared = crate::sys::sandbox::prepare(&self.rules, &super::sandbox::support())
+            .map_err(|e| VfError::usage(format!("the sandbox cannot be made: {e}")))?;
+        Ok(Confine {
+            prepared,
+            profile_file: self.profile_file.clone(),
+        })
+    }
 }
 
 /// [`prepare`] on tokio's blocking pool: the unit's marker, the
@@ -90,11 +116,18 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
         None => find_program(spec, Some(&inv.program))
             .map_err(|e| life.fail_before_spawn(Reason::Missing, e))?,
     };
-    life.note_policy(inv.policy);
     // The account's variables point the engine at its credentials.
     if let Some(a) = &spec.quota.account {
         inv.env.extend(a.env.iter().cloned());
     }
+    let sandbox = match spec.sandbox.is_on() {
+        true => Some(
+            sandbox_run(spec, &mut inv, &life, &mut warnings)
+                .map_err(|e| life.fail_before_spawn(Reason::Invalid, e))?,
+        ),
+        false => None,
+    };
+    life.note_policy(inv.policy.clone());
     inv.args.extend(spec.budget_args.iter().cloned());
     check_argv(spec, &inv)?;
     warnings.extend(inv.warnings.iter().cloned());
@@ -105,8 +138,87 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
         inv,
         warnings,
         guard: None,
+        sandbox,
     };
     Ok((prepared, life))
+}
+
+/// The unit's sandbox for this run: a fresh private temp dir (`TMPDIR`),
+/// the rules, the engine's confinement made ready, its record in the policy.
+fn sandbox_run(
+    spec: &UnitSpec,
+    inv: &mut Invocation,
+    life: &UnitLife,
+    warnings: &mut Vec<String>,
+) -> Result<SandboxRun> {
+    let unit = life.unit();
+    let tmp = unit.fresh_tmp_sync()?;
+    inv.env.push(("TMPDIR".into(), tmp.display().to_string()));
+    let git = worktree_git_paths(spec);
+    let unit_dir = unit.dir().path();
+    let rules = spec.sandbox.rules(&super::sandbox::Place {
+        cwd: &spec.cwd,
+        unit_dir: &unit_dir,
+        tmp: &tmp,
+        engine: spec.engine,
+        command: spec.command.as_ref(),
+        env: &inv.env,
+        git: &git,
+    });
+    let prepared = crate::sys::sandbox::prepare(&rules, &super::sandbox::support())
+        .map_err(|e| VfError::usage(format!("the sandbox cannot be made: {e}")))?;
+    let status = spec.sandbox.status(&rules, Some(&prepared));
+    warnings.extend(
+        prepared
+            .missing()
+            .iter()
+            .map(|m| format!("sandbox unenforced: {m}")),
+    );
+    if spec.sandbox.require_enforced && !prepared.missing().is_empty() {
+        return Err(VfError::usage(format!(
+            "require-enforced: the sandbox cannot be enforced on this machine: {}",
+            prepared.missing().join("; ")
+        )));
+    }
+    let profile_file = match prepared.profile() {
+        Some(text) => unit.write_sandbox_profile_sync(text)?,
+        None => unit.dir().sandbox_profile_path(),
+    };
+    inv.policy.sandbox = Some(status);
+    Ok(SandboxRun {
+        rules,
+        tmp,
+        engine: Some(Confine {
+            prepared,
+            profile_file: profile_file.clone(),
+        }),
+        profile_file,
+    })
+}
+
+/// A worktree unit's git paths its engine may write: the worktree's own
+/// git dir (its index, HEAD, logs), the shared object store (`git add`,
+/// a commit), and the `vf/` branches' refs and logs (a commit moves its own
+/// branch). The user's branches (`refs/heads/*` outside `vf/`), the config
+/// and the hooks stay read-only.
+fn worktree_git_paths(spec: &UnitSpec) -> Vec<PathBuf> {
+    let Some(git_dir) = spec
+        .steps
+        .workspace
+        .as_ref()
+        .and_then(|w| w.git_dir.clone())
+    else {
+        return Vec::new();
+    };
+    let Some(common) = git_dir.parent().and_then(Path::parent) else {
+        return vec![git_dir];
+    };
+    vec![
+        common.join("objects"),
+        common.join("refs/heads/vf"),
+        common.join("logs/refs/heads/vf"),
+        git_dir,
+    ]
 }
 
 /// What runs: a CLI's binary (`launch` is `None`), or the program a command

@@ -25,6 +25,7 @@ use super::{BudgetWatch, Steps, UnitSpec};
 use crate::engine::McpServers;
 use crate::engine::SummarySchema;
 use crate::engine::ToolPolicy;
+use crate::engine::sandbox::SandboxMode;
 use crate::engine::{Attachment, EngineCommand, EngineId, RunOptions};
 use crate::ground::{Result, VfError};
 use crate::unit::Asked;
@@ -57,6 +58,8 @@ pub struct Resolved {
     pub summary_schema: Option<Arc<SummarySchema>>,
     pub steps: Steps,
     pub policy: ToolPolicy,
+    /// The sandbox (`dispatch::sandbox`), checked.
+    pub sandbox: super::sandbox::Sandbox,
     /// Recorded in the marker for a later re-run or resume.
     pub asked: Asked,
     pub mcp: Option<McpServers>,
@@ -100,6 +103,7 @@ impl Resolved {
             summary_schema: None,
             steps: Steps::default(),
             policy: ToolPolicy::default(),
+            sandbox: super::sandbox::Sandbox::default(),
             asked: Asked::default(),
             mcp: None,
             budget_stop: None,
@@ -141,6 +145,7 @@ impl Resolved {
             summary_schema: self.summary_schema,
             steps: self.steps,
             policy: self.policy,
+            sandbox: self.sandbox,
             asked: self.asked,
             mcp: self.mcp,
             budget_stop: self.budget_stop,
@@ -201,6 +206,7 @@ pub fn load_schema(path: &Path) -> Result<SummarySchema> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Clear {
     pub read_only: bool,
+    pub sandbox: bool,
     pub require_enforced: bool,
     pub tools: bool,
     pub paths: bool,
@@ -223,6 +229,9 @@ pub struct AskFlags {
     pub on_finish: Option<String>,
     pub on_fail: Option<String>,
     pub mcp: Option<PathBuf>,
+    pub sandbox: Option<SandboxMode>,
+    pub deny_read: Vec<String>,
+    pub writable: Vec<String>,
 }
 
 /// The request a run applies: a unit's recorded one (`kept`, from its
@@ -254,6 +263,9 @@ pub fn asked(given: &AskFlags, kept: Option<&Asked>) -> Asked {
     if c.loops {
         a.loops = Default::default();
     }
+    if c.sandbox {
+        (a.sandbox, a.deny_read, a.writable) = (None, Vec::new(), Vec::new());
+    }
     a.read_only |= given.read_only;
     a.require_enforced |= given.require_enforced;
     let replace = |kept: &mut Vec<String>, given: &[String]| {
@@ -265,6 +277,9 @@ pub fn asked(given: &AskFlags, kept: Option<&Asked>) -> Asked {
     replace(&mut a.deny_tools, &given.deny_tools);
     replace(&mut a.deny_paths, &given.deny_paths);
     replace(&mut a.allow_paths, &given.allow_paths);
+    replace(&mut a.deny_read, &given.deny_read);
+    replace(&mut a.writable, &given.writable);
+    a.sandbox = given.sandbox.or(a.sandbox);
     a.on_finish = given.on_finish.clone().or(a.on_finish);
     a.on_fail = given.on_fail.clone().or(a.on_fail);
     a.mcp = given.mcp.clone().or(a.mcp);
@@ -274,17 +289,20 @@ pub fn asked(given: &AskFlags, kept: Option<&Asked>) -> Asked {
 /// The read-only and tool part of `asked`, checked (exit 2) and, with
 /// `--require-enforced` (given or recorded), refused when `engine` at its
 /// installed version (read as a dispatch reads it) would leave a part
-/// unenforced: all before anything is written.
+/// unenforced; and its sandbox for a run in `cwd`, checked the same way
+/// (`dispatch::sandbox`): all before anything is written.
 pub fn policy(
     asked: &Asked,
     skip_permissions: bool,
-    engine: EngineId,
-    engine_bin: Option<&Path>,
+    (engine, engine_bin): (EngineId, Option<&Path>),
     resume: bool,
-) -> Result<ToolPolicy> {
+    cwd: &Path,
+) -> Result<(ToolPolicy, super::sandbox::Sandbox)> {
     use crate::engine::tool_policy;
-    let p = asked.policy();
+    let mut p = asked.policy();
     tool_policy::check(&p, skip_permissions)?;
+    let sandbox = super::sandbox::Sandbox::of(asked, cwd)?;
+    p.sandbox_holds_read_only = p.read_only && sandbox.holds_read_only();
     if p.require_enforced {
         let version = super::installed_version(engine, engine_bin);
         tool_policy::require(
@@ -293,7 +311,7 @@ pub fn policy(
             &tool_policy::apply(engine, version.as_ref(), resume, &p),
         )?;
     }
-    Ok(p)
+    Ok((p, sandbox))
 }
 
 /// A positive, finite number of seconds.

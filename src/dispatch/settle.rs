@@ -109,8 +109,14 @@ async fn steps_after(
     if pending {
         life.make_session_durable(sink).await;
     }
-    let baseline = e.launched.prepared.guard.as_ref();
-    super::around::after_engine(spec, baseline, life, ok, session, sink).await
+    let p = &e.launched.prepared;
+    let guarded = (p.guard.as_ref(), p.sandbox.as_ref());
+    let after = super::around::after_engine(spec, guarded, life, ok, session, sink).await;
+    if p.sandbox.is_some() {
+        // The run's private temp dir goes once nothing of the unit runs.
+        life.unit().remove_tmp().await;
+    }
+    after
 }
 
 /// The run's outcome: the tracker's, or an ACP session's with its verdict.

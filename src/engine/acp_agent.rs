@@ -65,6 +65,7 @@ static SPEC: Spec = Spec {
     guardrails: Guardrails::VfEnforced,
     // An ACP agent is any CLI: the bridge's short list.
     account_env: super::bridge::COMMAND_ACCOUNT_ENV,
+    state_paths: &[],
 };
 
 impl Engine for Acp {

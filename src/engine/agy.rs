@@ -7,6 +7,7 @@
 //! the run's directory has `.agents/agents/NAME/agent.md` (what `vf
 //! workspace init --engine agy --agent NAME` writes).
 
+use super::sandbox::StatePath;
 use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec,
@@ -14,6 +15,11 @@ use super::{
 use crate::ground::error::{Result, VfError};
 
 pub struct Agy;
+
+/// Where agy keeps its state: unverified (no binary was available), the
+/// issue's guess: `~/.gemini` (Antigravity's) and `~/.antigravity`.
+pub const STATE_PATHS: &[StatePath] =
+    &[StatePath::home(".gemini"), StatePath::home(".antigravity")];
 
 static SPEC: Spec = Spec {
     id: EngineId::Agy,
@@ -39,6 +45,7 @@ static SPEC: Spec = Spec {
     guardrails: Guardrails::PostHoc,
     // No verified help or binary: no variable is known to be its.
     account_env: &[],
+    state_paths: STATE_PATHS,
 };
 
 impl Engine for Agy {

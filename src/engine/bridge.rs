@@ -56,6 +56,7 @@ static SPEC: Spec = Spec {
     command: Some(SOURCE),
     guardrails: Guardrails::PostHoc,
     account_env: COMMAND_ACCOUNT_ENV,
+    state_paths: &[],
 };
 
 impl Engine for Bridge {

@@ -5,6 +5,7 @@
 //! The prompt goes on stdin. Variadic flags (`--allowedTools`) would swallow a
 //! following positional prompt, so vf never puts a positional in argv at all.
 
+use super::sandbox::StatePath;
 use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
@@ -12,6 +13,13 @@ use super::{
 use crate::ground::error::Result;
 
 pub struct Claude;
+
+/// Where claude keeps its state (ENGINES.md, "Sandbox"): `~/.claude` and
+/// `~/.claude.json`, both moved by `CLAUDE_CONFIG_DIR`.
+pub const STATE_PATHS: &[StatePath] = &[
+    StatePath::home(".claude").moved_by("CLAUDE_CONFIG_DIR", ""),
+    StatePath::home(".claude.json").moved_by("CLAUDE_CONFIG_DIR", ".claude.json"),
+];
 
 static SPEC: Spec = Spec {
     id: EngineId::Claude,
@@ -57,6 +65,7 @@ static SPEC: Spec = Spec {
         "ANTHROPIC_BASE_URL",
         "CLAUDE_CODE_OAUTH_TOKEN",
     ],
+    state_paths: STATE_PATHS,
 };
 
 impl Engine for Claude {

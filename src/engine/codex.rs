@@ -6,6 +6,7 @@
 //! The prompt goes on stdin (`-`), and stdin is then closed: with an open
 //! stdin pipe codex waits for EOF forever.
 
+use super::sandbox::StatePath;
 use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,
@@ -13,6 +14,10 @@ use super::{
 use crate::ground::error::Result;
 
 pub struct Codex;
+
+/// Where codex keeps its state (ENGINES.md, "Sandbox"): `$CODEX_HOME`,
+/// else `~/.codex`.
+pub const STATE_PATHS: &[StatePath] = &[StatePath::home(".codex").moved_by("CODEX_HOME", "")];
 
 static SPEC: Spec = Spec {
     id: EngineId::Codex,
@@ -97,6 +102,7 @@ static SPEC: Spec = Spec {
         "OPENAI_BASE_URL",
         "CODEX_ACCESS_TOKEN",
     ],
+    state_paths: STATE_PATHS,
 };
 
 impl Engine for Codex {

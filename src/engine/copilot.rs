@@ -6,6 +6,7 @@
 //! and argv carries a short pointer to it instead. A prompt starting with `-`
 //! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
+use super::sandbox::{Base, StatePath};
 use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
@@ -119,6 +120,13 @@ fn is_identifier(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
+/// Where copilot keeps its state (ENGINES.md, "Sandbox"): `$COPILOT_HOME`,
+/// else `~/.copilot`, and its unpacked package under the cache dir.
+pub const STATE_PATHS: &[StatePath] = &[
+    StatePath::home(".copilot").moved_by("COPILOT_HOME", ""),
+    StatePath::under(Base::XdgCache, "copilot"),
+];
+
 static SPEC: Spec = Spec {
     id: EngineId::Copilot,
     binary: "copilot",
@@ -159,6 +167,7 @@ static SPEC: Spec = Spec {
         "GITHUB_TOKEN",
         "GH_HOST",
     ],
+    state_paths: STATE_PATHS,
 };
 
 impl Copilot {

@@ -5,6 +5,7 @@
 //! The prompt goes on stdin. Exit codes are the HTTP status mod 256 on API
 //! errors, and an in-stream failure exits 0 with `result.status: "error"`.
 
+use super::sandbox::StatePath;
 use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec, options,
@@ -12,6 +13,11 @@ use super::{
 use crate::ground::error::Result;
 
 pub struct Gemini;
+
+/// Where gemini keeps its state (ENGINES.md, "Sandbox"): `~/.gemini`
+/// (under `$GEMINI_CLI_HOME` when set).
+pub const STATE_PATHS: &[StatePath] =
+    &[StatePath::home(".gemini").moved_by("GEMINI_CLI_HOME", ".gemini")];
 
 static SPEC: Spec = Spec {
     id: EngineId::Gemini,
@@ -50,6 +56,7 @@ static SPEC: Spec = Spec {
         "GOOGLE_GENAI_USE_VERTEXAI",
         "GOOGLE_GEMINI_BASE_URL",
     ],
+    state_paths: STATE_PATHS,
 };
 
 impl Engine for Gemini {

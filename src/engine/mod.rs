@@ -47,6 +47,7 @@ pub mod mcp;
 pub mod opencode;
 pub mod options;
 pub mod recorded;
+pub mod sandbox;
 pub mod summary;
 pub mod tool_policy;
 pub mod usage;
@@ -388,6 +389,10 @@ pub struct Spec {
     /// `[[accounts]] env`): names, or prefixes ending in `*`, that the CLI
     /// reads for its credentials and config dir.
     pub account_env: &'static [&'static str],
+    /// Where the CLI keeps its own state (config, sessions, caches,
+    /// credentials): writable under the sandbox, never in `deny_read`
+    /// (ENGINES.md, "Sandbox").
+    pub state_paths: &'static [sandbox::StatePath],
 }
 
 impl Spec {

@@ -4,6 +4,7 @@
 //! Resume: `opencode run --session <ses_...> --format json ...`
 //! The prompt goes on stdin (no positional message: `run` then reads stdin).
 
+use super::sandbox::{Base, StatePath};
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,
@@ -11,6 +12,14 @@ use super::{
 use crate::ground::error::Result;
 
 pub struct Opencode;
+
+/// Where opencode keeps its state (ENGINES.md, "Sandbox"): its XDG dirs.
+pub const STATE_PATHS: &[StatePath] = &[
+    StatePath::under(Base::XdgConfig, "opencode"),
+    StatePath::under(Base::XdgData, "opencode"),
+    StatePath::under(Base::XdgState, "opencode"),
+    StatePath::under(Base::XdgCache, "opencode"),
+];
 
 static SPEC: Spec = Spec {
     id: EngineId::Opencode,
@@ -57,6 +66,7 @@ static SPEC: Spec = Spec {
         "OPENAI_API_KEY",
         "GEMINI_API_KEY",
     ],
+    state_paths: STATE_PATHS,
 };
 
 impl Engine for Opencode {

@@ -75,6 +75,7 @@ static SPEC: Spec = Spec {
     guardrails: Guardrails::PostHoc,
     // Built in: it reads no credentials.
     account_env: &[],
+    state_paths: &[],
 };
 
 impl Engine for Recorded {

@@ -48,6 +48,9 @@ pub struct ToolPolicy {
     pub deny_tools: Vec<String>,
     /// Any unenforced part refuses the run (exit 2) before anything is written.
     pub require_enforced: bool,
+    /// The sandbox holds the working directory read-only on this machine
+    /// (`dispatch::sandbox`): read-only is enforced whatever the engine has.
+    pub sandbox_holds_read_only: bool,
 }
 
 /// How one part of the policy is held.
@@ -73,22 +76,31 @@ impl Enforcement {
 }
 
 /// The recorded `policy` of a run (result and marker).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyStatus {
     pub read_only: Enforcement,
     pub tools: Enforcement,
+    /// The sandbox (`dispatch::sandbox`); absent when none was asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<super::sandbox::SandboxStatus>,
 }
 
 impl PolicyStatus {
     pub const OFF: PolicyStatus = PolicyStatus {
         read_only: Enforcement::Off,
         tools: Enforcement::Off,
+        sandbox: None,
     };
 
     /// Whether any part was asked for and is not held.
-    pub fn unenforced(self) -> bool {
-        self.read_only == Enforcement::Unenforced || self.tools == Enforcement::Unenforced
+    pub fn unenforced(&self) -> bool {
+        self.read_only == Enforcement::Unenforced
+            || self.tools == Enforcement::Unenforced
+            || self
+                .sandbox
+                .as_ref()
+                .is_some_and(|s| s.state == Enforcement::Unenforced)
     }
 }
 
@@ -149,6 +161,7 @@ pub fn apply(engine: EngineId, version: Option<&Version>, resume: bool, p: &Tool
         status: PolicyStatus {
             read_only: off_or(p.read_only, Enforcement::Unenforced),
             tools: off_or(has_tools(p), Enforcement::Unenforced),
+            sandbox: None,
         },
         warnings: Vec::new(),
     };
@@ -160,6 +173,10 @@ pub fn apply(engine: EngineId, version: Option<&Version>, resume: bool, p: &Tool
     }
     if has_tools(p) {
         tool_args(engine, version, p, &mut out);
+    }
+    // The sandbox holds the working directory read-only, whatever the engine has.
+    if p.read_only && p.sandbox_holds_read_only {
+        out.status.read_only = Enforcement::Enforced;
     }
     if out.status.read_only == Enforcement::Unenforced {
         out.warnings.push(format!(

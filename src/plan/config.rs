@@ -53,6 +53,10 @@ pub const DEFAULT_KEYS: &[&str] = &[
     "pause_at",
     "stagger",
     "rotate",
+    "sandbox",
+    "deny_read",
+    "writable",
+    "verify_sandbox",
 ];
 
 /// Where an effective setting came from.

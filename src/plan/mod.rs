@@ -29,6 +29,7 @@ mod defaults;
 mod loop_keys;
 mod order;
 pub mod ratelimit;
+mod sandbox_keys;
 pub mod scheduler;
 #[cfg(feature = "temporal")]
 pub mod temporal;
@@ -146,6 +147,14 @@ struct RawUnit {
     rotate: Option<bool>,
     /// A declared account of the unit's engine (checked with the user's accounts).
     account: Option<String>,
+    /// `off`, `workspace`, `read-only` (checked as it is read).
+    #[serde(default, deserialize_with = "sandbox_keys::mode")]
+    sandbox: Option<crate::engine::sandbox::SandboxMode>,
+    #[serde(default)]
+    deny_read: Vec<String>,
+    #[serde(default)]
+    writable: Vec<String>,
+    verify_sandbox: Option<bool>,
 }
 
 /// One validated unit of a plan.
@@ -184,6 +193,10 @@ pub struct PlanUnit {
     pub command: Option<crate::engine::EngineCommand>,
     /// `read_only`, `allow_tools`, `deny_tools`, `require_enforced`.
     pub policy: crate::engine::tool_policy::ToolPolicy,
+    /// `sandbox`, `deny_read`, `writable`, `verify_sandbox`: resolved, and
+    /// as the marker records them.
+    pub sandbox: crate::dispatch::sandbox::Sandbox,
+    pub sandbox_asked: crate::unit::Asked,
     /// `mcp`: the servers, read and checked for the unit's engine.
     pub mcp: Option<crate::engine::mcp::McpServers>,
     /// `mcp`'s file, canonical (recorded in the marker's `asked`).
@@ -472,16 +485,22 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     let (mcp, mcp_file) = mcp.unzip();
     let rate_limit =
         crate::plan::ratelimit::Policy::from_plan(u.on_rate_limit, u.fallback, u.max_wait)?;
-    let policy = crate::engine::tool_policy::ToolPolicy {
+    let mut policy = crate::engine::tool_policy::ToolPolicy {
         read_only: u.read_only,
         allow_tools: u.allow_tools,
         deny_tools: u.deny_tools,
         require_enforced: u.require_enforced,
+        sandbox_holds_read_only: false,
     };
     crate::engine::tool_policy::check(&policy, u.skip_permissions).map_err(|e| e.to_string())?;
+    let sandbox_asked = sandbox_keys::asked(u.sandbox, u.deny_read, u.writable, u.verify_sandbox);
+    let sandbox = sandbox_keys::resolve(&sandbox_asked, &policy, &cwd)?;
+    policy.sandbox_holds_read_only = policy.read_only && sandbox.holds_read_only();
     crate::workspace::guard::PathGuards::new(&u.deny_paths, &u.allow_paths)
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {
+        sandbox,
+        sandbox_asked,
         loops,
         // Every declared account is added by the caller; the scheduler
         // chooses one per start.

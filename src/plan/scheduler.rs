@@ -602,10 +602,15 @@ pub fn spec_of(
         summary_schema: u.summary_schema.clone(),
         steps: job.steps.clone(),
         policy: u.policy.clone(),
+        sandbox: u.sandbox.clone(),
         // The plan's values, recorded: the plan file is read again each run.
         asked: crate::unit::marker::Asked {
             mcp: u.mcp_file.clone(),
             loops: u.loops.clone(),
+            sandbox: u.sandbox_asked.sandbox,
+            deny_read: u.sandbox_asked.deny_read.clone(),
+            writable: u.sandbox_asked.writable.clone(),
+            steps_unsandboxed: u.sandbox_asked.steps_unsandboxed,
             ..crate::unit::marker::Asked::new(
                 &u.policy,
                 (&u.deny_paths, &u.allow_paths),

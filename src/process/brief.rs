@@ -160,9 +160,13 @@ fn start_sync(cmd: &mut Command) -> Result<(std::process::Child, Container), Sta
 /// Starts the contained `cmd` (its stdio as the caller set it) for
 /// [`wait`]; a child that could not be contained is killed, never left
 /// running.
-pub fn start(cmd: Command) -> Result<(tokio::process::Child, Container), StartError> {
+pub fn start(
+    cmd: Command,
+    confine: Option<crate::process::child::Confine>,
+) -> Result<(tokio::process::Child, Container), StartError> {
     let mut cmd = cmd;
     let made = sys::contain(&mut cmd).map_err(StartError::Contain)?;
+    crate::process::child::confine_after_contain(&mut cmd, confine);
     let mut cmd = tokio::process::Command::from(cmd);
     cmd.kill_on_drop(false);
     let mut child = cmd.spawn().map_err(StartError::Spawn)?;

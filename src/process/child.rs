@@ -5,7 +5,7 @@
 //! top of [`crate::process`], beside the code that ends groups
 //! ([`crate::process::grace`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -47,13 +47,14 @@ pub fn parse_kill_grace(v: &str) -> Result<Duration> {
 pub async fn spawn_off_thread(
     program: &Path,
     inv: &Invocation,
+    confine: Option<Confine>,
 ) -> std::io::Result<(tokio::process::Child, Group)> {
     let program = program.to_path_buf();
     let (args, cwd, piped) = (inv.args.clone(), inv.cwd.clone(), inv.stdin.is_some());
     let env = inv.env.clone();
     let (tx, rx) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {
-        let spawned = spawn(&program, &args, &cwd, piped, &env);
+        let spawned = spawn(&program, &args, &cwd, piped, &env, confine);
         if let Err(Ok((mut child, group))) = tx.send(spawned) {
             group.kill();
             let _ = child.start_kill();
@@ -62,20 +63,55 @@ pub async fn spawn_off_thread(
     rx.await.map_err(std::io::Error::other)?
 }
 
+/// A sandbox made ready for one process (`sys::sandbox`), and the file
+/// macOS's profile was written to (`sandbox-exec -f`).
+#[derive(Debug)]
+pub struct Confine {
+    pub prepared: crate::sys::sandbox::Prepared,
+    pub profile_file: PathBuf,
+}
+
+/// `program args`, confined when `confine` applies anything (on macOS run
+/// through `sandbox-exec`); [`confine_after_contain`] finishes the job.
+pub fn confined_command(
+    program: &Path,
+    args: &[String],
+    confine: Option<&Confine>,
+) -> std::process::Command {
+    match confine.filter(|c| c.prepared.mechanism().is_some()) {
+        None => crate::sys::command(program, args),
+        Some(c) => {
+            let (p, a) = crate::sys::sandbox::wrap(program, args, &c.prepared, &c.profile_file);
+            crate::sys::command(&p, &a)
+        }
+    }
+}
+
+/// After `sys::contain` (so the group and its lifeline come first): the
+/// child restricts itself before it execs (Linux), inherited by all it starts.
+pub fn confine_after_contain(cmd: &mut std::process::Command, confine: Option<Confine>) {
+    if let Some(c) = confine {
+        crate::sys::sandbox::apply(cmd, c.prepared);
+    }
+}
+
 /// The engine, contained: the leader of its own process group, or inside
-/// its own kill-on-close job; stdin piped or `/dev/null`. (Also the ACP
-/// handshake's spawn, `doctor::acp_handshake`.)
+/// its own kill-on-close job; stdin piped or `/dev/null`; confined by the
+/// unit's sandbox when it has one. (Also the ACP handshake's spawn,
+/// `doctor::acp_handshake`.)
 pub fn spawn(
     program: &Path,
     args: &[String],
     cwd: &Path,
     piped_stdin: bool,
     env: &[(String, String)],
+    confine: Option<Confine>,
 ) -> std::io::Result<(tokio::process::Child, Group)> {
-    let mut std_cmd = crate::sys::command(program, args);
+    let mut std_cmd = confined_command(program, args, confine.as_ref());
     std_cmd.current_dir(cwd);
     std_cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let made = crate::sys::contain(&mut std_cmd)?;
+    confine_after_contain(&mut std_cmd, confine);
     let mut cmd = tokio::process::Command::from(std_cmd);
     cmd.stdin(if piped_stdin {
         Stdio::piped()

@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use crate::process::brief::{self, Ended, StartError};
+use crate::process::child::{Confine, confined_command};
 use crate::process::owned::{self, ProcRecord, StepKind};
 use crate::sys::{self, Container, OpenExt, Sig};
 
@@ -57,7 +58,8 @@ pub enum StepEnd {
     NotStarted(String),
 }
 
-pub async fn run(step: &Step<'_>) -> StepEnd {
+/// `confine`: the unit's sandbox, when the step runs inside it.
+pub async fn run(step: &Step<'_>, confine: Option<Confine>) -> StepEnd {
     // The step's output may echo what the engine wrote: owner only.
     let log = match std::fs::OpenOptions::new()
         .write(true)
@@ -74,7 +76,17 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         Ok(f) => f,
         Err(e) => return StepEnd::NotStarted(e.to_string()),
     };
-    let mut std_cmd = sys::shell(step.command);
+    let mut std_cmd = match confine
+        .as_ref()
+        .filter(|c| c.prepared.mechanism().is_some())
+    {
+        None => sys::shell(step.command),
+        // Only where a sandbox exists (POSIX): the same shell, confined.
+        Some(c) => {
+            let args = ["-c".to_string(), step.command.to_string()];
+            confined_command(Path::new(sys::POSIX_SHELL), &args, Some(c))
+        }
+    };
     std_cmd
         .current_dir(step.cwd)
         .envs(step.env.iter().map(|(k, v)| (k, v)))
@@ -85,7 +97,7 @@ pub async fn run(step: &Step<'_>) -> StepEnd {
         .stdout(log)
         .stderr(err);
     let shell = std_cmd.get_program().to_string_lossy().into_owned();
-    let (mut child, group) = match brief::start(std_cmd) {
+    let (mut child, group) = match brief::start(std_cmd, confine) {
         Ok(started) => started,
         Err(StartError::Contain(e)) => {
             return StepEnd::NotStarted(format!("cannot contain the command: {e}"));

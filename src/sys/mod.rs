@@ -271,6 +271,11 @@ pub fn replace_file(from: &Path, to: &Path, durable: bool) -> std::io::Result<()
     family::replace_file(from, to, durable)
 }
 
+/// Makes a directory only its owner can use (0700 on POSIX).
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    family::create_private_dir(path)
+}
+
 /// Makes the entries of `dir` (a rename into it) durable.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     family::sync_dir(dir)

@@ -216,6 +216,12 @@ pub fn replace_file(from: &Path, to: &Path, _durable: bool) -> std::io::Result<(
     std::fs::rename(from, to)
 }
 
+/// A directory only its owner can use (0700).
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(path)
+}
+
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }

@@ -51,7 +51,9 @@ use windows_sys::Win32::System::Threading::{
     WaitForSingleObject,
 };
 
-pub use super::windows_files::{is_link_refusal, replace_file, sync_dir, try_lock};
+pub use super::windows_files::{
+    create_private_dir, is_link_refusal, replace_file, sync_dir, try_lock,
+};
 pub use super::windows_pipe::{StopSignal, StopWait, read_unless_stopped, stop_pair};
 use super::{ProcSnapshot, Sig};
 

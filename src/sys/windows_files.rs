@@ -161,6 +161,11 @@ pub fn replace_file(from: &Path, to: &Path, durable: bool) -> std::io::Result<()
 /// twice that).
 const REPLACE_PATIENCE: std::time::Duration = std::time::Duration::from_millis(256);
 
+/// A directory (its ACL inherited from the user's state dir).
+pub fn create_private_dir(path: &Path) -> std::io::Result<()> {
+    std::fs::create_dir(path)
+}
+
 /// Windows has no fsync of a directory. The rename it would make durable
 /// was a write-through `MoveFileExW` ([`replace_file`]), which returns
 /// only once the move is on the disk: nothing is left to do here.

@@ -72,6 +72,17 @@ impl UnitDir {
         self.path().join("rounds")
     }
 
+    /// The private temp dir of a sandboxed run (`TMPDIR`): made fresh for
+    /// each run, removed after it.
+    pub fn tmp_path(&self) -> PathBuf {
+        self.path().join("tmp")
+    }
+
+    /// macOS's Seatbelt profile of a sandboxed run (`sandbox-exec -f`).
+    pub fn sandbox_profile_path(&self) -> PathBuf {
+        self.path().join("sandbox.sb")
+    }
+
     /// Its lock file (present once a run of the unit has started).
     pub fn lock_path(&self) -> PathBuf {
         layout::lock_path(&self.state_dir, &self.name)

@@ -55,6 +55,20 @@ impl DeferredScan {
     }
 }
 
+/// A unit's temp dir removed, never followed: a link the engine planted in
+/// its place goes, not what it points at.
+fn remove_tmp(tmp: &Path) {
+    match std::fs::symlink_metadata(tmp) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(tmp);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(tmp);
+        }
+        Err(_) => {}
+    }
+}
+
 /// What failed, and whether the process record was written by then.
 pub type RecordFailure = (VfError, bool);
 
@@ -85,6 +99,35 @@ impl LockedUnit {
     pub fn remove_leftover_inputs_sync(&self, prompt_file: &Path) {
         let _ = std::fs::remove_file(prompt_file);
         crate::engine::mcp::remove_files(&self.dir.path());
+    }
+
+    /// A sandboxed run's private temp dir, made empty (owner only): what an
+    /// earlier run left there, even a link planted in its place, goes first
+    /// (never followed). Its path.
+    pub fn fresh_tmp_sync(&self) -> Result<PathBuf> {
+        crate::unit::layout::make_unit_dir(self.dir.state_dir(), self.dir.name())?;
+        let tmp = self.dir.tmp_path();
+        self.remove_tmp_sync();
+        crate::sys::create_private_dir(&tmp).map_err(|e| state_err(&tmp, &e))?;
+        Ok(tmp)
+    }
+
+    /// Removes the private temp dir (and a link in its place, unfollowed).
+    pub fn remove_tmp_sync(&self) {
+        remove_tmp(&self.dir.tmp_path());
+    }
+
+    /// [`Self::remove_tmp_sync`] on the blocking pool.
+    pub async fn remove_tmp(&self) {
+        let tmp = self.dir.tmp_path();
+        let _ = crate::ground::offload::run(move || remove_tmp(&tmp)).await;
+    }
+
+    /// macOS's Seatbelt profile for a sandboxed run, written 0600. Its path.
+    pub fn write_sandbox_profile_sync(&self, text: &str) -> Result<PathBuf> {
+        let path = self.dir.sandbox_profile_path();
+        write_private(&path, text).map_err(|e| state_err(&path, &e))?;
+        Ok(path)
     }
 
     /// The engine's input files, written 0600 on the blocking pool: the

@@ -58,9 +58,15 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
         true => session_of(p, &n.name, n.engine),
         false => None,
     };
+    // The author's sandbox; a read-only round's working directory read-only too.
+    let mut sandbox = p.sandbox.clone();
+    if n.read_only && sandbox.is_on() {
+        sandbox.mode = crate::engine::sandbox::SandboxMode::ReadOnly;
+    }
     let policy = crate::engine::ToolPolicy {
         read_only: n.read_only,
         require_enforced: p.policy.require_enforced,
+        sandbox_holds_read_only: n.read_only && sandbox.holds_read_only(),
         ..Default::default()
     };
     let mut r = Resolved::new(n.engine, n.name.clone(), n.cwd.clone(), state_dir);
@@ -75,6 +81,7 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
     r.options.model = n.model.clone();
     r.asked = crate::unit::Asked::new(&policy, (&[], &[]), (None, None));
     r.policy = policy;
+    r.sandbox = sandbox;
     (r.budget_stop, r.cancel) = (p.budget_stop.clone(), p.cancel.clone());
     r.quota = account(p, n.engine)?;
     Ok(r.spec(n.prompt.clone(), session))

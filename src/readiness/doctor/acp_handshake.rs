@@ -110,8 +110,8 @@ pub async fn handshake(
     };
     let name = if name.is_empty() { first } else { name }.to_string();
     let program = resolve(first).ok_or_else(|| HandshakeError::Missing(name.clone()))?;
-    let (mut child, group) = crate::process::child::spawn(&program, &argv[1..], cwd, true, env)
-        .map_err(|e| {
+    let (mut child, group) =
+        crate::process::child::spawn(&program, &argv[1..], cwd, true, env, None).map_err(|e| {
             HandshakeError::Spawn(
                 name.clone(),
                 crate::process::child::explain_spawn_error(&program, &e),

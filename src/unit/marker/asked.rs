@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
+use crate::engine::sandbox::SandboxMode;
 use crate::engine::tool_policy::ToolPolicy;
 
 /// The unit's request (`asked` in the marker; absent when nothing was asked).
@@ -39,6 +40,18 @@ pub struct Asked {
     /// its fix rounds as the dispatch did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<String>,
+    /// `--sandbox` (plan key `sandbox`); absent when not asked (off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
+    /// `--deny-read` (key `deny_read`), as given (`~/` kept).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deny_read: Vec<String>,
+    /// `--writable` (key `writable`), as given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+    /// `verify_sandbox = false`: `setup` and `verify` run outside the sandbox.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub steps_unsandboxed: bool,
 }
 
 /// The closed loops a unit asked for, before its engine is known (the
@@ -117,6 +130,7 @@ impl Asked {
             allow_tools: self.allow_tools.clone(),
             deny_tools: self.deny_tools.clone(),
             require_enforced: self.require_enforced,
+            sandbox_holds_read_only: false,
         }
     }
 
@@ -138,6 +152,7 @@ impl Asked {
             mcp: None,
             loops: LoopKeys::default(),
             verify: None,
+            ..Asked::default()
         }
     }
 }

@@ -73,7 +73,7 @@ fn say(a: &ConvSayArgs) -> Result<i32> {
     let prompt = super::prompt::read(&a.prompt)?;
     // Checked (and `--require-enforced` refused) for every participant
     // before anything of the turn is saved.
-    let mut tools: (crate::engine::ToolPolicy, crate::dispatch::sandbox::Sandbox) =
+    let mut tools: (crate::engine::ToolPolicy, crate::dispatch::confine::Sandbox) =
         Default::default();
     let asked = crate::unit::marker::Asked {
         read_only: !a.write,

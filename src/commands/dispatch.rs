@@ -466,7 +466,7 @@ fn dry_run(args: &DispatchArgs, d: &Dispatch, ws: Option<&WorkspaceSpec>) -> Res
     if r.sandbox.is_on() {
         let unit = crate::unit::UnitDir::new(&r.state_dir, &r.unit);
         let (unit_dir, tmp) = (unit.path(), unit.tmp_path());
-        let place = crate::dispatch::sandbox::Place {
+        let place = crate::dispatch::confine::Place {
             cwd: worktree.as_deref().unwrap_or(&r.cwd),
             unit_dir: &unit_dir,
             tmp: &tmp,

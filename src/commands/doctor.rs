@@ -116,8 +116,8 @@ struct SandboxFact {
 }
 
 fn sandbox_fact() -> SandboxFact {
-    let support = crate::dispatch::sandbox::support();
-    let missing = crate::dispatch::sandbox::missing(&support);
+    let support = crate::dispatch::confine::support();
+    let missing = crate::dispatch::confine::missing(&support);
     SandboxFact {
         state: if missing.is_empty() {
             "enforced"

@@ -9,7 +9,7 @@ use crate::cli::{AfterRunArgs, ClearPart, LoopArgs, ModelArgs, PolicyArgs, StepA
 use crate::dispatch::resolve::loops::LoopFlags;
 use crate::dispatch::resolve::{AskFlags, Clear, ModelFlags, StepFlags};
 use crate::engine::EngineId;
-use crate::engine::sandbox::SandboxMode;
+use crate::engine::sandbox_policy::SandboxMode;
 use crate::ground::error::{Result, VfError};
 use crate::unit::marker::Asked;
 

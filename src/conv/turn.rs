@@ -30,7 +30,7 @@ pub struct SayContext {
     /// is ignored: `write` decides).
     pub tools: ToolPolicy,
     /// `--sandbox`, `--deny-read`, `--writable`, resolved (each turn's unit runs in it).
-    pub sandbox: crate::dispatch::sandbox::Sandbox,
+    pub sandbox: crate::dispatch::confine::Sandbox,
     pub stall_timeout: Option<Duration>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,

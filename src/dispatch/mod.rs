@@ -20,7 +20,8 @@
 //! - `pump` reads the engine's pipes, `redact` removes echoed private ranges,
 //!   `acp_session` the session path of an engine that speaks ACP,
 //!   `budget_watch` a plan's hard budget as one unit sees it, `governor`
-//!   the quota governor's turn at each attempt's start and end;
+//!   the quota governor's turn at each attempt's start and end, `confine`
+//!   the unit's sandbox (its request resolved, the rules of each process);
 //! - the run's inputs: `attach` (attachments), `private` (private file ranges);
 //!   `rerun` a unit started again outside a plan (its replay); `notify` the
 //!   notification hooks (`--on-finish`, `--on-fail`);
@@ -32,6 +33,7 @@ pub mod around;
 pub mod assess;
 pub mod attach;
 mod budget_watch;
+pub mod confine;
 mod governor;
 mod launch;
 pub mod notify;
@@ -42,7 +44,6 @@ mod redact;
 pub mod rerun;
 pub mod resolve;
 pub mod rounds;
-pub mod sandbox;
 mod settle;
 mod supervise;
 
@@ -116,7 +117,7 @@ pub struct UnitSpec {
     /// Read-only and tool allow/deny (`engine::policy`).
     pub policy: crate::engine::ToolPolicy,
     /// The sandbox its engine and steps run in (`sandbox`); off by default.
-    pub sandbox: sandbox::Sandbox,
+    pub sandbox: confine::Sandbox,
     /// What the unit asked for (policy, path guards, hooks), recorded in
     /// its marker for a later resume.
     pub asked: crate::unit::Asked,

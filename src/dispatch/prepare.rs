@@ -41,7 +41,7 @@ pub(super) struct SandboxRun {
 impl SandboxRun {
     /// The same rules made ready again for a step (`setup`, `verify`).
     pub fn for_step(&self) -> Result<Confine> {
-        let prepared = crate::sys::sandbox::prepare(&self.rules, &super::sandbox::support())
+        let prepared = crate::sys::sandbox::prepare(&self.rules, &super::confine::support())
             .map_err(|e| VfError::usage(format!("the sandbox cannot be made: {e}")))?;
         Ok(Confine {
             prepared,
@@ -156,7 +156,7 @@ fn sandbox_run(
     inv.env.push(("TMPDIR".into(), tmp.display().to_string()));
     let git = worktree_git_paths(spec);
     let unit_dir = unit.dir().path();
-    let rules = spec.sandbox.rules(&super::sandbox::Place {
+    let rules = spec.sandbox.rules(&super::confine::Place {
         cwd: &spec.cwd,
         unit_dir: &unit_dir,
         tmp: &tmp,
@@ -165,7 +165,7 @@ fn sandbox_run(
         env: &inv.env,
         git: &git,
     });
-    let prepared = crate::sys::sandbox::prepare(&rules, &super::sandbox::support())
+    let prepared = crate::sys::sandbox::prepare(&rules, &super::confine::support())
         .map_err(|e| VfError::usage(format!("the sandbox cannot be made: {e}")))?;
     let status = spec.sandbox.status(&rules, Some(&prepared));
     warnings.extend(

@@ -25,7 +25,7 @@ use super::{BudgetWatch, Steps, UnitSpec};
 use crate::engine::McpServers;
 use crate::engine::SummarySchema;
 use crate::engine::ToolPolicy;
-use crate::engine::sandbox::SandboxMode;
+use crate::engine::sandbox_policy::SandboxMode;
 use crate::engine::{Attachment, EngineCommand, EngineId, RunOptions};
 use crate::ground::{Result, VfError};
 use crate::unit::Asked;
@@ -58,8 +58,8 @@ pub struct Resolved {
     pub summary_schema: Option<Arc<SummarySchema>>,
     pub steps: Steps,
     pub policy: ToolPolicy,
-    /// The sandbox (`dispatch::sandbox`), checked.
-    pub sandbox: super::sandbox::Sandbox,
+    /// The sandbox (`dispatch::confine`), checked.
+    pub sandbox: super::confine::Sandbox,
     /// Recorded in the marker for a later re-run or resume.
     pub asked: Asked,
     pub mcp: Option<McpServers>,
@@ -103,7 +103,7 @@ impl Resolved {
             summary_schema: None,
             steps: Steps::default(),
             policy: ToolPolicy::default(),
-            sandbox: super::sandbox::Sandbox::default(),
+            sandbox: super::confine::Sandbox::default(),
             asked: Asked::default(),
             mcp: None,
             budget_stop: None,
@@ -290,18 +290,18 @@ pub fn asked(given: &AskFlags, kept: Option<&Asked>) -> Asked {
 /// `--require-enforced` (given or recorded), refused when `engine` at its
 /// installed version (read as a dispatch reads it) would leave a part
 /// unenforced; and its sandbox for a run in `cwd`, checked the same way
-/// (`dispatch::sandbox`): all before anything is written.
+/// (`dispatch::confine`): all before anything is written.
 pub fn policy(
     asked: &Asked,
     skip_permissions: bool,
     (engine, engine_bin): (EngineId, Option<&Path>),
     resume: bool,
     cwd: &Path,
-) -> Result<(ToolPolicy, super::sandbox::Sandbox)> {
+) -> Result<(ToolPolicy, super::confine::Sandbox)> {
     use crate::engine::tool_policy;
     let mut p = asked.policy();
     tool_policy::check(&p, skip_permissions)?;
-    let sandbox = super::sandbox::Sandbox::of(asked, cwd)?;
+    let sandbox = super::confine::Sandbox::of(asked, cwd)?;
     p.sandbox_holds_read_only = p.read_only && sandbox.holds_read_only();
     if p.require_enforced {
         let version = super::installed_version(engine, engine_bin);

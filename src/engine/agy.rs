@@ -7,7 +7,7 @@
 //! the run's directory has `.agents/agents/NAME/agent.md` (what `vf
 //! workspace init --engine agy --agent NAME` writes).
 
-use super::sandbox::StatePath;
+use super::sandbox_policy::StatePath;
 use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec,

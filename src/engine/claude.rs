@@ -5,7 +5,7 @@
 //! The prompt goes on stdin. Variadic flags (`--allowedTools`) would swallow a
 //! following positional prompt, so vf never puts a positional in argv at all.
 
-use super::sandbox::StatePath;
+use super::sandbox_policy::StatePath;
 use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,

@@ -6,7 +6,7 @@
 //! The prompt goes on stdin (`-`), and stdin is then closed: with an open
 //! stdin pipe codex waits for EOF forever.
 
-use super::sandbox::StatePath;
+use super::sandbox_policy::StatePath;
 use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SchemaFlag, SessionIds, Spec, options,

@@ -6,7 +6,7 @@
 //! and argv carries a short pointer to it instead. A prompt starting with `-`
 //! is passed as `--prompt=<prompt>`: 1.0.102 rejects `-p -...`.
 
-use super::sandbox::{Base, StatePath};
+use super::sandbox_policy::{Base, StatePath};
 use super::{
     AttachmentKind, EffortFlag, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,

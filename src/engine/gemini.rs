@@ -5,7 +5,7 @@
 //! The prompt goes on stdin. Exit codes are the HTTP status mod 256 on API
 //! errors, and an in-stream failure exits 0 with `result.status: "error"`.
 
-use super::sandbox::StatePath;
+use super::sandbox_policy::StatePath;
 use super::{
     Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags, OutputTransport,
     PromptTransport, Request, SessionIds, Spec, options,

@@ -14,8 +14,10 @@
 //! - `choice` (`--engine auto`, `KIND[:PRESET]`), `command` (the command a unit
 //!   carries), `launch_plan` (its tokenizer and launch plans), `options`
 //!   (`--model`, `--effort`, the schema flag), `tool_policy` (`--read-only`, the
-//!   tool lists: argv and what is enforced), `mcp` (`--mcp`: per engine its argv,
-//!   environment and config file);
+//!   tool lists: argv and what is enforced), `enforcement` (`enforced |
+//!   unenforced | off`), `sandbox_policy` (`--sandbox`: its modes, the paths a
+//!   user names, the built-in deny list, each CLI's state paths, the record),
+//!   `mcp` (`--mcp`: per engine its argv, environment and config file);
 //! - `frames`: the projector, raw lines in, typed events out, per manifest;
 //! - `acp`: the Agent Client Protocol client (the session, its wire log, its projection);
 //! - `usage`: the normalised usage object; `summary`: the fenced json summary
@@ -40,6 +42,7 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod copilot;
+pub mod enforcement;
 pub mod frames;
 pub mod gemini;
 pub mod launch_plan;
@@ -47,7 +50,7 @@ pub mod mcp;
 pub mod opencode;
 pub mod options;
 pub mod recorded;
-pub mod sandbox;
+pub mod sandbox_policy;
 pub mod summary;
 pub mod tool_policy;
 pub mod usage;
@@ -392,7 +395,7 @@ pub struct Spec {
     /// Where the CLI keeps its own state (config, sessions, caches,
     /// credentials): writable under the sandbox, never in `deny_read`
     /// (ENGINES.md, "Sandbox").
-    pub state_paths: &'static [sandbox::StatePath],
+    pub state_paths: &'static [sandbox_policy::StatePath],
 }
 
 impl Spec {

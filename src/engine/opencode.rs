@@ -4,7 +4,7 @@
 //! Resume: `opencode run --session <ses_...> --format json ...`
 //! The prompt goes on stdin (no positional message: `run` then reads stdin).
 
-use super::sandbox::{Base, StatePath};
+use super::sandbox_policy::{Base, StatePath};
 use super::{
     AttachmentKind, Engine, EngineId, FlagCheck, Guardrails, Invocation, OptionFlags,
     OutputTransport, PromptTransport, Request, SessionIds, Spec, options,

@@ -49,31 +49,11 @@ pub struct ToolPolicy {
     /// Any unenforced part refuses the run (exit 2) before anything is written.
     pub require_enforced: bool,
     /// The sandbox holds the working directory read-only on this machine
-    /// (`dispatch::sandbox`): read-only is enforced whatever the engine has.
+    /// (`dispatch::confine`): read-only is enforced whatever the engine has.
     pub sandbox_holds_read_only: bool,
 }
 
-/// How one part of the policy is held.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Enforcement {
-    /// The engine's verified mechanism is used.
-    Enforced,
-    /// Asked for, but the engine has no verified mechanism: nothing sent.
-    Unenforced,
-    /// Not asked for.
-    Off,
-}
-
-impl Enforcement {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Enforcement::Enforced => "enforced",
-            Enforcement::Unenforced => "unenforced",
-            Enforcement::Off => "off",
-        }
-    }
-}
+pub use super::enforcement::Enforcement;
 
 /// The recorded `policy` of a run (result and marker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,9 +61,9 @@ impl Enforcement {
 pub struct PolicyStatus {
     pub read_only: Enforcement,
     pub tools: Enforcement,
-    /// The sandbox (`dispatch::sandbox`); absent when none was asked for.
+    /// The sandbox (`dispatch::confine`); absent when none was asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<super::sandbox::SandboxStatus>,
+    pub sandbox: Option<super::sandbox_policy::SandboxStatus>,
 }
 
 impl PolicyStatus {

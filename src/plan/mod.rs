@@ -3,7 +3,8 @@
 //!
 //! The domain's map: this file parses and validates a plan (`defaults` the
 //! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`,
-//! `loop_keys` the closed loops' keys, `order` the dependency order); `config` the
+//! `loop_keys` the closed loops' keys, `sandbox_keys` the sandbox's keys,
+//! `order` the dependency order); `config` the
 //! user config file (`accounts_keys` its `[[accounts]]` and the quota keys); `ratelimit` the `on_rate_limit` policy and back-off;
 //! `scheduler` the local DAG executor (reporting through `Reporter`);
 //! `temporal` the same plan as a Temporal workflow (cargo feature `temporal`).
@@ -149,7 +150,7 @@ struct RawUnit {
     account: Option<String>,
     /// `off`, `workspace`, `read-only` (checked as it is read).
     #[serde(default, deserialize_with = "sandbox_keys::mode")]
-    sandbox: Option<crate::engine::sandbox::SandboxMode>,
+    sandbox: Option<crate::engine::sandbox_policy::SandboxMode>,
     #[serde(default)]
     deny_read: Vec<String>,
     #[serde(default)]
@@ -195,7 +196,7 @@ pub struct PlanUnit {
     pub policy: crate::engine::tool_policy::ToolPolicy,
     /// `sandbox`, `deny_read`, `writable`, `verify_sandbox`: resolved, and
     /// as the marker records them.
-    pub sandbox: crate::dispatch::sandbox::Sandbox,
+    pub sandbox: crate::dispatch::confine::Sandbox,
     pub sandbox_asked: crate::unit::Asked,
     /// `mcp`: the servers, read and checked for the unit's engine.
     pub mcp: Option<crate::engine::mcp::McpServers>,
@@ -493,9 +494,8 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         sandbox_holds_read_only: false,
     };
     crate::engine::tool_policy::check(&policy, u.skip_permissions).map_err(|e| e.to_string())?;
-    let sandbox_asked = sandbox_keys::asked(u.sandbox, u.deny_read, u.writable, u.verify_sandbox);
-    let sandbox = sandbox_keys::resolve(&sandbox_asked, &policy, &cwd)?;
-    policy.sandbox_holds_read_only = policy.read_only && sandbox.holds_read_only();
+    let keys = (u.sandbox, u.deny_read, u.writable, u.verify_sandbox);
+    let (sandbox, sandbox_asked) = sandbox_keys::resolve(keys, &mut policy, &cwd)?;
     crate::workspace::guard::PathGuards::new(&u.deny_paths, &u.allow_paths)
         .map_err(|e| format!("deny_paths / allow_paths: {e}"))?;
     Ok(PlanUnit {

@@ -28,6 +28,7 @@ static NO_POLICY: ToolPolicy = ToolPolicy {
     allow_tools: Vec::new(),
     deny_tools: Vec::new(),
     require_enforced: false,
+    sandbox_holds_read_only: false,
 };
 
 fn req<'a>(prompt: &'a str) -> Request<'a> {

@@ -61,7 +61,7 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
     // The author's sandbox; a read-only round's working directory read-only too.
     let mut sandbox = p.sandbox.clone();
     if n.read_only && sandbox.is_on() {
-        sandbox.mode = crate::engine::sandbox::SandboxMode::ReadOnly;
+        sandbox.mode = crate::engine::sandbox_policy::SandboxMode::ReadOnly;
     }
     let policy = crate::engine::ToolPolicy {
         read_only: n.read_only,

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::EngineId;
-use crate::engine::sandbox::SandboxMode;
+use crate::engine::sandbox_policy::SandboxMode;
 use crate::engine::tool_policy::ToolPolicy;
 
 /// The unit's request (`asked` in the marker; absent when nothing was asked).

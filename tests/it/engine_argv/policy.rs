@@ -22,6 +22,7 @@ fn pol(read_only: bool, allow: &[&str], deny: &[&str]) -> ToolPolicy {
         allow_tools: allow.iter().map(|s| s.to_string()).collect(),
         deny_tools: deny.iter().map(|s| s.to_string()).collect(),
         require_enforced: false,
+        sandbox_holds_read_only: false,
     }
 }
 
@@ -31,7 +32,11 @@ fn outcome(inv: &Invocation) -> Value {
 }
 
 fn status(read_only: Enforcement, tools: Enforcement) -> Value {
-    json!(PolicyStatus { read_only, tools })
+    json!(PolicyStatus {
+        read_only,
+        tools,
+        sandbox: None
+    })
 }
 
 fn run(e: EngineId, version: Option<&Version>, session: Option<&str>, p: &ToolPolicy) -> Value {
@@ -268,7 +273,8 @@ fn acp_holds_read_only_itself_and_the_bridge_nothing() {
             0,
             PolicyStatus {
                 read_only: E,
-                tools: U
+                tools: U,
+                sandbox: None
             }
         )
     );
@@ -279,7 +285,8 @@ fn acp_holds_read_only_itself_and_the_bridge_nothing() {
             0,
             PolicyStatus {
                 read_only: U,
-                tools: U
+                tools: U,
+                sandbox: None
             }
         )
     );

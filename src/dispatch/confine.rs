@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::sandbox::{DEFAULT_DENY_READ, SandboxMode, SandboxStatus, StatePath, user_path};
+use crate::engine::sandbox_policy::{
+    DEFAULT_DENY_READ, SandboxMode, SandboxStatus, StatePath, user_path,
+};
 use crate::engine::tool_policy::Enforcement;
 use crate::engine::{EngineCommand, EngineId};
 use crate::ground::env::EnvVars;

@@ -3,13 +3,13 @@
 //! built-in credential paths no sandboxed unit reads, where each engine
 //! keeps its own state (its `Spec::state_paths`), and what a run records
 //! (`policy.sandbox`). The mechanism is `sys::sandbox`; the rules of one run
-//! are built by `dispatch::sandbox`.
+//! are built by `dispatch::confine`.
 
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::tool_policy::Enforcement;
+use super::enforcement::Enforcement;
 use crate::ground::error::{Result, VfError};
 
 /// What the engine's process tree may write.

@@ -78,6 +78,17 @@ impl Sandbox {
         self.mode.is_on()
     }
 
+    /// Something confines the run on this machine (enforced or not).
+    pub fn applies(&self) -> bool {
+        self.is_on() && support().mechanism().is_some()
+    }
+
+    /// The policy's sandbox facts for the engine's argv.
+    pub fn mark(&self, p: &mut crate::engine::ToolPolicy) {
+        p.sandbox_holds_read_only = p.read_only && self.holds_read_only();
+        p.in_sandbox = self.applies();
+    }
+
     /// Holds the working directory read-only on this machine.
     pub fn holds_read_only(&self) -> bool {
         self.mode == SandboxMode::ReadOnly && missing(&support()).is_empty()
@@ -150,8 +161,9 @@ pub struct Place<'a> {
 }
 
 impl Sandbox {
-    /// The rules for one process at `place`.
-    pub fn rules(&self, place: &Place) -> Rules {
+    /// The engine's own state paths at `place` (in its environment), each
+    /// with whether it is a directory.
+    pub fn state_paths(&self, place: &Place) -> Vec<(PathBuf, bool)> {
         let var = |name: &str| {
             place
                 .env
@@ -161,9 +173,38 @@ impl Sandbox {
                 .map(|(_, v)| v.clone())
                 .or_else(|| std::env::var(name).ok())
         };
-        let state: Vec<PathBuf> = state_paths(place.engine, place.command)
+        state_paths(place.engine, place.command)
             .iter()
-            .filter_map(|p| p.resolve(&var))
+            .filter_map(|p| p.resolve(&var).map(|path| (path, !p.file)))
+            .collect()
+    }
+
+    /// Makes the engine's missing state directories (as it would itself at
+    /// its first run): a rule needs its path to exist, and without them
+    /// some CLIs cannot start at all (opencode's data dir) or keep no
+    /// session (claude's). Files are never made. A failure is a warning.
+    pub fn make_state_dirs(&self, place: &Place) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (path, is_dir) in self.state_paths(place) {
+            if is_dir
+                && std::fs::symlink_metadata(&path).is_err()
+                && let Err(e) = std::fs::create_dir_all(&path)
+            {
+                warnings.push(format!(
+                    "sandbox: cannot make the engine's state dir {}: {e}",
+                    path.display()
+                ));
+            }
+        }
+        warnings
+    }
+
+    /// The rules for one process at `place`.
+    pub fn rules(&self, place: &Place) -> Rules {
+        let state: Vec<PathBuf> = self
+            .state_paths(place)
+            .into_iter()
+            .map(|(p, _)| p)
             .collect();
         let mut writable = Vec::new();
         if self.mode == SandboxMode::Workspace {

@@ -156,7 +156,7 @@ fn sandbox_run(
     inv.env.push(("TMPDIR".into(), tmp.display().to_string()));
     let git = worktree_git_paths(spec);
     let unit_dir = unit.dir().path();
-    let rules = spec.sandbox.rules(&super::confine::Place {
+    let place = super::confine::Place {
         cwd: &spec.cwd,
         unit_dir: &unit_dir,
         tmp: &tmp,
@@ -164,7 +164,9 @@ fn sandbox_run(
         command: spec.command.as_ref(),
         env: &inv.env,
         git: &git,
-    });
+    };
+    warnings.extend(spec.sandbox.make_state_dirs(&place));
+    let rules = spec.sandbox.rules(&place);
     let prepared = crate::sys::sandbox::prepare(&rules, &super::confine::support())
         .map_err(|e| VfError::usage(format!("the sandbox cannot be made: {e}")))?;
     let status = spec.sandbox.status(&rules, Some(&prepared));

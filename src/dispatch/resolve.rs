@@ -302,7 +302,7 @@ pub fn policy(
     let mut p = asked.policy();
     tool_policy::check(&p, skip_permissions)?;
     let sandbox = super::confine::Sandbox::of(asked, cwd)?;
-    p.sandbox_holds_read_only = p.read_only && sandbox.holds_read_only();
+    sandbox.mark(&mut p);
     if p.require_enforced {
         let version = super::installed_version(engine, engine_bin);
         tool_policy::require(

@@ -18,7 +18,7 @@ pub struct Claude;
 /// `~/.claude.json`, both moved by `CLAUDE_CONFIG_DIR`.
 pub const STATE_PATHS: &[StatePath] = &[
     StatePath::home(".claude").moved_by("CLAUDE_CONFIG_DIR", ""),
-    StatePath::home(".claude.json").moved_by("CLAUDE_CONFIG_DIR", ".claude.json"),
+    StatePath::home_file(".claude.json").moved_by("CLAUDE_CONFIG_DIR", ".claude.json"),
 ];
 
 static SPEC: Spec = Spec {

@@ -118,6 +118,11 @@ impl Engine for Codex {
             args.push("--skip-git-repo-check".into());
         }
         args.extend(SPEC.permission_arg(req));
+        // Inside vf's sandbox codex's own cannot start (bwrap, Seatbelt do not
+        // nest): its tools would all fail. vf's holds the run instead.
+        if req.policy.in_sandbox && !req.skip_permissions {
+            args.extend(["-c".into(), "sandbox_mode=\"danger-full-access\"".into()]);
+        }
         args.extend(req.policy_args(SPEC.id));
         args.extend(SPEC.attachment_args(req));
         args.extend(options::args(&SPEC, req.options));

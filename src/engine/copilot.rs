@@ -121,10 +121,12 @@ fn is_identifier(s: &str) -> bool {
 }
 
 /// Where copilot keeps its state (ENGINES.md, "Sandbox"): `$COPILOT_HOME`,
-/// else `~/.copilot`, and its unpacked package under the cache dir.
+/// else `~/.copilot`, and its unpacked package: `$COPILOT_PKG_CACHE_HOME`,
+/// else `$COPILOT_CACHE_HOME`, else `$XDG_CACHE_HOME/copilot` (its loader's order).
 pub const STATE_PATHS: &[StatePath] = &[
     StatePath::home(".copilot").moved_by("COPILOT_HOME", ""),
-    StatePath::under(Base::XdgCache, "copilot"),
+    StatePath::under(Base::XdgCache, "copilot").moved_by("COPILOT_CACHE_HOME", ""),
+    StatePath::under(Base::XdgCache, "copilot").moved_by("COPILOT_PKG_CACHE_HOME", ""),
 ];
 
 static SPEC: Spec = Spec {

@@ -135,6 +135,8 @@ pub struct StatePath {
     pub base: Base,
     /// Under the base ("" for the base itself).
     pub rel: &'static str,
+    /// A file (`~/.claude.json`), not a directory: vf never creates it.
+    pub file: bool,
 }
 
 /// The dir a state path is under.
@@ -154,11 +156,7 @@ pub enum Base {
 
 impl StatePath {
     pub const fn home(rel: &'static str) -> StatePath {
-        StatePath {
-            moved_by: None,
-            base: Base::Home,
-            rel,
-        }
+        StatePath::under(Base::Home, rel)
     }
 
     pub const fn under(base: Base, rel: &'static str) -> StatePath {
@@ -166,6 +164,15 @@ impl StatePath {
             moved_by: None,
             base,
             rel,
+            file: false,
+        }
+    }
+
+    /// A file in the home dir.
+    pub const fn home_file(rel: &'static str) -> StatePath {
+        StatePath {
+            file: true,
+            ..StatePath::home(rel)
         }
     }
 

@@ -51,6 +51,9 @@ pub struct ToolPolicy {
     /// The sandbox holds the working directory read-only on this machine
     /// (`dispatch::confine`): read-only is enforced whatever the engine has.
     pub sandbox_holds_read_only: bool,
+    /// vf's sandbox confines this run (`dispatch::confine`): an engine
+    /// whose own sandbox cannot nest in it (codex's) runs without its own.
+    pub in_sandbox: bool,
 }
 
 pub use super::enforcement::Enforcement;
@@ -146,7 +149,7 @@ pub fn apply(engine: EngineId, version: Option<&Version>, resume: bool, p: &Tool
         warnings: Vec::new(),
     };
     if p.read_only
-        && let Some(args) = read_only_args(engine, resume)
+        && let Some(args) = read_only_args(engine, resume, p.in_sandbox)
     {
         out.args.extend(args.iter().map(|s| s.to_string()));
         out.status.read_only = Enforcement::Enforced;
@@ -176,10 +179,16 @@ fn has_tools(p: &ToolPolicy) -> bool {
 }
 
 /// The verified read-only flags (`Some(&[])`: enforced by vf itself).
-fn read_only_args(engine: EngineId, resume: bool) -> Option<&'static [&'static str]> {
+/// codex's own sandbox cannot start inside vf's (its `bwrap` is refused,
+/// every tool fails): under vf's sandbox it is not asked for.
+fn read_only_args(
+    engine: EngineId,
+    resume: bool,
+    in_sandbox: bool,
+) -> Option<&'static [&'static str]> {
     match engine {
         EngineId::Claude => Some(&["--permission-mode", "plan"]),
-        EngineId::Codex => (!resume).then_some(&["--sandbox", "read-only"][..]),
+        EngineId::Codex => (!resume && !in_sandbox).then_some(&["--sandbox", "read-only"][..]),
         EngineId::Gemini => Some(&["--approval-mode", "plan"]),
         EngineId::Acp => Some(&[]),
         EngineId::Copilot

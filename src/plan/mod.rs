@@ -492,6 +492,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
         deny_tools: u.deny_tools,
         require_enforced: u.require_enforced,
         sandbox_holds_read_only: false,
+        in_sandbox: false,
     };
     crate::engine::tool_policy::check(&policy, u.skip_permissions).map_err(|e| e.to_string())?;
     let keys = (u.sandbox, u.deny_read, u.writable, u.verify_sandbox);

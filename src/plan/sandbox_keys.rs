@@ -43,7 +43,7 @@ pub(super) fn resolve(
         ..keys.clone()
     };
     let resolved = Sandbox::of(&whole, cwd).map_err(|e| e.to_string())?;
-    policy.sandbox_holds_read_only = policy.read_only && resolved.holds_read_only();
+    resolved.mark(policy);
     Ok((resolved, keys))
 }
 

@@ -29,6 +29,7 @@ static NO_POLICY: ToolPolicy = ToolPolicy {
     deny_tools: Vec::new(),
     require_enforced: false,
     sandbox_holds_read_only: false,
+    in_sandbox: false,
 };
 
 fn req<'a>(prompt: &'a str) -> Request<'a> {

@@ -22,6 +22,8 @@ mod architecture;
 mod cli;
 #[cfg(unix)]
 mod config;
+#[cfg(unix)]
+mod confined;
 mod demo;
 mod engine_argv;
 mod engine_captures;

@@ -63,12 +63,12 @@ pub fn spec(n: &Nested<'_>) -> Result<UnitSpec> {
     if n.read_only && sandbox.is_on() {
         sandbox.mode = crate::engine::sandbox_policy::SandboxMode::ReadOnly;
     }
-    let policy = crate::engine::ToolPolicy {
+    let mut policy = crate::engine::ToolPolicy {
         read_only: n.read_only,
         require_enforced: p.policy.require_enforced,
-        sandbox_holds_read_only: n.read_only && sandbox.holds_read_only(),
         ..Default::default()
     };
+    sandbox.mark(&mut policy);
     let mut r = Resolved::new(n.engine, n.name.clone(), n.cwd.clone(), state_dir);
     // A read-only reviewer never inherits the author's skip-permissions:
     // together they are refused (read-only contradicts approving every tool).

@@ -131,6 +131,7 @@ impl Asked {
             deny_tools: self.deny_tools.clone(),
             require_enforced: self.require_enforced,
             sandbox_holds_read_only: false,
+            in_sandbox: false,
         }
     }
 

@@ -23,6 +23,7 @@ fn pol(read_only: bool, allow: &[&str], deny: &[&str]) -> ToolPolicy {
         deny_tools: deny.iter().map(|s| s.to_string()).collect(),
         require_enforced: false,
         sandbox_holds_read_only: false,
+        in_sandbox: false,
     }
 }
 

@@ -25,6 +25,16 @@ JSON_TEXT = 'Done. Here is the result:\n\n```json\n{"confidence":1.0,"files_chan
 TOOL_FINAL = 'The command printed: {out}\n\n```json\n{{"confidence":0.9,"files_changed":[]}}\n```\n'
 WRITE_FINAL = ('Finished (the shell tool may have been refused).\n\n'
                '```json\n{"confidence":0.5,"files_changed":["lab-written.txt"]}\n```\n')
+# LAB-ESCAPE / LAB-INSIDE: shell writes that a sandbox must refuse (outside the
+# cwd) or allow (inside it). Each write reports itself on its own line, so one
+# refused write never hides the other.
+ESCAPE_COMMAND = ("(echo lab-escape > ../outside.txt && echo outside:written || echo outside:refused); "
+                  "(echo lab-escape > \"$HOME/escape.txt\" && echo home:written || echo home:refused)")
+INSIDE_COMMAND = "(echo lab-inside > inside.txt && echo inside:written || echo inside:refused)"
+# A report line alone on its line (a CLI that echoes the command back must not count).
+WRITE_REPORT = re.compile(r"(?m)^\s*(?:[Oo]utput:\s*)?((?:outside|home|inside):(?:written|refused))\s*$")
+REPORT_FINAL = ('Writes: {report}\n\n'
+                '```json\n{{"confidence":0.5,"files_changed":{files}}}\n```\n')
 RESUME_TEXT = ('Resumed. I still remember the previous answer.\n\n'
                '```json\n{"confidence":0.8,"files_changed":["a.txt"]}\n```\n')
 THINK_TEXT = 'Thought it through.\n\n```json\n{"confidence":0.7,"files_changed":[]}\n```\n'
@@ -239,6 +249,8 @@ def plan(api, body, default):
             out = first_line(tool_out) or "hello"
             return {"kind": "answer", "text": TOOL_FINAL.format(out=out), "served": "tool#%d" % step}
         return {"kind": "answer", "text": WRITE_FINAL, "served": "write#%d" % step}
+    if name in ("escape", "inside"):
+        return write_answer(api, body, name, step, tool_out)
     if name in ("think", "reason", "reasoning", "thinking"):
         return {"kind": "answer", "text": THINK_TEXT, "reasoning": REASONING, "served": "think#0"}
     if name == "resume":
@@ -283,6 +295,20 @@ def loop_answer(api, body, name, code, step, items, idx):
         proven, memo = continuity(items, idx)
         p["continuity"] = {"proven": proven, "memo": memo}
     return p
+
+
+def write_answer(api, body, name, step, tool_out):
+    """LAB-ESCAPE (writes ../outside.txt and $HOME/escape.txt) or LAB-INSIDE (writes
+    inside.txt in the cwd): one shell call, then an answer quoting every
+    `<place>:written|refused` line the command printed."""
+    if step == 0:
+        command = ESCAPE_COMMAND if name == "escape" else INSIDE_COMMAND
+        return {"kind": "answer", "text": "I will write the file(s).",
+                "tool": shell_call(api, body, command), "served": "%s#0" % name}
+    report = " ".join(WRITE_REPORT.findall(str(tool_out))) or "no report"
+    files = '["inside.txt"]' if name == "inside" else "[]"
+    return {"kind": "answer", "text": REPORT_FINAL.format(report=report, files=files),
+            "served": "%s#%d" % (name, step)}
 
 
 def first_line(tool_out):

@@ -16,6 +16,12 @@ The answer is chosen from a marker word in the latest user-written message
                   final answer once the tool result comes back; the command is the
                   first '...' quoted string after the marker, else `echo hello`
   LAB-WRITE       same, with `touch lab-written.txt && echo written`
+  LAB-ESCAPE      one shell call that writes `lab-escape` into ../outside.txt and
+                  into $HOME/escape.txt (each write independent), printing a line
+                  `outside:written|refused` and `home:written|refused`; the final
+                  answer starts `Writes: <those lines' words>` (a sandbox probe)
+  LAB-INSIDE      the same inside the cwd: `lab-inside` into inside.txt, printing
+                  `inside:written|refused`
   LAB-THINK       a reasoning/thinking block, then the json answer (LAB-REASON too)
   LAB-RESUME      a json answer saying it resumed, only if the request carries the
                   earlier turn: `LAB-RECALL-<id>` in the resume prompt needs the word

@@ -440,6 +440,97 @@ class FakeServerTest(unittest.TestCase):
             self.assertIsNone(args, prompt)
             self.assertIn('"files_changed":["', text)
 
+    # -- sandbox probes: LAB-ESCAPE (writes outside the cwd) and LAB-INSIDE
+
+    def shell_command_of(self, api, prompt):
+        """The command of the shell call each API's request gets for `prompt`,
+        with the tool name and argument key that API's CLI offers."""
+        if api == "anthropic":
+            _, args = self.anthropic_text([{"role": "user", "content": prompt}])
+            return args["command"]
+        if api == "responses":
+            body = {"model": "m", "stream": True, "input": prompt, "tools": [
+                {"type": "function", "name": "exec_command",
+                 "parameters": {"properties": {"cmd": {"type": "string"}}}}]}
+            _, _, raw = self.post("/v1/responses", body)
+            calls = [d["item"] for _, d in sse_events(raw) if d["type"] == "response.output_item.done"
+                     and d["item"]["type"] == "function_call"]
+            self.assertEqual(calls[0]["name"], "exec_command")
+            return json.loads(calls[0]["arguments"])["cmd"]
+        if api == "chat":
+            _, _, raw = self.chat([{"role": "user", "content": prompt}])
+            calls = [tc for _, d in sse_events(raw) if isinstance(d, dict)
+                     for c in d.get("choices", []) for tc in c["delta"].get("tool_calls", [])]
+            self.assertEqual(calls[0]["function"]["name"], "bash")
+            return json.loads("".join(tc["function"].get("arguments", "") for tc in calls))["command"]
+        tools = [{"functionDeclarations": [{"name": "run_shell_command", "parametersJsonSchema": {
+            "properties": {"command": {"type": "string"}}}}]}]
+        body = {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "tools": tools}
+        _, _, raw = self.post("/v1beta/models/flash:streamGenerateContent?alt=sse", body)
+        calls = [p["functionCall"] for _, d in sse_events(raw)
+                 for p in d["candidates"][0]["content"]["parts"] if "functionCall" in p]
+        self.assertEqual(calls[0]["name"], "run_shell_command")
+        return calls[0]["args"]["command"]
+
+    def run_in_project(self, command, block=()):
+        """Runs `command` with bash in HOME/project of a fresh HOME; the names in
+        `block` (relative to HOME) are made directories first, so writing them fails.
+        Returns (HOME, stdout)."""
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        home = tmp.name
+        os.mkdir(os.path.join(home, "project"))
+        for name in block:
+            os.mkdir(os.path.join(home, name))
+        env = dict(os.environ, HOME=home)
+        out = subprocess.run(["bash", "-c", command], cwd=os.path.join(home, "project"), env=env,
+                             capture_output=True, text=True, timeout=30)
+        return home, out.stdout
+
+    def test_escape_writes_outside_the_cwd_through_every_apis_shell_tool(self):
+        for api in ("anthropic", "responses", "chat", "gemini"):
+            command = self.shell_command_of(api, "LAB-ESCAPE Write the files.")
+            home, out = self.run_in_project(command)
+            self.assertEqual(out.split(), ["outside:written", "home:written"], api)
+            for name in ("outside.txt", "escape.txt"):
+                with open(os.path.join(home, name), encoding="utf-8") as f:
+                    self.assertEqual(f.read(), "lab-escape\n", (api, name))
+            self.assertEqual(os.listdir(os.path.join(home, "project")), [], api)
+
+    def test_escape_reports_each_refused_write_and_the_answer_quotes_them(self):
+        command = self.shell_command_of("anthropic", "LAB-ESCAPE Write the files.")
+        _, out = self.run_in_project(command, block=("outside.txt",))
+        self.assertEqual(out.split(), ["outside:refused", "home:written"])
+        first = [{"role": "user", "content": "LAB-ESCAPE Write the files."}]
+        # The result as a CLI wraps it, the command echoed back: only whole lines count.
+        result = "$ %s\nOutput: %s" % (command, out)
+        done = first + [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                               "input": {"command": command}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": result}]}]
+        text, args = self.anthropic_text(done)
+        self.assertIsNone(args)
+        self.assertTrue(text.startswith("Writes: outside:refused home:written\n"), text)
+
+    def test_inside_writes_in_the_cwd_only(self):
+        for api in ("anthropic", "responses", "chat", "gemini"):
+            command = self.shell_command_of(api, "LAB-INSIDE Write the file.")
+            home, out = self.run_in_project(command)
+            self.assertEqual(out.split(), ["inside:written"], api)
+            self.assertEqual(sorted(os.listdir(home)), ["project"], api)
+            with open(os.path.join(home, "project", "inside.txt"), encoding="utf-8") as f:
+                self.assertEqual(f.read(), "lab-inside\n", api)
+        first = [{"role": "user", "content": "LAB-INSIDE Write the file."}]
+        done = first + [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                               "input": {"command": command}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": "inside:refused\n"}]}]
+        text, _ = self.anthropic_text(done)
+        self.assertIn("Writes: inside:refused", text)
+        self.assertIn('"files_changed":["inside.txt"]', text)
+
     # -- plumbing
 
     def test_log_marks_unknown_endpoints_and_redacts_keys(self):

@@ -15,6 +15,7 @@ use crate::common::*;
 
 mod lost;
 mod quota;
+mod sandbox;
 #[path = "temporal/server.rs"]
 mod server;
 mod tls;

@@ -465,10 +465,9 @@ fn dry_run(args: &DispatchArgs, d: &Dispatch, ws: Option<&WorkspaceSpec>) -> Res
     private::redact_invocation(&mut inv, &d.private_ranges);
     if r.sandbox.is_on() {
         let unit = crate::unit::UnitDir::new(&r.state_dir, &r.unit);
-        let (unit_dir, tmp) = (unit.path(), unit.tmp_path());
+        let tmp = unit.tmp_path();
         let place = crate::dispatch::confine::Place {
             cwd: worktree.as_deref().unwrap_or(&r.cwd),
-            unit_dir: &unit_dir,
             tmp: &tmp,
             engine: r.engine,
             command: r.command.as_ref(),

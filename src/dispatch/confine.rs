@@ -146,11 +146,12 @@ pub fn missing(support: &Support) -> Vec<String> {
     }
 }
 
-/// What one process of the unit is held to: where it runs, its unit's
-/// folder and temp dir, the engine's own state, the worktree's git paths.
+/// What one process of the unit is held to: where it runs, its temp dir
+/// (in the unit's folder), the engine's own state, the worktree's git paths.
+/// The rest of the unit's folder (its marker, lock, logs) stays vf's: an
+/// engine that could delete the lock would let a second vf run the unit.
 pub struct Place<'a> {
     pub cwd: &'a Path,
-    pub unit_dir: &'a Path,
     pub tmp: &'a Path,
     pub engine: EngineId,
     pub command: Option<&'a EngineCommand>,
@@ -211,7 +212,6 @@ impl Sandbox {
             writable.push(place.cwd.to_path_buf());
             writable.extend(place.git.iter().cloned());
         }
-        writable.push(place.unit_dir.to_path_buf());
         writable.push(place.tmp.to_path_buf());
         writable.extend(state.iter().cloned());
         writable.extend(self.writable.iter().cloned());

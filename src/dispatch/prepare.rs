@@ -155,10 +155,8 @@ fn sandbox_run(
     let tmp = unit.fresh_tmp_sync()?;
     inv.env.push(("TMPDIR".into(), tmp.display().to_string()));
     let git = worktree_git_paths(spec);
-    let unit_dir = unit.dir().path();
     let place = super::confine::Place {
         cwd: &spec.cwd,
-        unit_dir: &unit_dir,
         tmp: &tmp,
         engine: spec.engine,
         command: spec.command.as_ref(),

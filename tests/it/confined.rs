@@ -59,13 +59,25 @@ impl Lab {
         self.env.path().join("work/repo")
     }
 
-    /// `vf ARGS` in the working dir, HOME the lab's.
+    /// `vf ARGS` in the working dir, HOME the lab's; a sandboxed run may
+    /// also write the probes' folder (`--writable`), where `$PROBE_OUT` is.
     fn vf(&self, args: &[&str]) -> Command {
+        let out = self.env.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
         let mut c = self.env.cmd(args);
         c.current_dir(self.work())
             .env("HOME", self.home())
-            .env("OTHER", self.env.path().join("other"));
+            .env("OTHER", self.env.path().join("other"))
+            .env("PROBE_OUT", self.probe_file());
+        if args.contains(&"--sandbox") {
+            c.arg("--writable").arg(&out);
+        }
         c
+    }
+
+    /// Where the probes write their lines.
+    fn probe_file(&self) -> PathBuf {
+        self.env.path().join("out/probes.txt")
     }
 
     /// A bridge unit whose command runs `script` (after the probes' functions).
@@ -152,8 +164,11 @@ fn a_confined_engine_writes_only_where_it_may_and_so_do_its_children() {
         return;
     }
     let script = r#"
-OUT="$TMPDIR/../probes.txt"
+OUT="$PROBE_OUT"
 probe engine >> "$OUT"
+# vf's own files in the unit's folder: the marker and the lock.
+w unit-marker "$TMPDIR/../marker.json" >> "$OUT"
+if rm -f "$TMPDIR/../lock" 2>/dev/null && [ ! -e "$TMPDIR/../lock" ]; then echo "unit-lock ok"; else echo "unit-lock refused"; fi >> "$OUT"
 sh -c '. "$0"; probe child' "$PROBES_FILE" >> "$OUT"
 sh -c 'sh -c ". \"\$0\"; probe grandchild" "$0"' "$PROBES_FILE" >> "$OUT"
 ( probe background >> "$OUT" ) &
@@ -165,7 +180,7 @@ echo finished
     c.env("PROBES_FILE", &probes_file);
     let out = c.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let got = probes(&lab.unit_dir("u1").join("probes.txt"));
+    let got = probes(&lab.probe_file());
     for who in ["engine", "child", "grandchild", "background"] {
         let of = |what: &str| got.get(&format!("{who}:{what}")).map(String::as_str);
         assert_eq!(
@@ -185,6 +200,11 @@ echo finished
             "{who}: {got:?}"
         );
     }
+    assert_eq!(
+        (got["unit-marker"].as_str(), got["unit-lock"].as_str()),
+        ("refused", "refused"),
+        "{got:?}"
+    );
     // A refused write never reaches the disk.
     for p in [
         "work/outside-engine.txt",
@@ -242,7 +262,7 @@ fn the_engines_own_state_stays_writable_and_readable() {
         "bin/claude.env",
         format!(
             "FAKE_VERSION=2.1.332\nFAKE_STDOUT={}\n{PROBES}\n\
-             if [ \"${{1:-}}\" != --version ]; then OUT=\"$TMPDIR/../probes.txt\"; \
+             if [ \"${{1:-}}\" != --version ]; then OUT=\"$PROBE_OUT\"; \
              w state-dir \"$HOME/.claude/note.txt\" >> \"$OUT\"; \
              w state-file \"$HOME/.claude.json\" >> \"$OUT\"; \
              w home-file \"$HOME/.claude.json.tmp\" >> \"$OUT\"; probe engine >> \"$OUT\"; fi\n",
@@ -268,7 +288,7 @@ fn the_engines_own_state_stays_writable_and_readable() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let got = probes(&lab.unit_dir("c1").join("probes.txt"));
+    let got = probes(&lab.probe_file());
     let of = |k: &str| got.get(k).map(String::as_str);
     assert_eq!(
         [
@@ -296,15 +316,16 @@ fn read_only_refuses_the_working_directory_too() {
     if !enforced_here(&lab) {
         return;
     }
-    let script = "OUT=\"$TMPDIR/../probes.txt\"; probe engine >> \"$OUT\"";
+    let script = "OUT=\"$PROBE_OUT\"; probe engine >> \"$OUT\"";
     // `--sandbox read-only`, and `--read-only` under `--sandbox workspace`.
     for (unit, flags) in [
         ("ro1", &["--sandbox", "read-only"][..]),
         ("ro2", &["--sandbox", "workspace", "--read-only"][..]),
     ] {
+        let _ = std::fs::remove_file(lab.probe_file());
         let out = lab.bridge(unit, script, flags).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-        let got = probes(&lab.unit_dir(unit).join("probes.txt"));
+        let got = probes(&lab.probe_file());
         assert_eq!(
             (got["engine:cwd"].as_str(), got["engine:tmp"].as_str()),
             ("refused", "ok"),
@@ -331,7 +352,7 @@ fn deny_read_given_replaces_the_built_in_list() {
         return;
     }
     lab.env.write("home/secret/plan.txt", "the plan");
-    let script = "OUT=\"$TMPDIR/../probes.txt\"; probe engine >> \"$OUT\"; r secret \"$HOME/secret/plan.txt\" >> \"$OUT\"";
+    let script = "OUT=\"$PROBE_OUT\"; probe engine >> \"$OUT\"; r secret \"$HOME/secret/plan.txt\" >> \"$OUT\"";
     let out = lab
         .bridge(
             "d1",
@@ -341,7 +362,7 @@ fn deny_read_given_replaces_the_built_in_list() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let got = probes(&lab.unit_dir("d1").join("probes.txt"));
+    let got = probes(&lab.probe_file());
     assert_eq!(
         (got["secret"].as_str(), got["engine:ssh"].as_str()),
         ("refused", "ok"),
@@ -354,7 +375,7 @@ fn deny_read_given_replaces_the_built_in_list() {
 #[test]
 fn a_machine_without_a_mechanism_says_unenforced_and_require_enforced_refuses() {
     let lab = Lab::new();
-    let script = "OUT=\"$TMPDIR/../probes.txt\"; probe engine >> \"$OUT\"";
+    let script = "OUT=\"$PROBE_OUT\"; probe engine >> \"$OUT\"";
     let mut c = lab.bridge("n1", script, &["--sandbox", "workspace"]);
     c.env("VF_TEST_SANDBOX", "none");
     let out = c.output().unwrap();
@@ -370,10 +391,7 @@ fn a_machine_without_a_mechanism_says_unenforced_and_require_enforced_refuses() 
         "{r}"
     );
     // Nothing held it: the write outside happened.
-    assert_eq!(
-        probes(&lab.unit_dir("n1").join("probes.txt"))["engine:outside"],
-        "ok"
-    );
+    assert_eq!(probes(&lab.probe_file())["engine:outside"], "ok");
     // --require-enforced: exit 2, nothing of the unit written.
     for sim in ["none", "landlock-abi-2"] {
         let mut c = lab.bridge(
@@ -517,7 +535,7 @@ fn a_confined_worktree_unit_commits_on_its_branch_and_never_moves_the_users() {
     git(&repo, &["commit", "-q", "-m", "first"]);
     let main_before = git(&repo, &["rev-parse", "main"]);
     let script = r##"
-OUT="$TMPDIR/../probes.txt"
+OUT="$PROBE_OUT"
 t() { if "$@" >/dev/null 2>&1; then echo "$N ok"; else echo "$N refused"; fi >> "$OUT"; }
 export GIT_AUTHOR_NAME=e GIT_AUTHOR_EMAIL=e@x.invalid GIT_COMMITTER_NAME=e GIT_COMMITTER_EMAIL=e@x.invalid
 echo change > change.txt
@@ -534,7 +552,7 @@ N=main-checkout t sh -c 'echo x > "$REPO/planted.txt"'
     common::git_env(&mut c);
     let out = c.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let got = probes(&lab.unit_dir("wt").join("probes.txt"));
+    let got = probes(&lab.probe_file());
     let of = |k: &str| got.get(k).map(String::as_str);
     assert_eq!(
         [of("status"), of("add"), of("commit")],
@@ -661,7 +679,7 @@ fn a_conversation_turn_is_held_read_only_by_the_sandbox() {
         "bin/opencode.env",
         format!(
             "FAKE_VERSION=1.18.33\nFAKE_STDOUT={}\n{PROBES}\n\
-             if [ \"${{1:-}}\" != --version ]; then probe turn >> \"$TMPDIR/../probes.txt\"; fi\n",
+             if [ \"${{1:-}}\" != --version ]; then probe turn >> \"$PROBE_OUT\"; fi\n",
             fixture("opencode/1.18.33/a_json.stdout.jsonl").display()
         ),
     );
@@ -688,7 +706,7 @@ fn a_conversation_turn_is_held_read_only_by_the_sandbox() {
         "{turn}"
     );
     let unit = turn["result"]["unit"].as_str().unwrap();
-    let got = probes(&lab.unit_dir(unit).join("probes.txt"));
+    let got = probes(&lab.probe_file());
     assert_eq!(
         (
             got["turn:cwd"].as_str(),
@@ -711,7 +729,7 @@ fn an_acp_agent_runs_confined() {
     let wrap = lab.env.write(
         "scripts/acp.sh",
         format!(
-            "{PROBES}\nprobe agent >> \"$TMPDIR/../probes.txt\"\nexec python3 {} json\n",
+            "{PROBES}\nprobe agent >> \"$PROBE_OUT\"\nexec python3 {} json\n",
             agent.display()
         ),
     );
@@ -736,7 +754,7 @@ fn an_acp_agent_runs_confined() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(last_json(&out)["policy"]["sandbox"]["state"], "enforced");
-    let got = probes(&lab.unit_dir("a1").join("probes.txt"));
+    let got = probes(&lab.probe_file());
     assert_eq!(
         (
             got["agent:cwd"].as_str(),

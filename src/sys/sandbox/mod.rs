@@ -227,10 +227,15 @@ pub fn wrap(
 /// between fork and exec). Call after [`super::contain`], so that the
 /// lifeline's watcher (vf's own, forked by an earlier hook) stays outside.
 pub fn apply(cmd: &mut std::process::Command, prepared: Prepared) {
+    let Some(ruleset) = prepared.ruleset else {
+        return;
+    };
     #[cfg(target_os = "linux")]
-    if let Some(ruleset) = prepared.ruleset {
-        landlock::apply(cmd, ruleset);
-    }
+    landlock::apply(cmd, ruleset);
+    // Elsewhere there is never a ruleset (`Infallible`).
     #[cfg(not(target_os = "linux"))]
-    let _ = (cmd, prepared);
+    {
+        let _ = cmd;
+        match ruleset {}
+    }
 }

@@ -73,8 +73,8 @@ const SIMULATED_ABI: &str = "landlock-abi-";
 /// What this machine offers. `simulated` is `VF_TEST_SANDBOX` as the caller
 /// read it: `none` (no mechanism), or `landlock-abi-N` (Linux: the ABI
 /// capped at N), so tests can play a kernel without Landlock. Any other
-/// value plays `none` too, with the value in `why` (a typo never turns a
-/// test's sandbox on).
+/// value plays `none` too (a typo never turns a test's sandbox on). `why`
+/// is then `simulated: VALUE`: only `ground/env.rs` spells vf's variables.
 pub fn support(simulated: Option<&str>) -> Support {
     let cap = match simulated {
         None => None,
@@ -82,7 +82,7 @@ pub fn support(simulated: Option<&str>) -> Support {
             Some(Ok(n)) if n >= 1 => Some(n),
             _ => {
                 return Support::Unavailable {
-                    why: format!("VF_TEST_SANDBOX={value}"),
+                    why: format!("simulated: {value}"),
                 };
             }
         },
@@ -99,7 +99,7 @@ fn os_support(cap: Option<u8>) -> Support {
 fn os_support(cap: Option<u8>) -> Support {
     if let Some(n) = cap {
         return Support::Unavailable {
-            why: format!("VF_TEST_SANDBOX={SIMULATED_ABI}{n}: macOS has no Landlock"),
+            why: format!("simulated: {SIMULATED_ABI}{n} (macOS has no Landlock)"),
         };
     }
     if Path::new(seatbelt::SANDBOX_EXEC).is_file() {

@@ -206,6 +206,7 @@ try list-denied 'ls "$S"'
 try read-through-link 'cat "$W/link"'
 try state 'cat "$S/state/pre" && echo y > "$S/state/new" && cat "$S/state/new"'
 try write-denied 'echo x >> "$S/s.txt"'
+try hardlink-out 'ln "$S/s.txt" "$W/hard"'
 "#,
     );
     assert_outcomes(
@@ -218,6 +219,13 @@ try write-denied 'echo x >> "$S/s.txt"'
             "write-denied",
         ],
     );
+    // A hard link would read the denied file through the writable path:
+    // Landlock refuses it as a cross-device link (EXDEV).
+    assert!(
+        got["hardlink-out"].contains("Invalid cross-device link"),
+        "{got:?}"
+    );
+    assert!(!w.join("hard").exists());
     assert_eq!(fs::read_to_string(s.join("s.txt")).unwrap(), "secret");
     assert_eq!(fs::read_to_string(s.join("state/new")).unwrap(), "y\n");
 }
@@ -276,13 +284,13 @@ fn the_simulated_support() {
     assert_eq!(
         support(Some("none")),
         Support::Unavailable {
-            why: "VF_TEST_SANDBOX=none".into()
+            why: "simulated: none".into()
         }
     );
     assert_eq!(
         support(Some("landlock")),
         Support::Unavailable {
-            why: "VF_TEST_SANDBOX=landlock".into()
+            why: "simulated: landlock".into()
         }
     );
     assert!(matches!(

@@ -180,11 +180,12 @@ pub fn prepare(rules: &Rules, support: &Support) -> std::io::Result<Prepared> {
         Support::Unavailable { why } => Ok(Prepared::nothing(why.clone())),
         Support::Landlock { abi } => prepare_landlock(rules, *abi),
         Support::Seatbelt => {
-            seatbelt::check(rules)?;
+            let rules = seatbelt::with_real_paths(rules);
+            seatbelt::check(&rules)?;
             Ok(Prepared {
                 mechanism: support.mechanism(),
                 missing: Vec::new(),
-                profile: Some(seatbelt_profile(rules)),
+                profile: Some(seatbelt_profile(&rules)),
                 ruleset: None,
             })
         }

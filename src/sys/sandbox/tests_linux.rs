@@ -341,3 +341,30 @@ fn a_relative_path_is_refused() {
     let err = prepare(&rules(&[], &[Path::new("a/b")]), &support(Some("none"))).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }
+
+/// Every ABI from 1 to the kernel's makes a ruleset that holds writes and
+/// denied reads (the rights asked follow the ABI).
+#[test]
+fn every_abi_holds_writes_and_denied_reads() {
+    let Support::Landlock { abi: best } = landlock() else {
+        unreachable!()
+    };
+    let t = tempfile::tempdir().unwrap();
+    let (w, s) = (t.path().join("w"), t.path().join("secret"));
+    fs::create_dir(&w).unwrap();
+    write(&s.join("s.txt"), "secret");
+    for abi in 1..=best {
+        let got = outcomes(
+            &rules(&[&w], &[&s]),
+            &Support::Landlock { abi },
+            &[("W", &w), ("T", t.path()), ("S", &s)],
+            r#"
+try in 'echo x > "$W/f"'
+try out 'echo x > "$T/f"'
+try denied 'cat "$S/s.txt"'
+"#,
+        );
+        assert_outcomes(&got, &["in"], &["out", "denied"]);
+    }
+    assert!(!t.path().join("f").exists());
+}

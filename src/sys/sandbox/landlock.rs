@@ -112,7 +112,7 @@ pub(super) fn prepare(rules: &Rules, abi: u8) -> io::Result<(OwnedFd, Vec<String
 }
 
 /// `path` opened `O_PATH` (a link itself when `nofollow`: then `None`, as
-/// for a path that is gone since the walk).
+/// for a path gone since the walk or out of reach).
 fn open(path: &Path, nofollow: bool) -> io::Result<Option<File>> {
     let mut flags = libc::O_PATH | libc::O_CLOEXEC;
     if nofollow {
@@ -125,7 +125,7 @@ fn open(path: &Path, nofollow: bool) -> io::Result<Option<File>> {
     {
         Ok(file) if file.metadata()?.file_type().is_symlink() => Ok(None),
         Ok(file) => Ok(Some(file)),
-        Err(e) if walk::is_absent(&e) => Ok(None),
+        Err(e) if walk::out_of_reach(&e) => Ok(None),
         Err(e) => Err(walk::naming(path, e)),
     }
 }

@@ -73,8 +73,8 @@ const SIMULATED_ABI: &str = "landlock-abi-";
 /// What this machine offers. `simulated` is `VF_TEST_SANDBOX` as the caller
 /// read it: `none` (no mechanism), or `landlock-abi-N` (Linux: the ABI
 /// capped at N), so tests can play a kernel without Landlock. Any other
-/// value plays `none` too, with the value in `why` (a typo never turns a
-/// test's sandbox on).
+/// value plays `none` too (a typo never turns a test's sandbox on). `why`
+/// is then `simulated: VALUE`: only `ground/env.rs` spells vf's variables.
 pub fn support(simulated: Option<&str>) -> Support {
     let cap = match simulated {
         None => None,
@@ -82,7 +82,7 @@ pub fn support(simulated: Option<&str>) -> Support {
             Some(Ok(n)) if n >= 1 => Some(n),
             _ => {
                 return Support::Unavailable {
-                    why: format!("VF_TEST_SANDBOX={value}"),
+                    why: format!("simulated: {value}"),
                 };
             }
         },
@@ -99,7 +99,7 @@ fn os_support(cap: Option<u8>) -> Support {
 fn os_support(cap: Option<u8>) -> Support {
     if let Some(n) = cap {
         return Support::Unavailable {
-            why: format!("VF_TEST_SANDBOX={SIMULATED_ABI}{n}: macOS has no Landlock"),
+            why: format!("simulated: {SIMULATED_ABI}{n} (macOS has no Landlock)"),
         };
     }
     if Path::new(seatbelt::SANDBOX_EXEC).is_file() {
@@ -180,11 +180,12 @@ pub fn prepare(rules: &Rules, support: &Support) -> std::io::Result<Prepared> {
         Support::Unavailable { why } => Ok(Prepared::nothing(why.clone())),
         Support::Landlock { abi } => prepare_landlock(rules, *abi),
         Support::Seatbelt => {
-            seatbelt::check(rules)?;
+            let rules = seatbelt::with_real_paths(rules);
+            seatbelt::check(&rules)?;
             Ok(Prepared {
                 mechanism: support.mechanism(),
                 missing: Vec::new(),
-                profile: Some(seatbelt_profile(rules)),
+                profile: Some(seatbelt_profile(&rules)),
                 ruleset: None,
             })
         }
@@ -227,10 +228,15 @@ pub fn wrap(
 /// between fork and exec). Call after [`super::contain`], so that the
 /// lifeline's watcher (vf's own, forked by an earlier hook) stays outside.
 pub fn apply(cmd: &mut std::process::Command, prepared: Prepared) {
+    let Some(ruleset) = prepared.ruleset else {
+        return;
+    };
     #[cfg(target_os = "linux")]
-    if let Some(ruleset) = prepared.ruleset {
-        landlock::apply(cmd, ruleset);
-    }
+    landlock::apply(cmd, ruleset);
+    // Elsewhere there is never a ruleset (`Infallible`).
     #[cfg(not(target_os = "linux"))]
-    let _ = (cmd, prepared);
+    {
+        let _ = cmd;
+        match ruleset {}
+    }
 }

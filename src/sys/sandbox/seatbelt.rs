@@ -115,6 +115,29 @@ pub(super) fn check(rules: &Rules) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `rules` with each path that resolves elsewhere (a link on its way)
+/// followed by its resolved form: Seatbelt matches the resolved path, so a
+/// denied link alone would deny nothing.
+pub(super) fn with_real_paths(rules: &Rules) -> Rules {
+    let real = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for path in paths {
+            out.push(path.clone());
+            match std::fs::canonicalize(path) {
+                Ok(resolved) if !paths.contains(&resolved) && !out.contains(&resolved) => {
+                    out.push(resolved);
+                }
+                _ => {}
+            }
+        }
+        out
+    };
+    Rules {
+        writable: real(&rules.writable),
+        deny_read: real(&rules.deny_read),
+    }
+}
+
 /// `sandbox-exec -f profile_file -- program args...`.
 pub(super) fn wrap(program: &Path, args: &[String], profile_file: &Path) -> (PathBuf, Vec<String>) {
     let mut wrapped = vec![
@@ -216,6 +239,28 @@ mod tests {
         let err = check(&rules(&["/w/a\nb"], &[])).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
         assert!(check(&rules(&["/w/a b"], &["/d"])).is_ok());
+    }
+
+    /// A denied link is denied where it leads too (and a writable one).
+    #[cfg(unix)]
+    #[test]
+    fn a_link_is_followed_to_its_real_path() {
+        let t = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir(real.join("aws")).unwrap();
+        std::os::unix::fs::symlink(real.join("aws"), real.join("link")).unwrap();
+        let given = rules(&[], &[real.join("link").to_str().unwrap(), "/gone"]);
+        let prepared = super::super::prepare(&given, &super::super::Support::Seatbelt).unwrap();
+        let profile = prepared.profile().unwrap();
+        for path in [real.join("link"), real.join("aws")] {
+            let line = format!(
+                "(deny file-read* file-write* process-exec (subpath {}))",
+                quoted(&path)
+            );
+            assert!(profile.contains(&line), "{profile}");
+        }
+        assert_eq!(prepared.mechanism().as_deref(), Some("seatbelt"));
+        assert!(prepared.missing().is_empty());
     }
 
     /// sandbox-exec by absolute path, the profile file, `--`, the engine.

@@ -206,6 +206,7 @@ try list-denied 'ls "$S"'
 try read-through-link 'cat "$W/link"'
 try state 'cat "$S/state/pre" && echo y > "$S/state/new" && cat "$S/state/new"'
 try write-denied 'echo x >> "$S/s.txt"'
+try hardlink-out 'ln "$S/s.txt" "$W/hard"'
 "#,
     );
     assert_outcomes(
@@ -218,6 +219,13 @@ try write-denied 'echo x >> "$S/s.txt"'
             "write-denied",
         ],
     );
+    // A hard link would read the denied file through the writable path:
+    // Landlock refuses it as a cross-device link (EXDEV).
+    assert!(
+        got["hardlink-out"].contains("Invalid cross-device link"),
+        "{got:?}"
+    );
+    assert!(!w.join("hard").exists());
     assert_eq!(fs::read_to_string(s.join("s.txt")).unwrap(), "secret");
     assert_eq!(fs::read_to_string(s.join("state/new")).unwrap(), "y\n");
 }
@@ -276,13 +284,13 @@ fn the_simulated_support() {
     assert_eq!(
         support(Some("none")),
         Support::Unavailable {
-            why: "VF_TEST_SANDBOX=none".into()
+            why: "simulated: none".into()
         }
     );
     assert_eq!(
         support(Some("landlock")),
         Support::Unavailable {
-            why: "VF_TEST_SANDBOX=landlock".into()
+            why: "simulated: landlock".into()
         }
     );
     assert!(matches!(
@@ -332,4 +340,31 @@ fn a_relative_path_is_refused() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     let err = prepare(&rules(&[], &[Path::new("a/b")]), &support(Some("none"))).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+/// Every ABI from 1 to the kernel's makes a ruleset that holds writes and
+/// denied reads (the rights asked follow the ABI).
+#[test]
+fn every_abi_holds_writes_and_denied_reads() {
+    let Support::Landlock { abi: best } = landlock() else {
+        unreachable!()
+    };
+    let t = tempfile::tempdir().unwrap();
+    let (w, s) = (t.path().join("w"), t.path().join("secret"));
+    fs::create_dir(&w).unwrap();
+    write(&s.join("s.txt"), "secret");
+    for abi in 1..=best {
+        let got = outcomes(
+            &rules(&[&w], &[&s]),
+            &Support::Landlock { abi },
+            &[("W", &w), ("T", t.path()), ("S", &s)],
+            r#"
+try in 'echo x > "$W/f"'
+try out 'echo x > "$T/f"'
+try denied 'cat "$S/s.txt"'
+"#,
+        );
+        assert_outcomes(&got, &["in"], &["out", "denied"]);
+    }
+    assert!(!t.path().join("f").exists());
 }

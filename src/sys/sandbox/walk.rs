@@ -81,10 +81,13 @@ pub(super) fn plan(rules: &Rules) -> io::Result<Plan> {
 /// The children of the walked `dir` that `keep` keeps, links left out.
 fn children(dir: &Path, keep: impl Fn(&Path) -> bool) -> io::Result<Vec<PathBuf>> {
     let mut kept = Vec::new();
-    for (n, entry) in std::fs::read_dir(dir)
-        .map_err(|e| naming(dir, e))?
-        .enumerate()
-    {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        // Unlisted, its children get no rule: unreadable, the safe side.
+        Err(e) if out_of_reach(&e) => return Ok(kept),
+        Err(e) => return Err(naming(dir, e)),
+    };
+    for (n, entry) in entries.enumerate() {
         if n >= MAX_ENTRIES {
             return Err(io::Error::other(format!(
                 "{}: more than {MAX_ENTRIES} entries, too many to walk for deny_read",
@@ -96,7 +99,7 @@ fn children(dir: &Path, keep: impl Fn(&Path) -> bool) -> io::Result<Vec<PathBuf>
         match entry.file_type() {
             Ok(kind) if kind.is_symlink() => continue,
             Ok(_) => {}
-            Err(e) if is_absent(&e) => continue,
+            Err(e) if out_of_reach(&e) => continue,
             Err(e) => return Err(naming(&child, e)),
         }
         if keep(&child) {
@@ -106,20 +109,22 @@ fn children(dir: &Path, keep: impl Fn(&Path) -> bool) -> io::Result<Vec<PathBuf>
     Ok(kept)
 }
 
-/// `path` with every link resolved; `None` when it does not exist.
+/// `path` with every link resolved; `None` when it is out of reach.
 fn resolve(path: &Path) -> io::Result<Option<PathBuf>> {
     match std::fs::canonicalize(path) {
         Ok(real) => Ok(Some(real)),
-        Err(e) if is_absent(&e) => Ok(None),
+        Err(e) if out_of_reach(&e) => Ok(None),
         Err(e) => Err(naming(path, e)),
     }
 }
 
-/// The path does not exist (or a component of it is not a directory).
-pub(super) fn is_absent(e: &io::Error) -> bool {
+/// The path does not exist (a component of it may not be a directory), or
+/// vf may not search a directory on its way: the engine, the same user
+/// with no new privileges, cannot reach it either, so it needs no rule.
+pub(super) fn out_of_reach(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory | io::ErrorKind::PermissionDenied
     )
 }
 
@@ -185,6 +190,18 @@ mod tests {
         assert_eq!(root.kind(), io::ErrorKind::InvalidInput);
     }
 
+    /// What vf cannot reach, the engine cannot either: no rule, no error.
+    #[test]
+    fn out_of_reach_is_absent_or_refused() {
+        for errno in [libc::ENOENT, libc::ENOTDIR, libc::EACCES] {
+            assert!(
+                out_of_reach(&io::Error::from_raw_os_error(errno)),
+                "{errno}"
+            );
+        }
+        assert!(!out_of_reach(&io::Error::from_raw_os_error(libc::EIO)));
+    }
+
     /// A walked directory past the cap is an error that names it.
     #[test]
     fn a_huge_walked_directory_is_an_error() {
@@ -227,7 +244,7 @@ mod tests {
         .map(|p| home.join(p))
         .collect();
         let rules = Rules {
-            writable: vec![std::env::temp_dir(), PathBuf::from("/dev/null")],
+            writable: vec![PathBuf::from("/dev/null"), PathBuf::from("/dev/pts")],
             deny_read: deny,
         };
         let support = super::super::support(None);

@@ -680,6 +680,7 @@ mod tests {
             summary_schema: None,
             steps: Steps::default(),
             policy: ToolPolicy::default(),
+            sandbox: Default::default(),
             asked: Asked::default(),
             mcp: None,
             budget_stop: None,

@@ -327,7 +327,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_child_that_ignores_sigterm_is_killed_after_the_grace() {
-        let (mut child, group) = start(shell("trap '' TERM; echo ready; exec sleep 300")).unwrap();
+        let (mut child, group) =
+            start(shell("trap '' TERM; echo ready; exec sleep 300"), None).unwrap();
         assert_eq!(first_line(&mut child).await, "ready");
         let grace = Duration::from_millis(300);
         let mut signals = Signals::new().unwrap();
@@ -350,7 +351,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_child_that_exits_on_sigterm_is_not_held_for_the_grace() {
-        let (mut child, group) = start(shell("echo ready; exec sleep 300")).unwrap();
+        let (mut child, group) = start(shell("echo ready; exec sleep 300"), None).unwrap();
         assert_eq!(first_line(&mut child).await, "ready");
         let mut signals = Signals::new().unwrap();
         let hour = Duration::from_secs(3600);
@@ -368,7 +369,7 @@ mod tests {
     #[tokio::test]
     async fn a_step_that_outlives_its_timeout_is_ended_with_its_whole_group() {
         let script = "sleep 300 & echo $!; exec sleep 300";
-        let (mut child, group) = start(shell(script)).unwrap();
+        let (mut child, group) = start(shell(script), None).unwrap();
         let grandchild: u32 = first_line(&mut child).await.parse().unwrap();
         let timeout = Some(Duration::from_millis(100));
         let end = wait(&mut child, &group, timeout, Duration::from_millis(100)).await;

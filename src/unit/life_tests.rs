@@ -36,6 +36,7 @@ fn spec(dir: &Path) -> UnitSpec {
         summary_schema: None,
         steps: Default::default(),
         policy: Default::default(),
+        sandbox: Default::default(),
         asked: Default::default(),
         budget_stop: None,
         cancel: None,

@@ -387,7 +387,7 @@ fn a_machine_without_a_mechanism_says_unenforced_and_require_enforced_refuses() 
         (Some("unenforced"), &Value::Null)
     );
     assert!(
-        r["warnings"].to_string().contains("VF_TEST_SANDBOX=none"),
+        r["warnings"].to_string().contains("simulated: none"),
         "{r}"
     );
     // Nothing held it: the write outside happened.

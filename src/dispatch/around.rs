@@ -356,7 +356,7 @@ async fn run_step(
         .as_ref()
         .map(|w| w.path.display().to_string());
     // Inside the unit's sandbox unless `verify_sandbox = false`.
-    let sandbox = sandbox.filter(|_| spec.sandbox.steps);
+    let sandbox = sandbox.filter(|_| !spec.sandbox.steps_outside);
     let confine = sandbox.map(SandboxRun::for_step).transpose()?;
     let tmp = sandbox.map(|s| ("TMPDIR", s.tmp.display().to_string()));
     let step = Step {

@@ -28,8 +28,8 @@ pub struct Sandbox {
     pub deny_read: Vec<PathBuf>,
     /// The user's extra writable paths, checked, absolute.
     pub writable: Vec<PathBuf>,
-    /// `setup` and `verify` run inside it (`verify_sandbox`, default true).
-    pub steps: bool,
+    /// `verify_sandbox = false`: `setup` and `verify` run outside it.
+    pub steps_outside: bool,
     /// `--require-enforced`: checked by [`Sandbox::of`] already.
     pub require_enforced: bool,
 }
@@ -64,7 +64,7 @@ impl Sandbox {
             mode,
             deny_read,
             writable,
-            steps: !asked.steps_unsandboxed,
+            steps_outside: asked.steps_unsandboxed,
             require_enforced: asked.require_enforced,
         };
         if mode.is_on() {

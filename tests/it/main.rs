@@ -133,6 +133,8 @@ mod real_policy;
 #[cfg(target_os = "linux")]
 mod real_quota;
 #[cfg(target_os = "linux")]
+mod real_sandbox;
+#[cfg(target_os = "linux")]
 mod real_usage;
 #[cfg(target_os = "linux")]
 mod real_workspace;

@@ -188,14 +188,18 @@ section_release() {
 # --- archive -------------------------------------------------------------------
 
 # pack TARGET BINARY: dist's layout (NAME/vf and NAME/README.md in NAME.tar.xz,
-# `HASH *NAME.tar.xz` in NAME.tar.xz.sha256) in $OUT/distrib.
+# `HASH *NAME.tar.xz` in NAME.tar.xz.sha256) in $OUT/distrib. The binary
+# without its debug info, as the release profile builds it (the dev one is
+# 500 MB), and xz's fastest level: the layout is what is checked, and xz's
+# default level takes minutes here.
 pack() {
-  local name="vf-$1" dir="$OUT/distrib"
+  local name="vf-$1" dir="$OUT/distrib" strip=${STRIP:-strip}
   mkdir -p "$dir"
   rm -rf "${dir:?}/$name" "$dir/$name.tar.xz"
   mkdir "$dir/$name"
-  cp "$2" README.md "$dir/$name/"
-  tar -C "$dir" -cJf "$dir/$name.tar.xz" "$name"
+  "$strip" --strip-debug -o "$dir/$name/vf" "$2"
+  cp README.md "$dir/$name/"
+  XZ_OPT="-0 -T0" tar -C "$dir" -cJf "$dir/$name.tar.xz" "$name"
   rm -rf "${dir:?}/$name"
   (cd "$dir" && sha256sum --binary "$name.tar.xz" >"$name.tar.xz.sha256" && sha256sum -c "$name.tar.xz.sha256")
 }
@@ -225,7 +229,7 @@ archive_x86_64() {
 # dist's shell installer (dist build --artifacts=global, no compiling), pointed
 # at the archive above through a server on 127.0.0.1, into a temp dir.
 archive_installer() {
-  local tmp
+  # Not local: the EXIT trap (this check's subshell ends) still needs it.
   dist build --artifacts=global --output-format=json >"$OUT/global.json"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
@@ -260,7 +264,7 @@ archive_aarch64() {
   rustup target list --installed | grep -qx "$target" || rustup target add "$target"
   CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc \
     cargo build --profile "$MUSL_PROFILE" --locked --target "$target"
-  pack "$target" "$TARGET_DIR/$target/$MUSL_DIR/vf"
+  STRIP=aarch64-linux-gnu-strip pack "$target" "$TARGET_DIR/$target/$MUSL_DIR/vf"
   file "$TARGET_DIR/$target/$MUSL_DIR/vf"
   unpack_run "$target" qemu-aarch64
 }

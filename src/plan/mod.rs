@@ -4,6 +4,7 @@
 //! The domain's map: this file parses and validates a plan (`defaults` the
 //! `[defaults]` merge, `worktree_keys` the worktree keys and `retries`,
 //! `loop_keys` the closed loops' keys, `sandbox_keys` the sandbox's keys,
+//! `prompt_keys` a unit's `prompt` or `prompt_file`,
 //! `order` the dependency order); `config` the
 //! user config file (`accounts_keys` its `[[accounts]]` and the quota keys); `ratelimit` the `on_rate_limit` policy and back-off;
 //! `scheduler` the local DAG executor (reporting through `Reporter`);
@@ -16,7 +17,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::dispatch::MAX_PROMPT_BYTES;
 use crate::engine::choice::EngineChoice;
 use crate::engine::summary::schema::SummarySchema;
 use crate::engine::{EngineCommand, EngineId, RunOptions};
@@ -29,6 +29,7 @@ pub mod config;
 mod defaults;
 mod loop_keys;
 mod order;
+mod prompt_keys;
 pub mod ratelimit;
 mod sandbox_keys;
 pub mod scheduler;
@@ -428,15 +429,7 @@ fn checked_unit(u: RawUnit, dir: &Path) -> std::result::Result<PlanUnit, String>
     let worktree = worktree_of(&u)?;
     let command = command_of(&u)?;
     let loops = loop_keys::loops_of(&u)?;
-    let prompt = match (u.prompt, u.prompt_file) {
-        (Some(_), Some(_)) => return Err("has both `prompt` and `prompt_file`; give one".into()),
-        (None, None) => return Err("has no `prompt` or `prompt_file`".into()),
-        (Some(p), None) => p,
-        (None, Some(f)) => read_prompt_file(&dir.join(f))?,
-    };
-    if prompt.trim().is_empty() {
-        return Err("the prompt is empty".into());
-    }
+    let prompt = prompt_keys::prompt_of(u.prompt, u.prompt_file, dir)?;
     let cwd = match (&u.cwd, &worktree) {
         (Some(c), None) => dir.join(c),
         _ => dir.to_path_buf(),
@@ -578,23 +571,6 @@ fn command_of(u: &RawUnit) -> std::result::Result<Option<EngineCommand>, String>
     Ok(Some(cmd))
 }
 
-/// Reads a regular file of at most [`MAX_PROMPT_BYTES`]. A FIFO, a device
-/// (`/dev/zero`) or a directory is refused without being read: a plan can come
-/// with a repository, and nothing in it may block or exhaust vf.
-fn read_prompt_file(p: &Path) -> std::result::Result<String, String> {
-    use crate::ground::fsutil::{CappedReadError, read_regular_capped};
-    let shown = show_path(p);
-    let bytes = read_regular_capped(p, MAX_PROMPT_BYTES as u64).map_err(|e| match e {
-        CappedReadError::Io(e) => format!("cannot read prompt_file {shown}: {e}"),
-        CappedReadError::NotRegular => format!("prompt_file {shown} is not a regular file"),
-        CappedReadError::TooLarge => format!(
-            "prompt_file {shown} is over the prompt limit of {MAX_PROMPT_BYTES} bytes (16 MiB)"
-        ),
-    })?;
-    String::from_utf8(bytes)
-        .map_err(|e| format!("cannot read prompt_file {}: not UTF-8 ({e})", show_path(p)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -695,7 +671,8 @@ timeout = 1.5
         }
         let big = t.path().join("big.md");
         let f = std::fs::File::create(&big).unwrap();
-        f.set_len(MAX_PROMPT_BYTES as u64 + 1).unwrap();
+        f.set_len(crate::dispatch::MAX_PROMPT_BYTES as u64 + 1)
+            .unwrap();
         let e = err(&u(big.to_str().unwrap()));
         assert!(e.contains("over the prompt limit"), "{e}");
         let bad = t.path().join("bad.md");

@@ -501,7 +501,9 @@ fn doctor_resolves_the_configured_bridge_and_auto_never_picks_it() {
     let agent = write_exe(&env.write("bin/my-agent", ""), ANSWERING);
     let path = format!("{}:/usr/bin:/bin", env.path().join("bin").display());
     let mut c = env.cmd(&["doctor", "-e", "bridge", "--json"]);
-    c.env("VIBEFLOW_AI", "my-agent --yes").env("PATH", &path);
+    c.env("VIBEFLOW_AI", "my-agent --yes")
+        .env("PATH", &path)
+        .env("VF_TEST_SANDBOX", "none");
     let out = run(c);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let want = json!([{
@@ -514,6 +516,7 @@ fn doctor_resolves_the_configured_bridge_and_auto_never_picks_it() {
         "reasons": [],
         "warnings": ["unverifiable: vf resolved the first token \"my-agent\" of VIBEFLOW_AI; it checks no version or flags"],
         "notes": [],
+        "sandbox": {"state": "unenforced", "mechanism": null, "missing": ["simulated: none"]},
     }]);
     assert_json_eq(&stdout_json(&out), &want);
     let mut c = env.cmd(&["doctor", "-e", "bridge", "--json"]);

@@ -13,6 +13,9 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common;
+
+#[path = "confined/kinds.rs"]
+mod kinds;
 use common::{Env, fixture, last_json, stderr};
 
 const CLAUDE_OK: &str = "claude/2.1.332/a_json_stream.stdout.jsonl";
@@ -386,10 +389,7 @@ fn a_machine_without_a_mechanism_says_unenforced_and_require_enforced_refuses() 
         (sb["state"].as_str(), &sb["mechanism"]),
         (Some("unenforced"), &Value::Null)
     );
-    assert!(
-        r["warnings"].to_string().contains("simulated: none"),
-        "{r}"
-    );
+    assert!(r["warnings"].to_string().contains("simulated: none"), "{r}");
     // Nothing held it: the write outside happened.
     assert_eq!(probes(&lab.probe_file())["engine:outside"], "ok");
     // --require-enforced: exit 2, nothing of the unit written.
@@ -655,113 +655,4 @@ fn resume_keeps_the_sandbox_the_unit_asked_for() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(result(&out)["policy"].get("sandbox"), None);
-}
-
-/// A read-only conversation turn on an engine with no read-only mode of its
-/// own (opencode) is refused without the sandbox (issue 39); with
-/// `--sandbox workspace` the sandbox holds it read-only: no opt-in, the turn
-/// `enforced`, and its engine cannot write its working directory.
-#[test]
-fn a_conversation_turn_is_held_read_only_by_the_sandbox() {
-    let lab = Lab::new();
-    if !enforced_here(&lab) {
-        return;
-    }
-    let ok = |out: &std::process::Output| {
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(out));
-    };
-    ok(&lab
-        .vf(&["conv", "new", "d", "--with", "opencode"])
-        .output()
-        .unwrap());
-    let bin = lab.env.fake_for("opencode");
-    lab.env.write(
-        "bin/opencode.env",
-        format!(
-            "FAKE_VERSION=1.18.33\nFAKE_STDOUT={}\n{PROBES}\n\
-             if [ \"${{1:-}}\" != --version ]; then probe turn >> \"$PROBE_OUT\"; fi\n",
-            fixture("opencode/1.18.33/a_json.stdout.jsonl").display()
-        ),
-    );
-    let mut c = lab.vf(&[
-        "conv",
-        "say",
-        "d",
-        "--all",
-        "--prompt",
-        "hello",
-        "--json",
-        "--sandbox",
-        "workspace",
-    ]);
-    c.env("VF_OPENCODE_BIN", &bin);
-    let out = c.output().unwrap();
-    ok(&out);
-    let turn = &last_json(&out)["turns"][0];
-    assert_eq!(turn["readOnly"], "enforced", "{turn}");
-    let sb = &turn["result"]["policy"]["sandbox"];
-    assert_eq!(
-        (sb["mode"].as_str(), sb["state"].as_str()),
-        (Some("read-only"), Some("enforced")),
-        "{turn}"
-    );
-    let unit = turn["result"]["unit"].as_str().unwrap();
-    let got = probes(&lab.probe_file());
-    assert_eq!(
-        (
-            got["turn:cwd"].as_str(),
-            got["turn:home"].as_str(),
-            got["turn:tmp"].as_str()
-        ),
-        ("refused", "refused", "ok"),
-        "{got:?}"
-    );
-}
-
-/// An ACP agent (and what it starts) runs in the sandbox like any engine.
-#[test]
-fn an_acp_agent_runs_confined() {
-    let lab = Lab::new();
-    if !enforced_here(&lab) {
-        return;
-    }
-    let agent = common::root().join("tests/support/fake_acp_agent.py");
-    let wrap = lab.env.write(
-        "scripts/acp.sh",
-        format!(
-            "{PROBES}\nprobe agent >> \"$PROBE_OUT\"\nexec python3 {} json\n",
-            agent.display()
-        ),
-    );
-    let line = format!("sh {}", wrap.display());
-    let out = lab
-        .vf(&[
-            "dispatch",
-            "--engine",
-            "acp",
-            "--acp",
-            &line,
-            "--unit",
-            "a1",
-            "--prompt",
-            "x",
-            "--output",
-            "json",
-            "--sandbox",
-            "workspace",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(last_json(&out)["policy"]["sandbox"]["state"], "enforced");
-    let got = probes(&lab.probe_file());
-    assert_eq!(
-        (
-            got["agent:cwd"].as_str(),
-            got["agent:outside"].as_str(),
-            got["agent:ssh"].as_str()
-        ),
-        ("ok", "refused", "refused"),
-        "{got:?}"
-    );
 }

@@ -120,6 +120,8 @@ fn vf(path_dir: &Path) -> Command {
         .env("PATH", path_dir)
         .env("VF_CONFIG", common::no_config())
         .env("VF_STATE_DIR", path_dir.join("state"))
+        // The machine's sandbox plays "none": the reports do not depend on the kernel.
+        .env("VF_TEST_SANDBOX", "none")
         .current_dir(path_dir);
     c
 }
@@ -163,7 +165,13 @@ fn ready_report(engine: &str, path: &Path) -> Value {
         "reasons": [],
         "warnings": [],
         "notes": [],
+        "sandbox": no_sandbox(),
     })
+}
+
+/// What `VF_TEST_SANDBOX=none` makes every report say of the machine's sandbox.
+pub fn no_sandbox() -> Value {
+    json!({"state": "unenforced", "mechanism": null, "missing": ["simulated: none"]})
 }
 
 #[test]
@@ -733,6 +741,7 @@ fn concurrent_doctors_agree_and_leave_a_whole_cache() {
                 .env("PATH", &bin)
                 .env("VF_CONFIG", common::no_config())
                 .env("VF_STATE_DIR", bin.join("state"))
+                .env("VF_TEST_SANDBOX", "none")
                 .current_dir(&bin)
                 .env("XDG_CACHE_HOME", &cache)
                 .args(["doctor", "--json"])

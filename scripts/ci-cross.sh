@@ -39,32 +39,9 @@ usage() { echo "usage: scripts/ci-cross.sh [clippy|musl|wine|all]" >&2; exit 2; 
 SECTION=${1:-all}
 case $SECTION in clippy | musl | wine | all) ;; *) usage ;; esac
 
-header() { printf '\n======== ci-cross: %s ========\n' "$*"; }
-
-FAILED=()
-CHECK_RC=0
-# check NAME COMMAND...: runs COMMAND (a function) with `set -e` in a subshell,
-# under a header; a failure is recorded in FAILED and CHECK_RC, not fatal.
-# Never call it as a condition (`if check`, `check || x`): bash then ignores
-# `set -e` inside COMMAND too, and a failing line would not stop it.
-check() {
-  local name=$1 t0=$SECONDS
-  shift
-  header "$name"
-  set +e
-  (
-    set -e
-    "$@"
-  )
-  CHECK_RC=$?
-  set -e
-  if [ "$CHECK_RC" -eq 0 ]; then
-    echo "-------- ok: $name ($((SECONDS - t0)) s)"
-  else
-    echo "-------- FAILED (exit $CHECK_RC): $name ($((SECONDS - t0)) s)"
-    FAILED+=("$name")
-  fi
-}
+CI_NAME=ci-cross
+# shellcheck source=scripts/ci-check.sh
+. "$ROOT/scripts/ci-check.sh"
 
 # --- set-up ------------------------------------------------------------------
 

@@ -52,29 +52,9 @@ usage() { echo "usage: scripts/ci-ship.sh [lint|release|archive|all|release-yml]
 SECTION=${1:-all}
 case $SECTION in lint | release | archive | all | release-yml) ;; *) usage ;; esac
 
-header() { printf '\n======== ci-ship: %s ========\n' "$*"; }
-
-FAILED=()
-CHECK_RC=0
-# check NAME COMMAND...: as in scripts/ci-cross.sh (never call it as a condition).
-check() {
-  local name=$1 t0=$SECONDS
-  shift
-  header "$name"
-  set +e
-  (
-    set -e
-    "$@"
-  )
-  CHECK_RC=$?
-  set -e
-  if [ "$CHECK_RC" -eq 0 ]; then
-    echo "-------- ok: $name ($((SECONDS - t0)) s)"
-  else
-    echo "-------- FAILED (exit $CHECK_RC): $name ($((SECONDS - t0)) s)"
-    FAILED+=("$name")
-  fi
-}
+CI_NAME=ci-ship
+# shellcheck source=scripts/ci-check.sh
+. "$ROOT/scripts/ci-check.sh"
 
 # --- set-up ------------------------------------------------------------------
 

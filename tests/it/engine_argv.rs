@@ -13,10 +13,21 @@ use vf::ground::version::Version;
 use crate::common;
 use common::fixtures;
 
+// Absolute on each OS (vf makes the files it names absolute, and a path
+// without a drive is not absolute on Windows).
+#[cfg(not(windows))]
 const CWD: &str = "/work/proj";
+#[cfg(not(windows))]
 const STATE: &str = "/work/proj/.vibeflow";
 /// Unit u1's directory in [`STATE`], as `vf::unit` builds it.
+#[cfg(not(windows))]
 const UNIT_DIR: &str = "/work/proj/.vibeflow/units/u1";
+#[cfg(windows)]
+const CWD: &str = r"C:\work\proj";
+#[cfg(windows)]
+const STATE: &str = r"C:\work\proj\.vibeflow";
+#[cfg(windows)]
+const UNIT_DIR: &str = r"C:\work\proj\.vibeflow\units\u1";
 const CODEX_ID: &str = "01a229e6-b739-7472-9ac7-c8fe37200f9b";
 const CLAUDE_ID: &str = "5e0e0c89-f301-4ba6-8327-7b41f84dc493";
 const COPILOT_ID: &str = "23a3694b-6367-494d-aa02-ae5d5602995f";
@@ -378,16 +389,11 @@ fn copilot_prompt_file_switch_at_32_kib() {
         ..req(&over)
     };
     let inv = build(EngineId::Copilot, &r);
-    let file = PathBuf::from("/work/proj/.vibeflow/dispatch/u1.md");
+    let file = Path::new(STATE).join("dispatch").join("u1.md");
     assert_eq!(inv.prompt_file.as_ref(), Some(&file));
     assert_eq!(inv.prompt_file_contents.as_deref(), Some(over.as_str()));
-    assert_eq!(
-        args(&inv)[args(&inv).len() - 2..],
-        [
-            "-p",
-            "Read /work/proj/.vibeflow/dispatch/u1.md and follow it"
-        ]
-    );
+    let read = format!("Read {} and follow it", file.display());
+    assert_eq!(args(&inv)[args(&inv).len() - 2..], ["-p", read.as_str()]);
     assert_eq!(inv.stdin, None);
 }
 

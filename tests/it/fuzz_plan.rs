@@ -237,7 +237,8 @@ fn check_plan(units: &[PlanUnit], dir: &Path) -> Result<(), String> {
         if !before.insert(u.name.as_str()) {
             return Err(format!("duplicate unit {:?} accepted", u.name));
         }
-        let outside = !u.cwd.starts_with(dir) && u.cwd != Path::new("/");
+        // `cwd = "/"` is the root: `/` on Unix, the current drive's on Windows.
+        let outside = !u.cwd.starts_with(dir) && u.cwd.parent().is_some();
         if u.prompt.trim().is_empty() || !u.cwd.is_dir() || outside {
             return Err(format!(
                 "unit {:?} accepted with prompt {:?}, cwd {:?}",

@@ -17,9 +17,14 @@ fn skipped_here_linux_only_areas() {}
 #[cfg(windows)]
 #[test]
 #[ignore = "SKIPPED on Windows: the areas of tests/it marked cfg(unix) in tests/it/main.rs \
-            (dispatch, conv, orchestrate, quota_*, report, workspace...: POSIX sh fakes, \
-            signals or process groups) and tests/orchestrate_memory.rs; tests/windows.rs \
-            runs the Windows side; docs/PLATFORMS.md"]
+            (dispatch, conv, orchestrate, quota_*, readers, report, workspace...: POSIX sh \
+            fakes, signals or process groups), the tests marked cfg(unix) in the others (they \
+            run the bash fake engine: agy_workspace::\
+            dispatch_agent_needs_the_workspace_file_then_passes_it, engine_argv::mcp::\
+            an_opencode_run_reads_its_servers_from_the_units_own_file and \
+            resuming_a_codex_unit_with_mcp_is_refused_and_nothing_is_written) and \
+            tests/orchestrate_memory.rs; tests/windows.rs runs the Windows side; \
+            docs/PLATFORMS.md"]
 fn skipped_here_unix_only_areas() {}
 
 /// The reason of the notice `fn NAME` (its `\`-continued lines joined).
@@ -46,6 +51,37 @@ fn gated_modules(main: &str, gate: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The tests marked `#[cfg(unix)]` (before their `#[test]`) in the files of
+/// tests/it's modules that main.rs does not gate.
+fn gated_tests(main: &str) -> BTreeSet<String> {
+    let gated: BTreeSet<String> = ["unix", "target_os"]
+        .iter()
+        .flat_map(|g| gated_modules(main, g))
+        .collect();
+    let it = common::root().join("tests/it");
+    let mut found = BTreeSet::new();
+    for f in common::files_under(&it) {
+        let rel = f
+            .strip_prefix(&it)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let top = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        if !rel.ends_with(".rs") || gated.contains(top) {
+            continue;
+        }
+        let text = common::read_text(&f);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for w in lines.windows(3) {
+            if w[0] == "#[cfg(unix)]" && w[1] == "#[test]" {
+                let name = w[2].strip_prefix("fn ").and_then(|l| l.split('(').next());
+                found.insert(name.unwrap_or(w[2]).to_string());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn the_notices_name_every_gated_area() {
     let this = common::read_text(&common::root().join("tests/it/platform_skips.rs"));
@@ -68,6 +104,17 @@ fn the_notices_name_every_gated_area() {
         "{windows}"
     );
     assert!(gated_modules(&main, "unix").contains("dispatch"));
+    let tests = gated_tests(&main);
+    assert!(
+        tests.contains("an_opencode_run_reads_its_servers_from_the_units_own_file"),
+        "{tests:?}"
+    );
+    for t in &tests {
+        assert!(
+            windows.contains(t.as_str()),
+            "not named: test {t}: {windows}"
+        );
+    }
     for f in std::fs::read_dir(common::root().join("tests")).unwrap() {
         let path = f.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap_or_default();

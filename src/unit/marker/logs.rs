@@ -14,9 +14,9 @@ pub const STREAMS: [&str; 2] = ["stdout", "stderr"];
 
 /// A log's path as the marker stores it: relative to the state dir.
 pub fn relative(unit: &str, attempt: u32, stream: &str) -> PathBuf {
-    Path::new("units")
-        .join(unit)
-        .join(format!("attempt-{attempt}.{stream}.log"))
+    // Written with `/` on every OS (Windows takes it too), so a marker reads
+    // the same wherever the state dir was written.
+    PathBuf::from(format!("units/{unit}/attempt-{attempt}.{stream}.log"))
 }
 
 /// The stored path `p` of `unit`'s `stream` log in its relative form, or why

@@ -21,7 +21,8 @@ fn servers(text: &str) -> McpServers {
 }
 
 fn file_of(e: EngineId) -> String {
-    format!("{STATE}/units/u1/mcp-{e}.json")
+    let dir = std::path::Path::new(STATE).join("units").join("u1");
+    dir.join(format!("mcp-{e}.json")).display().to_string()
 }
 
 /// The whole outcome of one build: argv, env, the file and its JSON, names.
@@ -238,6 +239,8 @@ fn the_flags_are_in_the_saved_help() {
 /// An opencode unit's servers reach the engine through a 0600 file in the
 /// unit's directory, named by `OPENCODE_CONFIG`; the result names the
 /// servers, never their env.
+// Runs the fake engine, a bash script (platform_skips names it).
+#[cfg(unix)]
 #[test]
 fn an_opencode_run_reads_its_servers_from_the_units_own_file() {
     let env = super::common::Env::new();
@@ -384,6 +387,8 @@ fn a_bad_mcp_file_is_refused_and_nothing_is_written() {
 
 /// `vf resume` of a codex unit with `--mcp` is refused like a dispatch:
 /// exit 2, the marker and the state dir untouched, no engine started.
+// Runs the fake engine, a bash script (platform_skips names it).
+#[cfg(unix)]
 #[test]
 fn resuming_a_codex_unit_with_mcp_is_refused_and_nothing_is_written() {
     let env = super::common::Env::new();

@@ -287,14 +287,14 @@ impl MarkerStore {
 
     /// Where `unit`'s raw `stream` log of `attempt` is written.
     pub fn log_path(&self, unit: &str, attempt: u32, stream: &str) -> PathBuf {
-        self.state_dir().join(logs::relative(unit, attempt, stream))
+        under(self.state_dir(), &logs::relative(unit, attempt, stream))
     }
 
     /// The marker's log paths made absolute under this state dir, for output
     /// (the marker stores them relative, see [`logs`]).
     pub fn absolute_logs(&self, m: &mut Marker) {
         for p in [&mut m.stdout_log, &mut m.stderr_log].into_iter().flatten() {
-            *p = self.state_dir().join(&*p);
+            *p = under(self.state_dir(), p);
         }
     }
 
@@ -388,6 +388,14 @@ fn listed_unit(entry: &std::fs::DirEntry) -> Option<String> {
 
 fn is_symlink(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// `rel` (a marker's `/`-separated log path) below `dir`, joined part by part:
+/// the OS's separator throughout, which a Windows `\\?\` (verbatim) path needs.
+fn under(dir: &Path, rel: &Path) -> PathBuf {
+    let mut p = dir.to_path_buf();
+    p.extend(rel.components());
+    p
 }
 
 #[cfg(test)]

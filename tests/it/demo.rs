@@ -25,6 +25,9 @@ fn demo(home: &Path, tmp: &Path, path: &str, args: &[&str]) -> Output {
         .current_dir(tmp)
         .env("HOME", home)
         .env("TMPDIR", tmp)
+        // Windows' temp dir comes from TMP (then TEMP), not TMPDIR.
+        .env("TMP", tmp)
+        .env("TEMP", tmp)
         .env("PATH", path)
         .env("VF_CONFIG", config);
     git_env(&mut c);

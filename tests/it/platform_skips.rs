@@ -18,11 +18,16 @@ fn skipped_here_linux_only_areas() {}
 #[test]
 #[ignore = "SKIPPED on Windows: the areas of tests/it marked cfg(unix) in tests/it/main.rs \
             (dispatch, conv, orchestrate, quota_*, readers, report, workspace...: POSIX sh \
-            fakes, signals or process groups), the tests marked cfg(unix) in the others (they \
-            run the bash fake engine: agy_workspace::\
+            fakes, signals or process groups), the tests marked cfg(unix) in the others (a \
+            POSIX sh or bash fake engine: agy_workspace::\
             dispatch_agent_needs_the_workspace_file_then_passes_it, engine_argv::mcp::\
             an_opencode_run_reads_its_servers_from_the_units_own_file and \
-            resuming_a_codex_unit_with_mcp_is_refused_and_nothing_is_written) and \
+            resuming_a_codex_unit_with_mcp_is_refused_and_nothing_is_written, \
+            engine_argv::policy::\
+            copilot_1_0_83_refuses_an_unknown_tool_under_require_enforced; a symbolic link, \
+            device or FIFO: agy_workspace::a_link_planted_in_agents_is_refused_even_with_force, \
+            config::the_null_device_is_an_empty_config_other_devices_and_fifos_are_refused, \
+            fuzz_plan::a_prompt_file_that_never_ends_is_refused) and \
             tests/orchestrate_memory.rs; tests/windows.rs runs the Windows side; \
             docs/PLATFORMS.md"]
 fn skipped_here_unix_only_areas() {}
@@ -51,7 +56,7 @@ fn gated_modules(main: &str, gate: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The tests marked `#[cfg(unix)]` (before their `#[test]`) in the files of
+/// The tests marked `#[cfg(unix)]` (just before their `#[test]`) in the files of
 /// tests/it's modules that main.rs does not gate.
 fn gated_tests(main: &str) -> BTreeSet<String> {
     let gated: BTreeSet<String> = ["unix", "target_os"]
@@ -73,7 +78,7 @@ fn gated_tests(main: &str) -> BTreeSet<String> {
         let text = common::read_text(&f);
         let lines: Vec<&str> = text.lines().map(str::trim).collect();
         for w in lines.windows(3) {
-            if w[0] == "#[cfg(unix)]" && w[1] == "#[test]" {
+            if w[0].starts_with("#[cfg(unix)]") && w[1] == "#[test]" {
                 let name = w[2].strip_prefix("fn ").and_then(|l| l.split('(').next());
                 found.insert(name.unwrap_or(w[2]).to_string());
             }

@@ -26,7 +26,6 @@ fn skipped_here_linux_only_areas() {}
             engine_argv::policy::\
             copilot_1_0_83_refuses_an_unknown_tool_under_require_enforced; a symbolic link, \
             device or FIFO: agy_workspace::a_link_planted_in_agents_is_refused_even_with_force, \
-            config::the_null_device_is_an_empty_config_other_devices_and_fifos_are_refused, \
             fuzz_plan::a_prompt_file_that_never_ends_is_refused) and \
             tests/orchestrate_memory.rs; tests/windows.rs runs the Windows side; \
             docs/PLATFORMS.md"]

@@ -230,29 +230,36 @@ mod tests {
         );
     }
 
+    /// An absolute path on this OS (`C:` before it on Windows).
+    fn abs(p: &str) -> String {
+        if cfg!(windows) {
+            format!("C:{p}")
+        } else {
+            p.to_string()
+        }
+    }
+
     #[test]
     fn user_paths_are_absolute_or_home_and_never_the_root() {
-        let home = Path::new("/home/u");
-        let ok = |raw| user_path(raw, Some(home), "deny_read").unwrap();
-        assert_eq!(ok("~/.ssh"), PathBuf::from("/home/u/.ssh"));
-        assert_eq!(ok("~"), PathBuf::from("/home/u"));
-        assert_eq!(ok("/etc/./shadow"), PathBuf::from("/etc/shadow"));
-        assert_eq!(
-            ok("/does/not/exist/yet"),
-            PathBuf::from("/does/not/exist/yet")
-        );
-        for bad in [
-            "relative/x",
-            "./x",
-            "~other/x",
-            "/",
-            "//",
-            "/.",
-            "/a/\0b",
-            "/a/../b",
-            "",
-        ] {
-            let e = user_path(bad, Some(home), "deny_read").unwrap_err();
+        let home = PathBuf::from(abs("/home/u"));
+        let ok = |raw: &str| user_path(raw, Some(&home), "deny_read").unwrap();
+        assert_eq!(ok("~/.ssh"), home.join(".ssh"));
+        assert_eq!(ok("~"), home);
+        assert_eq!(ok(&abs("/etc/./shadow")), PathBuf::from(abs("/etc/shadow")));
+        let later = abs("/does/not/exist/yet");
+        assert_eq!(ok(&later), PathBuf::from(&later));
+        let bad = [
+            "relative/x".to_string(),
+            "./x".into(),
+            "~other/x".into(),
+            abs("/"),
+            abs("/."),
+            abs("/a/\0b"),
+            abs("/a/../b"),
+            String::new(),
+        ];
+        for bad in bad.iter().map(String::as_str).chain(["/", "//"]) {
+            let e = user_path(bad, Some(&home), "deny_read").unwrap_err();
             assert_eq!(e.exit_code(), crate::ground::error::exit::USAGE, "{bad:?}");
             assert!(e.to_string().starts_with("deny_read: "), "{e}");
         }
@@ -261,36 +268,45 @@ mod tests {
 
     #[test]
     fn state_paths_follow_their_variables() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
+        let env = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        if v.starts_with('/') {
+                            abs(v)
+                        } else {
+                            v.to_string()
+                        },
+                    )
+                })
+                .collect();
+            move |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
         };
+        let at = |p: &str| PathBuf::from(abs(p));
         let codex = StatePath::home(".codex").moved_by("CODEX_HOME", "");
         assert_eq!(
             codex.resolve(&env(&[("HOME", "/h")])),
-            Some(PathBuf::from("/h/.codex"))
+            Some(at("/h/.codex"))
         );
         assert_eq!(
             codex.resolve(&env(&[("HOME", "/h"), ("CODEX_HOME", "/c")])),
-            Some(PathBuf::from("/c"))
+            Some(at("/c"))
         );
         // A relative variable is not trusted: the default place.
         assert_eq!(
             codex.resolve(&env(&[("HOME", "/h"), ("CODEX_HOME", "rel")])),
-            Some(PathBuf::from("/h/.codex"))
+            Some(at("/h/.codex"))
         );
         let oc = StatePath::under(Base::XdgData, "opencode");
         assert_eq!(
             oc.resolve(&env(&[("HOME", "/h")])),
-            Some(PathBuf::from("/h/.local/share/opencode"))
+            Some(at("/h/.local/share/opencode"))
         );
         assert_eq!(
             oc.resolve(&env(&[("HOME", "/h"), ("XDG_DATA_HOME", "/x")])),
-            Some(PathBuf::from("/x/opencode"))
+            Some(at("/x/opencode"))
         );
         assert_eq!(oc.resolve(&env(&[])), None);
     }

@@ -61,18 +61,16 @@ pub fn seatbelt_profile(rules: &Rules) -> String {
 fn with_private_forms(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     for path in paths {
+        // Spelt as macOS spells paths (`/`), whatever OS writes the text:
+        // the profile is golden-tested on every platform.
+        let text = path.to_string_lossy();
         let private = PRIVATE_LINKS
             .iter()
-            .find_map(|link| path.strip_prefix(link).ok().map(|rest| (link, rest)))
-            .map(|(link, rest)| {
-                let private = Path::new("/private").join(&link[1..]);
-                // `join("")` would add a trailing `/`.
-                if rest.as_os_str().is_empty() {
-                    private
-                } else {
-                    private.join(rest)
-                }
-            });
+            .find(|link| {
+                text.strip_prefix(*link)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+            .map(|_| PathBuf::from(format!("/private{text}")));
         for p in std::iter::once(path.clone()).chain(private) {
             if !out.contains(&p) {
                 out.push(p);

@@ -41,6 +41,12 @@ impl EnvVars {
     /// Read, by tests: plays a machine's sandbox support (`none`, or
     /// `landlock-abi-N`: Linux's ABI capped at N; docs/SANDBOX.md).
     pub const VF_TEST_SANDBOX: &'static str = "VF_TEST_SANDBOX";
+    /// Set for every engine vf runs: the unit it runs (a vf that engine starts,
+    /// `vf mcp` or `vf dispatch`, makes its units that unit's children).
+    pub const VF_PARENT_UNIT: &'static str = "VF_PARENT_UNIT";
+    /// Set for every engine vf runs: its unit's depth (1 for a unit vf started
+    /// directly); read back beside `VF_PARENT_UNIT` (docs/MCP.md, "Depth").
+    pub const VF_DEPTH: &'static str = "VF_DEPTH";
     /// Set for hooks, `setup`, `verify`: the unit's name.
     pub const VF_UNIT: &'static str = "VF_UNIT";
     /// Set for hooks, `setup`, `verify`: the unit's engine.

@@ -12,6 +12,7 @@
 //! | `life` | the marker's states and transitions through an attempt; a closed loop's round record and its close |
 //! | `loop_files` | a closed loop's files: its nested units' folder (`rounds/`), the kept task, a step log's tail; [`UnitHold`] keeps the lock across the loop |
 //! | `marker/rounds.rs` | the loop's rounds as the marker keeps them |
+//! | `lineage` | who started a unit: its parent and depth (`VF_PARENT_UNIT`, `VF_DEPTH`), a child's name |
 //! | `prompt_file` | the 0600 prompt files |
 //! | `history` | the recorded answers and the replay bounds |
 //! | `clean` | which units' worktrees `vf clean` may remove |
@@ -250,6 +251,7 @@ pub mod clean;
 pub mod history;
 pub mod layout;
 pub mod life;
+pub mod lineage;
 pub mod lock;
 mod loop_files;
 pub mod marker;

@@ -4,7 +4,7 @@
 //! below are the flags' own, and `commands/*` pass them down as values.
 //!
 //! The domain's map: this file the top-level commands; `conv`, `demo`,
-//! `quota` and `temporal` the flags of `vf conv`, `vf demo`, `vf quota` and
+//! `mcp`, `quota` and `temporal` the flags of `vf conv`, `vf demo`, `vf mcp`, `vf quota` and
 //! the Temporal commands; `loops` the closed loops' flags of `vf dispatch` and
 //! `vf resume`; `govern` the quota governor's flags.
 
@@ -20,6 +20,7 @@ mod conv;
 mod demo;
 mod govern;
 mod loops;
+mod mcp;
 mod quota;
 #[cfg(feature = "temporal")]
 mod temporal;
@@ -27,6 +28,7 @@ pub use conv::*;
 pub use demo::*;
 pub use govern::{GovernArgs, GovernLimitArgs};
 pub use loops::LoopArgs;
+pub use mcp::*;
 pub use quota::*;
 #[cfg(feature = "temporal")]
 pub use temporal::*;
@@ -92,6 +94,10 @@ pub enum Command {
     Judge(JudgeArgs),
     /// Write the vf skill: files that teach an agent to use vf (install).
     Skill(SkillArgs),
+    /// Serve vf to agents over MCP (stdio): dispatch, resume, status, result,
+    /// events, cancel, orchestrate, report; `install` wires it into an engine.
+    #[command(hide = true)]
+    Mcp(McpArgs),
     /// Write an engine's workspace files (init; agy: AGENTS.md and `.agents/`).
     Workspace(WorkspaceArgs),
     /// Answer one agent hook call: the payload JSON on stdin, logged; a denied

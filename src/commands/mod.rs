@@ -1,7 +1,7 @@
 //! One file per subcommand. Each returns the process exit code.
 //!
 //! The domain's map: a file per subcommand (`attach`, `clean`, `completions`,
-//! `config`, `conv`, `demo`, `dispatch`, `doctor`, `engines`, `hook`, `judge`,
+//! `config`, `conv`, `demo`, `dispatch`, `doctor`, `engines`, `hook`, `judge`, `mcp` (+ `mcp_install`),
 //! `orchestrate` (+ `orchestrate_temporal`), `play`, `quota`, `replay`, `report`,
 //! `resume`, `skill`, `status`, `worker`, `workspace`); and what they share:
 //! `output` (the dispatch renderers), `stdio` (the only writer of stdout and
@@ -22,6 +22,8 @@ pub mod doctor;
 pub mod engines;
 pub mod hook;
 pub mod judge;
+pub mod mcp;
+pub mod mcp_install;
 pub mod orchestrate;
 #[cfg(feature = "temporal")]
 pub mod orchestrate_temporal;
@@ -59,6 +61,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Man => completions::man(),
         Command::Judge(a) => judge::run(&a),
         Command::Skill(a) => skill::run(&a),
+        Command::Mcp(a) => mcp::run(&a),
         Command::Workspace(a) => workspace::run(&a),
         Command::Hook(a) => hook::run(&a),
         Command::Config(a) => config::run(&a),

@@ -6,7 +6,10 @@
 //! its units are that unit's children, one level deeper. A unit vf starts
 //! directly is depth 1 and has no parent.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+use crate::engine::usage::Usage;
 
 use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
@@ -100,7 +103,8 @@ impl Lineage {
 /// an error.
 pub fn next_child_name(state_dir: &Path, parent: &str) -> Result<String> {
     let units = super::layout::units_dir(state_dir);
-    std::fs::create_dir_all(&units).map_err(|e| VfError::state(format!("{}: {e}", units.display())))?;
+    std::fs::create_dir_all(&units)
+        .map_err(|e| VfError::state(format!("{}: {e}", units.display())))?;
     for n in 1..100_000u32 {
         let name = format!("{parent}.{n}");
         crate::ground::names::check("child unit name", &name)?;
@@ -110,7 +114,142 @@ pub fn next_child_name(state_dir: &Path, parent: &str) -> Result<String> {
             Err(e) => return Err(VfError::state(format!("{}: {e}", units.display()))),
         }
     }
-    Err(VfError::usage(format!("unit {parent:?} has too many children")))
+    Err(VfError::usage(format!(
+        "unit {parent:?} has too many children"
+    )))
+}
+
+/// The name [`next_child_name`] would reserve now, reserving nothing (a
+/// dry run shows it; the run reserves the next free one when it starts).
+pub fn peek_child_name(state_dir: &Path, parent: &str) -> Result<String> {
+    for n in 1..100_000u32 {
+        let name = format!("{parent}.{n}");
+        crate::ground::names::check("child unit name", &name)?;
+        let dir = super::layout::unit_dir(state_dir, &name);
+        if std::fs::symlink_metadata(&dir).is_err() {
+            return Ok(name);
+        }
+    }
+    Err(VfError::usage(format!(
+        "unit {parent:?} has too many children"
+    )))
+}
+
+/// The state dir's units as a tree, read once from every usable marker
+/// (read-only, no lock: a marker being written is read whole or not at all).
+/// A corrupt, foreign or linked marker is left out, as `vf status` leaves
+/// it out of its rows; parents that form a cycle end the walk, never hang it.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Each parent's children, sorted.
+    children: BTreeMap<String, Vec<String>>,
+    /// Each unit's latest usage.
+    usage: BTreeMap<String, Usage>,
+    /// Each unit's own cap (`--max-cost`), when it has one.
+    cap: BTreeMap<String, f64>,
+}
+
+impl Tree {
+    /// Every usable marker under `state_dir`; an unreadable listing is an
+    /// empty tree (what the tree adds is a view, never a reason to fail).
+    pub fn scan(state_dir: &Path) -> Tree {
+        let store = super::marker::MarkerStore::new(state_dir);
+        let markers = store.list().unwrap_or_default();
+        Tree::of(markers.iter().filter_map(|m| m.as_ref().ok()))
+    }
+
+    /// The tree of these markers.
+    pub fn of<'a>(markers: impl IntoIterator<Item = &'a super::marker::Marker>) -> Tree {
+        let mut t = Tree::default();
+        for m in markers {
+            if let Some(p) = &m.parent {
+                t.children
+                    .entry(p.clone())
+                    .or_default()
+                    .push(m.unit.clone());
+            }
+            if let Some(u) = &m.usage {
+                t.usage.insert(m.unit.clone(), u.clone());
+            }
+            if let Some(c) = m.asked.loops.max_cost_usd {
+                t.cap.insert(m.unit.clone(), c);
+            }
+        }
+        t.children.values_mut().for_each(|c| c.sort());
+        t
+    }
+
+    /// `unit`'s children, sorted (empty when none).
+    pub fn children(&self, unit: &str) -> &[String] {
+        self.children.get(unit).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every unit below `unit`, each once, `unit` itself never (a cycle of
+    /// parents ends where it comes back); at most [`DEPTH_CEILING`] levels.
+    pub fn descendants(&self, unit: &str) -> Vec<String> {
+        let mut seen = BTreeSet::from([unit.to_string()]);
+        let (mut level, mut out) = (vec![unit.to_string()], Vec::new());
+        for _ in 0..DEPTH_CEILING {
+            let next: Vec<String> = level
+                .iter()
+                .flat_map(|u| self.children(u))
+                .filter(|c| seen.insert((*c).clone()))
+                .cloned()
+                .collect();
+            if next.is_empty() {
+                break;
+            }
+            out.extend(next.iter().cloned());
+            level = next;
+        }
+        out
+    }
+
+    /// What every unit below `unit` spent (latest usage of each); `None`
+    /// when none of them reported any.
+    pub fn spent_below(&self, unit: &str) -> Option<Usage> {
+        let below = self.descendants(unit);
+        crate::engine::usage::total(below.iter().filter_map(|d| self.usage.get(d)))
+    }
+
+    /// `own` (the unit's usage) plus every descendant's: `None` when the
+    /// unit has no children (its usage is the whole of it).
+    pub fn tree_usage(&self, unit: &str, own: Option<&Usage>) -> Option<Usage> {
+        if self.children(unit).is_empty() {
+            return None;
+        }
+        let below = self.spent_below(unit);
+        crate::engine::usage::total(own.into_iter().chain(below.as_ref()))
+    }
+}
+
+/// The units whose marker names `parent` as theirs, sorted.
+pub fn children_of(state_dir: &Path, parent: &str) -> Vec<String> {
+    Tree::scan(state_dir).children(parent).to_vec()
+}
+
+/// `unit`'s usage (`own`) plus every descendant's; `None` when it has no
+/// children (see [`Tree::tree_usage`]).
+pub fn tree_usage(state_dir: &Path, unit: &str, own: Option<&Usage>) -> Option<Usage> {
+    Tree::scan(state_dir).tree_usage(unit, own)
+}
+
+/// What the units below `parent` spent, for a per-parent budget (`vf mcp`).
+pub fn spent_by_children(state_dir: &Path, parent: &str) -> Option<Usage> {
+    Tree::scan(state_dir).spent_below(parent)
+}
+
+/// What is left of `parent`'s own cap (`--max-cost`, USD) once the units
+/// below it are paid for (0 at the least); `None` when it has no cap. A
+/// child is refused at 0 and capped at the rest.
+pub fn budget_left(state_dir: &Path, parent: &str) -> Option<f64> {
+    let tree = Tree::scan(state_dir);
+    let cap = *tree.cap.get(parent)?;
+    let spent = tree
+        .spent_below(parent)
+        .and_then(|u| u.cost_usd)
+        .unwrap_or(0.0);
+    Some((cap - spent).max(0.0))
 }
 
 #[cfg(test)]

@@ -295,6 +295,101 @@ mod tests {
         assert!(next_child_name(dir.path(), &long).is_err());
     }
 
+    /// A marker of `unit` under `dir`, child of `parent`, that spent `cost`.
+    fn marker(dir: &Path, unit: &str, parent: Option<&str>, cost: Option<f64>) {
+        let store = crate::unit::marker::MarkerStore::new(dir);
+        let mut m = crate::unit::marker::Marker::new(unit, crate::engine::EngineId::Codex, dir);
+        (m.parent, m.depth) = (parent.map(String::from), 1 + u32::from(parent.is_some()));
+        m.usage = cost.map(|c| Usage {
+            cost_usd: Some(c),
+            ..Usage::default()
+        });
+        store.save(&mut m).unwrap();
+    }
+
+    #[test]
+    fn the_tree_sums_every_descendant_once_and_a_cycle_ends_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "a", None, Some(1.0));
+        marker(d, "a.1", Some("a"), Some(0.5));
+        marker(d, "a.2", Some("a"), None);
+        marker(d, "a.1.1", Some("a.1"), Some(0.25));
+        // A cycle (x is y's parent, y is x's) and one onto the root.
+        marker(d, "x", Some("y"), Some(2.0));
+        marker(d, "y", Some("x"), Some(4.0));
+        let t = Tree::scan(d);
+        assert_eq!(t.children("a"), ["a.1", "a.2"]);
+        assert_eq!(t.descendants("a"), ["a.1", "a.2", "a.1.1"]);
+        let own = Usage {
+            cost_usd: Some(1.0),
+            ..Usage::default()
+        };
+        assert_eq!(t.tree_usage("a", Some(&own)).unwrap().cost_usd, Some(1.75));
+        assert_eq!(
+            t.tree_usage("a.2", None),
+            None,
+            "no children: no tree usage"
+        );
+        assert_eq!(t.descendants("x"), ["y"]);
+        assert_eq!(t.tree_usage("x", None).unwrap().cost_usd, Some(4.0));
+        assert_eq!(spent_by_children(d, "a").unwrap().cost_usd, Some(0.75));
+        assert_eq!(children_of(d, "a.1"), ["a.1.1"]);
+    }
+
+    #[test]
+    fn a_corrupt_or_linked_marker_is_left_out_of_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "a", None, None);
+        marker(d, "a.1", Some("a"), Some(0.5));
+        let corrupt = super::super::layout::marker_path(d, "a.2");
+        std::fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
+        std::fs::write(&corrupt, b"{\"parent\": \"a\", not json").unwrap();
+        #[cfg(unix)]
+        {
+            // A link to a marker elsewhere that names `a` its parent.
+            let other = tempfile::tempdir().unwrap();
+            marker(other.path(), "a.3", Some("a"), Some(9.0));
+            let link = super::super::layout::marker_path(d, "a.3");
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            let target = super::super::layout::marker_path(other.path(), "a.3");
+            std::os::unix::fs::symlink(target, &link).unwrap();
+            assert_eq!(children_of(d, "a"), ["a.1"]);
+        }
+        assert_eq!(spent_by_children(d, "a").unwrap().cost_usd, Some(0.5));
+    }
+
+    #[test]
+    fn what_is_left_of_a_parents_cap_is_its_cap_less_its_childrens_spend() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "free", None, None);
+        assert_eq!(budget_left(d, "free"), None, "no cap");
+        let store = crate::unit::marker::MarkerStore::new(d);
+        let mut m = crate::unit::marker::Marker::new("capped", crate::engine::EngineId::Codex, d);
+        m.asked.loops.max_cost_usd = Some(1.0);
+        store.save(&mut m).unwrap();
+        assert_eq!(budget_left(d, "capped"), Some(1.0));
+        marker(d, "capped.1", Some("capped"), Some(0.75));
+        assert_eq!(budget_left(d, "capped"), Some(0.25));
+        marker(d, "capped.2", Some("capped"), Some(0.75));
+        assert_eq!(
+            budget_left(d, "capped"),
+            Some(0.0),
+            "spent past it: nothing left"
+        );
+    }
+
+    #[test]
+    fn a_peeked_child_name_reserves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(peek_child_name(dir.path(), "p").unwrap(), "p.1");
+        assert_eq!(peek_child_name(dir.path(), "p").unwrap(), "p.1");
+        assert_eq!(next_child_name(dir.path(), "p").unwrap(), "p.1");
+        assert_eq!(peek_child_name(dir.path(), "p").unwrap(), "p.2");
+    }
+
     #[test]
     fn the_engine_is_told_its_unit_and_depth() {
         let l = Lineage {

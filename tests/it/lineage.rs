@@ -249,9 +249,42 @@ fn status_and_report_show_the_tree() {
         .position(|l| l.starts_with("lead "))
         .expect(&text);
     assert!(lines[at + 1].starts_with("  lead.1 "), "{text}");
-    // The report: the child's row names its parent and depth.
+    // The report: the child's row right after its parent's, with its parent
+    // and depth; the parent's tree usage; the totals count the child once.
     let out = env.run(&["report", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let units = r["units"].as_array().unwrap();
+    let names: Vec<&str> = units.iter().map(|u| u["unit"].as_str().unwrap()).collect();
+    assert_eq!(names, ["lead", "lead.1"], "{r}");
+    assert_eq!(units[0]["children"], serde_json::json!(["lead.1"]));
+    assert_eq!(
+        units[0]["treeUsage"]["costUsd"],
+        units[1]["usage"]["costUsd"]
+    );
+    assert_eq!(
+        (&units[1]["parent"], &units[1]["depth"]),
+        (&"lead".into(), &2.into())
+    );
+    let claude = r["totals"]["perEngine"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["engine"] == "claude")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        claude["usage"]["costUsd"], units[1]["usage"]["costUsd"],
+        "{r}"
+    );
+    let out = env.run(&["report", "-o", "page.html"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = read_text(&env.path().join("page.html"));
+    assert!(
+        page.contains("data-unit=\"lead.1\" style=\"margin-left:1.5em\""),
+        "indented child"
+    );
+    assert!(page.contains("<dt>parent</dt><dd>lead (depth 2)</dd>"));
 }
 
 #[test]

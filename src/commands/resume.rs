@@ -119,7 +119,7 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         warnings,
         quota,
         // Never re-parented: the lineage its first run recorded.
-        lineage: marker.lineage(),
+        lineage: crate::unit::lineage::Lineage::of_marker(&marker),
         ..Resolved::new(marker.engine, args.unit.clone(), marker.cwd, state_dir).with_chosen(chosen)
     };
     let spec = run.spec(prompt, id);

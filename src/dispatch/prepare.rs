@@ -149,7 +149,7 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
 /// or engine's variable of the same name stands.
 fn tell_lineage(inv: &mut crate::engine::Invocation, life: &UnitLife) {
     let m = life.marker();
-    let told = m.lineage().engine_env(&m.unit);
+    let told = crate::unit::lineage::Lineage::of_marker(m).engine_env(&m.unit);
     inv.env.retain(|(k, _)| told.iter().all(|(t, _)| t != k));
     inv.env.extend(told);
 }

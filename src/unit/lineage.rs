@@ -89,6 +89,14 @@ impl Lineage {
         })
     }
 
+    /// The unit's place in the tree, as its marker's first run recorded it.
+    pub fn of_marker(m: &super::marker::Marker) -> Lineage {
+        Lineage {
+            parent: m.parent.clone(),
+            depth: m.depth,
+        }
+    }
+
     /// [`Lineage::of_caller`] of this process's own environment.
     pub fn of_env() -> Result<Lineage> {
         let get = |k: &str| std::env::var(k).ok();

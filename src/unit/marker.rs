@@ -207,14 +207,6 @@ impl Marker {
         }
     }
 
-    /// The unit's place in the tree, as its first run recorded it.
-    pub fn lineage(&self) -> crate::unit::lineage::Lineage {
-        crate::unit::lineage::Lineage {
-            parent: self.parent.clone(),
-            depth: self.depth,
-        }
-    }
-
     /// Points `stdoutLog`/`stderrLog` at the current attempt's raw logs,
     /// relative to the state dir (see [`logs`]).
     pub fn point_at_logs(&mut self) {

@@ -13,7 +13,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::progress::Progress;
 use super::tools::Tools;
-use super::{Settings, run, schema};
+use super::{Settings, run, schemas};
 
 /// `vf mcp`'s handler (cheap to clone: the state is shared).
 #[derive(Clone)]
@@ -36,12 +36,12 @@ impl Server {
     }
 
     fn tool_list() -> Vec<Tool> {
-        schema::TOOLS
+        schemas::TOOLS
             .iter()
             .filter_map(|t| {
-                let s = schema::input_schema(t)?;
+                let s = schemas::input_schema(t)?;
                 let obj = s.as_object()?.clone();
-                Some(Tool::new(*t, schema::description(t), obj))
+                Some(Tool::new(*t, schemas::description(t), obj))
             })
             .collect()
     }
@@ -68,7 +68,7 @@ impl ServerHandler for Server {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let name = request.name.as_ref();
-        if let Err(e) = schema::check(name, &args) {
+        if let Err(e) = schemas::check(name, &args) {
             return Ok(run::tool_error(&e, "invalid", crate::ground::error::exit::USAGE).into());
         }
         let progress = context

@@ -3,20 +3,20 @@
 //! tool's JSON is exactly the CLI's and a crash of the server never touches
 //! a unit (each unit has its own vf, lock and marker).
 //!
-//! - `schema.rs`: the tools' names and input JSON Schemas, the strict check.
-//! - `request.rs`: a checked call to a typed request, then to the `vf` argv,
+//! - `schemas`: the tools' names and input JSON Schemas, the strict check.
+//! - `request`: a checked call to a typed request, then to the `vf` argv,
 //!   under the server's settings (a call may only tighten them).
-//! - `run.rs`: one `vf` subprocess: its output read (jsonl rows to progress,
+//! - `run`: one `vf` subprocess: its output read (jsonl rows to progress,
 //!   the last row the result), its exit to a tool result or tool error.
-//! - `progress.rs`: progress notifications, rate-limited (the last always sent).
-//! - `tools.rs`: each tool; the calls in flight (cancel, EOF).
-//! - `handler.rs`: the rmcp `ServerHandler` (`tools/list`, `tools/call`).
+//! - `progress`: progress notifications, rate-limited (the last always sent).
+//! - `tools`: each tool; the calls in flight (cancel, EOF).
+//! - `handler`: the rmcp `ServerHandler` (`tools/list`, `tools/call`).
 
 mod handler;
 mod progress;
 mod request;
 mod run;
-pub mod schema;
+pub mod schemas;
 mod tools;
 
 use std::collections::BTreeSet;

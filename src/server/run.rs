@@ -152,16 +152,10 @@ pub fn terminate(child: &Child) {
     }
 }
 
+/// The exit code; ended by a signal (the status does not say which without
+/// naming the OS): as vf reports an unknown signal, 128 + SIGTERM.
 fn exit_code(st: std::process::ExitStatus) -> i32 {
-    st.code().unwrap_or_else(|| {
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::ExitStatusExt;
-            st.signal().map_or(crate::ground::error::exit::INTERNAL, |s| 128 + s)
-        }
-        #[cfg(not(unix))]
-        crate::ground::error::exit::INTERNAL
-    })
+    st.code().unwrap_or(128 + crate::sys::Sig::Terminate.number())
 }
 
 /// The last non-blank line of a pipe (cut short), the rest drained.

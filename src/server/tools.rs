@@ -310,9 +310,8 @@ impl Tools {
         crate::ground::names::check("unit name", u)?;
         let after = args.get("after").and_then(Value::as_u64).unwrap_or(0) as usize;
         let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
-        let marker = read_marker(&self.s.state_dir, u)?;
-        let state = marker.get("state").cloned().unwrap_or(Value::Null);
-        let Some((log, engine, version)) = log_of(&self.s.state_dir, &marker) else {
+        let (state, log) = log_of(&self.s.state_dir, u)?;
+        let Some((log, engine, version)) = log else {
             return Ok(ok(json!({"unit": u, "state": state, "events": [], "next": after})));
         };
         let mut argv = vec!["replay".to_string(), format!("--cli={engine}"), "--output=jsonl".into()];
@@ -326,20 +325,16 @@ impl Tools {
     }
 }
 
-fn read_marker(state_dir: &Path, unit: &str) -> Result<Value> {
-    let p = crate::unit::layout::marker_path(state_dir, unit);
-    let text = std::fs::read_to_string(&p).map_err(|e| VfError::state(format!("unit {unit:?}: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| VfError::state(format!("unit {unit:?}: corrupt marker: {e}")))
-}
-
-/// The unit's latest raw log (a plain path below the state dir, never
-/// `..`), its engine and version, from its marker.
-fn log_of(state_dir: &Path, m: &Value) -> Option<(PathBuf, String, Option<String>)> {
-    let rel = Path::new(m.get("stdoutLog")?.as_str()?);
-    let plain = rel.components().all(|c| matches!(c, std::path::Component::Normal(_)));
-    let engine = m.get("engine")?.as_str()?;
-    crate::engine::EngineId::parse(engine)?;
-    let version = m.get("engineVersion").and_then(Value::as_str);
-    let version = version.filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".-+_".contains(c)));
-    plain.then(|| (state_dir.join(rel), engine.to_string(), version.map(str::to_string)))
+/// The unit's state and latest raw log, engine and version, from its
+/// marker loaded as vf loads one (its log paths proven the unit's own).
+fn log_of(state_dir: &Path, unit: &str) -> Result<(Value, Option<(PathBuf, String, Option<String>)>)> {
+    let m = crate::unit::marker::MarkerStore::new(state_dir)
+        .load(unit)?
+        .ok_or_else(|| VfError::state(format!("no unit {unit:?}")))?;
+    let state = json!(m.state.as_str());
+    let log = m.stdout_log.map(|rel| {
+        let v = m.engine_version.filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".-+_".contains(c)));
+        (state_dir.join(rel), m.engine.as_str().to_string(), v)
+    });
+    Ok((state, log))
 }

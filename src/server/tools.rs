@@ -232,6 +232,8 @@ impl Tools {
             argv.extend(["--".to_string(), u.to_string()]);
         }
         let (code, v, err) = self.short(argv).await?;
+        // MCP's structured content is an object: the list goes under `units`.
+        let v = v.map(|v| if v.is_object() { v } else { json!({"units": v}) });
         Ok(Tools::short_result(code, v, err))
     }
 

@@ -28,18 +28,24 @@ fn settings(a: &McpServeArgs) -> Result<Settings> {
         .canonicalize()
         .map_err(|e| VfError::usage(format!("--cwd {}: {e}", cwd.display())))?;
     if !cwd.is_dir() {
-        return Err(VfError::usage(format!("--cwd {}: not a directory", cwd.display())));
+        return Err(VfError::usage(format!(
+            "--cwd {}: not a directory",
+            cwd.display()
+        )));
     }
     let state_dir = super::config::state_dir(a.state.state_dir.as_deref(), &cwd)?;
     if let Some(c) = a.max_cost
         && !(c.is_finite() && c > 0.0)
     {
-        return Err(VfError::usage(format!("--max-cost must be above 0, not {c}")));
+        return Err(VfError::usage(format!(
+            "--max-cost must be above 0, not {c}"
+        )));
     }
     if a.timeout == Some(0) {
         return Err(VfError::usage("--timeout must be above 0"));
     }
-    let vf = std::env::current_exe().map_err(|e| VfError::state(format!("vf's own binary: {e}")))?;
+    let vf =
+        std::env::current_exe().map_err(|e| VfError::state(format!("vf's own binary: {e}")))?;
     Ok(Settings {
         state_dir,
         cwd,
@@ -59,7 +65,10 @@ fn settings(a: &McpServeArgs) -> Result<Settings> {
 }
 
 fn serve(a: &McpServeArgs) -> Result<i32> {
-    if a.allow_engines.iter().any(|e| !crate::engine::EngineId::ALL.contains(e)) {
+    if a.allow_engines
+        .iter()
+        .any(|e| !crate::engine::EngineId::ALL.contains(e))
+    {
         return Err(VfError::usage(
             "--allow-engines names only CLIs (the bridge and acp take a command no caller may give)",
         ));
@@ -73,7 +82,7 @@ fn serve(a: &McpServeArgs) -> Result<i32> {
     rt.block_on(async move {
         let running = server
             .clone()
-            .serve(rmcp::transport::stdio())
+            .serve(server.stdio())
             .await
             .map_err(|e| VfError::usage(format!("MCP handshake: {e}")))?;
         // stdin's EOF (or a broken stdout) ends the service.

@@ -28,6 +28,14 @@ impl Server {
         }
     }
 
+    /// The transport on stdio: stdin's EOF starts [`Server::shut_down`]'s
+    /// work at once (rmcp itself ends only once the calls in flight have).
+    pub fn stdio(&self) -> (super::stdio::EofWatch<tokio::io::Stdin>, tokio::io::Stdout) {
+        let tools = self.tools.clone();
+        let stdin = super::stdio::EofWatch::new(tokio::io::stdin(), move || tools.closing());
+        (stdin, tokio::io::stdout())
+    }
+
     /// stdin's EOF: no more calls; the units of calls that wait are ended
     /// (SIGTERM: interrupted, resumable), the others run on. Returns once
     /// the calls that wait have seen their `vf` end.

@@ -11,12 +11,14 @@
 //! - `progress`: progress notifications, rate-limited (the last always sent).
 //! - `tools`: each tool; the calls in flight (cancel, EOF).
 //! - `handler`: the rmcp `ServerHandler` (`tools/list`, `tools/call`).
+//! - `stdio`: the server's stdin, watched for its EOF.
 
 mod handler;
 mod progress;
 mod request;
 mod run;
 pub mod schemas;
+mod stdio;
 mod tools;
 
 use std::collections::BTreeSet;

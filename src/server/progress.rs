@@ -50,9 +50,12 @@ impl Progress {
 
     /// Sends the kept row, if any. A client that is gone is no error.
     pub async fn flush(&mut self) {
-        let Some(msg) = self.pending.take() else { return };
+        let Some(msg) = self.pending.take() else {
+            return;
+        };
         self.last_sent = Some(Instant::now());
-        let p = ProgressNotificationParam::new(self.token.clone(), self.rows as f64).with_message(msg);
+        let p =
+            ProgressNotificationParam::new(self.token.clone(), self.rows as f64).with_message(msg);
         let _ = self.peer.notify_progress(p).await;
     }
 }
@@ -93,7 +96,9 @@ mod tests {
 
     #[test]
     fn a_row_is_named_by_its_kind_and_first_words_and_the_result_row_is_not_progress() {
-        let m = message(&json!({"kind": "toolBurst", "tools": [{"name": "shell", "inputSummary": "git status --short a b c d e f g h"}]}));
+        let m = message(
+            &json!({"kind": "toolBurst", "tools": [{"name": "shell", "inputSummary": "git status --short a b c d e f g h"}]}),
+        );
         assert_eq!(m.as_deref(), Some("tool: git status --short a b c d e f"));
         assert_eq!(message(&json!({"kind": "dispatch.result"})), None);
         assert_eq!(message(&json!({"no": 1})), None);

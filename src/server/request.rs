@@ -93,7 +93,9 @@ pub fn engine_of(name: &str, s: &Settings) -> Result<EngineId> {
         return EngineId::ALL
             .into_iter()
             .find(|e| s.allows(*e))
-            .ok_or_else(|| VfError::not_ready("engine auto: no engine this server allows is ready"));
+            .ok_or_else(|| {
+                VfError::not_ready("engine auto: no engine this server allows is ready")
+            });
     }
     let id = EngineId::parse(name)
         .filter(|e| EngineId::ALL.contains(e))
@@ -150,7 +152,9 @@ fn policy_args(r: &DispatchReq, s: &Settings, out: &mut Vec<String>) -> Result<(
 /// A value that goes into an argument: one line, no control characters.
 fn plain<'a>(v: &'a str, what: &str) -> Result<&'a str> {
     if v.chars().any(char::is_control) {
-        return Err(VfError::usage(format!("{what} may not hold control characters")));
+        return Err(VfError::usage(format!(
+            "{what} may not hold control characters"
+        )));
     }
     Ok(v)
 }
@@ -164,7 +168,10 @@ pub fn dispatch_argv(
     schema_file: Option<&Path>,
     s: &Settings,
 ) -> Result<Vec<String>> {
-    let mut a = vec!["dispatch".to_string(), format!("--engine={}", engine.as_str())];
+    let mut a = vec![
+        "dispatch".to_string(),
+        format!("--engine={}", engine.as_str()),
+    ];
     if let Some(u) = unit {
         a.push(format!("--unit={u}"));
     }
@@ -183,7 +190,12 @@ pub fn dispatch_argv(
     Ok(a)
 }
 
-fn push_limits(a: &mut Vec<String>, timeout: Option<f64>, cost: Option<f64>, s: &Settings) -> Result<()> {
+fn push_limits(
+    a: &mut Vec<String>,
+    timeout: Option<f64>,
+    cost: Option<f64>,
+    s: &Settings,
+) -> Result<()> {
     let server_t = s.timeout.map(|t| t as f64);
     if let Some(t) = limit(timeout, server_t, "timeout", "--timeout")? {
         a.push(format!("--timeout={t}"));
@@ -217,7 +229,11 @@ pub fn resume_argv(r: &ResumeReq, prompt_file: Option<&Path>, s: &Settings) -> R
 /// (after resolving links), a regular file.
 pub fn plan_inside(path: &str, s: &Settings) -> Result<PathBuf> {
     let p = Path::new(path);
-    let p = if p.is_absolute() { p.to_path_buf() } else { s.cwd.join(p) };
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        s.cwd.join(p)
+    };
     let real = p
         .canonicalize()
         .map_err(|e| VfError::usage(format!("plan_path {path:?}: {e}")))?;
@@ -238,12 +254,22 @@ pub fn check_plan(text: &str, s: &Settings) -> Result<()> {
             "orchestrate is refused: this server's --read-only, --worktree or --sandbox cannot be applied to a plan",
         ));
     }
-    let plan: toml::Table =
-        toml::from_str(text).map_err(|e| VfError::usage(format!("plan: {}", crate::ground::text::cut(&e.to_string(), 300))))?;
-    let units = plan.get("unit").and_then(|u| u.as_array()).cloned().unwrap_or_default();
+    let plan: toml::Table = toml::from_str(text).map_err(|e| {
+        VfError::usage(format!(
+            "plan: {}",
+            crate::ground::text::cut(&e.to_string(), 300)
+        ))
+    })?;
+    let units = plan
+        .get("unit")
+        .and_then(|u| u.as_array())
+        .cloned()
+        .unwrap_or_default();
     let defaults = plan.get("defaults").cloned().into_iter();
     for u in units.iter().chain(defaults.collect::<Vec<_>>().iter()) {
-        if u.get("skip_permissions").and_then(|v| v.as_bool()) == Some(true) && !s.allow_skip_permissions {
+        if u.get("skip_permissions").and_then(|v| v.as_bool()) == Some(true)
+            && !s.allow_skip_permissions
+        {
             return Err(VfError::usage(
                 "skip_permissions is refused: the server was not started with --allow-skip-permissions",
             ));
@@ -252,7 +278,11 @@ pub fn check_plan(text: &str, s: &Settings) -> Result<()> {
         for k in ["engine", "resolver"] {
             named.extend(u.get(k).and_then(|v| v.as_str()));
         }
-        named.extend(u.get("review").and_then(|r| r.get("engine")).and_then(|v| v.as_str()));
+        named.extend(
+            u.get("review")
+                .and_then(|r| r.get("engine"))
+                .and_then(|v| v.as_str()),
+        );
         if let Some(f) = u.get("fallback").and_then(|v| v.as_array()) {
             named.extend(f.iter().filter_map(|v| v.as_str()));
         }

@@ -33,16 +33,27 @@ pub struct Outcome {
 
 /// A `vf` subprocess of `argv`, `stdin` written then closed; `quiet`: its
 /// output goes nowhere (a call that does not wait).
-pub fn spawn(s: &Settings, argv: &[String], stdin: Option<String>, quiet: bool) -> Result<Child, VfError> {
+pub fn spawn(
+    s: &Settings,
+    argv: &[String],
+    stdin: Option<String>,
+    quiet: bool,
+) -> Result<Child, VfError> {
     let mut c = Command::new(&s.vf);
-    let (cmd, rest) = argv.split_first().ok_or_else(|| VfError::usage("no command"))?;
+    let (cmd, rest) = argv
+        .split_first()
+        .ok_or_else(|| VfError::usage("no command"))?;
     c.arg(cmd);
     // Every command but `replay` works on the server's state dir.
     if cmd != "replay" {
         c.arg(format!("--state-dir={}", s.state_dir.display()));
     }
     c.args(rest).current_dir(&s.cwd);
-    c.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+    c.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
     if quiet {
         c.stdout(Stdio::null()).stderr(Stdio::null());
     } else {
@@ -120,7 +131,13 @@ pub async fn finish(
         None => String::new(),
     };
     let whole = serde_json::from_slice(&all).ok();
-    Outcome { code, last, whole, rows, stderr_last }
+    Outcome {
+        code,
+        last,
+        whole,
+        rows,
+        stderr_last,
+    }
 }
 
 /// One whole row: kept for the whole document, parsed, told to the progress.
@@ -155,7 +172,8 @@ pub fn terminate(child: &Child) {
 /// The exit code; ended by a signal (the status does not say which without
 /// naming the OS): as vf reports an unknown signal, 128 + SIGTERM.
 fn exit_code(st: std::process::ExitStatus) -> i32 {
-    st.code().unwrap_or(128 + crate::sys::Sig::Terminate.number())
+    st.code()
+        .unwrap_or(128 + crate::sys::Sig::Terminate.number())
 }
 
 /// The last non-blank line of a pipe (cut short), the rest drained.
@@ -204,7 +222,14 @@ fn reason_of(code: i32) -> &'static str {
     Reason::ALL
         .into_iter()
         .find(|r| r.exit_code() == code)
-        .map_or(if code >= 128 { "interrupted" } else { "internal" }, Reason::as_str)
+        .map_or(
+            if code >= 128 {
+                "interrupted"
+            } else {
+                "internal"
+            },
+            Reason::as_str,
+        )
 }
 
 /// A finished subprocess as the tool's result: its result row (the
@@ -219,7 +244,9 @@ pub fn outcome(o: Outcome, result_kind: Option<&str>) -> CallToolResult {
     {
         m.remove("kind");
     }
-    let is_result = last.as_ref().is_some_and(|v| result_kind.is_none_or(|_| v.get("kind").is_none()));
+    let is_result = last
+        .as_ref()
+        .is_some_and(|v| result_kind.is_none_or(|_| v.get("kind").is_none()));
     match (o.code, last) {
         (0, Some(v)) if is_result => ok(v),
         (code, Some(mut v)) if is_result => {
@@ -234,7 +261,11 @@ pub fn outcome(o: Outcome, result_kind: Option<&str>) -> CallToolResult {
             r
         }
         (code, _) => {
-            let msg = if o.stderr_last.is_empty() { format!("vf exited {code}") } else { o.stderr_last };
+            let msg = if o.stderr_last.is_empty() {
+                format!("vf exited {code}")
+            } else {
+                o.stderr_last
+            };
             tool_error(&msg, reason_of(code), code)
         }
     }

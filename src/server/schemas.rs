@@ -6,7 +6,9 @@ use serde_json::{Map, Value, json};
 
 /// The engines a `dispatch` may name. The command engines (bridge, acp) take
 /// a shell command and are never offered to a calling agent.
-pub const ENGINES: [&str; 7] = ["auto", "claude", "codex", "copilot", "opencode", "gemini", "agy"];
+pub const ENGINES: [&str; 7] = [
+    "auto", "claude", "codex", "copilot", "opencode", "gemini", "agy",
+];
 
 /// Every tool, in the order `tools/list` gives them.
 pub const TOOLS: [&str; 8] = [
@@ -107,13 +109,21 @@ pub fn input_schema(tool: &str) -> Option<Value> {
 /// What each tool does, for `tools/list`.
 pub fn description(tool: &str) -> &'static str {
     match tool {
-        "dispatch" => "Run a unit of work on a coding-agent CLI (vf dispatch); returns vf's dispatch result, or {unit, state: \"running\"} with wait = false.",
+        "dispatch" => {
+            "Run a unit of work on a coding-agent CLI (vf dispatch); returns vf's dispatch result, or {unit, state: \"running\"} with wait = false."
+        }
         "resume" => "Resume a unit's exact session (vf resume) with an optional prompt.",
         "status" => "Every unit's status, or one unit's (vf status --json).",
         "result" => "A unit's latest result: its status record once it has ended.",
-        "events" => "A unit's projected events after a cursor (`after`: the index of the next event); returns {unit, state, events, next}.",
-        "cancel" => "End a running unit this server started (SIGTERM: the unit ends interrupted, resumable).",
-        "orchestrate" => "Run a plan (TOML text, or a path inside the server's workspace) with vf orchestrate.",
+        "events" => {
+            "A unit's projected events after a cursor (`after`: the index of the next event); returns {unit, state, events, next}."
+        }
+        "cancel" => {
+            "End a running unit this server started (SIGTERM: the unit ends interrupted, resumable)."
+        }
+        "orchestrate" => {
+            "Run a plan (TOML text, or a path inside the server's workspace) with vf orchestrate."
+        }
         "report" => "Write the report page of the state dir (vf report) and return its path.",
         _ => "",
     }

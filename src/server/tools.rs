@@ -13,10 +13,10 @@ use rmcp::model::CallToolResult;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use super::Settings;
 use super::progress::Progress;
 use super::request::{self, DispatchReq, OrchestrateReq, ResumeReq};
 use super::run::{self, ok, outcome, vf_error};
-use super::Settings;
 use crate::ground::error::{Result, VfError};
 use crate::unit::lineage::{self, Lineage};
 
@@ -59,7 +59,12 @@ impl Tools {
         self.flights.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub async fn call(self: std::sync::Arc<Self>, name: &str, args: &Map<String, Value>, call: Call) -> CallToolResult {
+    pub async fn call(
+        self: std::sync::Arc<Self>,
+        name: &str,
+        args: &Map<String, Value>,
+        call: Call,
+    ) -> CallToolResult {
         if *self.closing.borrow() {
             return run::tool_error("the server is shutting down", "interrupted", 143);
         }
@@ -101,12 +106,19 @@ impl Tools {
             std::fs::create_dir_all(&self.s.state_dir).map_err(err)?;
             crate::sys::create_private_dir(&dir).map_err(err)?;
         }
-        let mut f = tempfile::Builder::new().prefix(what).tempfile_in(&dir).map_err(err)?;
+        let mut f = tempfile::Builder::new()
+            .prefix(what)
+            .tempfile_in(&dir)
+            .map_err(err)?;
         f.write_all(text.as_bytes()).map_err(err)?;
         Ok(f.into_temp_path())
     }
 
-    async fn dispatch(self: std::sync::Arc<Self>, args: &Map<String, Value>, call: Call) -> Result<CallToolResult> {
+    async fn dispatch(
+        self: std::sync::Arc<Self>,
+        args: &Map<String, Value>,
+        call: Call,
+    ) -> Result<CallToolResult> {
         let r: DispatchReq = request::typed(args)?;
         let lineage = self.check_depth()?;
         if let Some(u) = &r.unit {
@@ -132,8 +144,16 @@ impl Tools {
         let mut argv = request::dispatch_argv(&r, engine, Some(&unit), schema.as_deref(), &self.s)?;
         argv.push("--output=jsonl".into());
         let files: Vec<tempfile::TempPath> = schema.into_iter().collect();
-        self.start(unit, argv, Some(r.prompt), r.wait.unwrap_or(true), call, files, "dispatch.result")
-            .await
+        self.start(
+            unit,
+            argv,
+            Some(r.prompt),
+            r.wait.unwrap_or(true),
+            call,
+            files,
+            "dispatch.result",
+        )
+        .await
     }
 
     /// A unit name for a call that gave none and has no parent: vf's usual
@@ -146,7 +166,11 @@ impl Tools {
         format!("{engine}-{secs}-{}-{n}", std::process::id())
     }
 
-    async fn resume(self: std::sync::Arc<Self>, args: &Map<String, Value>, call: Call) -> Result<CallToolResult> {
+    async fn resume(
+        self: std::sync::Arc<Self>,
+        args: &Map<String, Value>,
+        call: Call,
+    ) -> Result<CallToolResult> {
         let r: ResumeReq = request::typed(args)?;
         crate::ground::names::check("unit name", &r.unit)?;
         self.check_depth()?;
@@ -159,8 +183,16 @@ impl Tools {
         argv.insert(1, "--output=jsonl".into());
         let files: Vec<tempfile::TempPath> = prompt.into_iter().collect();
         let unit = r.unit.clone();
-        self.start(unit, argv, None, r.wait.unwrap_or(true), call, files, "dispatch.result")
-            .await
+        self.start(
+            unit,
+            argv,
+            None,
+            r.wait.unwrap_or(true),
+            call,
+            files,
+            "dispatch.result",
+        )
+        .await
     }
 
     /// Runs a unit's `vf`: to its end when the call waits, else in the
@@ -177,11 +209,14 @@ impl Tools {
         result_kind: &str,
     ) -> Result<CallToolResult> {
         if self.flights().contains_key(&unit) {
-            return Err(VfError::state(format!("unit {unit:?} is already running under this server")));
+            return Err(VfError::state(format!(
+                "unit {unit:?} is already running under this server"
+            )));
         }
         let child = run::spawn(&self.s, &argv, stdin, !wait)?;
         let pid = child.id().unwrap_or(0);
-        self.flights().insert(unit.clone(), Flight { pid, waited: wait });
+        self.flights()
+            .insert(unit.clone(), Flight { pid, waited: wait });
         if !wait {
             let me = self.clone();
             let u = unit.clone();
@@ -219,7 +254,13 @@ impl Tools {
         match (code, v) {
             (0, Some(v)) => ok(v),
             (code, _) => outcome(
-                run::Outcome { code, last: None, whole: None, rows: vec![], stderr_last: err },
+                run::Outcome {
+                    code,
+                    last: None,
+                    whole: None,
+                    rows: vec![],
+                    stderr_last: err,
+                },
                 None,
             ),
         }
@@ -233,7 +274,13 @@ impl Tools {
         }
         let (code, v, err) = self.short(argv).await?;
         // MCP's structured content is an object: the list goes under `units`.
-        let v = v.map(|v| if v.is_object() { v } else { json!({"units": v}) });
+        let v = v.map(|v| {
+            if v.is_object() {
+                v
+            } else {
+                json!({"units": v})
+            }
+        });
         Ok(Tools::short_result(code, v, err))
     }
 
@@ -255,14 +302,20 @@ impl Tools {
         crate::ground::names::check("unit name", u)?;
         let pid = self.flights().get(u).map(|f| f.pid);
         let Some(pid) = pid else {
-            return Err(VfError::state(format!("unit {u:?} is not running under this server")));
+            return Err(VfError::state(format!(
+                "unit {u:?} is not running under this server"
+            )));
         };
         let sent = crate::sys::signal_child(pid, crate::sys::Sig::Terminate)
             .map_err(|e| VfError::state(format!("cancel {u}: {e}")))?;
         Ok(ok(json!({"unit": u, "signalled": sent})))
     }
 
-    async fn orchestrate(self: std::sync::Arc<Self>, args: &Map<String, Value>, call: Call) -> Result<CallToolResult> {
+    async fn orchestrate(
+        self: std::sync::Arc<Self>,
+        args: &Map<String, Value>,
+        call: Call,
+    ) -> Result<CallToolResult> {
         let r: OrchestrateReq = request::typed(args)?;
         self.check_depth()?;
         let (path, files) = match (&r.plan, &r.plan_path) {
@@ -282,8 +335,16 @@ impl Tools {
         };
         let argv = request::orchestrate_argv(&path, &r, &self.s)?;
         let unit = format!("plan:{}", path.display());
-        self.start(unit, argv, None, r.wait.unwrap_or(true), call, files, "orchestrate.result")
-            .await
+        self.start(
+            unit,
+            argv,
+            None,
+            r.wait.unwrap_or(true),
+            call,
+            files,
+            "orchestrate.result",
+        )
+        .await
     }
 
     async fn report(&self) -> Result<CallToolResult> {
@@ -296,10 +357,20 @@ impl Tools {
         Ok(ok(json!({"path": page})))
     }
 
+    /// stdin's EOF seen: no new call; the waited units' `vf`s are SIGTERMed.
+    pub fn closing(&self) {
+        self.closing.send_replace(true);
+    }
+
     /// stdin's EOF: see [`super::Server::shut_down`].
     pub async fn shut_down(&self) {
-        self.closing.send_replace(true);
-        let detached: Vec<String> = self.flights().iter().filter(|(_, f)| !f.waited).map(|(u, _)| u.clone()).collect();
+        self.closing();
+        let detached: Vec<String> = self
+            .flights()
+            .iter()
+            .filter(|(_, f)| !f.waited)
+            .map(|(u, _)| u.clone())
+            .collect();
         for u in detached {
             tracing::info!("unit {u} keeps running (its call did not wait)");
         }
@@ -314,28 +385,42 @@ impl Tools {
         let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200) as usize;
         let (state, log) = log_of(&self.s.state_dir, u)?;
         let Some((log, engine, version)) = log else {
-            return Ok(ok(json!({"unit": u, "state": state, "events": [], "next": after})));
+            return Ok(ok(
+                json!({"unit": u, "state": state, "events": [], "next": after}),
+            ));
         };
-        let mut argv = vec!["replay".to_string(), format!("--cli={engine}"), "--output=jsonl".into()];
+        let mut argv = vec![
+            "replay".to_string(),
+            format!("--cli={engine}"),
+            "--output=jsonl".into(),
+        ];
         argv.extend(version.map(|v| format!("--cli-version={v}")));
         argv.extend(["--".to_string(), log.display().to_string()]);
         let child = run::spawn(&self.s, &argv, None, false)?;
         let o = run::finish(child, None, std::future::pending()).await;
         let rows: Vec<Value> = o.rows.into_iter().skip(after).take(limit).collect();
         let next = after + rows.len();
-        Ok(ok(json!({"unit": u, "state": state, "events": rows, "next": next})))
+        Ok(ok(
+            json!({"unit": u, "state": state, "events": rows, "next": next}),
+        ))
     }
 }
 
 /// The unit's state and latest raw log, engine and version, from its
 /// marker loaded as vf loads one (its log paths proven the unit's own).
-fn log_of(state_dir: &Path, unit: &str) -> Result<(Value, Option<(PathBuf, String, Option<String>)>)> {
+fn log_of(
+    state_dir: &Path,
+    unit: &str,
+) -> Result<(Value, Option<(PathBuf, String, Option<String>)>)> {
     let m = crate::unit::marker::MarkerStore::new(state_dir)
         .load(unit)?
         .ok_or_else(|| VfError::state(format!("no unit {unit:?}")))?;
     let state = json!(m.state.as_str());
     let log = m.stdout_log.map(|rel| {
-        let v = m.engine_version.filter(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || ".-+_".contains(c)));
+        let v = m.engine_version.filter(|v| {
+            v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-+_".contains(c))
+        });
         (state_dir.join(rel), m.engine.as_str().to_string(), v)
     });
     Ok((state, log))

@@ -76,6 +76,8 @@ mod doctor;
 #[cfg(unix)]
 mod isolation;
 #[cfg(unix)]
+mod mcp_server;
+#[cfg(unix)]
 mod model_choice;
 #[cfg(unix)]
 mod orchestrate;

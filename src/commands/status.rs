@@ -319,9 +319,10 @@ fn show(req: &Request, since_text: Option<&str>) -> Result<i32> {
         entries.retain(|e| e.as_ref().is_ok_and(|m| finished_since(m, since)));
     }
     let quota = Quota::read(req);
-    // Every unit's children: from the listing, or for one unit a scan.
+    // Every unit's children: from the listing, or for one unit its own
+    // (the children index).
     let tree = match &req.unit {
-        Some(_) => crate::unit::lineage::Tree::scan(&req.state_dir),
+        Some(u) => crate::unit::lineage::Tree::below(&req.state_dir, u),
         None => crate::unit::lineage::Tree::of(entries.iter().filter_map(|e| e.as_ref().ok())),
     };
     let mut rows: Vec<Row> = entries.iter().map(|e| Row::of(e, &quota, &tree)).collect();

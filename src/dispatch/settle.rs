@@ -82,11 +82,12 @@ pub(super) async fn settle(
 }
 
 /// The units its engine started through vf, and the usage of the whole
-/// tree below it, read from their markers (on the blocking pool: a scan of
-/// every marker). A scan that did not finish adds nothing.
+/// tree below it, read from their markers through the children index (on
+/// the blocking pool). A read that did not finish adds nothing.
 async fn with_tree(spec: &UnitSpec, mut res: DispatchResult) -> DispatchResult {
-    let state = spec.state_dir.clone();
-    let scan = crate::ground::offload::run(move || crate::unit::lineage::Tree::scan(&state));
+    let (state, unit) = (spec.state_dir.clone(), spec.unit.clone());
+    let scan =
+        crate::ground::offload::run(move || crate::unit::lineage::Tree::below(&state, &unit));
     if let Ok(tree) = scan.await {
         res.children = tree.children(&spec.unit).to_vec();
         res.tree_usage = tree.tree_usage(&spec.unit, res.usage.as_ref());

@@ -158,31 +158,66 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Every usable marker under `state_dir`; an unreadable listing is an
-    /// empty tree (what the tree adds is a view, never a reason to fail).
-    pub fn scan(state_dir: &Path) -> Tree {
+    /// The tree below `root` alone, read through the children index
+    /// ([`note_child`]): each level's names listed in `<state>/children/<unit>/`,
+    /// each one's marker loaded and kept only when it names that unit as its
+    /// parent (an entry a marker does not back is ignored). So a unit's end
+    /// reads its own descendants, never every marker of the state dir. At
+    /// most [`DEPTH_CEILING`] levels and [`MAX_INDEXED`] units; an unreadable
+    /// index is an empty tree (the tree is a view, never a reason to fail).
+    pub fn below(state_dir: &Path, root: &str) -> Tree {
         let store = super::marker::MarkerStore::new(state_dir);
-        let markers = store.list().unwrap_or_default();
-        Tree::of(markers.iter().filter_map(|m| m.as_ref().ok()))
+        let mut t = Tree::default();
+        if let Ok(Some(m)) = store.load(root) {
+            t.add(&m);
+        }
+        let mut seen = BTreeSet::from([root.to_string()]);
+        let mut level = vec![root.to_string()];
+        for _ in 0..DEPTH_CEILING {
+            let mut next = Vec::new();
+            for parent in &level {
+                for child in indexed_children(state_dir, parent) {
+                    if seen.len() >= MAX_INDEXED || seen.contains(&child) {
+                        continue;
+                    }
+                    let Ok(Some(m)) = store.load(&child) else {
+                        continue;
+                    };
+                    if m.parent.as_deref() == Some(parent) {
+                        seen.insert(child.clone());
+                        t.add(&m);
+                        next.push(child);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        t.children.values_mut().for_each(|c| c.sort());
+        t
+    }
+
+    fn add(&mut self, m: &super::marker::Marker) {
+        if let Some(p) = &m.parent {
+            self.children
+                .entry(p.clone())
+                .or_default()
+                .push(m.unit.clone());
+        }
+        if let Some(u) = &m.usage {
+            self.usage.insert(m.unit.clone(), u.clone());
+        }
+        if let Some(c) = m.asked.loops.max_cost_usd {
+            self.cap.insert(m.unit.clone(), c);
+        }
     }
 
     /// The tree of these markers.
     pub fn of<'a>(markers: impl IntoIterator<Item = &'a super::marker::Marker>) -> Tree {
         let mut t = Tree::default();
-        for m in markers {
-            if let Some(p) = &m.parent {
-                t.children
-                    .entry(p.clone())
-                    .or_default()
-                    .push(m.unit.clone());
-            }
-            if let Some(u) = &m.usage {
-                t.usage.insert(m.unit.clone(), u.clone());
-            }
-            if let Some(c) = m.asked.loops.max_cost_usd {
-                t.cap.insert(m.unit.clone(), c);
-            }
-        }
+        markers.into_iter().for_each(|m| t.add(m));
         t.children.values_mut().for_each(|c| c.sort());
         t
     }
@@ -231,27 +266,85 @@ impl Tree {
     }
 }
 
+/// Where the children index lives: `<state>/children/<parent>/<child>`, an
+/// empty file per child, written with the child's marker.
+const CHILDREN_DIR: &str = "children";
+/// The most units [`Tree::below`] reads below one unit.
+pub const MAX_INDEXED: usize = 10_000;
+
+/// Notes `child` under `parent` in the children index, once (the marker
+/// of a child calls it on each save; a noted child costs one `lstat`).
+/// Never through a link: the index's directories must be directories, the
+/// file is opened without following one. Names are checked first.
+pub(crate) fn note_child(state_dir: &Path, parent: &str, child: &str) -> std::io::Result<()> {
+    use crate::sys::OpenExt;
+    let bad = |e: VfError| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
+    crate::ground::names::check("unit name", parent).map_err(bad)?;
+    crate::ground::names::check("unit name", child).map_err(bad)?;
+    let root = state_dir.join(CHILDREN_DIR);
+    let dir = root.join(parent);
+    let file = dir.join(child);
+    if std::fs::symlink_metadata(&file).is_ok() {
+        return Ok(());
+    }
+    for d in [&root, &dir] {
+        match std::fs::create_dir(d) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        if !std::fs::symlink_metadata(d)?.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a directory",
+                d.display()
+            )));
+        }
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).no_follow_no_block();
+    o.open_checked(&file).map(drop)
+}
+
+/// The names listed under `parent` in the children index (valid unit
+/// names only, at most [`MAX_INDEXED`]); none when it has no entry.
+fn indexed_children(state_dir: &Path, parent: &str) -> Vec<String> {
+    if crate::ground::names::check("unit name", parent).is_err() {
+        return Vec::new();
+    }
+    let dir = state_dir.join(CHILDREN_DIR).join(parent);
+    if std::fs::symlink_metadata(&dir).map_or(true, |m| !m.is_dir()) {
+        return Vec::new();
+    }
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| crate::ground::names::check("unit name", n).is_ok())
+        .take(MAX_INDEXED)
+        .collect()
+}
+
 /// The units whose marker names `parent` as theirs, sorted.
 pub fn children_of(state_dir: &Path, parent: &str) -> Vec<String> {
-    Tree::scan(state_dir).children(parent).to_vec()
+    Tree::below(state_dir, parent).children(parent).to_vec()
 }
 
 /// `unit`'s usage (`own`) plus every descendant's; `None` when it has no
 /// children (see [`Tree::tree_usage`]).
 pub fn tree_usage(state_dir: &Path, unit: &str, own: Option<&Usage>) -> Option<Usage> {
-    Tree::scan(state_dir).tree_usage(unit, own)
+    Tree::below(state_dir, unit).tree_usage(unit, own)
 }
 
 /// What the units below `parent` spent, for a per-parent budget (`vf mcp`).
 pub fn spent_by_children(state_dir: &Path, parent: &str) -> Option<Usage> {
-    Tree::scan(state_dir).spent_below(parent)
+    Tree::below(state_dir, parent).spent_below(parent)
 }
 
 /// What is left of `parent`'s own cap (`--max-cost`, USD) once the units
 /// below it are paid for (0 at the least); `None` when it has no cap. A
 /// child is refused at 0 and capped at the rest.
 pub fn budget_left(state_dir: &Path, parent: &str) -> Option<f64> {
-    let tree = Tree::scan(state_dir);
+    let tree = Tree::below(state_dir, parent);
     let cap = *tree.cap.get(parent)?;
     let spent = tree
         .spent_below(parent)
@@ -326,7 +419,7 @@ mod tests {
         // A cycle (x is y's parent, y is x's) and one onto the root.
         marker(d, "x", Some("y"), Some(2.0));
         marker(d, "y", Some("x"), Some(4.0));
-        let t = Tree::scan(d);
+        let t = Tree::below(d, "a");
         assert_eq!(t.children("a"), ["a.1", "a.2"]);
         assert_eq!(t.descendants("a"), ["a.1", "a.2", "a.1.1"]);
         let own = Usage {
@@ -339,6 +432,7 @@ mod tests {
             None,
             "no children: no tree usage"
         );
+        let t = Tree::below(d, "x");
         assert_eq!(t.descendants("x"), ["y"]);
         assert_eq!(t.tree_usage("x", None).unwrap().cost_usd, Some(4.0));
         assert_eq!(spent_by_children(d, "a").unwrap().cost_usd, Some(0.75));
@@ -354,6 +448,12 @@ mod tests {
         let corrupt = super::super::layout::marker_path(d, "a.2");
         std::fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
         std::fs::write(&corrupt, b"{\"parent\": \"a\", not json").unwrap();
+        // Index entries a marker does not back: the corrupt one, and one
+        // whose marker names no parent.
+        marker(d, "stranger", None, Some(7.0));
+        for c in ["a.2", "a.3", "stranger"] {
+            note_child(d, "a", c).unwrap();
+        }
         #[cfg(unix)]
         {
             // A link to a marker elsewhere that names `a` its parent.
@@ -365,7 +465,31 @@ mod tests {
             std::os::unix::fs::symlink(target, &link).unwrap();
             assert_eq!(children_of(d, "a"), ["a.1"]);
         }
+        assert_eq!(children_of(d, "a"), ["a.1"]);
         assert_eq!(spent_by_children(d, "a").unwrap().cost_usd, Some(0.5));
+    }
+
+    #[test]
+    fn a_child_is_indexed_once_and_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "p", None, None);
+        marker(d, "p.1", Some("p"), None);
+        marker(d, "p.1", Some("p"), None);
+        let listed: Vec<_> = std::fs::read_dir(d.join(CHILDREN_DIR).join("p"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(listed, ["p.1"]);
+        assert!(note_child(d, "../p", "p.1").is_err());
+        #[cfg(unix)]
+        {
+            let elsewhere = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(elsewhere.path(), d.join(CHILDREN_DIR).join("q")).unwrap();
+            assert!(note_child(d, "q", "q.1").is_err());
+            assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+            assert!(indexed_children(d, "q").is_empty());
+        }
     }
 
     #[test]

@@ -357,7 +357,15 @@ impl MarkerStore {
         layout::make_unit_dir(self.state_dir(), &marker.unit)?;
         let path = self.path(&marker.unit);
         write_atomic(&path, &bytes)
-            .map_err(|e| VfError::state(format!("cannot write marker {}: {e}", path.display())))
+            .map_err(|e| VfError::state(format!("cannot write marker {}: {e}", path.display())))?;
+        if let Some(parent) = &marker.parent {
+            // Without its entry the parent's result misses this child: a
+            // view lost, never the unit's run.
+            if let Err(e) = super::lineage::note_child(self.state_dir(), parent, &marker.unit) {
+                tracing::warn!("cannot note {} as a child of {parent}: {e}", marker.unit);
+            }
+        }
+        Ok(())
     }
 
     /// All markers, sorted by unit name; the unusable ones in place.

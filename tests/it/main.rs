@@ -75,6 +75,8 @@ mod doctor;
 #[cfg(unix)]
 mod isolation;
 #[cfg(unix)]
+mod mcp_install;
+#[cfg(unix)]
 mod model_choice;
 #[cfg(unix)]
 mod orchestrate;

@@ -132,6 +132,8 @@ mod real_loops;
 #[cfg(target_os = "linux")]
 mod real_mcp;
 #[cfg(target_os = "linux")]
+mod real_mcp_server;
+#[cfg(target_os = "linux")]
 mod real_options;
 #[cfg(target_os = "linux")]
 mod real_policy;

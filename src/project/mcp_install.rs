@@ -186,25 +186,7 @@ fn container_key(format: Format) -> &'static str {
     }
 }
 
-/// What a write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Created,
-    Updated,
-    Unchanged,
-    Replaced,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Created => "created",
-            Outcome::Updated => "updated",
-            Outcome::Unchanged => "unchanged",
-            Outcome::Replaced => "replaced (--force)",
-        }
-    }
-}
+pub use super::mcp_install_text::Outcome;
 
 fn refuse(path: &Path, why: impl std::fmt::Display) -> VfError {
     VfError::usage(format!("vf mcp install: {}: {why}", path.display()))
@@ -219,8 +201,10 @@ pub fn merge(
     force: bool,
 ) -> Result<(String, Outcome)> {
     let (text, outcome) = match t.format {
-        Format::CodexToml => super::mcp_install_text::merge_toml(old, entry, force)
-            .map_err(|why| refuse(&t.path, why))?,
+        Format::CodexToml => {
+            super::mcp_install_text::merge_toml(old, SERVER, &entry.snippet(t.format), force)
+                .map_err(|why| refuse(&t.path, why))?
+        }
         f => super::mcp_install_text::merge_json(
             old,
             container_key(f),

@@ -5,14 +5,32 @@
 
 use serde_json::Value;
 
-use super::mcp_install::{Entry, Outcome, SERVER};
+/// What a merge did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Updated,
+    Unchanged,
+    Replaced,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Created => "created",
+            Outcome::Updated => "updated",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Replaced => "replaced (--force)",
+        }
+    }
+}
 
 /// Why a merge is refused (the caller names the file).
 pub type Refusal = String;
 
-fn different(existing: &str) -> Refusal {
+fn different(name: &str, existing: &str) -> Refusal {
     format!(
-        "it already has a different `{SERVER}` server ({}); --force replaces it",
+        "it already has a different `{name}` server ({}); --force replaces it",
         crate::ground::text::cut(existing, 200)
     )
 }
@@ -213,7 +231,7 @@ pub fn merge_json(
             Some(existing) if existing == entry => {
                 return Ok((text.to_string(), Outcome::Unchanged));
             }
-            Some(existing) if !force => return Err(different(&existing.to_string())),
+            Some(existing) if !force => return Err(different(name, &existing.to_string())),
             Some(_) => {
                 let (ms, _) = members(text, m.value.0);
                 let Some(own) = ms.iter().rev().find(|x| x.key == name) else {
@@ -244,17 +262,17 @@ pub fn merge_json(
 
 // ------------------------------------------------------------------ TOML
 
-fn server_of(t: &toml::Table) -> Result<Option<&toml::Value>, Refusal> {
+fn server_of<'a>(t: &'a toml::Table, name: &str) -> Result<Option<&'a toml::Value>, Refusal> {
     match t.get("mcp_servers") {
         None => Ok(None),
-        Some(toml::Value::Table(s)) => Ok(s.get(SERVER)),
+        Some(toml::Value::Table(s)) => Ok(s.get(name)),
         Some(_) => Err("its `mcp_servers` is not a table".into()),
     }
 }
 
-fn without_server(mut t: toml::Table) -> toml::Table {
+fn without_server(mut t: toml::Table, name: &str) -> toml::Table {
     if let Some(toml::Value::Table(s)) = t.get_mut("mcp_servers") {
-        s.remove(SERVER);
+        s.remove(name);
         if s.is_empty() {
             t.remove("mcp_servers");
         }
@@ -262,11 +280,11 @@ fn without_server(mut t: toml::Table) -> toml::Table {
     t
 }
 
-/// The text without the `[mcp_servers.vf]` table and its sub-tables.
-fn drop_table(text: &str) -> String {
+/// The text without the `[mcp_servers.<name>]` table and its sub-tables.
+fn drop_table(text: &str, name: &str) -> String {
     let own = |h: &str| {
         let h: String = h.chars().filter(|c| !c.is_whitespace()).collect();
-        h == format!("[mcp_servers.{SERVER}]") || h.starts_with(&format!("[mcp_servers.{SERVER}."))
+        h == format!("[mcp_servers.{name}]") || h.starts_with(&format!("[mcp_servers.{name}."))
     };
     let mut out = String::new();
     let mut skipping = false;
@@ -282,13 +300,15 @@ fn drop_table(text: &str) -> String {
     out
 }
 
-/// Merges `[mcp_servers.vf]` into codex's `config.toml` text `old`.
+/// Merges `table` (the text of `[mcp_servers.<name>]`) into codex's
+/// `config.toml` text `old`.
 pub fn merge_toml(
     old: Option<&str>,
-    entry: &Entry,
+    name: &str,
+    table: &str,
     force: bool,
 ) -> Result<(String, Outcome), Refusal> {
-    let table = entry.snippet(super::mcp_install::Format::CodexToml);
+    let table = table.to_string();
     let text = match old {
         None => return Ok((table, Outcome::Created)),
         Some(t) => t,
@@ -297,11 +317,11 @@ pub fn merge_toml(
     let parsed =
         parse(text).map_err(|e| format!("it does not parse as TOML ({e}): vf leaves it alone"))?;
     let want = parse(&table).map_err(|e| e.to_string())?;
-    let want = server_of(&want)?.cloned();
-    let (base, outcome) = match server_of(&parsed)? {
+    let want = server_of(&want, name)?.cloned();
+    let (base, outcome) = match server_of(&parsed, name)? {
         Some(v) if Some(v) == want.as_ref() => return Ok((text.to_string(), Outcome::Unchanged)),
-        Some(v) if !force => return Err(different(&v.to_string().replace('\n', " "))),
-        Some(_) => (drop_table(text), Outcome::Replaced),
+        Some(v) if !force => return Err(different(name, &v.to_string().replace('\n', " "))),
+        Some(_) => (drop_table(text, name), Outcome::Replaced),
         None => (text.to_string(), Outcome::Updated),
     };
     let sep = match base.as_str() {
@@ -315,7 +335,9 @@ pub fn merge_toml(
         format!("vf could not add its entry without rewriting the file: add it by hand:\n{table}")
     };
     let check = parse(&new).map_err(|_| by_hand())?;
-    if server_of(&check)?.cloned() != want || without_server(check) != without_server(parsed) {
+    if server_of(&check, name)?.cloned() != want
+        || without_server(check, name) != without_server(parsed, name)
+    {
         return Err(by_hand());
     }
     Ok((new, outcome))

@@ -10,11 +10,11 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::common::{read_text, stderr, tempdir, vf, vf_cli};
+use crate::common::{TempDir, read_text, stderr, tempdir, vf, vf_cli};
 
 /// A project dir and a home, with every engine's home variable pointed below it.
 struct Place {
-    _t: tempfile::TempDir,
+    _t: TempDir,
     project: PathBuf,
     home: PathBuf,
 }

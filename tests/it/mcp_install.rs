@@ -335,3 +335,50 @@ fn codex_and_copilot_follow_their_home_variables() {
         (json!("printed"), json!([]))
     );
 }
+
+/// Shapes a splice must get right: an empty object, an empty `mcpServers`,
+/// a one-line file, an empty file, a key that repeats, a non-object root or
+/// container, and codex's `mcp_servers` as an inline table (refused: vf
+/// would have to rewrite it).
+#[test]
+fn edge_shapes_merge_or_are_refused_whole() {
+    let want = expected("claude", &[]);
+    for (before, after_has) in [
+        ("{}", "{\n  \"mcpServers\": {\n    \"vf\": {"),
+        ("{\"mcpServers\": {}}\n", "{\"mcpServers\": {\n  \"vf\": {"),
+        (
+            "{\"a\":1,\"mcpServers\":{\"b\":{\"command\":\"b\"}}}",
+            "{\"a\":1,\"mcpServers\":{\"vf\": {\"command\":\"",
+        ),
+        ("  \n", "{\n  \"mcpServers\": {"),
+    ] {
+        let p = place();
+        let file = p.file("claude");
+        std::fs::write(&file, before).unwrap();
+        ok(&p.install("claude", &["--write"]));
+        let text = read_text(&file);
+        assert_eq!(entry_of("claude", &text), want, "{before:?}: {text}");
+        assert!(text.starts_with(after_has), "{before:?}: {text}");
+        let again = ok(&p.install("claude", &["--write"]));
+        assert!(again.starts_with("unchanged"), "{before:?}: {again}");
+    }
+    for bad in ["[1, 2]", "{\"mcpServers\": [1]}", "{\"mcpServers\": \"x\"}"] {
+        let p = place();
+        let file = p.file("claude");
+        std::fs::write(&file, bad).unwrap();
+        let err = refused(&p.install("claude", &["--write"]));
+        assert!(err.contains(&file.display().to_string()), "{bad}: {err}");
+        assert_eq!(read_text(&file), bad);
+    }
+    let p = place();
+    let file = p.file("codex");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let inline = "mcp_servers = { docs = { command = \"d\" } }\n";
+    std::fs::write(&file, inline).unwrap();
+    let err = refused(&p.install("codex", &["--write"]));
+    assert!(
+        err.contains("add it by hand") && err.contains("[mcp_servers.vf]"),
+        "{err}"
+    );
+    assert_eq!(read_text(&file), inline);
+}

@@ -129,7 +129,8 @@ impl Entry {
         }
     }
 
-    /// The server's value in a JSON format.
+    /// The server's value as the file holds it (codex's table as JSON, for
+    /// `--json`).
     pub fn json(&self, format: Format) -> Value {
         match format {
             Format::McpServers { copilot: false } => {
@@ -138,15 +139,13 @@ impl Entry {
             Format::McpServers { copilot: true } => json!({
                 "type": "local", "command": self.command, "args": self.args, "tools": ["*"]
             }),
-            Format::Opencode | Format::CodexToml => {
+            Format::Opencode => {
                 let mut command = vec![self.command.clone()];
                 command.extend(self.args.iter().cloned());
-                if format == Format::Opencode {
-                    json!({"type": "local", "command": command, "enabled": true})
-                } else {
-                    json!({"command": self.command, "args": self.args,
-                           "env_vars": PASSED_VARS})
-                }
+                json!({"type": "local", "command": command, "enabled": true})
+            }
+            Format::CodexToml => {
+                json!({"command": self.command, "args": self.args, "env_vars": PASSED_VARS})
             }
         }
     }

@@ -145,3 +145,24 @@ fn real_mcp_server_opencode_delegates_to_codex() {
 fn real_mcp_server_copilot_delegates_to_codex() {
     delegate("copilot");
 }
+
+/// copilot 1.0.102 relays `vf mcp`'s progress notifications as
+/// `tool.execution_progress` frames (two of them in the copilot case above,
+/// verbatim but for the ids): known, quiet, no drift.
+#[test]
+fn copilots_progress_frames_of_an_mcp_tool_are_known() {
+    use vf::engine::frames::Projector;
+    use vf::engine::{EngineId, OutputTransport};
+    let lines = [
+        r#"{"type":"tool.execution_progress","data":{"toolCallId":"call_lab0002","progressMessage":"1.0: system.status: Session started"},"ephemeral":true,"id":"418b5aa8-bf4e-40a7-ae3d-6b08c00cff08","timestamp":"2026-12-06T01:13:40.046Z","parentId":"1a60d1fd-f303-4e1b-8463-a807120e22db"}"#,
+        r#"{"type":"tool.execution_progress","data":{"toolCallId":"call_lab0002","progressMessage":"4.0: system.status: Turn completed"},"ephemeral":true,"id":"daa4adb1-33ff-4025-88b7-15a2b964132f","timestamp":"2026-12-06T01:13:40.249Z","parentId":"1a60d1fd-f303-4e1b-8463-a807120e22db"}"#,
+    ];
+    let v = vf::ground::version::Version::parse("1.0.102").unwrap();
+    let mut p = Projector::new(EngineId::Copilot, Some(&v), OutputTransport::Jsonl);
+    let mut events = Vec::new();
+    for l in lines {
+        events.extend(p.push_line(l.as_bytes()));
+    }
+    events.extend(p.finish());
+    assert_eq!(p.unknown_frames(), 0, "{events:?}");
+}

@@ -17,6 +17,7 @@ pub mod project;
 pub mod quota;
 pub mod readiness;
 pub mod report;
+pub mod server;
 pub mod sys;
 pub mod unit;
 pub mod workspace;

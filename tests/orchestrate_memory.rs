@@ -113,6 +113,7 @@ fn run_plan(env: &Env, name: &str, n: usize) -> Vec<isize> {
             attachments: Vec::new(),
             steps: Default::default(),
             origins: None,
+            lineage: Default::default(),
             plan,
         })
         .collect();

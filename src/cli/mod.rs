@@ -96,7 +96,6 @@ pub enum Command {
     Skill(SkillArgs),
     /// Serve vf to agents over MCP (stdio): dispatch, resume, status, result,
     /// events, cancel, orchestrate, report; `install` wires it into an engine.
-    #[command(hide = true)]
     Mcp(McpArgs),
     /// Write an engine's workspace files (init; agy: AGENTS.md and `.agents/`).
     Workspace(WorkspaceArgs),

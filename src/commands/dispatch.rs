@@ -75,6 +75,8 @@ pub fn resolve_cwd(cwd: Option<&std::path::Path>) -> Result<PathBuf> {
 
 pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
     use super::config as user;
+    // Before anything is written: a hostile value is exit 2.
+    let lineage = crate::unit::lineage::Lineage::of_env()?;
     let cwd = resolve_cwd(args.cwd.as_deref())?;
     let cfg = crate::plan::config::load()?;
     let mut origins = user::Origins::new();
@@ -96,9 +98,12 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
         attach_plan.pick.reason = format!("chosen by `engine` in {}", cfg.path.display());
     }
     let engine_id = attach_plan.pick.engine;
-    let unit = match &args.unit {
-        Some(u) => u.clone(),
-        None => default_unit_name(engine_id.as_str()),
+    // A child of an engine's unit is `<parent>.<n>`: the next free name
+    // now, reserved once every check has passed (`reserve_child_name`).
+    let unit = match (&args.unit, &lineage.parent) {
+        (Some(u), _) => u.clone(),
+        (None, Some(parent)) => crate::unit::lineage::peek_child_name(&state_dir, parent)?,
+        (None, None) => default_unit_name(engine_id.as_str()),
     };
     names::check("unit name", &unit)?;
     let command = command_of(args, (choice, engine_id), &unit, &state_dir, &cfg)?;
@@ -158,6 +163,7 @@ pub fn resolve(args: &DispatchArgs, ranges: &[RangeSpec]) -> Result<Dispatch> {
         mcp,
         keep_answer: true,
         command,
+        lineage,
         loops,
         warnings,
         quota,
@@ -392,6 +398,7 @@ fn run_checked(args: &DispatchArgs) -> Result<i32> {
             d.run.engine, d.attach_plan.pick.reason
         )));
     }
+    let steps = reserve_child_name(args, &mut d, steps, &step_flags)?;
     // The private text rides with the prompt for this run only; vf persists neither.
     let prompt = private::apply_private_ranges(&d.prompt, &d.private_ranges);
     let (state_dir, unit) = (&d.run.state_dir, &d.run.unit);
@@ -425,6 +432,32 @@ fn run_checked(args: &DispatchArgs) -> Result<i32> {
         .then(|| serde_json::to_value(&d.origins).ok())
         .flatten();
     run_unit_with(spec, locked, (format, &hooks), replay, origins)
+}
+
+/// A child named by vf (no `--unit`, a parent known): its name reserved
+/// now that every check has passed. Another vf may have taken the name
+/// peeked at: the next free one is the unit's, its worktree named anew.
+fn reserve_child_name(
+    args: &DispatchArgs,
+    d: &mut Dispatch,
+    steps: crate::dispatch::Steps,
+    step_flags: &resolve::StepFlags,
+) -> Result<crate::dispatch::Steps> {
+    let Some(parent) = d
+        .run
+        .lineage
+        .parent
+        .as_ref()
+        .filter(|_| args.unit.is_none())
+    else {
+        return Ok(steps);
+    };
+    let name = crate::unit::lineage::next_child_name(&d.run.state_dir, parent)?;
+    if name == d.run.unit {
+        return Ok(steps);
+    }
+    d.run.unit = name;
+    resolve::flag_steps(step_flags, &d.run.asked, &d.run.cwd, &d.run.unit)
 }
 
 /// `--max-cost USD` as the engine's own cap; refused (exit 2) for an engine

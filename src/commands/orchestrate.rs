@@ -38,6 +38,9 @@ pub(super) fn resolve(
     let mut plan = plan::load_with(path, &cfg.user_defaults())?;
     crate::dispatch::notify::timeout_from_env()?;
     crate::engine::acp::handshake_timeout_from_env()?;
+    // A plan an engine started (its shell, `vf mcp`): each unit is a child
+    // of that engine's unit. A hostile value refuses the plan (exit 2).
+    let lineage = crate::unit::lineage::Lineage::of_env()?;
     let flags = crate::engine::usage::Budget {
         cost_usd: args.max_cost,
         tokens: args.max_tokens,
@@ -72,6 +75,7 @@ pub(super) fn resolve(
             engine: p.pick.engine,
             attachments: p.attachments,
             origins: config_origins(plan.layers.get(&u.name), cfg),
+            lineage: lineage.clone(),
             plan: u,
         });
     }

@@ -25,6 +25,9 @@ struct Request {
 /// `unit` must agree with it); the session comes from the resume policy.
 fn resolve(args: &ResumeArgs) -> Result<Request> {
     names::check("unit name", &args.unit)?;
+    // Checked even though a resume keeps the unit's own lineage: a hostile
+    // value is refused (exit 2) as everywhere.
+    crate::unit::lineage::Lineage::of_env()?;
     let cwd = std::env::current_dir()?;
     let state_dir = super::config::state_dir(args.run.state.state_dir.as_deref(), &cwd)?;
     let kill_grace = crate::process::child::kill_grace_from_env()?;
@@ -115,6 +118,8 @@ fn resolve(args: &ResumeArgs) -> Result<Request> {
         loops,
         warnings,
         quota,
+        // Never re-parented: the lineage its first run recorded.
+        lineage: crate::unit::lineage::Lineage::of_marker(&marker),
         ..Resolved::new(marker.engine, args.unit.clone(), marker.cwd, state_dir).with_chosen(chosen)
     };
     let spec = run.spec(prompt, id);

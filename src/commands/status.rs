@@ -114,6 +114,10 @@ enum Row<'a> {
         /// `orchestrate --resume`, or `vf resume` with its session id or
         /// recorded answers): not done, and no live or unprovable owner.
         resumable: bool,
+        /// The units its engine started through vf (`unit::lineage`),
+        /// sorted; absent when none.
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        children: &'a [String],
     },
     /// A marker vf cannot use: shown, never touched.
     Unusable {
@@ -136,11 +140,15 @@ enum Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn of(entry: &'a std::result::Result<Marker, Unusable>, q: &Quota) -> Row<'a> {
+    fn of(
+        entry: &'a std::result::Result<Marker, Unusable>,
+        q: &Quota,
+        tree: &'a crate::unit::lineage::Tree,
+    ) -> Row<'a> {
         match entry {
             Ok(m) => {
                 let (held_by, waiting) = q.of_marker(m);
-                Row::unit(m, held_by, waiting)
+                Row::unit(m, held_by, waiting, tree.children(&m.unit))
             }
             Err(u) => Row::Unusable {
                 unit: &u.unit,
@@ -154,8 +162,14 @@ impl<'a> Row<'a> {
         }
     }
 
-    fn unit(m: &'a Marker, held_by: Option<HeldBy>, waiting: bool) -> Row<'a> {
+    fn unit(
+        m: &'a Marker,
+        held_by: Option<HeldBy>,
+        waiting: bool,
+        children: &'a [String],
+    ) -> Row<'a> {
         Row::Unit {
+            children,
             marker: m,
             last_error: m.error.as_deref(),
             owner_state: (m.state == UnitState::Running || m.loop_open).then(|| {
@@ -305,7 +319,12 @@ fn show(req: &Request, since_text: Option<&str>) -> Result<i32> {
         entries.retain(|e| e.as_ref().is_ok_and(|m| finished_since(m, since)));
     }
     let quota = Quota::read(req);
-    let mut rows: Vec<Row> = entries.iter().map(|e| Row::of(e, &quota)).collect();
+    // Every unit's children: from the listing, or for one unit a scan.
+    let tree = match &req.unit {
+        Some(_) => crate::unit::lineage::Tree::scan(&req.state_dir),
+        None => crate::unit::lineage::Tree::of(entries.iter().filter_map(|e| e.as_ref().ok())),
+    };
+    let mut rows: Vec<Row> = entries.iter().map(|e| Row::of(e, &quota, &tree)).collect();
     if req.since.is_none() {
         let names: Vec<&str> = entries.iter().map(e_unit).collect();
         let extra = quota.unmarked(&names);
@@ -365,7 +384,17 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
         writeln!(out, "no units under {}", state_dir.display())?;
         return Ok(());
     }
-    let cells: Vec<Cells> = rows.iter().map(cells).collect();
+    // A child under its parent, indented a step per level below it.
+    let cells: Vec<Cells> = tree_order(rows)
+        .into_iter()
+        .map(|(i, level)| {
+            let mut c = cells(&rows[i]);
+            if let Some(unit) = c.fixed.first_mut() {
+                *unit = format!("{}{unit}", "  ".repeat(level));
+            }
+            c
+        })
+        .collect();
     // Each column as wide as its widest cell: a long version or unit name
     // never pushes the columns after it out of line.
     let mut widths = HEADERS.map(|h| h.chars().count());
@@ -388,6 +417,51 @@ fn print_table(rows: &[Row], state_dir: &std::path::Path) -> Result<()> {
         writeln!(out, "{}", line(&c.fixed, &c.last))?;
     }
     Ok(())
+}
+
+/// The rows' order in the table, each with its level: a unit whose parent
+/// is no row here at the top, in the listing's order, each followed by its
+/// children's rows (depth first). A cycle of parents, never reached from a
+/// top row, shows at the top where it stands.
+fn tree_order<'a>(rows: &[Row<'a>]) -> Vec<(usize, usize)> {
+    let unit_of = |r: &Row<'a>| -> Option<&'a str> {
+        match r {
+            Row::Unit { marker, .. } => Some(marker.unit.as_str()),
+            _ => None,
+        }
+    };
+    let index: std::collections::HashMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| unit_of(r).map(|u| (u, i)))
+        .collect();
+    let parent_shown = |r: &Row| match r {
+        Row::Unit { marker, .. } => marker
+            .parent
+            .as_deref()
+            .is_some_and(|p| index.contains_key(p)),
+        _ => false,
+    };
+    let mut seen = vec![false; rows.len()];
+    let mut out = Vec::with_capacity(rows.len());
+    let tops: Vec<usize> = (0..rows.len())
+        .filter(|i| !parent_shown(&rows[*i]))
+        .collect();
+    let rest = (0..rows.len()).filter(|i| parent_shown(&rows[*i]));
+    for top in tops.into_iter().chain(rest) {
+        let mut stack = vec![(top, 0)];
+        while let Some((i, level)) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            out.push((i, level));
+            if let Row::Unit { children, .. } = &rows[i] {
+                let below = children.iter().rev().filter_map(|c| index.get(c.as_str()));
+                stack.extend(below.map(|c| (*c, level + 1)));
+            }
+        }
+    }
+    out
 }
 
 /// One row of the table: the fixed columns (an unusable marker fills only

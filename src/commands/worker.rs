@@ -87,6 +87,9 @@ fn build_job(
         engine,
         attachments: Vec::new(),
         origins: None,
+        // A Temporal worker's units are top-level: the worker is no
+        // engine's child, whoever started the workflow.
+        lineage: crate::unit::lineage::Lineage::top(),
         plan: u,
     })
 }

@@ -139,6 +139,9 @@ pub struct UnitSpec {
     /// What the quota governor governs this run by: its account (chosen by
     /// the caller), `pause_at`, `stagger` (docs/QUOTA.md).
     pub quota: crate::quota::Ask,
+    /// Who started the unit (`unit::lineage`): its marker records it at
+    /// the first run; its engine is told the unit and depth.
+    pub lineage: crate::unit::lineage::Lineage,
 }
 
 impl UnitSpec {
@@ -156,6 +159,7 @@ impl UnitSpec {
             asked: self.asked.clone(),
             loop_open: self.loops.any(),
             account: self.quota.account.as_ref().map(|a| a.name.clone()),
+            lineage: self.lineage.clone(),
         }
     }
 }
@@ -229,6 +233,18 @@ pub struct DispatchResult {
     /// The declared account it ran on (absent: the engine's default one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// The unit whose engine started this one, and its depth (both absent
+    /// for a unit vf started directly; `unit::lineage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// The units its engine started through vf, sorted (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<String>,
+    /// Its usage plus every descendant's latest (absent without children).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree_usage: Option<crate::engine::Usage>,
 }
 
 impl DispatchResult {
@@ -289,6 +305,10 @@ impl DispatchResult {
                 .unwrap_or_default(),
             rounds: Vec::new(),
             account: marker.account.clone(),
+            parent: marker.parent.clone(),
+            depth: Some(marker.depth).filter(|d| *d > 1),
+            children: Vec::new(),
+            tree_usage: None,
         }
     }
 }

@@ -120,6 +120,7 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
     if let Some(a) = &spec.quota.account {
         inv.env.extend(a.env.iter().cloned());
     }
+    tell_lineage(&mut inv, &life);
     let sandbox = match spec.sandbox.is_on() {
         true => Some(
             sandbox_run(spec, &mut inv, &life, &mut warnings)
@@ -141,6 +142,16 @@ fn prepare(spec: &UnitSpec, unit: LockedUnit) -> Result<(Prepared, UnitLife)> {
         sandbox,
     };
     Ok((prepared, life))
+}
+
+/// The engine is told its unit and depth (`unit::lineage`), as the marker
+/// records them (a resumed child stays at its depth), last: no account's
+/// or engine's variable of the same name stands.
+fn tell_lineage(inv: &mut crate::engine::Invocation, life: &UnitLife) {
+    let m = life.marker();
+    let told = crate::unit::lineage::Lineage::of_marker(m).engine_env(&m.unit);
+    inv.env.retain(|(k, _)| told.iter().all(|(t, _)| t != k));
+    inv.env.extend(told);
 }
 
 /// The unit's sandbox for this run: a fresh private temp dir (`TMPDIR`),

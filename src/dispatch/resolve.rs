@@ -78,6 +78,8 @@ pub struct Resolved {
     /// vf's notices about the run known before it starts (a reviewer of
     /// the author's own engine): the spec's first warnings.
     pub warnings: Vec<String>,
+    /// Who started the unit (`unit::lineage`; default: a top unit).
+    pub lineage: crate::unit::lineage::Lineage,
 }
 
 impl Resolved {
@@ -113,6 +115,7 @@ impl Resolved {
             loops: super::rounds::Loops::default(),
             quota: crate::quota::Ask::default(),
             warnings: Vec::new(),
+            lineage: crate::unit::lineage::Lineage::top(),
         }
     }
 
@@ -154,6 +157,7 @@ impl Resolved {
             command: self.command,
             loops: self.loops,
             quota: self.quota,
+            lineage: self.lineage,
         }
     }
 }
@@ -555,6 +559,7 @@ mod tests {
             attachments: Vec::new(),
             steps: Steps::default(),
             origins: None,
+            lineage: Default::default(),
         };
         let state = dir.path().join("state");
         let got = crate::plan::scheduler::spec_of(&job, &state, 3 * SECOND, "go".into(), None);
@@ -608,6 +613,7 @@ mod tests {
             attachments: Vec::new(),
             steps: Steps::default(),
             origins: None,
+            lineage: Default::default(),
         };
         let state = dir.path().join("state");
         let got = crate::plan::scheduler::spec_of(&job, &state, SECOND, "go".into(), None);
@@ -689,6 +695,7 @@ mod tests {
             command: None,
             loops: Default::default(),
             quota: Default::default(),
+            lineage: Default::default(),
         };
         assert_eq!(format!("{spec:#?}"), format!("{want:#?}"));
     }

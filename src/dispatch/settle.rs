@@ -57,7 +57,7 @@ pub(super) async fn settle(
     let l = &e.launched;
     let marker = life.marker();
     let Judged { spent, .. } = judged;
-    Ok(DispatchResult {
+    let res = DispatchResult {
         exit_code,
         // What the engine reported (shown even when it cannot be resumed), except
         // that a resume never adopts another session's id.
@@ -77,7 +77,21 @@ pub(super) async fn settle(
         stderr_log: Some(l.stderr_log.clone()),
         path_violations: after.violations,
         ..DispatchResult::from_life(spec, &life, started)
-    })
+    };
+    Ok(with_tree(spec, res).await)
+}
+
+/// The units its engine started through vf, and the usage of the whole
+/// tree below it, read from their markers (on the blocking pool: a scan of
+/// every marker). A scan that did not finish adds nothing.
+async fn with_tree(spec: &UnitSpec, mut res: DispatchResult) -> DispatchResult {
+    let state = spec.state_dir.clone();
+    let scan = crate::ground::offload::run(move || crate::unit::lineage::Tree::scan(&state));
+    if let Ok(tree) = scan.await {
+        res.children = tree.children(&spec.unit).to_vec();
+        res.tree_usage = tree.tree_usage(&spec.unit, res.usage.as_ref());
+    }
+    res
 }
 
 /// The warning for an answer over [`crate::ground::text::ANSWER_MAX`]: the result

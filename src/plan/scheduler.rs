@@ -54,6 +54,8 @@ pub struct Job {
     pub steps: dispatch::Steps,
     /// Where its keys came from, when the user config set one (reported).
     pub origins: Option<std::collections::BTreeMap<String, String>>,
+    /// Who started the plan (`unit::lineage`): each unit is its child.
+    pub lineage: crate::unit::lineage::Lineage,
 }
 
 /// A validated `vf orchestrate` request.
@@ -623,6 +625,7 @@ pub fn spec_of(
         loops,
         warnings,
         quota: u.quota.clone(),
+        lineage: job.lineage.clone(),
         ..Resolved::new(job.engine, u.name.clone(), u.cwd.clone(), state_dir)
     };
     run.spec(prompt, session)

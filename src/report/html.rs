@@ -327,9 +327,16 @@ fn unit(h: &mut String, i: usize, u: &UnitRow) {
     };
     let _ = write!(
         h,
-        "<details class=\"unit s-{state_class}\" id=\"u{i}\" data-idx=\"{i}\" data-unit=\"{}\">\
+        "<details class=\"unit s-{state_class}\" id=\"u{i}\" data-idx=\"{i}\" data-unit=\"{}\"{}>\
          <summary><b class=\"name\">{}</b> <span class=\"state\">{}</span> {} {} · {} · {} · {}</summary><dl>",
         esc(&u.unit),
+        // A child under its parent, indented a step per level.
+        u.depth
+            .map(|d| format!(
+                " style=\"margin-left:{}em\"",
+                1.5 * f64::from(d.min(20) - 1)
+            ))
+            .unwrap_or_default(),
         esc(&u.unit),
         esc(u.state),
         esc(&u.engine),
@@ -351,6 +358,22 @@ fn unit(h: &mut String, i: usize, u: &UnitRow) {
         }),
     );
     field("session", u.session_id.clone());
+    field(
+        "parent",
+        u.parent
+            .as_ref()
+            .map(|p| format!("{p} (depth {})", u.depth.unwrap_or(1))),
+    );
+    field(
+        "children",
+        (!u.children.is_empty()).then(|| u.children.join(", ")),
+    );
+    field(
+        "tree usage",
+        u.tree_usage
+            .as_ref()
+            .map(|t| format!("{} · {}", tokens(Some(t)), cost(Some(t)))),
+    );
     field("attempts", Some(u.attempts.to_string()));
     field(
         "depends on",

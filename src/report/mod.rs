@@ -129,10 +129,11 @@ pub fn build(req: &Request) -> Result<Report> {
     let store = MarkerStore::new(&req.state_dir);
     let mut markers = Vec::new();
     let mut unusable = Vec::new();
+    let mut others = Vec::new();
     for entry in store.list()? {
         match entry {
             Ok(m) if wanted(req, &m) => markers.push(m),
-            Ok(_) => {}
+            Ok(m) => others.push(m),
             Err(u) if req.units.as_ref().is_none_or(|s| s.contains(&u.unit)) => {
                 unusable.push(UnusableRow {
                     problem: u.label(),
@@ -145,6 +146,10 @@ pub fn build(req: &Request) -> Result<Report> {
     }
     let budget = unit::Budget::for_units(markers.len());
     let units = unit::rows(req, &markers, budget);
+    // The tree is every unit's, shown or not (a plan's unit's children).
+    let tree = crate::unit::lineage::Tree::of(markers.iter().chain(&others));
+    drop(others);
+    let units = unit::as_tree(units, &tree);
     let (bars, lanes) = timeline::bars(&store, &markers, req.now_ms);
     let shown: BTreeSet<&str> = units.iter().map(|u| u.unit.as_str()).collect();
     let edges = req

@@ -67,6 +67,19 @@ pub struct UnitRow {
     /// The rounds of its loops, as its marker keeps them (oldest first).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<crate::unit::marker::rounds::Round>,
+    /// The unit whose engine started it, and its depth (absent for a unit
+    /// vf started directly: `unit::lineage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// The units its engine started through vf (absent when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<String>,
+    /// Its usage with every descendant's (absent without children); the
+    /// totals count each unit's own usage once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree_usage: Option<Usage>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -160,7 +173,45 @@ fn row(req: &Request, store: &MarkerStore, m: &Marker, budget: Budget) -> UnitRo
         unknown_frames: projected.unknown,
         warnings,
         rounds: m.rounds.clone(),
+        parent: m.parent.clone(),
+        depth: Some(m.depth).filter(|d| *d > 1),
+        children: Vec::new(),
+        tree_usage: None,
     }
+}
+
+/// Each row's children and its tree's usage (`tree`: every marker's), and
+/// the rows in tree order: a child right after its parent (depth first), a
+/// unit whose parent is not shown at the top, in the rows' order.
+pub fn as_tree(mut rows: Vec<UnitRow>, tree: &crate::unit::lineage::Tree) -> Vec<UnitRow> {
+    for r in &mut rows {
+        r.children = tree.children(&r.unit).to_vec();
+        r.tree_usage = tree.tree_usage(&r.unit, r.usage.as_ref());
+    }
+    let index: BTreeMap<String, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.unit.clone(), i))
+        .collect();
+    let shown = |r: &UnitRow| r.parent.as_ref().is_some_and(|p| index.contains_key(p));
+    let mut order = Vec::with_capacity(rows.len());
+    let mut seen = vec![false; rows.len()];
+    let tops = (0..rows.len()).filter(|i| !shown(&rows[*i]));
+    // A cycle of parents is never reached from a top row: shown where it stands.
+    let rest = (0..rows.len()).filter(|i| shown(&rows[*i]));
+    for top in tops.chain(rest).collect::<Vec<_>>() {
+        let mut stack = vec![top];
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            order.push(i);
+            let below = rows[i].children.iter().rev().filter_map(|c| index.get(c));
+            stack.extend(below);
+        }
+    }
+    let mut slots: Vec<Option<UnitRow>> = rows.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 fn link(req: &Request, log: &Path) -> Option<String> {

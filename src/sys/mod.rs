@@ -265,6 +265,12 @@ pub fn signal_recorded(id: i32, sig: Sig) -> std::io::Result<bool> {
     family::signal_recorded(id, sig)
 }
 
+/// Sends `sig` to one process vf started itself and still holds (`vf mcp`'s
+/// own `vf` children). `Ok(false)` when it is gone already.
+pub fn signal_child(pid: u32, sig: Sig) -> std::io::Result<bool> {
+    family::signal_child(pid, sig)
+}
+
 /// Renames `from` over `to` in one step: a reader sees one or the other.
 /// Durable as far as the OS allows when `durable` (Windows: write-through).
 pub fn replace_file(from: &Path, to: &Path, durable: bool) -> std::io::Result<()> {

@@ -154,6 +154,19 @@ pub fn signal_recorded(id: i32, sig: Sig) -> std::io::Result<bool> {
     }
 }
 
+pub fn signal_child(pid: u32, sig: Sig) -> std::io::Result<bool> {
+    let pid = i32::try_from(pid).ok().filter(|p| *p > 1);
+    let Some(pid) = pid else {
+        let bad = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a child pid");
+        return Err(bad);
+    };
+    match nix::sys::signal::kill(Pid::from_raw(pid), signal_of(sig)) {
+        Ok(()) => Ok(true),
+        Err(nix::errno::Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The signals vf forwards to the engine's group.
 pub struct Signals {
     int: tokio::signal::unix::Signal,

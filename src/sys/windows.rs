@@ -386,6 +386,11 @@ pub fn signal_recorded(_id: i32, _sig: Sig) -> std::io::Result<bool> {
     Ok(false)
 }
 
+/// No signals on Windows: a child `vf` is ended (its job closes with it).
+pub fn signal_child(_pid: u32, _sig: Sig) -> std::io::Result<bool> {
+    Ok(false)
+}
+
 /// The stop requests of the console vf runs in: Ctrl-C as SIGINT,
 /// Ctrl-Break as SIGTERM, the console closing as SIGHUP.
 pub struct Signals {

@@ -122,6 +122,9 @@ pub struct Claim {
     pub loop_open: bool,
     /// The declared account the run is on (`None`: the engine's default).
     pub account: Option<String>,
+    /// Who started the unit: recorded by its first run only (a unit is
+    /// never re-parented).
+    pub lineage: crate::unit::lineage::Lineage,
 }
 
 impl UnitLife {
@@ -135,7 +138,11 @@ impl UnitLife {
         let is_new = !unit.dir().marker_path().exists();
         let mut marker = match unit.load_marker()? {
             Some(m) => reclaimed(&unit, spec, m)?,
-            None => Marker::new(&spec.unit, spec.engine, &spec.cwd),
+            None => {
+                let mut m = Marker::new(&spec.unit, spec.engine, &spec.cwd);
+                (m.parent, m.depth) = (spec.lineage.parent.clone(), spec.lineage.depth);
+                m
+            }
         };
         marker.attempts += 1;
         store.check_attempt_paths(&spec.unit, marker.attempts)?;

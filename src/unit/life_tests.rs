@@ -45,6 +45,7 @@ fn spec(dir: &Path) -> UnitSpec {
         command: None,
         loops: Default::default(),
         quota: Default::default(),
+        lineage: Default::default(),
     }
 }
 

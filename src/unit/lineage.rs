@@ -6,7 +6,10 @@
 //! its units are that unit's children, one level deeper. A unit vf starts
 //! directly is depth 1 and has no parent.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+
+use crate::engine::usage::Usage;
 
 use crate::ground::env::EnvVars;
 use crate::ground::error::{Result, VfError};
@@ -86,6 +89,14 @@ impl Lineage {
         })
     }
 
+    /// The unit's place in the tree, as its marker's first run recorded it.
+    pub fn of_marker(m: &super::marker::Marker) -> Lineage {
+        Lineage {
+            parent: m.parent.clone(),
+            depth: m.depth,
+        }
+    }
+
     /// [`Lineage::of_caller`] of this process's own environment.
     pub fn of_env() -> Result<Lineage> {
         let get = |k: &str| std::env::var(k).ok();
@@ -100,7 +111,8 @@ impl Lineage {
 /// an error.
 pub fn next_child_name(state_dir: &Path, parent: &str) -> Result<String> {
     let units = super::layout::units_dir(state_dir);
-    std::fs::create_dir_all(&units).map_err(|e| VfError::state(format!("{}: {e}", units.display())))?;
+    std::fs::create_dir_all(&units)
+        .map_err(|e| VfError::state(format!("{}: {e}", units.display())))?;
     for n in 1..100_000u32 {
         let name = format!("{parent}.{n}");
         crate::ground::names::check("child unit name", &name)?;
@@ -110,7 +122,142 @@ pub fn next_child_name(state_dir: &Path, parent: &str) -> Result<String> {
             Err(e) => return Err(VfError::state(format!("{}: {e}", units.display()))),
         }
     }
-    Err(VfError::usage(format!("unit {parent:?} has too many children")))
+    Err(VfError::usage(format!(
+        "unit {parent:?} has too many children"
+    )))
+}
+
+/// The name [`next_child_name`] would reserve now, reserving nothing (a
+/// dry run shows it; the run reserves the next free one when it starts).
+pub fn peek_child_name(state_dir: &Path, parent: &str) -> Result<String> {
+    for n in 1..100_000u32 {
+        let name = format!("{parent}.{n}");
+        crate::ground::names::check("child unit name", &name)?;
+        let dir = super::layout::unit_dir(state_dir, &name);
+        if std::fs::symlink_metadata(&dir).is_err() {
+            return Ok(name);
+        }
+    }
+    Err(VfError::usage(format!(
+        "unit {parent:?} has too many children"
+    )))
+}
+
+/// The state dir's units as a tree, read once from every usable marker
+/// (read-only, no lock: a marker being written is read whole or not at all).
+/// A corrupt, foreign or linked marker is left out, as `vf status` leaves
+/// it out of its rows; parents that form a cycle end the walk, never hang it.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Each parent's children, sorted.
+    children: BTreeMap<String, Vec<String>>,
+    /// Each unit's latest usage.
+    usage: BTreeMap<String, Usage>,
+    /// Each unit's own cap (`--max-cost`), when it has one.
+    cap: BTreeMap<String, f64>,
+}
+
+impl Tree {
+    /// Every usable marker under `state_dir`; an unreadable listing is an
+    /// empty tree (what the tree adds is a view, never a reason to fail).
+    pub fn scan(state_dir: &Path) -> Tree {
+        let store = super::marker::MarkerStore::new(state_dir);
+        let markers = store.list().unwrap_or_default();
+        Tree::of(markers.iter().filter_map(|m| m.as_ref().ok()))
+    }
+
+    /// The tree of these markers.
+    pub fn of<'a>(markers: impl IntoIterator<Item = &'a super::marker::Marker>) -> Tree {
+        let mut t = Tree::default();
+        for m in markers {
+            if let Some(p) = &m.parent {
+                t.children
+                    .entry(p.clone())
+                    .or_default()
+                    .push(m.unit.clone());
+            }
+            if let Some(u) = &m.usage {
+                t.usage.insert(m.unit.clone(), u.clone());
+            }
+            if let Some(c) = m.asked.loops.max_cost_usd {
+                t.cap.insert(m.unit.clone(), c);
+            }
+        }
+        t.children.values_mut().for_each(|c| c.sort());
+        t
+    }
+
+    /// `unit`'s children, sorted (empty when none).
+    pub fn children(&self, unit: &str) -> &[String] {
+        self.children.get(unit).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every unit below `unit`, each once, `unit` itself never (a cycle of
+    /// parents ends where it comes back); at most [`DEPTH_CEILING`] levels.
+    pub fn descendants(&self, unit: &str) -> Vec<String> {
+        let mut seen = BTreeSet::from([unit.to_string()]);
+        let (mut level, mut out) = (vec![unit.to_string()], Vec::new());
+        for _ in 0..DEPTH_CEILING {
+            let next: Vec<String> = level
+                .iter()
+                .flat_map(|u| self.children(u))
+                .filter(|c| seen.insert((*c).clone()))
+                .cloned()
+                .collect();
+            if next.is_empty() {
+                break;
+            }
+            out.extend(next.iter().cloned());
+            level = next;
+        }
+        out
+    }
+
+    /// What every unit below `unit` spent (latest usage of each); `None`
+    /// when none of them reported any.
+    pub fn spent_below(&self, unit: &str) -> Option<Usage> {
+        let below = self.descendants(unit);
+        crate::engine::usage::total(below.iter().filter_map(|d| self.usage.get(d)))
+    }
+
+    /// `own` (the unit's usage) plus every descendant's: `None` when the
+    /// unit has no children (its usage is the whole of it).
+    pub fn tree_usage(&self, unit: &str, own: Option<&Usage>) -> Option<Usage> {
+        if self.children(unit).is_empty() {
+            return None;
+        }
+        let below = self.spent_below(unit);
+        crate::engine::usage::total(own.into_iter().chain(below.as_ref()))
+    }
+}
+
+/// The units whose marker names `parent` as theirs, sorted.
+pub fn children_of(state_dir: &Path, parent: &str) -> Vec<String> {
+    Tree::scan(state_dir).children(parent).to_vec()
+}
+
+/// `unit`'s usage (`own`) plus every descendant's; `None` when it has no
+/// children (see [`Tree::tree_usage`]).
+pub fn tree_usage(state_dir: &Path, unit: &str, own: Option<&Usage>) -> Option<Usage> {
+    Tree::scan(state_dir).tree_usage(unit, own)
+}
+
+/// What the units below `parent` spent, for a per-parent budget (`vf mcp`).
+pub fn spent_by_children(state_dir: &Path, parent: &str) -> Option<Usage> {
+    Tree::scan(state_dir).spent_below(parent)
+}
+
+/// What is left of `parent`'s own cap (`--max-cost`, USD) once the units
+/// below it are paid for (0 at the least); `None` when it has no cap. A
+/// child is refused at 0 and capped at the rest.
+pub fn budget_left(state_dir: &Path, parent: &str) -> Option<f64> {
+    let tree = Tree::scan(state_dir);
+    let cap = *tree.cap.get(parent)?;
+    let spent = tree
+        .spent_below(parent)
+        .and_then(|u| u.cost_usd)
+        .unwrap_or(0.0);
+    Some((cap - spent).max(0.0))
 }
 
 #[cfg(test)]
@@ -154,6 +301,101 @@ mod tests {
         assert_eq!((a.as_str(), b.as_str()), ("lead.1", "lead.2"));
         let long = "x".repeat(crate::ground::names::MAX_NAME_LEN);
         assert!(next_child_name(dir.path(), &long).is_err());
+    }
+
+    /// A marker of `unit` under `dir`, child of `parent`, that spent `cost`.
+    fn marker(dir: &Path, unit: &str, parent: Option<&str>, cost: Option<f64>) {
+        let store = crate::unit::marker::MarkerStore::new(dir);
+        let mut m = crate::unit::marker::Marker::new(unit, crate::engine::EngineId::Codex, dir);
+        (m.parent, m.depth) = (parent.map(String::from), 1 + u32::from(parent.is_some()));
+        m.usage = cost.map(|c| Usage {
+            cost_usd: Some(c),
+            ..Usage::default()
+        });
+        store.save(&mut m).unwrap();
+    }
+
+    #[test]
+    fn the_tree_sums_every_descendant_once_and_a_cycle_ends_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "a", None, Some(1.0));
+        marker(d, "a.1", Some("a"), Some(0.5));
+        marker(d, "a.2", Some("a"), None);
+        marker(d, "a.1.1", Some("a.1"), Some(0.25));
+        // A cycle (x is y's parent, y is x's) and one onto the root.
+        marker(d, "x", Some("y"), Some(2.0));
+        marker(d, "y", Some("x"), Some(4.0));
+        let t = Tree::scan(d);
+        assert_eq!(t.children("a"), ["a.1", "a.2"]);
+        assert_eq!(t.descendants("a"), ["a.1", "a.2", "a.1.1"]);
+        let own = Usage {
+            cost_usd: Some(1.0),
+            ..Usage::default()
+        };
+        assert_eq!(t.tree_usage("a", Some(&own)).unwrap().cost_usd, Some(1.75));
+        assert_eq!(
+            t.tree_usage("a.2", None),
+            None,
+            "no children: no tree usage"
+        );
+        assert_eq!(t.descendants("x"), ["y"]);
+        assert_eq!(t.tree_usage("x", None).unwrap().cost_usd, Some(4.0));
+        assert_eq!(spent_by_children(d, "a").unwrap().cost_usd, Some(0.75));
+        assert_eq!(children_of(d, "a.1"), ["a.1.1"]);
+    }
+
+    #[test]
+    fn a_corrupt_or_linked_marker_is_left_out_of_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "a", None, None);
+        marker(d, "a.1", Some("a"), Some(0.5));
+        let corrupt = super::super::layout::marker_path(d, "a.2");
+        std::fs::create_dir_all(corrupt.parent().unwrap()).unwrap();
+        std::fs::write(&corrupt, b"{\"parent\": \"a\", not json").unwrap();
+        #[cfg(unix)]
+        {
+            // A link to a marker elsewhere that names `a` its parent.
+            let other = tempfile::tempdir().unwrap();
+            marker(other.path(), "a.3", Some("a"), Some(9.0));
+            let link = super::super::layout::marker_path(d, "a.3");
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            let target = super::super::layout::marker_path(other.path(), "a.3");
+            std::os::unix::fs::symlink(target, &link).unwrap();
+            assert_eq!(children_of(d, "a"), ["a.1"]);
+        }
+        assert_eq!(spent_by_children(d, "a").unwrap().cost_usd, Some(0.5));
+    }
+
+    #[test]
+    fn what_is_left_of_a_parents_cap_is_its_cap_less_its_childrens_spend() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        marker(d, "free", None, None);
+        assert_eq!(budget_left(d, "free"), None, "no cap");
+        let store = crate::unit::marker::MarkerStore::new(d);
+        let mut m = crate::unit::marker::Marker::new("capped", crate::engine::EngineId::Codex, d);
+        m.asked.loops.max_cost_usd = Some(1.0);
+        store.save(&mut m).unwrap();
+        assert_eq!(budget_left(d, "capped"), Some(1.0));
+        marker(d, "capped.1", Some("capped"), Some(0.75));
+        assert_eq!(budget_left(d, "capped"), Some(0.25));
+        marker(d, "capped.2", Some("capped"), Some(0.75));
+        assert_eq!(
+            budget_left(d, "capped"),
+            Some(0.0),
+            "spent past it: nothing left"
+        );
+    }
+
+    #[test]
+    fn a_peeked_child_name_reserves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(peek_child_name(dir.path(), "p").unwrap(), "p.1");
+        assert_eq!(peek_child_name(dir.path(), "p").unwrap(), "p.1");
+        assert_eq!(next_child_name(dir.path(), "p").unwrap(), "p.1");
+        assert_eq!(peek_child_name(dir.path(), "p").unwrap(), "p.2");
     }
 
     #[test]

@@ -147,6 +147,21 @@ pub struct Marker {
     /// resumes exactly only on it. Absent: the engine's default account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// The unit whose engine started this one (`unit::lineage`); absent for
+    /// a unit vf started directly. Set at the first run, never changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Its depth in the tree; absent when 1 (a top unit).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub depth: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(d: &u32) -> bool {
+    *d == 1
 }
 
 impl Marker {
@@ -187,6 +202,8 @@ impl Marker {
             rounds: Vec::new(),
             loop_open: false,
             account: None,
+            parent: None,
+            depth: 1,
         }
     }
 

@@ -39,6 +39,7 @@ mod loops;
 // vf's TLS crypto (graviola) exists for x86_64 and aarch64 only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod judge_tls;
+mod lineage;
 mod platform_skips;
 mod projector;
 mod projector_edges;
@@ -76,6 +77,8 @@ mod doctor;
 mod isolation;
 #[cfg(unix)]
 mod mcp_install;
+#[cfg(unix)]
+mod mcp_server;
 #[cfg(unix)]
 mod model_choice;
 #[cfg(unix)]

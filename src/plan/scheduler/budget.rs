@@ -5,7 +5,8 @@
 //! too, the way a timeout ends them, and are `failed` with reason `budget`.
 //!
 //! The running total is every attempt's usage: a rate-limited attempt that
-//! was retried still spent what it spent.
+//! was retried still spent what it spent; a unit with children counts its
+//! `treeUsage` (its own usage and theirs).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -133,7 +134,11 @@ impl Run {
                 u.report.state,
                 RunState::Waiting | RunState::Running | RunState::NotStarted
             );
-            let latest = u.report.usage.as_ref().filter(|_| !retrying);
+            // A unit's children (started by its engine through vf) spend
+            // from the plan's budget too.
+            let report = &u.report;
+            let latest = report.tree_usage.as_ref().or(report.usage.as_ref());
+            let latest = latest.filter(|_| !retrying);
             u.retry.earlier_usage.as_ref().into_iter().chain(latest)
         });
         crate::engine::usage::total(each)

@@ -138,6 +138,8 @@ mod tests {
             } else {
                 Vec::new()
             },
+            children: Vec::new(),
+            tree_usage: None,
             held_by: (!full).then(|| crate::ground::held::HeldBy {
                 engine: "claude".into(),
                 account: "work".into(),

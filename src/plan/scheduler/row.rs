@@ -128,6 +128,13 @@ pub struct UnitReport {
     /// The accounts it left at the wall for another of its engine, in order.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub rotated_from: Vec<String>,
+    /// The units its engine started through vf (its result's `children`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub children: Vec<String>,
+    /// Its usage with every descendant's (absent without children): what
+    /// the plan's budget counts for it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tree_usage: Option<crate::engine::usage::Usage>,
 }
 
 impl UnitReport {
@@ -149,6 +156,8 @@ impl UnitReport {
             duration_ms: None,
             usage: None,
             reason: None,
+            children: Vec::new(),
+            tree_usage: None,
             attempts: None,
             workspace: None,
             origins: None,
@@ -210,6 +219,8 @@ impl UnitReport {
                 self.summary = res.summary.as_ref().map(JsonText::new);
                 self.error = res.error.clone();
                 self.usage = res.usage.clone();
+                self.children = res.children.clone();
+                self.tree_usage = res.tree_usage.clone();
                 self.rounds = res.rounds.clone();
                 self.account = res.account.clone();
             }
@@ -459,6 +470,10 @@ mod tests {
             mcp: Vec::new(),
             rounds: vec![round.clone()],
             account: None,
+            parent: None,
+            depth: None,
+            children: Vec::new(),
+            tree_usage: None,
         };
         let mut r = UnitReport::running("a", EngineId::Codex, None, 1);
         r.settle(&Ok(res)).unwrap();

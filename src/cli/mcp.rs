@@ -81,6 +81,9 @@ pub struct McpInstallArgs {
     /// Print what was done as JSON.
     #[arg(long)]
     pub json: bool,
+    /// With --write: replace a `vf` entry that differs from this one.
+    #[arg(long, requires = "write")]
+    pub force: bool,
     /// The server's flags the entry starts it with (after `--`: `vf mcp install
     /// --engine claude -- --allow-engines codex --max-depth 2`).
     #[arg(last = true, value_name = "FLAGS")]

@@ -25,6 +25,12 @@
 //! - agy, bridge: refused (agy: `vf workspace init --mcp` writes
 //!   `.agents/mcp_config.json`).
 //!
+//! A server that is `vf mcp` (an engine handing work on through vf) learns
+//! its caller from `VF_PARENT_UNIT`/`VF_DEPTH` in the engine's environment:
+//! claude, copilot and opencode start their MCP servers with their whole
+//! environment (measured at their pins: ENGINES.md, "vf as an MCP server"),
+//! so vf adds no `env` for them; codex, which clears it, is refused here.
+//!
 //! Every file is written into the unit's own directory
 //! (`<state>/units/<unit>/`) by the launch, 0600, never into the user's
 //! files, and removed when the engine has ended (failed or not; one a

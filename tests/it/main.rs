@@ -76,6 +76,8 @@ mod doctor;
 #[cfg(unix)]
 mod isolation;
 #[cfg(unix)]
+mod mcp_install;
+#[cfg(unix)]
 mod mcp_server;
 #[cfg(unix)]
 mod model_choice;
@@ -132,6 +134,8 @@ mod real_engines;
 mod real_loops;
 #[cfg(target_os = "linux")]
 mod real_mcp;
+#[cfg(target_os = "linux")]
+mod real_mcp_server;
 #[cfg(target_os = "linux")]
 mod real_options;
 #[cfg(target_os = "linux")]

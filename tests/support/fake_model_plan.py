@@ -251,6 +251,8 @@ def plan(api, body, default):
         return {"kind": "answer", "text": WRITE_FINAL, "served": "write#%d" % step}
     if name in ("escape", "inside"):
         return write_answer(api, body, name, step, tool_out)
+    if name == "delegate":
+        return delegate_answer(api, body, step, prompt, tool_out)
     if name in ("think", "reason", "reasoning", "thinking"):
         return {"kind": "answer", "text": THINK_TEXT, "reasoning": REASONING, "served": "think#0"}
     if name == "resume":
@@ -309,6 +311,58 @@ def write_answer(api, body, name, step, tool_out):
     files = '["inside.txt"]' if name == "inside" else "[]"
     return {"kind": "answer", "text": REPORT_FINAL.format(report=report, files=files),
             "served": "%s#%d" % (name, step)}
+
+
+# LAB-DELEGATE: vf's `dispatch` tool as each CLI names it (claude
+# `mcp__vf__dispatch`, opencode `vf_dispatch`, copilot `vf-dispatch`).
+VF_DISPATCH = re.compile(r"^[A-Za-z0-9_\-]*vf[A-Za-z0-9_\-]*dispatch$")
+DELEGATE_WORD = re.compile(r"[A-Za-z0-9_\-]*vf[A-Za-z0-9_\-]*dispatch\b")
+DELEGATE_FINAL = ('Delegated. The child said: {state}.\n\n'
+                  '```json\n{summary}\n```\n')
+
+
+def vf_dispatch_tool(api, body):
+    """The name of vf's dispatch tool among the tools offered, else a name
+    the request's text lists (claude defers MCP tools and only names them)."""
+    for name in tool_specs(api, body):
+        if name and VF_DISPATCH.match(name):
+            return name
+    def strings(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from strings(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from strings(x)
+    for text in strings(body):
+        m = DELEGATE_WORD.search(text)
+        if m:
+            return m.group(0)
+    return "vf_dispatch"
+
+
+def delegate_answer(api, body, step, prompt, tool_out):
+    """LAB-DELEGATE[:<engine>]: one call of vf's dispatch tool asking <engine>
+    (default codex) for a LAB-JSON unit, then an answer whose fenced summary
+    quotes the child's unit and state from the tool result (or its error)."""
+    if step == 0:
+        m = re.match(r"LAB-DELEGATE:([a-z]+)", prompt)
+        args = {"engine": m.group(1) if m else "codex",
+                "prompt": "LAB-JSON A sub-task handed over through vf."}
+        return {"kind": "answer", "text": "I will hand this to another agent.",
+                "tool": (vf_dispatch_tool(api, body), args), "served": "delegate#0"}
+    out = str(tool_out)
+    unit = re.search(r'"unit"\s*:\s*"([^"]+)"', out)
+    state = re.search(r'"state"\s*:\s*"([^"]+)"', out)
+    summary = {"child_unit": unit.group(1) if unit else None,
+               "child_state": state.group(1) if state else None,
+               "child_said": out[:300] if not (unit and state) else None,
+               "confidence": 1.0, "files_changed": []}
+    return {"kind": "answer", "served": "delegate#%d" % step,
+            "text": DELEGATE_FINAL.format(state=summary["child_state"] or "no state",
+                                          summary=json.dumps(summary))}
 
 
 def first_line(tool_out):

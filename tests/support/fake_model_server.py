@@ -41,6 +41,12 @@ The answer is chosen from a marker word in the latest user-written message
   LAB-MAXTOKENS   (Gemini) only a thought part, then finishReason MAX_TOKENS: the
                   token limit ran out before any answer text (other APIs: the
                   thinking alone, ended normally)
+  LAB-DELEGATE[:<engine>]
+                  one call of vf's `dispatch` MCP tool (the offered tool whose name
+                  holds `vf` and ends in `dispatch`, else such a name in the request's
+                  text: claude's deferred tools) with {"engine": <engine> (codex),
+                  "prompt": "LAB-JSON ..."}; given its result, an answer whose fenced
+                  summary has child_unit and child_state as the result says
   LAB-LOOP, LAB-REVISE, LAB-FIXME, LAB-FIXUP, LAB-SIDE<n>, LAB-MERGE
                   the rounds of vf's closed loops: a reviewer's verdict, a
                   resumed author's revision or fix, a resolver's edit

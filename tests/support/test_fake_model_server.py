@@ -262,6 +262,39 @@ class FakeServerTest(unittest.TestCase):
                        for tc in c["delta"].get("tool_calls", []))
         self.assertEqual(json.loads(args), {"command": "echo hi there", "description": "Run a shell command"})
 
+    def test_delegate_calls_vfs_dispatch_tool_then_quotes_the_child(self):
+        """LAB-DELEGATE: the tool whose name holds `vf` and ends in `dispatch`,
+        asked for a codex unit; the answer quotes the child's unit and state."""
+        prompt = "LAB-DELEGATE Ask another agent."
+        tools = [{"type": "function", "function": {"name": n, "parameters": {}}}
+                 for n in ("bash", "vf-status", "vf-dispatch", "lab-dispatcher")]
+        first = [{"role": "user", "content": prompt}]
+        body = {"model": "m", "stream": False, "messages": first, "tools": tools}
+        _, _, raw = self.post("/v1/chat/completions", body)
+        call = json.loads(raw)["choices"][0]["message"]["tool_calls"][0]
+        self.assertEqual(call["function"]["name"], "vf-dispatch")
+        args = json.loads(call["function"]["arguments"])
+        self.assertEqual(args["engine"], "codex")
+        self.assertTrue(args["prompt"].startswith("LAB-JSON"))
+        child = json.dumps({"unit": "parent.1", "state": "done", "engine": "codex"})
+        body["messages"] = first + [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": child}]
+        _, _, raw = self.post("/v1/chat/completions", body)
+        text = json.loads(raw)["choices"][0]["message"]["content"]
+        summary = json.loads(text.split("```json\n")[1].split("```")[0])
+        self.assertEqual((summary["child_unit"], summary["child_state"]), ("parent.1", "done"))
+
+    def test_delegate_finds_claudes_deferred_tool_by_name_and_takes_an_engine(self):
+        """claude lists deferred MCP tools by name only: the name is found in the text."""
+        msg = {"role": "user", "content": [
+            {"type": "text", "text": "<available-deferred-tools>\nmcp__vf__dispatch\nmcp__vf__status\n"},
+            {"type": "text", "text": "LAB-DELEGATE:opencode go"}]}
+        _, _, raw = self.anthropic([msg], stream=False)
+        block = [b for b in json.loads(raw)["content"] if b["type"] == "tool_use"][0]
+        self.assertEqual(block["name"], "mcp__vf__dispatch")
+        self.assertEqual(block["input"]["engine"], "opencode")
+
     def test_chat_title_request_without_tools_is_never_an_error(self):
         status, _, raw = self.chat([{"role": "user", "content": "LAB-ERR500 title me"}], tools=False)
         self.assertEqual(status, 200)

@@ -112,6 +112,10 @@ const JSONL: &[Entry] = &[
     },
     Entry { kind: "tool.shell_output", rule: Rule::Quiet },
     Entry { kind: "tool.execution_partial_result", rule: Rule::Quiet },
+    // An MCP server's progress notifications during its tool call
+    // (`data.toolCallId`, `data.progressMessage`; 1.0.102 calling `vf mcp`'s
+    // dispatch, tests/it/real_mcp_server.rs): ephemeral, the result follows.
+    Entry { kind: "tool.execution_progress", rule: Rule::Quiet },
     Entry {
         kind: "tool.execution_complete",
         rule: Rule::ToolResult(ToolResultSpec {

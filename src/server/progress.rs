@@ -99,7 +99,7 @@ mod tests {
         let m = message(
             &json!({"kind": "toolBurst", "tools": [{"name": "shell", "inputSummary": "git status --short a b c d e f g h"}]}),
         );
-        assert_eq!(m.as_deref(), Some("tool: git status --short a b c d e f"));
+        assert_eq!(m.as_deref(), Some("tool: git status --short a b c d e"));
         assert_eq!(message(&json!({"kind": "dispatch.result"})), None);
         assert_eq!(message(&json!({"no": 1})), None);
     }

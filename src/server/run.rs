@@ -102,10 +102,10 @@ pub async fn finish(
                         Ok(0) => reader.limit() > 0,
                         Ok(_) => false,
                     };
-                    if end || buf.ends_with(b"\n") || reader.limit() == 0 {
-                        if !buf.is_empty() {
-                            last = take_row(&mut buf, &mut all, &mut rows, &mut progress).await.or(last);
-                        }
+                    if (end || buf.ends_with(b"\n") || reader.limit() == 0) && !buf.is_empty() {
+                        last = take_row(&mut buf, &mut all, &mut rows, &mut progress)
+                            .await
+                            .or(last);
                     }
                     if end { break; }
                 }

@@ -406,12 +406,12 @@ impl Tools {
     }
 }
 
+/// A unit's latest raw log, its engine and the engine's version.
+type RawLog = (PathBuf, String, Option<String>);
+
 /// The unit's state and latest raw log, engine and version, from its
 /// marker loaded as vf loads one (its log paths proven the unit's own).
-fn log_of(
-    state_dir: &Path,
-    unit: &str,
-) -> Result<(Value, Option<(PathBuf, String, Option<String>)>)> {
+fn log_of(state_dir: &Path, unit: &str) -> Result<(Value, Option<RawLog>)> {
     let m = crate::unit::marker::MarkerStore::new(state_dir)
         .load(unit)?
         .ok_or_else(|| VfError::state(format!("no unit {unit:?}")))?;

@@ -119,8 +119,11 @@ impl Tools {
         args: &Map<String, Value>,
         call: Call,
     ) -> Result<CallToolResult> {
-        let r: DispatchReq = request::typed(args)?;
+        let mut r: DispatchReq = request::typed(args)?;
         let lineage = self.check_depth()?;
+        if let Some(p) = &lineage.parent {
+            r.max_cost = self.parents_budget(p, r.max_cost)?;
+        }
         if let Some(u) = &r.unit {
             crate::ground::names::check("unit name", u)?;
         }
@@ -154,6 +157,26 @@ impl Tools {
             "dispatch.result",
         )
         .await
+    }
+
+    /// What is left of the parent's own cap (its `--max-cost`, less what
+    /// its descendants spent: `unit::lineage::budget_left`): none left is a
+    /// refusal (reason `budget`), and a cap the call or the server asks for
+    /// is lowered to it. A parent without a cap changes nothing.
+    fn parents_budget(&self, parent: &str, asked: Option<f64>) -> Result<Option<f64>> {
+        let state = &self.s.state_dir;
+        let Some(left) = lineage::budget_left(state, parent) else {
+            return Ok(asked);
+        };
+        if left <= 0.0 {
+            return Err(VfError::Refused {
+                reason: crate::ground::error::Reason::Budget,
+                error: Box::new(VfError::usage(format!(
+                    "unit {parent:?} has spent its budget (its --max-cost) on its children"
+                ))),
+            });
+        }
+        Ok(asked.or(self.s.max_cost).map(|c| c.min(left)))
     }
 
     /// A unit name for a call that gave none and has no parent: vf's usual
@@ -294,6 +317,7 @@ impl Tools {
             Value::Array(mut a) if a.len() == 1 => a.remove(0),
             v => v,
         });
+        let v = v.map(|v| with_answer(v, &self.s.state_dir));
         Ok(Tools::short_result(code, v, err))
     }
 
@@ -424,4 +448,26 @@ fn log_of(state_dir: &Path, unit: &str) -> Result<(Value, Option<RawLog>)> {
         (state_dir.join(rel), m.engine.as_str().to_string(), v)
     });
     Ok((state, log))
+}
+
+/// A unit's status record with its latest answer, as vf recorded it for a
+/// replay (`unit::history`, at most its bound: `answerTruncated` says when
+/// it was cut), when that answer is the latest attempt's.
+fn with_answer(mut v: Value, state_dir: &std::path::Path) -> Value {
+    let Some(o) = v.as_object_mut() else { return v };
+    let Some(unit) = o.get("unit").and_then(Value::as_str) else {
+        return v;
+    };
+    let attempts = o.get("attempts").and_then(Value::as_u64);
+    let history = crate::unit::history::load(state_dir, unit);
+    if let Some(r) = history
+        .last()
+        .filter(|r| Some(u64::from(r.attempt)) == attempts)
+    {
+        o.insert("answer".into(), Value::String(r.text.clone()));
+        if r.truncated {
+            o.insert("answerTruncated".into(), Value::Bool(true));
+        }
+    }
+    v
 }

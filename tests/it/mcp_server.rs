@@ -256,6 +256,13 @@ async fn a_dispatch_that_does_not_wait_is_followed_by_events_result_and_status()
         (Some(&*unit), Some("done")),
         "{res}"
     );
+    // The answer the engine gave, as vf recorded it.
+    assert!(
+        res["answer"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("The command printed: hello")),
+        "{res}"
+    );
     let st = content(&call(&c, "status", json!({})).await);
     assert!(st.to_string().contains(&unit), "{st}");
     let rep = content(&call(&c, "report", json!({})).await);
@@ -362,6 +369,70 @@ async fn a_call_deeper_than_the_limit_is_refused_and_a_child_is_named_after_its_
         (Some("lead.1"), Some("done")),
         "{v}"
     );
+    // The child's marker records its parent, one level deeper.
+    let m = env.marker("lead.1");
+    assert_eq!(
+        (&m["parent"], &m["depth"]),
+        (&json!("lead"), &json!(2)),
+        "{m}"
+    );
+    assert_eq!(
+        (&v["parent"], &v["depth"]),
+        (&json!("lead"), &json!(2)),
+        "{v}"
+    );
+    c.cancel().await.unwrap();
+}
+
+const CLAUDE_CAPTURE: &str = "claude/2.1.332/a_json_stream.stdout.jsonl";
+
+#[tokio::test]
+async fn a_child_is_refused_once_its_parent_has_spent_its_cap_on_children() {
+    let env = Env::new();
+    let claude = [
+        (
+            "VF_CLAUDE_BIN",
+            env.fake_for("claude").display().to_string(),
+        ),
+        ("FAKE_STDOUT", fixture(CLAUDE_CAPTURE).display().to_string()),
+        ("FAKE_VERSION", "2.1.332".to_string()),
+    ];
+    // The parent: a claude unit capped at $0.001 (each fake claude run
+    // reports $0.0008).
+    let mut lead = env.cmd(&[
+        "dispatch",
+        "--engine",
+        "claude",
+        "--unit",
+        "lead",
+        "--max-cost",
+        "0.001",
+        "--prompt",
+        "lead",
+        "--output",
+        "json",
+    ]);
+    lead.envs(claude.iter().map(|(k, v)| (k, v)));
+    let out = run_bounded(lead, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut envs = claude.to_vec();
+    envs.push(("VF_PARENT_UNIT", "lead".into()));
+    envs.push(("VF_DEPTH", "1".into()));
+    let c = start(&env, &["--allow-engines", "claude"], &envs).await;
+    let ask = json!({"engine": "claude", "prompt": "hi", "max_cost": 0.5});
+    // $0.001 left, then $0.0002: both children run.
+    for child in ["lead.1", "lead.2"] {
+        let v = content(&call(&c, "dispatch", ask.clone()).await);
+        assert_eq!(
+            (v["unit"].as_str(), v["state"].as_str()),
+            (Some(child), Some("done")),
+            "{v}"
+        );
+    }
+    // $0.0016 spent below a $0.001 cap: refused, nothing written.
+    let e = tool_error(&call(&c, "dispatch", ask).await);
+    assert_eq!(e["reason"], "budget", "{e}");
+    assert!(!env.state().join("units/lead.3").exists());
     c.cancel().await.unwrap();
 }
 

@@ -325,14 +325,15 @@ impl Tools {
         let u = args.get("unit").and_then(Value::as_str).unwrap_or_default();
         crate::ground::names::check("unit name", u)?;
         let pid = self.flights().get(u).map(|f| f.pid);
-        let Some(pid) = pid else {
-            return Err(VfError::state(format!(
-                "unit {u:?} is not running under this server"
-            )));
+        let (pid, by) = match pid {
+            Some(pid) => (pid, "this server"),
+            None => (proven_owner(&self.s.state_dir, u)?, "another vf"),
         };
         let sent = crate::sys::signal_child(pid, crate::sys::Sig::Terminate)
             .map_err(|e| VfError::state(format!("cancel {u}: {e}")))?;
-        Ok(ok(json!({"unit": u, "signalled": sent})))
+        Ok(ok(
+            json!({"unit": u, "signalled": sent, "pid": pid, "runBy": by}),
+        ))
     }
 
     async fn orchestrate(
@@ -470,4 +471,36 @@ fn with_answer(mut v: Value, state_dir: &std::path::Path) -> Value {
         }
     }
     v
+}
+
+/// The pid of the vf that runs `unit` elsewhere (a `vf dispatch` in a
+/// terminal, another server's), when its marker says `running` and that
+/// vf is proven alive by its pid, start time and boot id, as vf proves an
+/// owner before touching a unit. Anything less is refused: a pid that
+/// cannot be proven the unit's vf is never signalled.
+fn proven_owner(state_dir: &Path, unit: &str) -> Result<u32> {
+    use crate::ground::procinfo::Liveness;
+    let store = crate::unit::marker::MarkerStore::new(state_dir);
+    let m = store
+        .load(unit)?
+        .ok_or_else(|| VfError::usage(format!("no unit {unit:?} in this state dir")))?;
+    if m.state != crate::unit::marker::UnitState::Running {
+        return Err(VfError::usage(format!(
+            "unit {unit:?} is not running (its state: {})",
+            serde_json::to_value(m.state)
+                .unwrap_or_default()
+                .as_str()
+                .unwrap_or("?")
+        )));
+    }
+    let pid = m.owner.as_ref().map_or(0, |o| o.supervisor.pid);
+    match m.owner_alive() {
+        Liveness::Alive => Ok(pid),
+        Liveness::Dead => Err(VfError::usage(format!(
+            "unit {unit:?} is marked running but its vf (pid {pid}) is gone: `vf resume` takes it over"
+        ))),
+        Liveness::Unknown => Err(VfError::state(format!(
+            "unit {unit:?} is marked running and its vf (pid {pid}) cannot be proven alive; not signalling it"
+        ))),
+    }
 }

@@ -266,7 +266,9 @@ pub fn signal_recorded(id: i32, sig: Sig) -> std::io::Result<bool> {
 }
 
 /// Sends `sig` to one process vf started itself and still holds (`vf mcp`'s
-/// own `vf` children). `Ok(false)` when it is gone already.
+/// own `vf` children), or to a unit's vf whose identity (pid, start time,
+/// boot id) was proven just before (`vf mcp`'s `cancel`). `Ok(false)` when
+/// it is gone already. On Windows the process is terminated.
 pub fn signal_child(pid: u32, sig: Sig) -> std::io::Result<bool> {
     family::signal_child(pid, sig)
 }

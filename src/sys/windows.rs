@@ -386,9 +386,21 @@ pub fn signal_recorded(_id: i32, _sig: Sig) -> std::io::Result<bool> {
     Ok(false)
 }
 
-/// No signals on Windows: a child `vf` is ended (its job closes with it).
-pub fn signal_child(_pid: u32, _sig: Sig) -> std::io::Result<bool> {
-    Ok(false)
+/// No signal reaches a console process of another group on Windows: the
+/// child `vf` is terminated instead, and its Job Object ends its engine
+/// with it (its marker stays `running` with a dead owner, which `vf resume`
+/// takes over). The caller holds the child, so its pid is not reused.
+pub fn signal_child(pid: u32, _sig: Sig) -> std::io::Result<bool> {
+    use windows_sys::Win32::System::Threading::PROCESS_TERMINATE;
+    // SAFETY: plain call; a failure returns null, which `owned` rejects.
+    let Some(h) = owned(unsafe { OpenProcess(PROCESS_TERMINATE, 0, pid) }) else {
+        return gone_or_unknown(std::io::Error::last_os_error()).map(|_| false);
+    };
+    // SAFETY: `h` is an open process handle with the terminate right.
+    if unsafe { TerminateProcess(raw(&h), 1) } == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(true)
 }
 
 /// The stop requests of the console vf runs in: Ctrl-C as SIGINT,

@@ -39,6 +39,7 @@ mod loops;
 // vf's TLS crypto (graviola) exists for x86_64 and aarch64 only.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod judge_tls;
+#[cfg(unix)]
 mod lineage;
 mod platform_skips;
 mod projector;

@@ -107,8 +107,53 @@ async fn the_cancel_tool_ends_a_unit_that_runs_in_the_background() {
         .unwrap()
         .collect();
     assert!(left.is_empty(), "the prompt's private file stays: {left:?}");
+    // A unit that does not exist, and one that is not running.
     let e = tool_error(&call(&c, "cancel", json!({"unit": "other"})).await);
-    assert_eq!(e["reason"], "state", "{e}");
+    assert_eq!(e["reason"], "invalid", "{e}");
+    let e = tool_error(&call(&c, "cancel", json!({"unit": "bg"})).await);
+    assert!(e["error"].as_str().unwrap().contains("not running"), "{e}");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_cancel_tool_ends_a_unit_another_vf_runs_once_that_vf_is_proven() {
+    let env = Env::new();
+    // `vf dispatch` in a terminal of its own, slow.
+    let mut d = env.cmd(&[
+        "dispatch", "--engine", "codex", "--unit", "term", "--prompt", "hi",
+    ]);
+    d.env("VF_CODEX_BIN", env.fake_for("codex"))
+        .env("FAKE_STDOUT", fixture(TOOL_CAPTURE))
+        .env("FAKE_DELAY", "30")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut term = d.spawn().unwrap();
+    let m = marker_until(&env, "term", "a running marker", running_with_id).await;
+    let c = start(&env, &["--allow-engines", "codex"], &[]).await;
+    let r = content(&call(&c, "cancel", json!({"unit": "term"})).await);
+    assert_eq!(
+        (&r["signalled"], &r["runBy"], &r["pid"]),
+        (
+            &json!(true),
+            &json!("another vf"),
+            &m["owner"]["supervisor"]["pid"]
+        ),
+        "{r}"
+    );
+    let m = marker_until(&env, "term", "the unit to end", |m| m["state"] != "running").await;
+    assert_eq!(m["reason"], "interrupted", "{m}");
+    let st = tokio::task::spawn_blocking(move || term.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(!st.success());
+    // A marker that says running but whose vf cannot be its own is never signalled.
+    let mut fake = env.marker("term");
+    fake["state"] = json!("running");
+    fake["owner"]["supervisor"]["startTime"] = json!(1);
+    fake["owner"]["supervisor"]["pid"] = json!(std::process::id());
+    std::fs::write(env.marker_path("term"), fake.to_string()).unwrap();
+    let e = tool_error(&call(&c, "cancel", json!({"unit": "term"})).await);
+    assert!(e["error"].as_str().unwrap().contains("is gone"), "{e}");
     c.cancel().await.unwrap();
 }
 

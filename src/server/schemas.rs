@@ -4,11 +4,13 @@
 
 use serde_json::{Map, Value, json};
 
-/// The engines a `dispatch` may name. The command engines (bridge, acp) take
-/// a shell command and are never offered to a calling agent.
-pub const ENGINES: [&str; 7] = [
-    "auto", "claude", "codex", "copilot", "opencode", "gemini", "agy",
-];
+/// The engines a `dispatch` may name: `auto` and the CLIs (`EngineId::ALL`).
+/// The command engines (bridge, acp) take a shell command and are never
+/// offered to a calling agent.
+pub fn engines() -> Vec<&'static str> {
+    let clis = crate::engine::EngineId::ALL.map(|e| e.as_str());
+    std::iter::once("auto").chain(clis).collect()
+}
 
 /// Every tool, in the order `tools/list` gives them.
 pub const TOOLS: [&str; 8] = [
@@ -58,7 +60,7 @@ pub fn input_schema(tool: &str) -> Option<Value> {
     Some(match tool {
         "dispatch" => object(
             with_limits(json!({
-                "engine": {"enum": ENGINES},
+                "engine": {"enum": engines()},
                 "prompt": prompt,
                 "unit": unit(),
                 "model": {"type": "string", "minLength": 1, "maxLength": 200},

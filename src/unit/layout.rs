@@ -284,6 +284,63 @@ pub fn holder_pid(path: &Path) -> String {
     "?".into()
 }
 
+/// Where the children index lives: `<state>/children/<parent>/<child>`, an
+/// empty file per child, written with the child's marker.
+pub(crate) const CHILDREN_DIR: &str = "children";
+/// The most units `lineage::Tree::below` reads below one unit.
+pub const MAX_INDEXED: usize = 10_000;
+
+/// Notes `child` under `parent` in the children index, once (the marker
+/// of a child calls it on each save; a noted child costs one `lstat`).
+/// Never through a link: the index's directories must be directories, the
+/// file is opened without following one. Names are checked first.
+pub(crate) fn note_child(state_dir: &Path, parent: &str, child: &str) -> std::io::Result<()> {
+    let bad = |e: VfError| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
+    crate::ground::names::check("unit name", parent).map_err(bad)?;
+    crate::ground::names::check("unit name", child).map_err(bad)?;
+    let root = state_dir.join(CHILDREN_DIR);
+    let dir = root.join(parent);
+    let file = dir.join(child);
+    if std::fs::symlink_metadata(&file).is_ok() {
+        return Ok(());
+    }
+    for d in [&root, &dir] {
+        match std::fs::create_dir(d) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        if !std::fs::symlink_metadata(d)?.is_dir() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a directory",
+                d.display()
+            )));
+        }
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).no_follow_no_block();
+    o.open_checked(&file).map(drop)
+}
+
+/// The names listed under `parent` in the children index (valid unit
+/// names only, at most [`MAX_INDEXED`]); none when it has no entry.
+pub(crate) fn indexed_children(state_dir: &Path, parent: &str) -> Vec<String> {
+    if crate::ground::names::check("unit name", parent).is_err() {
+        return Vec::new();
+    }
+    let dir = state_dir.join(CHILDREN_DIR).join(parent);
+    if std::fs::symlink_metadata(&dir).map_or(true, |m| !m.is_dir()) {
+        return Vec::new();
+    }
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| crate::ground::names::check("unit name", n).is_ok())
+        .take(MAX_INDEXED)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -159,11 +159,11 @@ pub struct Tree {
 
 impl Tree {
     /// The tree below `root` alone, read through the children index
-    /// ([`note_child`]): each level's names listed in `<state>/children/<unit>/`,
+    /// ([`super::layout::note_child`]): each level's names listed in `<state>/children/<unit>/`,
     /// each one's marker loaded and kept only when it names that unit as its
     /// parent (an entry a marker does not back is ignored). So a unit's end
     /// reads its own descendants, never every marker of the state dir. At
-    /// most [`DEPTH_CEILING`] levels and [`MAX_INDEXED`] units; an unreadable
+    /// most [`DEPTH_CEILING`] levels and [`super::layout::MAX_INDEXED`] units; an unreadable
     /// index is an empty tree (the tree is a view, never a reason to fail).
     pub fn below(state_dir: &Path, root: &str) -> Tree {
         let store = super::marker::MarkerStore::new(state_dir);
@@ -176,8 +176,8 @@ impl Tree {
         for _ in 0..DEPTH_CEILING {
             let mut next = Vec::new();
             for parent in &level {
-                for child in indexed_children(state_dir, parent) {
-                    if seen.len() >= MAX_INDEXED || seen.contains(&child) {
+                for child in super::layout::indexed_children(state_dir, parent) {
+                    if seen.len() >= super::layout::MAX_INDEXED || seen.contains(&child) {
                         continue;
                     }
                     let Ok(Some(m)) = store.load(&child) else {
@@ -264,64 +264,6 @@ impl Tree {
         let below = self.spent_below(unit);
         crate::engine::usage::total(own.into_iter().chain(below.as_ref()))
     }
-}
-
-/// Where the children index lives: `<state>/children/<parent>/<child>`, an
-/// empty file per child, written with the child's marker.
-const CHILDREN_DIR: &str = "children";
-/// The most units [`Tree::below`] reads below one unit.
-pub const MAX_INDEXED: usize = 10_000;
-
-/// Notes `child` under `parent` in the children index, once (the marker
-/// of a child calls it on each save; a noted child costs one `lstat`).
-/// Never through a link: the index's directories must be directories, the
-/// file is opened without following one. Names are checked first.
-pub(crate) fn note_child(state_dir: &Path, parent: &str, child: &str) -> std::io::Result<()> {
-    use crate::sys::OpenExt;
-    let bad = |e: VfError| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
-    crate::ground::names::check("unit name", parent).map_err(bad)?;
-    crate::ground::names::check("unit name", child).map_err(bad)?;
-    let root = state_dir.join(CHILDREN_DIR);
-    let dir = root.join(parent);
-    let file = dir.join(child);
-    if std::fs::symlink_metadata(&file).is_ok() {
-        return Ok(());
-    }
-    for d in [&root, &dir] {
-        match std::fs::create_dir(d) {
-            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-            _ => {}
-        }
-        if !std::fs::symlink_metadata(d)?.is_dir() {
-            return Err(std::io::Error::other(format!(
-                "{} is not a directory",
-                d.display()
-            )));
-        }
-    }
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create(true).no_follow_no_block();
-    o.open_checked(&file).map(drop)
-}
-
-/// The names listed under `parent` in the children index (valid unit
-/// names only, at most [`MAX_INDEXED`]); none when it has no entry.
-fn indexed_children(state_dir: &Path, parent: &str) -> Vec<String> {
-    if crate::ground::names::check("unit name", parent).is_err() {
-        return Vec::new();
-    }
-    let dir = state_dir.join(CHILDREN_DIR).join(parent);
-    if std::fs::symlink_metadata(&dir).map_or(true, |m| !m.is_dir()) {
-        return Vec::new();
-    }
-    let Ok(rd) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| crate::ground::names::check("unit name", n).is_ok())
-        .take(MAX_INDEXED)
-        .collect()
 }
 
 /// The units whose marker names `parent` as theirs, sorted.
@@ -452,7 +394,7 @@ mod tests {
         // whose marker names no parent.
         marker(d, "stranger", None, Some(7.0));
         for c in ["a.2", "a.3", "stranger"] {
-            note_child(d, "a", c).unwrap();
+            super::super::layout::note_child(d, "a", c).unwrap();
         }
         #[cfg(unix)]
         {
@@ -476,19 +418,24 @@ mod tests {
         marker(d, "p", None, None);
         marker(d, "p.1", Some("p"), None);
         marker(d, "p.1", Some("p"), None);
-        let listed: Vec<_> = std::fs::read_dir(d.join(CHILDREN_DIR).join("p"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let listed: Vec<_> =
+            std::fs::read_dir(d.join(super::super::layout::CHILDREN_DIR).join("p"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
         assert_eq!(listed, ["p.1"]);
-        assert!(note_child(d, "../p", "p.1").is_err());
+        assert!(super::super::layout::note_child(d, "../p", "p.1").is_err());
         #[cfg(unix)]
         {
             let elsewhere = tempfile::tempdir().unwrap();
-            std::os::unix::fs::symlink(elsewhere.path(), d.join(CHILDREN_DIR).join("q")).unwrap();
-            assert!(note_child(d, "q", "q.1").is_err());
+            std::os::unix::fs::symlink(
+                elsewhere.path(),
+                d.join(super::super::layout::CHILDREN_DIR).join("q"),
+            )
+            .unwrap();
+            assert!(super::super::layout::note_child(d, "q", "q.1").is_err());
             assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
-            assert!(indexed_children(d, "q").is_empty());
+            assert!(super::super::layout::indexed_children(d, "q").is_empty());
         }
     }
 

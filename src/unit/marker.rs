@@ -361,7 +361,7 @@ impl MarkerStore {
         if let Some(parent) = &marker.parent {
             // Without its entry the parent's result misses this child: a
             // view lost, never the unit's run.
-            if let Err(e) = super::lineage::note_child(self.state_dir(), parent, &marker.unit) {
+            if let Err(e) = layout::note_child(self.state_dir(), parent, &marker.unit) {
                 tracing::warn!("cannot note {} as a child of {parent}: {e}", marker.unit);
             }
         }

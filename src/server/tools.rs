@@ -487,10 +487,7 @@ fn proven_owner(state_dir: &Path, unit: &str) -> Result<u32> {
     if m.state != crate::unit::marker::UnitState::Running {
         return Err(VfError::usage(format!(
             "unit {unit:?} is not running (its state: {})",
-            serde_json::to_value(m.state)
-                .unwrap_or_default()
-                .as_str()
-                .unwrap_or("?")
+            m.state.as_str()
         )));
     }
     let pid = m.owner.as_ref().map_or(0, |o| o.supervisor.pid);

@@ -111,30 +111,33 @@ impl Lineage {
 /// an error.
 pub fn next_child_name(state_dir: &Path, parent: &str) -> Result<String> {
     let units = super::layout::units_dir(state_dir);
-    std::fs::create_dir_all(&units)
-        .map_err(|e| VfError::state(format!("{}: {e}", units.display())))?;
-    for n in 1..100_000u32 {
-        let name = format!("{parent}.{n}");
-        crate::ground::names::check("child unit name", &name)?;
-        match std::fs::create_dir(super::layout::unit_dir(state_dir, &name)) {
-            Ok(()) => return Ok(name),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(VfError::state(format!("{}: {e}", units.display()))),
+    let err = |e: std::io::Error| VfError::state(format!("{}: {e}", units.display()));
+    std::fs::create_dir_all(&units).map_err(err)?;
+    first_child_name(parent, |name| {
+        match std::fs::create_dir(super::layout::unit_dir(state_dir, name)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(err(e)),
         }
-    }
-    Err(VfError::usage(format!(
-        "unit {parent:?} has too many children"
-    )))
+    })
 }
 
 /// The name [`next_child_name`] would reserve now, reserving nothing (a
 /// dry run shows it; the run reserves the next free one when it starts).
 pub fn peek_child_name(state_dir: &Path, parent: &str) -> Result<String> {
+    first_child_name(parent, |name| {
+        let dir = super::layout::unit_dir(state_dir, name);
+        Ok(std::fs::symlink_metadata(dir).is_err())
+    })
+}
+
+/// The first `<parent>.<n>` (n from 1) that `take` accepts, each checked
+/// as a unit name first; too many children is an error.
+fn first_child_name(parent: &str, mut take: impl FnMut(&str) -> Result<bool>) -> Result<String> {
     for n in 1..100_000u32 {
         let name = format!("{parent}.{n}");
         crate::ground::names::check("child unit name", &name)?;
-        let dir = super::layout::unit_dir(state_dir, &name);
-        if std::fs::symlink_metadata(&dir).is_err() {
+        if take(&name)? {
             return Ok(name);
         }
     }
